@@ -1,0 +1,79 @@
+package protocol
+
+import (
+	"context"
+	"testing"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TestPublishRefusesInconsistentState: a set missing the route or the endpoints fails
+// Consistent; the publish is refused, nothing is recorded, and the old state stays.
+func TestPublishRefusesInconsistentState(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, v)
+			good := h.publish("initial", resources.State{Version: "1", InventoryPort: portV1})
+			for _, drop := range []resources.Type{resources.RDS, resources.EDS} {
+				set, err := resources.Build(resources.State{Version: "2", InventoryPort: portV2})
+				require.NoError(t, err)
+				delete(set.ByType, drop)
+				err = h.fe.Publish(h.ctx, set)
+				require.Error(t, err, "missing %s", drop)
+				assert.Contains(t, err.Error(), "publish version 2")
+				assert.Contains(t, err.Error(), "not consistent")
+			}
+			assert.Same(t, good, h.fe.Current())
+			assert.Len(t, filter(h.log.events(t), of("initial", xdslog.EventPublish)), 1)
+		})
+	}
+}
+
+// TestUnmatchedAndDropped: feedback naming a nonce never sent on this stream is recorded
+// as unmatched (not an ACK); a stream closed with unanswered sends records them as dropped.
+func TestUnmatchedAndDropped(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, v)
+			h.publish("initial", resources.State{Version: "1", InventoryPort: portV1})
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			ads := discovery.NewAggregatedDiscoveryServiceClient(h.dial())
+			if v.mode == xdslog.ModeSotW {
+				s, err := ads.StreamAggregatedResources(ctx)
+				require.NoError(t, err)
+				// A request carrying a nonce from "before a restart".
+				require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: nodeProto(), TypeUrl: resources.CDS.URL(), VersionInfo: "1", ResponseNonce: "7"}))
+				require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL()}))
+				_, err = s.Recv() // the LDS response, never answered
+				require.NoError(t, err)
+				require.NoError(t, s.CloseSend())
+			} else {
+				s, err := ads.DeltaAggregatedResources(ctx)
+				require.NoError(t, err)
+				require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: nodeProto(), TypeUrl: resources.CDS.URL(), ResponseNonce: "7"}))
+				require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.LDS.URL()}))
+				_, err = s.Recv()
+				require.NoError(t, err)
+				require.NoError(t, s.CloseSend())
+			}
+			ev := h.waitLog("stream closed", func(ev []xdslog.Event) bool { return len(filter(ev, of("initial", xdslog.EventStreamClose))) == 1 })
+			un := filter(ev, of("initial", xdslog.EventUnmatched))
+			require.Len(t, un, 1)
+			assert.Equal(t, "7", un[0].Nonce)
+			assert.Equal(t, "CDS", un[0].Type)
+			assert.Empty(t, filter(ev, of("initial", xdslog.EventAck)), "an unmatched nonce is never guessed to be an ACK")
+			cl := filter(ev, of("initial", xdslog.EventStreamClose))[0]
+			require.NotNil(t, cl.Dropped)
+			assert.GreaterOrEqual(t, *cl.Dropped, 1, "the unanswered send is counted as dropped")
+			sends := len(filter(ev, of("initial", xdslog.EventSend)))
+			assert.Equal(t, sends, *cl.Dropped, "every send on the stream went unanswered")
+			assert.Empty(t, h.rec.Status(), "stream state is cleared on close")
+		})
+	}
+}

@@ -1,0 +1,185 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
+)
+
+const wait = 10 * time.Second
+
+// syncBuffer is an xds.log in memory.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) events(t *testing.T) []xdslog.Event {
+	t.Helper()
+	s.mu.Lock()
+	data := bytes.Clone(s.b.Bytes())
+	s.mu.Unlock()
+	ev, st, err := xdslog.Read(bytes.NewReader(data))
+	require.NoError(t, err)
+	require.Zero(t, st.Skipped, "recorder wrote an unreadable line: %s", st.FirstSkip)
+	return ev
+}
+
+// variant is one front-end configuration under test.
+type variant struct {
+	name     string
+	mode     string
+	versions frontend.VersionStrategy
+	policy   sotw.NackPolicy
+}
+
+var variants = []variant{
+	{"sotw-uniform-resend", xdslog.ModeSotW, frontend.Uniform, sotw.Resend},
+	{"sotw-pertype-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold},
+	{"delta", xdslog.ModeDelta, "", ""},
+}
+
+type harness struct {
+	t   *testing.T
+	v   variant
+	log *syncBuffer
+	rec *xdslog.Recorder
+	fe  frontend.FrontEnd
+	lis *bufconn.Listener
+	ctx context.Context
+}
+
+func newHarness(t *testing.T, v variant) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	var err error
+	if v.mode == xdslog.ModeSotW {
+		h.fe, err = sotw.New(ctx, sotw.Config{Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy})
+	} else {
+		h.fe, err = delta.New(ctx, delta.Config{Recorder: h.rec})
+	}
+	require.NoError(t, err)
+	h.lis = bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	h.fe.Register(srv)
+	go func() { _ = srv.Serve(h.lis) }()
+	t.Cleanup(func() {
+		cancel()
+		srv.Stop()
+	})
+	return h
+}
+
+func (h *harness) dial() *grpc.ClientConn {
+	h.t.Helper()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(h.t, err)
+	h.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// publish builds and publishes s under the step label.
+func (h *harness) publish(step string, s resources.State) *resources.Set {
+	h.t.Helper()
+	h.rec.SetStep(step)
+	set, err := resources.Build(s)
+	require.NoError(h.t, err)
+	require.NoError(h.t, h.fe.Publish(h.ctx, set))
+	return set
+}
+
+// connect runs a simulated client on a new stream; stop ends the stream and waits.
+func (h *harness) connect(c *simclient.Client) (stop func()) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(h.ctx)
+	conn := h.dial()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx, conn)
+	}()
+	return func() {
+		cancel()
+		<-done
+		conn.Close()
+	}
+}
+
+func (h *harness) waitClient(c *simclient.Client, what string, cond func(simclient.State) bool) simclient.State {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, wait)
+	defer cancel()
+	s, err := c.WaitFor(ctx, cond)
+	require.NoError(h.t, err, "waiting for %s", what)
+	return s
+}
+
+// waitLog polls the xds.log until cond holds.
+func (h *harness) waitLog(what string, cond func([]xdslog.Event) bool) []xdslog.Event {
+	h.t.Helper()
+	var ev []xdslog.Event
+	require.Eventually(h.t, func() bool {
+		ev = h.log.events(h.t)
+		return cond(ev)
+	}, wait, 5*time.Millisecond, "waiting for %s", what)
+	return ev
+}
+
+func filter(ev []xdslog.Event, keep func(xdslog.Event) bool) []xdslog.Event {
+	var out []xdslog.Event
+	for _, e := range ev {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func of(step, event string) func(xdslog.Event) bool {
+	return func(e xdslog.Event) bool { return e.Step == step && e.Event == event }
+}
+
+func ofType(step, event, typ string) func(xdslog.Event) bool {
+	return func(e xdslog.Event) bool { return e.Step == step && e.Event == event && e.Type == typ }
+}
+
+// allAccepted reports whether the client accepted every resource of set with versions
+// matching want (name -> version).
+func acceptedHashes(s simclient.State, set *resources.Set) bool {
+	for _, t := range resources.Types {
+		for _, r := range set.ByType[t] {
+			if s.Accepted[t][r.Name].Hash != r.Hash {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func nodeProto() *corev3.Node { return &corev3.Node{Id: resources.NodeID, Cluster: "test"} }

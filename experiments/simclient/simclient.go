@@ -1,0 +1,570 @@
+// Package simclient is a simulated Envoy: an ADS client for either protocol that
+// subscribes the way Envoy does (LDS and CDS as wildcard, RDS and EDS by the names the
+// listener and clusters reference), validates every resource, ACKs or NACKs, keeps
+// per-resource versions across reconnects, and answers "which endpoint would /quote
+// reach" from what it accepted. Its data plane is simulated and always labelled so.
+package simclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Entry is one accepted resource.
+type Entry struct {
+	Version  string
+	Hash     string
+	Resource types.Resource
+}
+
+// Counters count the client's answers per type.
+type Counters struct {
+	Responses int
+	Acks      int
+	Nacks     int
+}
+
+// State is a copy of what the client runs.
+type State struct {
+	Accepted map[resources.Type]map[string]Entry
+	// VersionInfo is the last accepted SotW version_info (delta: system_version_info).
+	VersionInfo map[resources.Type]string
+	Counters    map[resources.Type]Counters
+	// LastNonce is the nonce of the last response received per type on this stream.
+	LastNonce map[resources.Type]string
+	// LastError is the last NACK message per type.
+	LastError map[resources.Type]string
+	Connected bool
+}
+
+// Version returns the accepted version of one resource ("" when absent).
+func (s State) Version(t resources.Type, name string) string { return s.Accepted[t][name].Version }
+
+// Client is a simulated Envoy. Its accepted state survives reconnects (Run may be called
+// again), as Envoy's does.
+type Client struct {
+	mode   string
+	nodeID string
+
+	mu       sync.Mutex
+	state    State
+	subs     map[resources.Type][]string // current RDS/EDS subscriptions
+	changed  chan struct{}
+	received []Received
+}
+
+// Received is one response as the client saw it (tests read these).
+type Received struct {
+	Type      resources.Type
+	Nonce     string
+	Version   string
+	Names     []string
+	Removed   []string
+	Acked     bool
+	ErrorText string
+}
+
+// New returns a client for mode ("sotw" or "delta") identifying as nodeID.
+func New(mode, nodeID string) (*Client, error) {
+	if mode != xdslog.ModeSotW && mode != xdslog.ModeDelta {
+		return nil, fmt.Errorf("simulated client: unknown mode %q", mode)
+	}
+	if nodeID == "" {
+		nodeID = resources.NodeID
+	}
+	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}}
+	c.state = State{
+		Accepted:    map[resources.Type]map[string]Entry{},
+		VersionInfo: map[resources.Type]string{},
+		Counters:    map[resources.Type]Counters{},
+		LastNonce:   map[resources.Type]string{},
+		LastError:   map[resources.Type]string{},
+	}
+	for _, t := range resources.Types {
+		c.state.Accepted[t] = map[string]Entry{}
+	}
+	return c, nil
+}
+
+// Mode returns the client's protocol.
+func (c *Client) Mode() string { return c.mode }
+
+// State returns a deep copy of what the client runs now.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.copyLocked()
+}
+
+func (c *Client) copyLocked() State {
+	s := State{
+		Accepted:    map[resources.Type]map[string]Entry{},
+		VersionInfo: maps.Clone(c.state.VersionInfo),
+		Counters:    maps.Clone(c.state.Counters),
+		LastNonce:   maps.Clone(c.state.LastNonce),
+		LastError:   maps.Clone(c.state.LastError),
+		Connected:   c.state.Connected,
+	}
+	for t, m := range c.state.Accepted {
+		s.Accepted[t] = maps.Clone(m)
+	}
+	return s
+}
+
+// Received returns every response received so far, in order.
+func (c *Client) Received() []Received {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.received)
+}
+
+// WaitFor blocks until cond holds for the client's state or ctx ends.
+func (c *Client) WaitFor(ctx context.Context, cond func(State) bool) (State, error) {
+	for {
+		c.mu.Lock()
+		s := c.copyLocked()
+		ch := c.changed
+		c.mu.Unlock()
+		if cond(s) {
+			return s, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return s, fmt.Errorf("simulated client: condition not met: %w", ctx.Err())
+		}
+	}
+}
+
+func (c *Client) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Run opens one ADS stream on conn and processes responses until ctx ends or the stream
+// breaks. It returns nil when ctx ended.
+func (c *Client) Run(ctx context.Context, conn grpc.ClientConnInterface) error {
+	client := discovery.NewAggregatedDiscoveryServiceClient(conn)
+	c.mu.Lock()
+	c.subs = map[resources.Type][]string{}
+	c.state.LastNonce = map[resources.Type]string{}
+	c.state.Connected = true
+	c.notifyLocked()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.state.Connected = false
+		c.notifyLocked()
+		c.mu.Unlock()
+	}()
+	var err error
+	if c.mode == xdslog.ModeSotW {
+		err = c.runSotW(ctx, client)
+	} else {
+		err = c.runDelta(ctx, client)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) node() *core.Node {
+	return &core.Node{Id: c.nodeID, Cluster: "simulated"}
+}
+
+// validateAll validates every resource of a response; the first failure rejects all.
+func decode(anys []*anypb.Any) ([]types.Resource, []string, []string, error) {
+	out := make([]types.Resource, 0, len(anys))
+	names := make([]string, 0, len(anys))
+	hashes := make([]string, 0, len(anys))
+	var firstErr error
+	for _, a := range anys {
+		m, err := a.UnmarshalNew()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("decode %s: %w", a.GetTypeUrl(), err)
+		}
+		r, ok := m.(types.Resource)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("decode %s: not a resource", a.GetTypeUrl())
+		}
+		name := cachev3.GetResourceName(r)
+		if err := resources.Validate(r); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, r)
+		names = append(names, name)
+		hashes = append(hashes, cachev3.HashResource(a.GetValue()))
+	}
+	return out, names, hashes, firstErr
+}
+
+// references returns the RDS names the accepted listeners use and the EDS names the
+// accepted clusters use, sorted.
+func referencesLocked(acc map[resources.Type]map[string]Entry) (rds, eds []string) {
+	for _, e := range acc[resources.LDS] {
+		l, ok := e.Resource.(*listener.Listener)
+		if !ok {
+			continue
+		}
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				m := &hcm.HttpConnectionManager{}
+				if f.GetTypedConfig().UnmarshalTo(m) == nil && m.GetRds() != nil {
+					rds = append(rds, m.GetRds().GetRouteConfigName())
+				}
+			}
+		}
+	}
+	for _, e := range acc[resources.CDS] {
+		cl, ok := e.Resource.(*cluster.Cluster)
+		if !ok || cl.GetType() != cluster.Cluster_EDS {
+			continue
+		}
+		n := cl.GetEdsClusterConfig().GetServiceName()
+		if n == "" {
+			n = cl.GetName()
+		}
+		eds = append(eds, n)
+	}
+	sort.Strings(rds)
+	sort.Strings(eds)
+	return slices.Compact(rds), slices.Compact(eds)
+}
+
+// ---- SotW ----
+
+func (c *Client) runSotW(ctx context.Context, client discovery.AggregatedDiscoveryServiceClient) error {
+	stream, err := client.StreamAggregatedResources(ctx)
+	if err != nil {
+		return fmt.Errorf("open SotW stream: %w", err)
+	}
+	send := func(req *discovery.DiscoveryRequest) error {
+		if err := stream.Send(req); err != nil {
+			return fmt.Errorf("send %s request: %w", req.GetTypeUrl(), err)
+		}
+		return nil
+	}
+	c.mu.Lock()
+	first := []*discovery.DiscoveryRequest{
+		// Wildcard, resuming from the last accepted version after a reconnect.
+		{Node: c.node(), TypeUrl: resources.CDS.URL(), VersionInfo: c.state.VersionInfo[resources.CDS]},
+		{TypeUrl: resources.LDS.URL(), VersionInfo: c.state.VersionInfo[resources.LDS]},
+	}
+	c.mu.Unlock()
+	for _, r := range first {
+		if err := send(r); err != nil {
+			return err
+		}
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("SotW stream closed by server")
+			}
+			return fmt.Errorf("SotW stream: %w", err)
+		}
+		reqs := c.handleSotW(resp)
+		for _, r := range reqs {
+			if err := send(r); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.DiscoveryRequest {
+	t, ok := resources.TypeOf(resp.GetTypeUrl())
+	if !ok {
+		return nil
+	}
+	decoded, names, hashes, verr := decode(resp.GetResources())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.notifyLocked()
+	cnt := c.state.Counters[t]
+	cnt.Responses++
+	c.state.LastNonce[t] = resp.GetNonce()
+	rec := Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetVersionInfo(), Names: names}
+	ack := &discovery.DiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce(), ResourceNames: c.subs[t]}
+	if verr != nil {
+		cnt.Nacks++
+		c.state.Counters[t] = cnt
+		c.state.LastError[t] = verr.Error()
+		rec.ErrorText = verr.Error()
+		c.received = append(c.received, rec)
+		// A SotW NACK reports the last accepted version, never the rejected one.
+		ack.VersionInfo = c.state.VersionInfo[t]
+		ack.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: verr.Error()}
+		return []*discovery.DiscoveryRequest{ack}
+	}
+	cnt.Acks++
+	c.state.Counters[t] = cnt
+	rec.Acked = true
+	c.received = append(c.received, rec)
+	// LDS and CDS responses are the full set: absence is removal. RDS and EDS absence
+	// removes nothing (Envoy keeps them until the listener or cluster goes).
+	if t == resources.LDS || t == resources.CDS {
+		c.state.Accepted[t] = map[string]Entry{}
+	}
+	for i, r := range decoded {
+		c.state.Accepted[t][names[i]] = Entry{Version: resp.GetVersionInfo(), Hash: hashes[i], Resource: r}
+	}
+	c.state.VersionInfo[t] = resp.GetVersionInfo()
+	ack.VersionInfo = resp.GetVersionInfo()
+	out := []*discovery.DiscoveryRequest{ack}
+	return append(out, c.resubscribeSotWLocked()...)
+}
+
+// resubscribeSotWLocked sends RDS/EDS requests when the referenced names changed. A
+// resubscription carries the last nonce and version of its type, as Envoy's does, or the
+// server would treat it as stale.
+func (c *Client) resubscribeSotWLocked() []*discovery.DiscoveryRequest {
+	rds, eds := referencesLocked(c.state.Accepted)
+	var out []*discovery.DiscoveryRequest
+	for _, x := range []struct {
+		t     resources.Type
+		names []string
+	}{{resources.EDS, eds}, {resources.RDS, rds}} {
+		cur, subscribed := c.subs[x.t]
+		if subscribed && slices.Equal(cur, x.names) {
+			continue
+		}
+		if !subscribed && len(x.names) == 0 {
+			continue
+		}
+		c.subs[x.t] = x.names
+		names := x.names
+		if names == nil {
+			names = []string{}
+		}
+		out = append(out, &discovery.DiscoveryRequest{
+			TypeUrl:       x.t.URL(),
+			ResourceNames: names,
+			VersionInfo:   c.state.VersionInfo[x.t],
+			ResponseNonce: c.state.LastNonce[x.t],
+		})
+	}
+	return out
+}
+
+// ---- delta ----
+
+func (c *Client) runDelta(ctx context.Context, client discovery.AggregatedDiscoveryServiceClient) error {
+	stream, err := client.DeltaAggregatedResources(ctx)
+	if err != nil {
+		return fmt.Errorf("open delta stream: %w", err)
+	}
+	send := func(req *discovery.DeltaDiscoveryRequest) error {
+		if err := stream.Send(req); err != nil {
+			return fmt.Errorf("send %s delta request: %w", req.GetTypeUrl(), err)
+		}
+		return nil
+	}
+	c.mu.Lock()
+	first := []*discovery.DeltaDiscoveryRequest{
+		// Legacy wildcard (no names) with every known name -> version, as Envoy sends on
+		// a reconnect.
+		{Node: c.node(), TypeUrl: resources.CDS.URL(), InitialResourceVersions: c.versionsLocked(resources.CDS)},
+		{TypeUrl: resources.LDS.URL(), InitialResourceVersions: c.versionsLocked(resources.LDS)},
+	}
+	c.mu.Unlock()
+	for _, r := range first {
+		if err := send(r); err != nil {
+			return err
+		}
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("delta stream closed by server")
+			}
+			return fmt.Errorf("delta stream: %w", err)
+		}
+		for _, r := range c.handleDelta(resp) {
+			if err := send(r); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Client) versionsLocked(t resources.Type) map[string]string {
+	if len(c.state.Accepted[t]) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c.state.Accepted[t]))
+	for n, e := range c.state.Accepted[t] {
+		out[n] = e.Version
+	}
+	return out
+}
+
+func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discovery.DeltaDiscoveryRequest {
+	t, ok := resources.TypeOf(resp.GetTypeUrl())
+	if !ok {
+		return nil
+	}
+	anys := make([]*anypb.Any, len(resp.GetResources()))
+	for i, r := range resp.GetResources() {
+		anys[i] = r.GetResource()
+	}
+	decoded, names, hashes, verr := decode(anys)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.notifyLocked()
+	cnt := c.state.Counters[t]
+	cnt.Responses++
+	c.state.LastNonce[t] = resp.GetNonce()
+	rec := Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetSystemVersionInfo(), Names: names, Removed: resp.GetRemovedResources()}
+	ack := &discovery.DeltaDiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce()}
+	if verr != nil {
+		// A delta NACK accepts none of the response's resources.
+		cnt.Nacks++
+		c.state.Counters[t] = cnt
+		c.state.LastError[t] = verr.Error()
+		rec.ErrorText = verr.Error()
+		c.received = append(c.received, rec)
+		ack.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: verr.Error()}
+		return []*discovery.DeltaDiscoveryRequest{ack}
+	}
+	cnt.Acks++
+	c.state.Counters[t] = cnt
+	rec.Acked = true
+	c.received = append(c.received, rec)
+	for i, r := range resp.GetResources() {
+		c.state.Accepted[t][names[i]] = Entry{Version: r.GetVersion(), Hash: hashes[i], Resource: decoded[i]}
+	}
+	// Like Envoy: removals take effect for listeners and clusters; a route or endpoint
+	// removal is ignored (they go away with their listener or cluster).
+	if t == resources.LDS || t == resources.CDS {
+		for _, n := range resp.GetRemovedResources() {
+			delete(c.state.Accepted[t], n)
+		}
+	}
+	c.state.VersionInfo[t] = resp.GetSystemVersionInfo()
+	out := []*discovery.DeltaDiscoveryRequest{ack}
+	return append(out, c.resubscribeDeltaLocked()...)
+}
+
+func (c *Client) resubscribeDeltaLocked() []*discovery.DeltaDiscoveryRequest {
+	rds, eds := referencesLocked(c.state.Accepted)
+	var out []*discovery.DeltaDiscoveryRequest
+	for _, x := range []struct {
+		t     resources.Type
+		names []string
+	}{{resources.EDS, eds}, {resources.RDS, rds}} {
+		cur, subscribed := c.subs[x.t]
+		if subscribed && slices.Equal(cur, x.names) {
+			continue
+		}
+		if !subscribed && len(x.names) == 0 {
+			continue
+		}
+		var add, drop []string
+		for _, n := range x.names {
+			if !slices.Contains(cur, n) {
+				add = append(add, n)
+			}
+		}
+		for _, n := range cur {
+			if !slices.Contains(x.names, n) {
+				drop = append(drop, n)
+			}
+		}
+		req := &discovery.DeltaDiscoveryRequest{TypeUrl: x.t.URL(), ResourceNamesSubscribe: add, ResourceNamesUnsubscribe: drop}
+		if !subscribed {
+			req.InitialResourceVersions = c.versionsLocked(x.t)
+		}
+		for _, n := range drop {
+			delete(c.state.Accepted[x.t], n)
+		}
+		c.subs[x.t] = x.names
+		out = append(out, req)
+	}
+	return out
+}
+
+// ---- simulated data plane ----
+
+// Result is the simulated data plane's answer to one request.
+type Result struct {
+	Status   int
+	Flags    string // Envoy response flags: NR, NC, UH, or "-"
+	Cluster  string
+	Endpoint string // 127.0.0.1:PORT
+	// Simulated is always true: no proxy forwarded anything.
+	Simulated bool
+}
+
+// Route computes which endpoint a request to path would reach with what the client has
+// accepted: listener -> route configuration -> cluster -> endpoints.
+func (c *Client) Route(path string) Result {
+	for i, ch := range path {
+		if ch == '?' {
+			path = path[:i]
+			break
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	acc := c.state.Accepted
+	res := Result{Simulated: true, Status: 404, Flags: "NR"}
+	rds, _ := referencesLocked(acc)
+	if _, ok := acc[resources.LDS][resources.ListenerName]; !ok || len(rds) == 0 {
+		res.Flags = "no_listener"
+		res.Status = 0 // connection refused: nothing listens
+		return res
+	}
+	rc, ok := acc[resources.RDS][rds[0]].Resource.(*route.RouteConfiguration)
+	if !ok {
+		return res
+	}
+	for _, vh := range rc.GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			if r.GetMatch().GetPath() != path {
+				continue
+			}
+			res.Cluster = r.GetRoute().GetCluster()
+			if _, ok := acc[resources.CDS][res.Cluster]; !ok {
+				res.Status, res.Flags = 503, "NC"
+				return res
+			}
+			cla, ok := acc[resources.EDS][res.Cluster].Resource.(*endpoint.ClusterLoadAssignment)
+			if !ok || len(cla.GetEndpoints()) == 0 || len(cla.GetEndpoints()[0].GetLbEndpoints()) == 0 {
+				res.Status, res.Flags = 503, "UH"
+				return res
+			}
+			sa := cla.GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
+			res.Status, res.Flags = 200, "-"
+			res.Endpoint = fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue())
+			return res
+		}
+	}
+	return res
+}

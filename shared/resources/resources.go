@@ -1,0 +1,509 @@
+// Package resources turns the workbench's desired state into the four xDS resources
+// Envoy needs (listener, route configuration, EDS clusters, endpoints) and validates
+// them before anything is published. It is mode-agnostic: the SotW and delta front ends
+// publish exactly the same resources.
+package resources
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	accesslog "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	fileal "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	rsrc "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+// Names of the teaching resources. The scaled (bench) state names clusters
+// inventory-0000 ... inventory-<N-1>.
+const (
+	NodeID          = "teaching-envoy"
+	ListenerName    = "quote-listener"
+	RouteName       = "quote-route"
+	ClusterName     = "inventory"
+	QuotePath       = "/quote"
+	StatPrefix      = "quote"
+	DefaultListener = 19000
+)
+
+// AccessLogFormat is the text access-log format the listener writes: space-separated,
+// request ID first, so the runner can find the line for one request. A text format is
+// used on purpose: a JSON format is a protobuf Struct (a map), whose Any encoding is not
+// deterministic and would give spurious content hashes.
+const AccessLogFormat = "%START_TIME% %REQ(X-REQUEST-ID)% %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %UPSTREAM_HOST% %UPSTREAM_CLUSTER%\n"
+
+// Type is the short name of an xDS resource type as it appears in xds.log.
+type Type string
+
+const (
+	LDS Type = "LDS"
+	RDS Type = "RDS"
+	CDS Type = "CDS"
+	EDS Type = "EDS"
+)
+
+// Types lists the four types in ADS push order (CDS before EDS, LDS before RDS).
+var Types = []Type{CDS, EDS, LDS, RDS}
+
+// URL returns the type URL of t.
+func (t Type) URL() string {
+	switch t {
+	case LDS:
+		return rsrc.ListenerType
+	case RDS:
+		return rsrc.RouteType
+	case CDS:
+		return rsrc.ClusterType
+	case EDS:
+		return rsrc.EndpointType
+	}
+	return ""
+}
+
+// TypeOf maps a type URL to its short name; ok is false for any other type.
+func TypeOf(url string) (Type, bool) {
+	switch url {
+	case rsrc.ListenerType:
+		return LDS, true
+	case rsrc.RouteType:
+		return RDS, true
+	case rsrc.ClusterType:
+		return CDS, true
+	case rsrc.EndpointType:
+		return EDS, true
+	}
+	return "", false
+}
+
+// State is the desired state: what the control plane wants Envoy to run.
+type State struct {
+	// Version is the label published with this state ("1", "2", ...).
+	Version string
+	// ListenerPort is Envoy's listener port (DefaultListener when 0).
+	ListenerPort int
+	// InventoryPort is the endpoint port of cluster "inventory" (teaching state) and the
+	// default endpoint port of every cluster in the scaled state.
+	InventoryPort int
+	// InvalidRoute publishes a route whose match has no path specifier: it passes
+	// Snapshot.Consistent but fails ValidateAll, so that the client's NACK can be seen.
+	InvalidRoute bool
+	// InventoryRemoved leaves out the cluster(s) and their endpoints; the route still
+	// points at them, so Envoy answers 503 NC.
+	InventoryRemoved bool
+	// AccessLogPath, when set, makes the listener write AccessLogFormat lines there.
+	AccessLogPath string
+	// Clusters > 0 selects the scaled state with that many clusters (lab bench).
+	Clusters int
+	// EndpointPorts overrides the endpoint port of scaled cluster i.
+	EndpointPorts map[int]int
+}
+
+// Resource is one built resource with its name and content hash (the library's delta
+// version: SHA-256 of the deterministic marshal).
+type Resource struct {
+	Type     Type
+	Name     string
+	Hash     string
+	Resource types.Resource
+}
+
+// Set is a desired state turned into validated resources, ready to publish.
+type Set struct {
+	Version string
+	ByType  map[Type][]Resource
+	// Invalid names the resources that deliberately fail validation (the invalid route).
+	Invalid []string
+}
+
+// ClusterNames returns the cluster names of a state, in order.
+func ClusterNames(s State) []string {
+	if s.Clusters <= 0 {
+		return []string{ClusterName}
+	}
+	names := make([]string, s.Clusters)
+	for i := range names {
+		names[i] = ScaledClusterName(i)
+	}
+	return names
+}
+
+// ScaledClusterName is the name of cluster i in the scaled state.
+func ScaledClusterName(i int) string { return fmt.Sprintf("inventory-%04d", i) }
+
+// ScaledPath is the route path of cluster i in the scaled state.
+func ScaledPath(i int) string { return fmt.Sprintf("%s/%d", QuotePath, i) }
+
+// Build validates s and builds its resources. Every resource passes ValidateAll except
+// the deliberately invalid route; the snapshot made from them passes Consistent.
+func Build(s State) (*Set, error) {
+	if s.Version == "" {
+		return nil, fmt.Errorf("build state: empty version label")
+	}
+	if s.ListenerPort == 0 {
+		s.ListenerPort = DefaultListener
+	}
+	if err := loopback.ValidatePort(s.ListenerPort); err != nil {
+		return nil, fmt.Errorf("build version %s: listener: %w", s.Version, err)
+	}
+	if err := loopback.ValidatePort(s.InventoryPort); err != nil {
+		return nil, fmt.Errorf("build version %s: inventory endpoint: %w", s.Version, err)
+	}
+	if s.Clusters < 0 {
+		return nil, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
+	}
+	for i, p := range s.EndpointPorts {
+		if s.Clusters <= 0 || i < 0 || i >= s.Clusters {
+			return nil, fmt.Errorf("build version %s: endpoint override for cluster %d outside the scaled state", s.Version, i)
+		}
+		if err := loopback.ValidatePort(p); err != nil {
+			return nil, fmt.Errorf("build version %s: cluster %d endpoint: %w", s.Version, i, err)
+		}
+	}
+
+	set := &Set{Version: s.Version, ByType: map[Type][]Resource{}}
+	add := func(t Type, name string, r types.Resource, mustValidate bool) error {
+		if mustValidate {
+			if err := validate(r); err != nil {
+				return fmt.Errorf("build version %s: %s %q: %w", s.Version, t, name, err)
+			}
+		}
+		h, err := Hash(r)
+		if err != nil {
+			return fmt.Errorf("build version %s: hash %s %q: %w", s.Version, t, name, err)
+		}
+		set.ByType[t] = append(set.ByType[t], Resource{Type: t, Name: name, Hash: h, Resource: r})
+		return nil
+	}
+
+	l, err := buildListener(s)
+	if err != nil {
+		return nil, fmt.Errorf("build version %s: %w", s.Version, err)
+	}
+	if err := add(LDS, ListenerName, l, true); err != nil {
+		return nil, err
+	}
+	rc := buildRoute(s)
+	if s.InvalidRoute {
+		// The one deliberate exception: prove it is invalid (so the NACK is certain), then
+		// publish it anyway.
+		if validate(rc) == nil {
+			return nil, fmt.Errorf("build version %s: the invalid route unexpectedly validates", s.Version)
+		}
+		set.Invalid = append(set.Invalid, RouteName)
+	}
+	if err := add(RDS, RouteName, rc, !s.InvalidRoute); err != nil {
+		return nil, err
+	}
+	if !s.InventoryRemoved {
+		for i, name := range ClusterNames(s) {
+			port := s.InventoryPort
+			if p, ok := s.EndpointPorts[i]; ok {
+				port = p
+			}
+			if err := add(CDS, name, buildCluster(name), true); err != nil {
+				return nil, err
+			}
+			if err := add(EDS, name, buildEndpoints(name, port), true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, err := set.Snapshot(UniformVersions(s.Version)); err != nil {
+		return nil, fmt.Errorf("build version %s: %w", s.Version, err)
+	}
+	return set, nil
+}
+
+// UniformVersions gives every type the same version label.
+func UniformVersions(v string) map[Type]string {
+	return map[Type]string{LDS: v, RDS: v, CDS: v, EDS: v}
+}
+
+// Snapshot makes a library snapshot with the given per-type versions and checks it with
+// Consistent. A type with no resources still gets its version, so that a SotW client sees
+// an (empty) response when its last resource of that type goes away.
+func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
+	snap := &cachev3.Snapshot{}
+	for _, t := range Types {
+		v, ok := versions[t]
+		if !ok {
+			return nil, fmt.Errorf("snapshot: no version for %s", t)
+		}
+		items := make([]types.Resource, 0, len(s.ByType[t]))
+		for _, r := range s.ByType[t] {
+			items = append(items, r.Resource)
+		}
+		snap.Resources[cachev3.GetResponseType(t.URL())] = cachev3.NewResources(v, items)
+	}
+	if err := snap.Consistent(); err != nil {
+		return nil, fmt.Errorf("snapshot is not consistent: %w", err)
+	}
+	return snap, nil
+}
+
+// Hashes returns name -> hash for type t.
+func (s *Set) Hashes(t Type) map[string]string {
+	out := make(map[string]string, len(s.ByType[t]))
+	for _, r := range s.ByType[t] {
+		out[r.Name] = r.Hash
+	}
+	return out
+}
+
+// ChangedTypes lists the types whose content differs between prev and s (all types when
+// prev is nil), in Types order.
+func (s *Set) ChangedTypes(prev *Set) []Type {
+	var out []Type
+	for _, t := range Types {
+		if prev == nil || !sameHashes(prev.Hashes(t), s.Hashes(t)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func sameHashes(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Describe says in a few words what changed from prev to s (for `lab serve`).
+func (s *Set) Describe(prev *Set) string {
+	changed := s.ChangedTypes(prev)
+	if len(changed) == 0 {
+		return "no content change"
+	}
+	parts := make([]string, 0, len(changed))
+	for _, t := range changed {
+		var names []string
+		old := map[string]string{}
+		if prev != nil {
+			old = prev.Hashes(t)
+		}
+		cur := s.Hashes(t)
+		for n, h := range cur {
+			if oh, ok := old[n]; !ok {
+				names = append(names, "+"+n)
+			} else if oh != h {
+				names = append(names, "~"+n)
+			}
+		}
+		for n := range old {
+			if _, ok := cur[n]; !ok {
+				names = append(names, "-"+n)
+			}
+		}
+		slices.Sort(names)
+		if len(names) > 3 {
+			names = append(names[:3], fmt.Sprintf("... (%d more)", len(names)-3))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", t, strings.Join(names, " ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Hash is the library's delta version of a resource: hex SHA-256 of its deterministic
+// marshal. The front ends record the same hash for what they send, computed from the
+// bytes on the wire.
+func Hash(r types.Resource) (string, error) {
+	b, err := cachev3.MarshalResource(r)
+	if err != nil {
+		return "", err
+	}
+	return cachev3.HashResource(b), nil
+}
+
+// validator is what every generated Envoy message implements.
+type validator interface{ ValidateAll() error }
+
+func validate(r proto.Message) error {
+	v, ok := r.(validator)
+	if !ok {
+		return fmt.Errorf("%T has no ValidateAll", r)
+	}
+	return v.ValidateAll()
+}
+
+// Validate runs ValidateAll on r and, for a listener, on every HTTP connection manager
+// packed inside it (ValidateAll does not look inside an Any). Clients use it too.
+func Validate(r types.Resource) error {
+	if err := validate(r); err != nil {
+		return err
+	}
+	l, ok := r.(*listener.Listener)
+	if !ok {
+		return nil
+	}
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			if f.GetTypedConfig() == nil {
+				continue
+			}
+			m, err := f.GetTypedConfig().UnmarshalNew()
+			if err != nil {
+				return fmt.Errorf("filter %q: %w", f.GetName(), err)
+			}
+			if err := validate(m); err != nil {
+				return fmt.Errorf("filter %q: %w", f.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// deterministicAny packs m with deterministic marshaling, so equal content gives equal
+// bytes and therefore equal hashes.
+func deterministicAny(m proto.Message) (*anypb.Any, error) {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func adsSource() *core.ConfigSource {
+	return &core.ConfigSource{
+		ResourceApiVersion:    core.ApiVersion_V3,
+		ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+	}
+}
+
+func buildListener(s State) (*listener.Listener, error) {
+	routerCfg, err := deterministicAny(&router.Router{})
+	if err != nil {
+		return nil, fmt.Errorf("pack router: %w", err)
+	}
+	m := &hcm.HttpConnectionManager{
+		CodecType:  hcm.HttpConnectionManager_AUTO,
+		StatPrefix: StatPrefix,
+		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
+			ConfigSource:    adsSource(),
+			RouteConfigName: RouteName,
+		}},
+		HttpFilters: []*hcm.HttpFilter{{
+			Name:       wellknown.Router,
+			ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerCfg},
+		}},
+		AlwaysSetRequestIdInResponse: true,
+	}
+	if s.AccessLogPath != "" {
+		al, err := deterministicAny(&fileal.FileAccessLog{
+			Path: s.AccessLogPath,
+			AccessLogFormat: &fileal.FileAccessLog_LogFormat{LogFormat: &core.SubstitutionFormatString{
+				Format: &core.SubstitutionFormatString_TextFormatSource{TextFormatSource: &core.DataSource{
+					Specifier: &core.DataSource_InlineString{InlineString: AccessLogFormat},
+				}},
+			}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pack access log: %w", err)
+		}
+		m.AccessLog = []*accesslog.AccessLog{{Name: "envoy.access_loggers.file", ConfigType: &accesslog.AccessLog_TypedConfig{TypedConfig: al}}}
+	}
+	// ValidateAll does not look inside an Any: validate the HCM before packing it.
+	if err := m.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("http connection manager: %w", err)
+	}
+	packed, err := deterministicAny(m)
+	if err != nil {
+		return nil, fmt.Errorf("pack http connection manager: %w", err)
+	}
+	return &listener.Listener{
+		Name: ListenerName,
+		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+			Address:       loopback.Host,
+			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.ListenerPort)},
+		}}},
+		FilterChains: []*listener.FilterChain{{Filters: []*listener.Filter{{
+			Name:       wellknown.HTTPConnectionManager,
+			ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
+		}}}},
+	}, nil
+}
+
+func routeTo(path, clusterName string, invalid bool) *route.Route {
+	match := &route.RouteMatch{PathSpecifier: &route.RouteMatch_Path{Path: path}}
+	if invalid {
+		match = &route.RouteMatch{} // no path specifier: fails RouteValidationError.Match
+	}
+	return &route.Route{
+		Name:  clusterName,
+		Match: match,
+		Action: &route.Route_Route{Route: &route.RouteAction{
+			ClusterSpecifier: &route.RouteAction_Cluster{Cluster: clusterName},
+		}},
+	}
+}
+
+func buildRoute(s State) *route.RouteConfiguration {
+	var routes []*route.Route
+	if s.Clusters <= 0 {
+		// Exact path match: the query string is not part of :path matching, so
+		// /quote?sku=paper matches.
+		routes = []*route.Route{routeTo(QuotePath, ClusterName, s.InvalidRoute)}
+	} else {
+		routes = make([]*route.Route, s.Clusters)
+		for i := range routes {
+			routes[i] = routeTo(ScaledPath(i), ScaledClusterName(i), s.InvalidRoute && i == 0)
+		}
+	}
+	return &route.RouteConfiguration{
+		Name: RouteName,
+		VirtualHosts: []*route.VirtualHost{{
+			Name:    "quote",
+			Domains: []string{"*"},
+			Routes:  routes,
+		}},
+	}
+}
+
+func buildCluster(name string) *cluster.Cluster {
+	return &cluster.Cluster{
+		Name:                 name,
+		ConnectTimeout:       durationpb.New(1_000_000_000),
+		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+		EdsClusterConfig: &cluster.Cluster_EdsClusterConfig{
+			EdsConfig:   adsSource(),
+			ServiceName: name,
+		},
+		LbPolicy: cluster.Cluster_ROUND_ROBIN,
+	}
+}
+
+func buildEndpoints(name string, port int) *endpoint.ClusterLoadAssignment {
+	return &endpoint.ClusterLoadAssignment{
+		ClusterName: name,
+		Endpoints: []*endpoint.LocalityLbEndpoints{{
+			LbEndpoints: []*endpoint.LbEndpoint{{
+				HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
+					Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+						Address:       loopback.Host,
+						PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port)},
+					}}},
+				}},
+			}},
+		}},
+	}
+}

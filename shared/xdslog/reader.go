@@ -1,0 +1,95 @@
+package xdslog
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ReadStats says what a reader passed over.
+type ReadStats struct {
+	Lines   int // non-empty lines seen
+	Skipped int // lines that were not valid events (truncated, wrong types, unknown event)
+	// FirstSkip describes the first skipped line, for error messages.
+	FirstSkip string
+}
+
+// maxLine bounds one line: a SotW send of 10,000 clusters is about 1.5 MB.
+const maxLine = 64 << 20
+
+// Read parses an xds.log. Lines that are not valid events (truncated JSON, wrong field
+// types, an unknown event or mode, a missing timestamp) are skipped and counted. A log
+// with no valid event is an error.
+func Read(r io.Reader) ([]Event, ReadStats, error) {
+	var (
+		events []Event
+		st     ReadStats
+	)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	lineNo := 0
+	skip := func(why string) {
+		st.Skipped++
+		if st.FirstSkip == "" {
+			st.FirstSkip = fmt.Sprintf("line %d: %s", lineNo, why)
+		}
+	}
+	for sc.Scan() {
+		lineNo++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		st.Lines++
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			skip(err.Error())
+			continue
+		}
+		switch {
+		case !KnownEvents[e.Event]:
+			skip(fmt.Sprintf("unknown event %q", e.Event))
+		case e.Mode != ModeSotW && e.Mode != ModeDelta:
+			skip(fmt.Sprintf("unknown mode %q", e.Mode))
+		case e.TS.IsZero():
+			skip("no timestamp")
+		default:
+			events = append(events, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return events, st, fmt.Errorf("read xds.log line %d: %w", lineNo+1, err)
+	}
+	if len(events) == 0 {
+		if st.Lines == 0 {
+			return nil, st, errors.New("xds.log is empty")
+		}
+		return nil, st, fmt.Errorf("xds.log has no valid event (%d lines skipped; first: %s)", st.Skipped, st.FirstSkip)
+	}
+	return events, st, nil
+}
+
+// ReadFile reads an xds.log file, or the xds.log inside a run directory.
+func ReadFile(path string) ([]Event, ReadStats, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, ReadStats{}, fmt.Errorf("open run %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		path = filepath.Join(path, "xds.log")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ReadStats{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	ev, st, err := Read(f)
+	if err != nil {
+		return ev, st, fmt.Errorf("%s: %w", path, err)
+	}
+	return ev, st, nil
+}
