@@ -133,3 +133,6 @@ func (f *FrontEnd) onResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp
 	}
 	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetSystemVersionInfo(), res, resp.GetRemovedResources(), proto.Size(resp))
 }
+
+// Versions implements frontend.FrontEnd: system_version_info per type.
+func (f *FrontEnd) Versions() map[resources.Type]string { return f.pub.Versions() }

@@ -118,7 +118,7 @@ func (f *FrontEnd) Publish(ctx context.Context, set *resources.Set) error {
 // Current implements frontend.FrontEnd.
 func (f *FrontEnd) Current() *resources.Set { return f.pub.Current() }
 
-// Versions returns the per-type versions of the last publish.
+// Versions implements frontend.FrontEnd.
 func (f *FrontEnd) Versions() map[resources.Type]string { return f.pub.Versions() }
 
 // StreamAggregatedResources serves SotW ADS through the library.

@@ -11,7 +11,11 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// subcommands are added here, one line each
+		// subcommands are added here, one line each
+		newServeCmd(),
+		newBootstrapCmd(),
+		newInventoryCmd(),
+		newRunCmd(),
 	)
 	return root
 }

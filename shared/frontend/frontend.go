@@ -28,6 +28,8 @@ type FrontEnd interface {
 	Publish(ctx context.Context, set *resources.Set) error
 	// Current returns the last published set (nil before the first publish).
 	Current() *resources.Set
+	// Versions returns the per-type version labels of the last publish.
+	Versions() map[resources.Type]string
 }
 
 // VersionStrategy says how SotW type versions move.

@@ -49,6 +49,7 @@ type Recorder struct {
 	streams map[int64]*streamState
 	err     error
 	lines   int
+	observe func(Event)
 }
 
 type streamState struct {
@@ -84,6 +85,11 @@ type Option func(*Recorder)
 // server gets the next number so its stream IDs (which restart at 1) are not confused
 // with the old server's.
 func WithServer(n int) Option { return func(r *Recorder) { r.server = n } }
+
+// WithObserver calls fn with every event written, under the recorder's lock (fn must be
+// quick and must not call the recorder). The runner uses it to wait on conditions without
+// re-reading the log.
+func WithObserver(fn func(Event)) Option { return func(r *Recorder) { r.observe = fn } }
 
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now = now } }
@@ -143,6 +149,9 @@ func (r *Recorder) emitLocked(e Event) {
 		r.err = fmt.Errorf("write xds.log: %w", err)
 	}
 	r.lines++
+	if r.observe != nil {
+		r.observe(e)
+	}
 }
 
 // Emit writes an event that carries no protocol state (step markers, data-plane results).
@@ -257,6 +266,11 @@ func (r *Recorder) DeltaSubscribe(stream int64, typ string, subscribe, unsubscri
 	}
 	t.known = true
 	t.names = slices.Sorted(maps.Keys(set))
+	// What the client says it already runs counts as accepted on this stream, so a
+	// re-send of the same content after a reconnect is marked redundant.
+	for n, v := range initial {
+		t.accepted[n] = Accepted{Version: v, Hash: v}
+	}
 	names := t.names
 	if names == nil {
 		names = []string{}

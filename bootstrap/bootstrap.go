@@ -1,0 +1,117 @@
+// Package bootstrap renders the Envoy bootstrap files the workbench hands to a real
+// Envoy: one for SotW ADS and one for delta ADS. The two templates differ only in
+// ads_config.api_type, so any behaviour difference seen in a run comes from the
+// protocol and not from the bootstrap.
+package bootstrap
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"text/template"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+)
+
+// Modes accepted by Render.
+const (
+	ModeSotW  = "sotw"
+	ModeDelta = "delta"
+)
+
+// Defaults used by the CLI and filled in by Render for empty fields.
+const (
+	DefaultNodeID      = resources.NodeID
+	DefaultNodeCluster = "teaching-cluster"
+	DefaultXDSAddr     = "127.0.0.1:18000"
+	DefaultAdminPort   = 9901
+)
+
+// Params are the values substituted into a template.
+type Params struct {
+	// NodeID is node.id (DefaultNodeID when empty). The control plane keys its
+	// snapshot on it, so both sides must agree.
+	NodeID string
+	// NodeCluster is node.cluster (DefaultNodeCluster when empty); Envoy requires it.
+	NodeCluster string
+	// XDSAddr is the control plane's "127.0.0.1:PORT".
+	XDSAddr string
+	// AdminPort is the admin listener port on 127.0.0.1; 0 lets the kernel pick one
+	// (read it back with envoy --admin-address-path).
+	AdminPort int
+}
+
+//go:embed sotw.yaml delta.yaml
+var files embed.FS
+
+// templates are parsed once; a broken embedded template is a build-time bug that the
+// tests catch, so Render reports it as an error rather than panicking.
+var templates, templatesErr = template.New("bootstrap").
+	Funcs(template.FuncMap{"quote": quote}).
+	Option("missingkey=error").
+	ParseFS(files, "sotw.yaml", "delta.yaml")
+
+// nameRE keeps node names to characters that need no thought in YAML, URLs or logs.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Render returns the bootstrap for mode ("sotw" or "delta") filled with p.
+func Render(mode string, p Params) ([]byte, error) {
+	if templatesErr != nil {
+		return nil, fmt.Errorf("parse embedded bootstrap templates: %w", templatesErr)
+	}
+	var file string
+	switch mode {
+	case ModeSotW:
+		file = "sotw.yaml"
+	case ModeDelta:
+		file = "delta.yaml"
+	default:
+		return nil, fmt.Errorf("bootstrap mode %q: must be %q or %q", mode, ModeSotW, ModeDelta)
+	}
+	if p.NodeID == "" {
+		p.NodeID = DefaultNodeID
+	}
+	if p.NodeCluster == "" {
+		p.NodeCluster = DefaultNodeCluster
+	}
+	if !nameRE.MatchString(p.NodeID) {
+		return nil, fmt.Errorf("node id %q: use 1-128 letters, digits, '.', '_' or '-'", p.NodeID)
+	}
+	if !nameRE.MatchString(p.NodeCluster) {
+		return nil, fmt.Errorf("node cluster %q: use 1-128 letters, digits, '.', '_' or '-'", p.NodeCluster)
+	}
+	host, port, err := loopback.ParseAddr(p.XDSAddr)
+	if err != nil {
+		return nil, fmt.Errorf("xds address: %w", err)
+	}
+	if p.AdminPort != 0 {
+		if err := loopback.ValidatePort(p.AdminPort); err != nil {
+			return nil, fmt.Errorf("admin port (0 picks a free one): %w", err)
+		}
+	}
+	data := map[string]any{
+		"NodeID":      p.NodeID,
+		"NodeCluster": p.NodeCluster,
+		"XDSHost":     host,
+		"XDSPort":     port,
+		"AdminPort":   p.AdminPort,
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, file, data); err != nil {
+		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// quote renders s as a double-quoted YAML scalar (JSON strings are valid YAML), so
+// a name such as "1" or "true" stays a string.
+func quote(s string) (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("quote %q: %w", s, err)
+	}
+	return string(b), nil
+}

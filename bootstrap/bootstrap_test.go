@@ -1,0 +1,132 @@
+package bootstrap
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+)
+
+var params = Params{XDSAddr: "127.0.0.1:18000", AdminPort: 9901}
+
+func TestModesDifferOnlyInAPIType(t *testing.T) {
+	sotw, err := Render(ModeSotW, params)
+	require.NoError(t, err)
+	delta, err := Render(ModeDelta, params)
+	require.NoError(t, err)
+
+	s := strings.Split(string(sotw), "\n")
+	d := strings.Split(string(delta), "\n")
+	require.Equal(t, len(s), len(d))
+	var diffs []string
+	for i := range s {
+		if s[i] != d[i] {
+			diffs = append(diffs, s[i]+" | "+d[i])
+		}
+	}
+	assert.Equal(t, []string{"    api_type: GRPC |     api_type: DELTA_GRPC"}, diffs)
+}
+
+func TestRenderContent(t *testing.T) {
+	out, err := Render(ModeDelta, params)
+	require.NoError(t, err)
+	y := string(out)
+	assert.True(t, strings.HasPrefix(y, "node:\n"), "template comment is stripped:\n%s", y)
+	for _, want := range []string{
+		`id: "teaching-envoy"`,
+		`cluster: "teaching-cluster"`,
+		"port_value: 9901",
+		"transport_api_version: V3",
+		"cluster_name: xds_cluster",
+		"resource_api_version: V3",
+		"envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+		"http2_protocol_options: {}",
+		"connect_timeout: 1s",
+		"address: 127.0.0.1\n                port_value: 18000",
+	} {
+		assert.Contains(t, y, want)
+	}
+	assert.NotContains(t, y, "access_log_path", "deprecated admin field")
+	assert.NotContains(t, y, "0.0.0.0")
+	assert.NotContains(t, y, "<no value>")
+
+	custom, err := Render(ModeSotW, Params{NodeID: "n-2", NodeCluster: "c.2", XDSAddr: "127.0.0.1:18001", AdminPort: 0})
+	require.NoError(t, err)
+	assert.Contains(t, string(custom), `id: "n-2"`)
+	assert.Contains(t, string(custom), `cluster: "c.2"`)
+	assert.Contains(t, string(custom), "port_value: 0\n")
+	assert.Contains(t, string(custom), "port_value: 18001\n")
+}
+
+func TestRenderRejectsBadInput(t *testing.T) {
+	cases := map[string]struct {
+		mode string
+		p    Params
+		want string
+	}{
+		"bad mode":        {"xds", params, `mode "xds"`},
+		"empty mode":      {"", params, `must be "sotw" or "delta"`},
+		"non-loopback":    {ModeSotW, Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
+		"localhost":       {ModeSotW, Params{XDSAddr: "localhost:18000"}, "not loopback"},
+		"wildcard":        {ModeSotW, Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
+		"no port":         {ModeSotW, Params{XDSAddr: "127.0.0.1"}, "xds address"},
+		"empty addr":      {ModeSotW, Params{}, "xds address"},
+		"xds port 0":      {ModeSotW, Params{XDSAddr: "127.0.0.1:0"}, "outside 1-65535"},
+		"admin too big":   {ModeDelta, Params{XDSAddr: "127.0.0.1:18000", AdminPort: 65536}, "admin port"},
+		"admin negative":  {ModeDelta, Params{XDSAddr: "127.0.0.1:18000", AdminPort: -1}, "admin port"},
+		"yaml injection":  {ModeDelta, Params{NodeID: "x\nadmin: {}", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"bad cluster":     {ModeDelta, Params{NodeCluster: "a b", XDSAddr: "127.0.0.1:18000"}, "node cluster"},
+		"leading hyphen":  {ModeDelta, Params{NodeID: "-x", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"over 128 bytes ": {ModeDelta, Params{NodeID: strings.Repeat("a", 129), XDSAddr: "127.0.0.1:18000"}, "node id"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Render(c.mode, c.p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n", "one-line error")
+		})
+	}
+}
+
+// TestEnvoyValidates runs the real Envoy in validate mode on both rendered files.
+func TestEnvoyValidates(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	for _, mode := range []string{ModeSotW, ModeDelta} {
+		for _, adminPort := range []int{0, 9901} {
+			out, err := Render(mode, Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), mode+".yaml")
+			require.NoError(t, os.WriteFile(path, out, 0o644))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path,
+				"--disable-hot-restart", "-l", "warning").CombinedOutput()
+			cancel()
+			require.NoError(t, err, "%s (admin %d): envoy --mode validate:\n%s", mode, adminPort, res)
+			assert.Contains(t, string(res), "OK", mode)
+		}
+	}
+}
+
+// TestEnvoyRejectsBrokenBootstrap proves validate mode is a real check, not a rubber stamp.
+func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	out, err := Render(ModeSotW, params)
+	require.NoError(t, err)
+	broken := strings.Replace(string(out), "api_type: GRPC", "api_type: NOT_A_TYPE", 1)
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(broken), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart").CombinedOutput()
+	require.Error(t, err, "envoy accepted a broken bootstrap:\n%s", res)
+	assert.Contains(t, string(res), "NOT_A_TYPE")
+}

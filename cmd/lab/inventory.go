@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xds-workbench/lab/experiments/inventory"
+)
+
+func newInventoryCmd() *cobra.Command {
+	var (
+		name    string
+		port    int
+		logPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "inventory",
+		Short: "Run an inventory backend (the upstream Envoy routes /quote to)",
+		Long: `inventory serves GET /quote?sku=... on 127.0.0.1:<port> until SIGINT or SIGTERM. The JSON
+answer names the backend, so a response shows which backend served it; each request is
+also appended as one JSON line to the log (default inventory-<name>.log, --log "" for none).`,
+		Example: `  # the backend of version 1 of the teaching state
+  lab inventory --name v1 --port 18080
+
+  # a second backend to move the endpoint to, with its own log
+  lab inventory --name v2 --port 18081 --log v2.log
+
+  curl -H 'x-request-id: r1' 'http://127.0.0.1:18080/quote?sku=paper'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("log") {
+				logPath = "inventory-" + name + ".log"
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runInventory(ctx, cmd, name, port, logPath)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "v1", "backend name, echoed in every answer")
+	f.IntVar(&port, "port", 18080, "port on 127.0.0.1 (0 picks a free one)")
+	f.StringVar(&logPath, "log", "", `request log, one JSON line per request (default "inventory-<name>.log"; "" for none)`)
+	return cmd
+}
+
+// runInventory serves until ctx ends, then stops gracefully.
+func runInventory(ctx context.Context, cmd *cobra.Command, name string, port int, logPath string) error {
+	b, err := inventory.Start(name, port, logPath)
+	if err != nil {
+		return err
+	}
+	where := "no request log"
+	if logPath != "" {
+		where = "log " + logPath
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "inventory %s listening on http://%s%s (%s)\n", b.Name(), b.Addr(), inventory.QuotePath, where)
+	select {
+	case <-ctx.Done():
+	case <-b.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Stop(stopCtx); err != nil {
+		return err
+	}
+	return b.Err()
+}

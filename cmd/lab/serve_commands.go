@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+)
+
+// serveVerb is one `lab serve` stdin command.
+type serveVerb string
+
+const (
+	verbNone    serveVerb = "" // empty line: ignored
+	verbPort    serveVerb = "port"
+	verbInvalid serveVerb = "invalid"
+	verbValid   serveVerb = "valid"
+	verbRemove  serveVerb = "remove"
+	verbRestore serveVerb = "restore"
+	verbStatus  serveVerb = "status"
+	verbHelp    serveVerb = "help"
+	verbQuit    serveVerb = "quit"
+)
+
+// serveCommand is a parsed stdin line. Port is set only for verbPort.
+type serveCommand struct {
+	Verb serveVerb
+	Port int
+}
+
+// serveHelp lists the commands; `help` prints it.
+const serveHelp = `commands (one per line):
+  port N    publish a new state whose inventory endpoint is 127.0.0.1:N (EDS changes)
+  invalid   publish a route the client must reject (RDS changes; watch the NACK)
+  valid     publish the valid route again (RDS changes)
+  remove    publish without the inventory cluster and its endpoints (CDS and EDS change)
+  restore   bring the cluster and its endpoints back (CDS and EDS change)
+  status    show the current version and what each connected stream has accepted
+  help      show this list
+  quit      stop the server (end of input does the same)`
+
+// parseServeCommand parses one stdin line. An empty or blank line is verbNone. On error
+// the command is the zero value, which applies as a no-op.
+func parseServeCommand(line string) (serveCommand, error) {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return serveCommand{}, nil
+	}
+	verb := serveVerb(strings.ToLower(fields[0]))
+	args := fields[1:]
+	switch verb {
+	case verbPort:
+		if len(args) == 0 {
+			return serveCommand{}, errors.New("port needs the endpoint port 1-65535, e.g. port 18081")
+		}
+		if len(args) > 1 {
+			return serveCommand{}, fmt.Errorf("port takes one argument, got %d", len(args))
+		}
+		p, err := loopback.ParsePort(args[0])
+		if err != nil {
+			return serveCommand{}, fmt.Errorf("bad port %q: want a number 1-65535 (the host is always %s)", serveTruncate(args[0], 20), loopback.Host)
+		}
+		return serveCommand{Verb: verbPort, Port: p}, nil
+	case verbInvalid, verbValid, verbRemove, verbRestore, verbStatus, verbHelp, verbQuit:
+		if len(args) != 0 {
+			return serveCommand{}, fmt.Errorf("%s takes no arguments (got %q)", verb, serveTruncate(strings.Join(args, " "), 40))
+		}
+		return serveCommand{Verb: verb}, nil
+	}
+	return serveCommand{}, fmt.Errorf("unknown command %q (type help for the list)", serveTruncate(fields[0], 40))
+}
+
+// serveTruncate keeps error lines short when the input is long.
+func serveTruncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}
+
+// applyServeCommand returns the state after cmd and whether it must be published. Only
+// state commands publish; they publish even when nothing changes, because a new version
+// with identical content is itself a lesson (SotW re-sends, delta does not). The version
+// label is left to the caller, which numbers publishes in order.
+func applyServeCommand(s resources.State, cmd serveCommand) (resources.State, bool) {
+	switch cmd.Verb {
+	case verbPort:
+		s.InventoryPort = cmd.Port
+	case verbInvalid:
+		s.InvalidRoute = true
+	case verbValid:
+		s.InvalidRoute = false
+	case verbRemove:
+		s.InventoryRemoved = true
+	case verbRestore:
+		s.InventoryRemoved = false
+	default:
+		return s, false
+	}
+	return s, true
+}

@@ -1,0 +1,351 @@
+// Package controlplane runs one ADS front end (SotW or delta, chosen by a mode string) on
+// a real gRPC server bound to 127.0.0.1, with explicit resource limits, so that `lab serve`
+// and the experiments start the control plane the same way and see the same refusals.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
+)
+
+// Default limits. The send limit is large because a SotW push re-sends a whole type: a
+// push of 10,000 clusters is a few MB.
+const (
+	DefaultMaxRecvMsgSize       = 4 << 20
+	DefaultMaxSendMsgSize       = 64 << 20
+	DefaultMaxConcurrentStreams = 16
+	DefaultMaxStreams           = 2048
+	DefaultKeepaliveMinTime     = 10 * time.Second
+)
+
+// DefaultAddr is where Envoy's bootstrap looks for the control plane.
+const DefaultAddr = bootstrap.DefaultXDSAddr
+
+// stopGrace bounds GracefulStop: ADS streams never end on their own, so after the front
+// end's context is cancelled they should close at once; anything still open after this
+// is cut by Stop.
+const stopGrace = 2 * time.Second
+
+// Limits bounds what one control-plane process accepts. Zero fields take the defaults.
+type Limits struct {
+	// MaxRecvMsgSize is the largest request in bytes; a bigger one fails its stream with
+	// ResourceExhausted.
+	MaxRecvMsgSize int
+	// MaxSendMsgSize is the largest response in bytes.
+	MaxSendMsgSize int
+	// MaxConcurrentStreams is HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS, per connection.
+	MaxConcurrentStreams uint32
+	// MaxStreams is the total number of ADS streams served at once; extra streams are
+	// refused with ResourceExhausted and recorded as a "refused" event.
+	MaxStreams int
+	// KeepaliveMinTime is the keepalive enforcement MinTime: a client pinging more often
+	// is sent GOAWAY "too_many_pings". Pings without an active stream are permitted.
+	KeepaliveMinTime time.Duration
+}
+
+// DefaultLimits returns the limits `lab serve` uses unless told otherwise.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxRecvMsgSize:       DefaultMaxRecvMsgSize,
+		MaxSendMsgSize:       DefaultMaxSendMsgSize,
+		MaxConcurrentStreams: DefaultMaxConcurrentStreams,
+		MaxStreams:           DefaultMaxStreams,
+		KeepaliveMinTime:     DefaultKeepaliveMinTime,
+	}
+}
+
+// withDefaults fills zero fields and refuses negative ones.
+func (l Limits) withDefaults() (Limits, error) {
+	d := DefaultLimits()
+	switch {
+	case l.MaxRecvMsgSize < 0:
+		return l, fmt.Errorf("max receive message size %d is negative", l.MaxRecvMsgSize)
+	case l.MaxSendMsgSize < 0:
+		return l, fmt.Errorf("max send message size %d is negative", l.MaxSendMsgSize)
+	case l.MaxStreams < 0:
+		return l, fmt.Errorf("max streams %d is negative", l.MaxStreams)
+	case l.KeepaliveMinTime < 0:
+		return l, fmt.Errorf("keepalive min time %s is negative", l.KeepaliveMinTime)
+	}
+	if l.MaxRecvMsgSize == 0 {
+		l.MaxRecvMsgSize = d.MaxRecvMsgSize
+	}
+	if l.MaxSendMsgSize == 0 {
+		l.MaxSendMsgSize = d.MaxSendMsgSize
+	}
+	if l.MaxConcurrentStreams == 0 {
+		l.MaxConcurrentStreams = d.MaxConcurrentStreams
+	}
+	if l.MaxStreams == 0 {
+		l.MaxStreams = d.MaxStreams
+	}
+	if l.KeepaliveMinTime == 0 {
+		l.KeepaliveMinTime = d.KeepaliveMinTime
+	}
+	return l, nil
+}
+
+// Options configures Start.
+type Options struct {
+	// Mode is xdslog.ModeSotW or xdslog.ModeDelta.
+	Mode string
+	// Addr is 127.0.0.1:PORT (DefaultAddr when empty); port 0 picks a free port. Any
+	// other host is refused.
+	Addr string
+	// NodeID is the node served (resources.NodeID when empty).
+	NodeID string
+	// Versions is the SotW version strategy; must be empty in delta mode.
+	Versions frontend.VersionStrategy
+	// NackPolicy is the SotW NACK policy; must be empty in delta mode.
+	NackPolicy sotw.NackPolicy
+	// Recorder writes xds.log; required, and its mode must equal Mode.
+	Recorder *xdslog.Recorder
+	// Limits bounds the gRPC server; zero fields take defaults.
+	Limits Limits
+}
+
+// ControlPlane is a running front end on its gRPC server.
+type ControlPlane struct {
+	mode   string
+	addr   string
+	port   int
+	limits Limits
+	fe     frontend.FrontEnd
+	rec    *xdslog.Recorder
+	srv    *grpc.Server
+	cancel context.CancelFunc
+
+	active    atomic.Int64 // ADS streams being served
+	serveDone chan struct{}
+	stopOnce  sync.Once
+
+	mu      sync.Mutex
+	unwatch func() bool // detaches Start's ctx
+}
+
+// Start validates o, binds the address and serves the front end until Stop or until ctx
+// is done.
+func Start(ctx context.Context, o Options) (*ControlPlane, error) {
+	fail := func(err error) (*ControlPlane, error) {
+		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
+		return nil, fmt.Errorf("start control plane: unknown mode %q (want sotw or delta)", o.Mode)
+	}
+	if o.Recorder == nil {
+		return fail(errors.New("no recorder: xds.log is required"))
+	}
+	if o.Recorder.Mode() != o.Mode {
+		return fail(fmt.Errorf("recorder mode %q does not match", o.Recorder.Mode()))
+	}
+	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
+		return fail(err)
+	}
+	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
+		return fail(err)
+	}
+	if o.Mode == xdslog.ModeDelta {
+		// Delta versions are content hashes and a NACKed hash is never re-sent, so these
+		// options would silently do nothing; refuse them instead.
+		if o.Versions != "" {
+			return fail(fmt.Errorf("version strategy %q is a SotW option; leave it unset in delta mode", o.Versions))
+		}
+		if o.NackPolicy != "" {
+			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
+		}
+	}
+	limits, err := o.Limits.withDefaults()
+	if err != nil {
+		return fail(err)
+	}
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	port, err := parseListenAddr(o.Addr)
+	if err != nil {
+		return fail(err)
+	}
+
+	feCtx, cancel := context.WithCancel(context.Background())
+	var fe frontend.FrontEnd
+	if o.Mode == xdslog.ModeSotW {
+		fe, err = sotw.New(feCtx, sotw.Config{NodeID: o.NodeID, Recorder: o.Recorder, Versions: o.Versions, NackPolicy: o.NackPolicy})
+	} else {
+		fe, err = delta.New(feCtx, delta.Config{NodeID: o.NodeID, Recorder: o.Recorder})
+	}
+	if err != nil {
+		cancel()
+		return fail(err)
+	}
+	lis, err := loopback.Listen(port)
+	if err != nil {
+		cancel()
+		return fail(err)
+	}
+	c := &ControlPlane{
+		mode:      o.Mode,
+		addr:      lis.Addr().String(),
+		port:      lis.Addr().(*net.TCPAddr).Port,
+		limits:    limits,
+		fe:        fe,
+		rec:       o.Recorder,
+		cancel:    cancel,
+		serveDone: make(chan struct{}),
+	}
+	c.srv = grpc.NewServer(
+		grpc.MaxRecvMsgSize(limits.MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(limits.MaxSendMsgSize),
+		grpc.MaxConcurrentStreams(limits.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: limits.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.StreamInterceptor(c.limitStreams),
+		// Stop returns only after every handler has returned, so a stopped control plane
+		// leaves no stream goroutine behind.
+		grpc.WaitForHandlers(true),
+	)
+	fe.Register(c.srv)
+	go func() {
+		defer close(c.serveDone)
+		// Serve returns nil after Stop; any other error means the listener broke, and
+		// every stream on it is already gone, which clients see as a disconnect.
+		_ = c.srv.Serve(lis)
+	}()
+	c.mu.Lock()
+	c.unwatch = context.AfterFunc(ctx, c.Stop)
+	c.mu.Unlock()
+	return c, nil
+}
+
+// parseListenAddr accepts 127.0.0.1:PORT with PORT 0..65535 (0: pick a free port).
+func parseListenAddr(addr string) (int, error) {
+	if h, p, err := net.SplitHostPort(addr); err == nil && p == "0" {
+		if h != loopback.Host {
+			return 0, fmt.Errorf("address %q is not loopback: only %s is allowed", addr, loopback.Host)
+		}
+		return 0, nil
+	}
+	_, port, err := loopback.ParseAddr(addr)
+	return port, err
+}
+
+// Addr returns the bound address, 127.0.0.1:PORT.
+func (c *ControlPlane) Addr() string { return c.addr }
+
+// Port returns the bound port.
+func (c *ControlPlane) Port() int { return c.port }
+
+// FrontEnd returns the front end being served.
+func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
+
+// Recorder returns the xds.log recorder.
+func (c *ControlPlane) Recorder() *xdslog.Recorder { return c.rec }
+
+// Limits returns the limits in force (defaults filled in).
+func (c *ControlPlane) Limits() Limits { return c.limits }
+
+// ActiveStreams returns how many ADS streams are being served now.
+func (c *ControlPlane) ActiveStreams() int { return int(c.active.Load()) }
+
+// Publish builds s and makes it the state served to the node.
+func (c *ControlPlane) Publish(ctx context.Context, s resources.State) (*resources.Set, error) {
+	set, err := resources.Build(s)
+	if err != nil {
+		return nil, fmt.Errorf("publish version %s: %w", s.Version, err)
+	}
+	if err := c.fe.Publish(ctx, set); err != nil {
+		return nil, fmt.Errorf("publish version %s: %w", s.Version, err)
+	}
+	return set, nil
+}
+
+// Stop ends every stream and the server. It is idempotent; when it returns, every
+// stream handler has returned and the listener is closed.
+func (c *ControlPlane) Stop() {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		if c.unwatch != nil {
+			c.unwatch()
+		}
+		c.mu.Unlock()
+		done := make(chan struct{})
+		go func() {
+			c.srv.GracefulStop()
+			close(done)
+		}()
+		// Cancelling the library's context makes its stream loops return, which lets
+		// GracefulStop finish instead of waiting for clients that never hang up.
+		c.cancel()
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			c.srv.Stop()
+			<-done
+		}
+		<-c.serveDone
+	})
+}
+
+// limitStreams enforces MaxStreams across all connections and records refusals, including
+// requests over MaxRecvMsgSize (gRPC fails those itself; this makes them visible in
+// xds.log).
+func (c *ControlPlane) limitStreams(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if n := c.active.Add(1); n > int64(c.limits.MaxStreams) {
+		c.active.Add(-1)
+		msg := fmt.Sprintf("stream limit reached: this control plane serves at most %d ADS streams at once (--max-streams)", c.limits.MaxStreams)
+		c.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: methodName(info.FullMethod) + " refused: " + msg})
+		return status.Error(codes.ResourceExhausted, msg)
+	}
+	defer c.active.Add(-1)
+	return handler(srv, &recordingStream{ServerStream: ss, cp: c, method: methodName(info.FullMethod)})
+}
+
+// methodName shortens /envoy.service.discovery.v3.AggregatedDiscoveryService/X to X.
+func methodName(full string) string {
+	for i := len(full) - 1; i >= 0; i-- {
+		if full[i] == '/' {
+			return full[i+1:]
+		}
+	}
+	return full
+}
+
+// recordingStream records a request refused for its size. The library drops receive
+// errors silently, so without this an oversized request would leave no trace in xds.log.
+type recordingStream struct {
+	grpc.ServerStream
+	cp      *ControlPlane
+	method  string
+	flagged bool
+}
+
+func (s *recordingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err != nil && !s.flagged && status.Code(err) == codes.ResourceExhausted {
+		s.flagged = true
+		s.cp.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: s.method + " request refused: " + status.Convert(err).Message() + " (--max-recv-msg-bytes " + strconv.Itoa(s.cp.limits.MaxRecvMsgSize) + ")"})
+	}
+	return err
+}

@@ -1,0 +1,534 @@
+package envoy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+// Time limits for starting and stopping. Start also honours its context's deadline.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	quitGrace           = 10 * time.Second
+	termGrace           = 5 * time.Second
+	pollInterval        = 25 * time.Millisecond
+	clockTicks          = 100 // USER_HZ on Linux; /proc/PID/stat counts in these ticks
+)
+
+// ErrNoStat is wrapped by Stat when Envoy has no stat of that name.
+var ErrNoStat = errors.New("no such stat")
+
+// Options say how to run Envoy.
+type Options struct {
+	Binary Binary
+	// ConfigPath is the bootstrap (-c).
+	ConfigPath string
+	// LogPath receives Envoy's own log (--log-path). Empty: a file in a temporary
+	// directory that Stop removes.
+	LogPath string
+	// ExtraArgs are appended to the command line (e.g. "--concurrency", "1").
+	ExtraArgs []string
+}
+
+// Process is a running Envoy. Stop (or Kill) it; it never outlives the parent process.
+type Process struct {
+	cmd       *exec.Cmd
+	tmpDir    string
+	logPath   string
+	adminAddr string
+	client    *http.Client
+	output    *tailBuffer
+
+	exited  chan struct{}
+	exitErr error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start runs Envoy and returns once its admin listener answers. Readiness (initial xDS
+// fetched, /ready = LIVE) is a separate step: WaitReady. ctx bounds only the startup
+// wait (DefaultStartTimeout when it has no deadline); the process lives until Stop/Kill.
+func Start(ctx context.Context, opts Options) (*Process, error) {
+	if opts.Binary.Path == "" {
+		return nil, fmt.Errorf("start envoy: no binary (use envoy.Find)")
+	}
+	if _, err := os.Stat(opts.ConfigPath); err != nil {
+		return nil, fmt.Errorf("start envoy: bootstrap: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "lab-envoy-")
+	if err != nil {
+		return nil, fmt.Errorf("start envoy: temp dir: %w", err)
+	}
+	logPath := opts.LogPath
+	if logPath == "" {
+		logPath = filepath.Join(tmp, "envoy.log")
+	}
+	adminPath := filepath.Join(tmp, "admin-address")
+	args := []string{
+		"-c", opts.ConfigPath,
+		// No shared memory: several Envoys (or a restarted one) can run side by side.
+		"--disable-hot-restart",
+		"--admin-address-path", adminPath,
+		"--log-path", logPath,
+		"-l", "info",
+		"--component-log-level", "config:debug,upstream:info",
+		// Access-log lines reach the file within 100 ms instead of the 10 s default.
+		"--file-flush-interval-msec", "100",
+	}
+	args = append(args, opts.ExtraArgs...)
+
+	cmd := exec.Command(opts.Binary.Path, args...)
+	out := &tailBuffer{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Pdeathsig: if the workbench dies (even by SIGKILL) the kernel kills Envoy too.
+	// Linux ties it to the forking thread, which Go keeps alive unless the calling
+	// goroutine exits while locked to it (LockOSThread), so do not Start from one.
+	// Setpgid keeps a terminal's Ctrl-C from reaching Envoy before Stop can run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("start envoy %s: %w", opts.Binary.Path, err)
+	}
+	p := &Process{
+		cmd:     cmd,
+		tmpDir:  tmp,
+		logPath: logPath,
+		output:  out,
+		exited:  make(chan struct{}),
+		client: &http.Client{
+			Timeout: 10 * time.Second,
+			// Never route admin calls through an HTTP proxy from the environment.
+			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		},
+	}
+	go func() {
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultStartTimeout)
+		defer cancel()
+	}
+	if err := p.waitAdmin(ctx, adminPath); err != nil {
+		_ = p.Kill()
+		<-p.exited
+		err = fmt.Errorf("start envoy: %w%s", err, p.diagnostics())
+		p.cleanup()
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitAdmin polls until Envoy has written its admin address and the admin answers HTTP.
+func (p *Process) waitAdmin(ctx context.Context, adminPath string) error {
+	var last error
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("envoy exited during startup: %v", p.exitErr)
+		default:
+		}
+		if addr, err := readAdminAddr(adminPath); err != nil {
+			last = err
+		} else if err := p.ping(ctx, addr); err != nil {
+			last = err
+		} else {
+			p.adminAddr = addr
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("admin not reachable: %w (last: %v)", ctx.Err(), last)
+		case <-p.exited:
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+func readAdminAddr(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("admin address file: %w", err)
+	}
+	addr := strings.TrimSpace(string(b))
+	if _, _, err := loopback.ParseAddr(addr); err != nil {
+		return "", fmt.Errorf("admin address file: %w", err)
+	}
+	return addr, nil
+}
+
+// ping succeeds on any HTTP answer from /ready: 503 before initialization still proves
+// the admin listener is up.
+func (p *Process) ping(ctx context.Context, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ready", nil)
+	if err != nil {
+		return fmt.Errorf("build /ready request: %w", err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET /ready: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil
+}
+
+// WaitReady polls /ready until Envoy reports LIVE (HTTP 200), i.e. its initial xDS
+// fetches are done, or ctx ends.
+func (p *Process) WaitReady(ctx context.Context) error {
+	var last string
+	for {
+		code, body, err := p.get(ctx, "/ready")
+		switch {
+		case err != nil && ctx.Err() != nil && last != "":
+			// The deadline cut this request short; the previous answer says more.
+		case err != nil:
+			last = err.Error()
+		case code == http.StatusOK:
+			return nil
+		default:
+			last = fmt.Sprintf("HTTP %d %s", code, strings.TrimSpace(string(body)))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("envoy not ready: %w (last /ready: %s)", ctx.Err(), last)
+		case <-p.exited:
+			return fmt.Errorf("envoy exited before ready: %v%s", p.exitErr, p.diagnostics())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// AdminAddr is the admin listener, "127.0.0.1:PORT".
+func (p *Process) AdminAddr() string { return p.adminAddr }
+
+// Pid is Envoy's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// LogPath is where Envoy writes its own log.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Exited is closed once Envoy has exited and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitErr is the exit status from Wait (nil for exit 0); meaningful once Exited is closed.
+func (p *Process) ExitErr() error {
+	select {
+	case <-p.exited:
+		return p.exitErr
+	default:
+		return nil
+	}
+}
+
+// get performs one admin GET and returns status and body.
+func (p *Process) get(ctx context.Context, pathAndQuery string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.adminAddr+pathAndQuery, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("build admin request %s: %w", pathAndQuery, err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("admin GET %s: %w", pathAndQuery, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("admin GET %s: read body: %w", pathAndQuery, err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// getOK is get that treats any status but 200 as an error.
+func (p *Process) getOK(ctx context.Context, pathAndQuery string) ([]byte, error) {
+	code, body, err := p.get(ctx, pathAndQuery)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("admin GET %s: HTTP %d: %s", pathAndQuery, code, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// Stats reads /stats. Counters and gauges map to their decimal value, text readouts
+// (e.g. cluster_manager.cds.version_text) to their unquoted text, histograms to Envoy's
+// summary line.
+func (p *Process) Stats(ctx context.Context) (map[string]string, error) {
+	body, err := p.getOK(ctx, "/stats")
+	if err != nil {
+		return nil, err
+	}
+	return ParseStats(body), nil
+}
+
+// Stat reads one stat by exact name; a missing name wraps ErrNoStat.
+func (p *Process) Stat(ctx context.Context, name string) (string, error) {
+	// filter is an RE2 regex; anchor it so "update_attempt" does not match its neighbours.
+	q := url.Values{"filter": {"^" + regexp.QuoteMeta(name) + "$"}}
+	body, err := p.getOK(ctx, "/stats?"+q.Encode())
+	if err != nil {
+		return "", err
+	}
+	v, ok := ParseStats(body)[name]
+	if !ok {
+		return "", fmt.Errorf("stat %q: %w", name, ErrNoStat)
+	}
+	return v, nil
+}
+
+// StatInt reads a counter or gauge as an integer.
+func (p *Process) StatInt(ctx context.Context, name string) (int64, error) {
+	v, err := p.Stat(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat %q = %q is not an integer: %w", name, v, err)
+	}
+	return n, nil
+}
+
+// ParseStats parses the /stats text format, one "name: value" per line.
+func ParseStats(body []byte) map[string]string {
+	stats := make(map[string]string)
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ": ")
+		if !ok {
+			// A readout with an empty value still has ": " (`x: ""`); anything else is noise.
+			continue
+		}
+		// Text readouts are printed in double quotes.
+		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+			value = value[1 : len(value)-1]
+		}
+		stats[name] = value
+	}
+	return stats
+}
+
+// ConfigDump returns /config_dump as JSON; includeEDS adds the endpoint configs.
+func (p *Process) ConfigDump(ctx context.Context, includeEDS bool) ([]byte, error) {
+	path := "/config_dump"
+	if includeEDS {
+		path += "?include_eds"
+	}
+	body, err := p.getOK(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("admin GET %s: body is not JSON", path)
+	}
+	return body, nil
+}
+
+// Stop shuts Envoy down and returns once it has exited: POST /quitquitquit, then SIGTERM,
+// then SIGKILL, each after a grace period (shortened when ctx ends). It is idempotent and
+// safe after Kill. The error says when Envoy had to be killed.
+func (p *Process) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() { p.stopErr = p.stop(ctx) })
+	return p.stopErr
+}
+
+func (p *Process) stop(ctx context.Context) error {
+	defer p.cleanup()
+	if p.waitExit(ctx, 0) {
+		return nil
+	}
+	// quitquitquit lets Envoy flush its access logs; the request may fail as it exits.
+	qctx, cancel := context.WithTimeout(ctx, quitGrace)
+	req, err := http.NewRequestWithContext(qctx, http.MethodPost, "http://"+p.adminAddr+"/quitquitquit", nil)
+	if err == nil {
+		if resp, err := p.client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	cancel()
+	if p.waitExit(ctx, quitGrace) {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if p.waitExit(ctx, termGrace) {
+		return nil
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	return fmt.Errorf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", p.Pid())
+}
+
+// waitExit waits up to grace (or until ctx ends) and reports whether Envoy has exited.
+func (p *Process) waitExit(ctx context.Context, grace time.Duration) bool {
+	if grace <= 0 {
+		select {
+		case <-p.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return false
+	}
+}
+
+// Kill sends SIGKILL without waiting (fault injection); watch Exited for the exit.
+func (p *Process) Kill() error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill envoy pid %d: %w", p.Pid(), err)
+	}
+	return nil
+}
+
+// cleanup removes the temporary directory: the admin address file and, when
+// Options.LogPath was empty, the default log. Callers who want the log pass LogPath.
+func (p *Process) cleanup() {
+	_ = os.RemoveAll(p.tmpDir)
+}
+
+// diagnostics is a short tail of Envoy's output and log, appended to startup errors.
+func (p *Process) diagnostics() string {
+	var parts []string
+	if s := strings.TrimSpace(p.output.String()); s != "" {
+		parts = append(parts, "output: "+tailLines(s, 5))
+	}
+	if b, err := os.ReadFile(p.logPath); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			parts = append(parts, "log: "+tailLines(s, 5))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "\n" + strings.Join(parts, "\n")
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CPUTime is Envoy's user+system CPU time so far, from /proc/PID/stat.
+func (p *Process) CPUTime() (time.Duration, error) {
+	if p.waitExit(context.Background(), 0) {
+		return 0, fmt.Errorf("cpu time: envoy pid %d has exited", p.Pid())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	return parseProcStatCPU(string(b))
+}
+
+// parseProcStatCPU reads utime and stime (fields 14 and 15). The command name in field
+// 2 may contain spaces and parentheses, so fields are counted after the last ')'.
+func parseProcStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu time: malformed /proc stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state), so field n is f[n-3].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu time: /proc stat has %d fields after the name", len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// RSS is Envoy's resident set size in bytes, from VmRSS in /proc/PID/status.
+func (p *Process) RSS() (int64, error) {
+	if p.waitExit(context.Background(), 0) {
+		return 0, fmt.Errorf("rss: envoy pid %d has exited", p.Pid())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("rss: %w", err)
+	}
+	return parseVmRSS(string(b))
+}
+
+func parseVmRSS(status string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("rss: unexpected VmRSS line %q", line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("rss: %w", err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("rss: no VmRSS line")
+}
+
+// tailBuffer keeps the last max bytes written (Envoy's stdout/stderr) for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,219 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+var client = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 5 * time.Second}
+
+func start(t *testing.T, name string, logPath string) *Backend {
+	t.Helper()
+	b, err := Start(name, 0, logPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	return b
+}
+
+func do(t *testing.T, method, url, requestID string) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	if requestID != "" {
+		req.Header.Set("x-request-id", requestID)
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body, resp.Header
+}
+
+func TestQuoteAndLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "v1.log")
+	b := start(t, "v1", logPath)
+	assert.Equal(t, "v1", b.Name())
+	assert.Positive(t, b.Port())
+	assert.Equal(t, loopback.Addr(b.Port()), b.Addr())
+	before := time.Now().UTC()
+
+	code, body, hdr := do(t, http.MethodGet, "http://"+b.Addr()+"/quote?sku=paper", "req-1")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "application/json", hdr.Get("Content-Type"))
+	assert.Equal(t, "req-1", hdr.Get("x-request-id"))
+	var q Quote
+	require.NoError(t, json.Unmarshal(body, &q))
+	assert.Equal(t, Quote{Backend: "v1", SKU: "paper", RequestID: "req-1", Port: b.Port()}, q)
+	assert.JSONEq(t, fmt.Sprintf(`{"backend":"v1","sku":"paper","request_id":"req-1","port":%d}`, b.Port()), string(body))
+
+	code, _, _ = do(t, http.MethodGet, "http://"+b.Addr()+"/other", "req-2")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _, hdr = do(t, http.MethodPost, "http://"+b.Addr()+"/quote?sku=pen", "req-3")
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+	assert.Equal(t, "GET", hdr.Get("Allow"))
+	assert.Equal(t, 3, b.Count())
+
+	// The log is written before the response completes, so no polling is needed.
+	l, ok, err := b.Lookup("req-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, LogLine{TS: l.TS, Backend: "v1", Method: "GET", Path: "/quote", SKU: "paper", RequestID: "req-1", Status: 200}, l)
+	assert.False(t, l.TS.Before(before.Add(-time.Second)), "timestamp is now-ish")
+
+	l, ok, err = b.Lookup("req-2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 404, l.Status)
+	assert.Equal(t, "/other", l.Path)
+	l, ok, err = b.Lookup("req-3")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 405, l.Status)
+	assert.Equal(t, "POST", l.Method)
+
+	_, ok, err = b.Lookup("never-sent")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	_, _, err = b.Lookup("")
+	assert.Error(t, err)
+
+	// Raw format: one JSON object per line with RFC 3339 nano timestamps.
+	raw, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	require.Len(t, lines, 3)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &m))
+	assert.ElementsMatch(t, []string{"ts", "backend", "method", "path", "sku", "request_id", "status"}, keys(m))
+	_, err = time.Parse(time.RFC3339Nano, m["ts"].(string))
+	assert.NoError(t, err)
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func TestConcurrentRequestsLogWholeLines(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "v2.log")
+	b := start(t, "v2", logPath)
+	const n = 50
+	// No keep-alive: racing dials would leave never-used connections that make the
+	// graceful Stop in Cleanup wait out net/http's 5 s grace for new connections.
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Get("http://" + b.Addr() + "/quote?sku=s" + strconv.Itoa(i))
+			if assert.NoError(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, n, b.Count())
+	raw, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	lines := bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	require.Len(t, lines, n)
+	for _, line := range lines {
+		var l LogLine
+		require.NoError(t, json.Unmarshal(line, &l), "line %q", line)
+		assert.Equal(t, "v2", l.Backend)
+	}
+}
+
+func TestPortInUseNamesThePort(t *testing.T) {
+	b := start(t, "v1", "")
+	_, err := Start("v2", b.Port(), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), strconv.Itoa(b.Port()))
+	assert.Contains(t, err.Error(), "v2")
+}
+
+func TestBadInputs(t *testing.T) {
+	_, err := Start("", 0, "")
+	assert.ErrorContains(t, err, "name")
+	_, err = Start("../x", 0, "")
+	assert.ErrorContains(t, err, "name")
+	_, err = Start("v1", 70000, "")
+	assert.ErrorContains(t, err, "70000")
+	_, err = Start("v1", 0, filepath.Join(t.TempDir(), "no-such-dir", "v1.log"))
+	assert.ErrorContains(t, err, "open log")
+
+	b := start(t, "v1", "")
+	_, _, err = b.Lookup("x")
+	assert.ErrorContains(t, err, "without a log")
+}
+
+func TestStopIsGracefulAndIdempotent(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "v1.log")
+	b, err := Start("v1", 0, logPath)
+	require.NoError(t, err)
+	code, _, _ := do(t, http.MethodGet, "http://"+b.Addr()+"/quote?sku=paper", "before-stop")
+	require.Equal(t, http.StatusOK, code)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.Stop(ctx))
+	require.NoError(t, b.Stop(ctx), "second Stop")
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("Done not closed after Stop")
+	}
+	assert.NoError(t, b.Err())
+	_, err = client.Get("http://" + b.Addr() + "/quote")
+	assert.Error(t, err, "nothing listens after Stop")
+
+	// The log outlives the server, and a restart on the same port appends to it.
+	again, err := Start("v1", b.Port(), logPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = again.Stop(context.Background()) })
+	code, _, _ = do(t, http.MethodGet, "http://"+again.Addr()+"/quote?sku=pen", "after-restart")
+	require.Equal(t, http.StatusOK, code)
+	for _, id := range []string{"before-stop", "after-restart"} {
+		_, ok, err := again.Lookup(id)
+		require.NoError(t, err)
+		assert.True(t, ok, id)
+	}
+}
+
+func TestLookupIgnoresUnfinishedLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(path, []byte(`{"request_id":"a","status":200}`+"\n"+`{"request_id":"b"`), 0o644))
+	_, ok, err := LookupFile(path, "a")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	_, ok, err = LookupFile(path, "b")
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	require.NoError(t, os.WriteFile(path, []byte("not json\n"), 0o644))
+	_, _, err = LookupFile(path, "a")
+	assert.ErrorContains(t, err, "line 1")
+}

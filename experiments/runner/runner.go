@@ -1,0 +1,466 @@
+// Package runner drives the scenario steps against one front end and one data plane (real
+// Envoy or the simulated client) and keeps the evidence: xds.log, a checkpoint per step
+// (request, backend, access log, accepted versions, Envoy stats, config dump),
+// summary.json, envoy.result and run.exit. Those files are written even when a step fails
+// or the run is interrupted.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
+)
+
+// Client kinds.
+const (
+	ClientEnvoy = "envoy"
+	ClientSim   = "sim"
+	ClientAuto  = "auto"
+)
+
+// Options configure a run. Zero ports pick free ones (tests); the CLI passes the
+// documented defaults.
+type Options struct {
+	Mode       string
+	Client     string // envoy, sim or auto
+	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
+	Versions   frontend.VersionStrategy
+	NackPolicy sotw.NackPolicy
+	EnvoyBin   string // --envoy-bin
+	Steps      []string
+
+	XDSPort        int
+	ListenerPort   int
+	AdminPort      int
+	InventoryPorts [2]int
+	Limits         controlplane.Limits
+
+	// StepTimeout bounds each wait (default 45s: a control-plane restart waits for
+	// Envoy's jittered reconnect backoff).
+	StepTimeout time.Duration
+	// Progress receives one line per milestone (nil: discarded).
+	Progress io.Writer
+	// BeforeStep, when set, runs before each step (fault tests use it).
+	BeforeStep func(ctx context.Context, r *Run, step scenario.Step) error
+}
+
+// RunInfo is run.json: what was run, with which options.
+type RunInfo struct {
+	Mode         string   `json:"mode"`
+	Client       string   `json:"client"` // "envoy" or "simulated"
+	EnvoyPath    string   `json:"envoy_path,omitempty"`
+	EnvoyVersion string   `json:"envoy_version,omitempty"`
+	EnvoySource  string   `json:"envoy_source,omitempty"`
+	SotWVersions string   `json:"sotw_versions,omitempty"`
+	NackPolicy   string   `json:"nack_policy,omitempty"`
+	Started      string   `json:"started"`
+	Steps        []string `json:"steps"`
+	XDSAddr      string   `json:"xds_addr"`
+	ListenerPort int      `json:"listener_port"`
+	Inventory    []string `json:"inventory"`
+	PID          int      `json:"pid"`
+	// NotRunReason says why the data plane was simulated.
+	NotRunReason string `json:"not_run_reason,omitempty"`
+}
+
+// Check is one expectation and whether it held.
+type Check struct {
+	What   string `json:"what"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Checkpoint is one step's evidence file.
+type Checkpoint struct {
+	Step        string       `json:"step"`
+	Mode        string       `json:"mode"`
+	Client      string       `json:"client"`
+	Version     string       `json:"version"`
+	Proves      string       `json:"proves"`
+	StartedAt   string       `json:"started_at"`
+	PublishedAt string       `json:"published_at,omitempty"`
+	Request     *Observation `json:"request,omitempty"`
+	// Attempts counts data-plane requests until the expected answer (convergence).
+	Attempts int `json:"attempts"`
+	// OutageRequest is the request sent while the control plane was down.
+	OutageRequest *Observation `json:"outage_request,omitempty"`
+	// Accepted is, per open stream, what the client accepted according to xds.log.
+	Accepted []xdslog.StreamStatus `json:"accepted"`
+	// EnvoyStats are Envoy's xDS subscription stats (real Envoy only).
+	EnvoyStats map[string]string `json:"envoy_stats,omitempty"`
+	// EnvoyConfigVersions are the version_info of what Envoy runs, from /config_dump.
+	EnvoyConfigVersions map[string]string `json:"envoy_config_versions,omitempty"`
+	ConfigDump          string            `json:"config_dump,omitempty"`
+	NacksInStep         int               `json:"nacks_in_step"`
+	NackError           string            `json:"nack_error,omitempty"`
+	// Exchange lists the step's first requests and sends (reconnect evidence).
+	Exchange    []ExchangeEvent `json:"exchange,omitempty"`
+	VersionNote string          `json:"version_note,omitempty"`
+	Checks      []Check         `json:"checks"`
+	Passed      bool            `json:"passed"`
+	DurationMS  float64         `json:"duration_ms"`
+}
+
+// StepResult is one line of the run's outcome.
+type StepResult struct {
+	Name       string  `json:"name"`
+	Checkpoint string  `json:"checkpoint"`
+	Passed     bool    `json:"passed"`
+	Failure    string  `json:"failure,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Run     RunInfo           `json:"run"`
+	Result  string            `json:"result"`
+	Steps   []StepResult      `json:"steps"`
+	Figures *analysis.Summary `json:"figures,omitempty"`
+}
+
+// Result is what Run returns.
+type Result struct {
+	Dir     string
+	Passed  bool
+	Failure string
+	// EnvoyResult is the content of envoy.result.
+	EnvoyResult string
+	Steps       []StepResult
+	Figures     *analysis.Summary
+}
+
+// Run is one run in progress; BeforeStep hooks get it to inject faults.
+type Run struct {
+	o        Options
+	dir      string
+	info     RunInfo
+	logFile  *os.File
+	track    *tracker
+	cp       *controlplane.ControlPlane
+	rec      *xdslog.Recorder
+	server   int
+	proxy    proxy
+	backends []*inventory.Backend
+	state    resources.State
+	stats    map[string]string
+	step     string
+	steps    []StepResult
+	progress io.Writer
+	// life bounds what lives for the whole run (control planes); a step's context would
+	// take a restarted server down with the step.
+	life context.Context
+}
+
+// Dir returns the run directory.
+func (r *Run) Dir() string { return r.dir }
+
+// ControlPlane returns the current control plane.
+func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.cp }
+
+// KillProxy ends the data plane with SIGKILL (real Envoy only).
+func (r *Run) KillProxy() error {
+	e, ok := r.proxy.(*envoyProxy)
+	if !ok {
+		return errors.New("kill: the data plane is simulated")
+	}
+	return e.Kill()
+}
+
+// StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
+// starts it again on the same port.
+func (r *Run) StopBackend(ctx context.Context, name string) (restart func() error, err error) {
+	for i, b := range r.backends {
+		if b.Name() != name {
+			continue
+		}
+		port, log := b.Port(), b.LogPath()
+		if err := b.Stop(ctx); err != nil {
+			return nil, err
+		}
+		return func() error {
+			nb, err := inventory.Start(name, port, log)
+			if err != nil {
+				return err
+			}
+			r.backends[i] = nb
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("no backend %q", name)
+}
+
+func (r *Run) say(format string, args ...any) {
+	if r.progress != nil {
+		fmt.Fprintf(r.progress, "[%s] "+format+"\n", append([]any{r.o.Mode}, args...)...)
+	}
+}
+
+// DefaultOut is the default run directory for mode.
+func DefaultOut(mode string) string {
+	return filepath.Join("experiments", "evidence", mode, fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
+}
+
+// Execute runs the scenario. The returned error is non-nil when the run did not pass;
+// the Result is always returned with the run directory filled in once it exists.
+func Execute(ctx context.Context, o Options) (*Result, error) {
+	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
+		return nil, fmt.Errorf("unknown mode %q (want sotw or delta)", o.Mode)
+	}
+	if o.Mode == xdslog.ModeDelta && (o.Versions != "" || o.NackPolicy != "") {
+		return nil, errors.New("--sotw-versions and --nack-policy apply to --mode=sotw only")
+	}
+	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
+		return nil, err
+	}
+	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
+		return nil, err
+	}
+	steps, err := scenario.Select(scenario.Teaching(), o.Steps)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []int{o.XDSPort, o.ListenerPort, o.AdminPort, o.InventoryPorts[0], o.InventoryPorts[1]} {
+		if p != 0 {
+			if err := loopback.ValidatePort(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.StepTimeout == 0 {
+		o.StepTimeout = 45 * time.Second
+	}
+	if o.Out == "" {
+		o.Out = DefaultOut(o.Mode)
+	}
+	// Resolve the data plane before creating anything.
+	var bin envoy.Binary
+	client := o.Client
+	notRun := ""
+	switch o.Client {
+	case ClientEnvoy, "":
+		client = ClientEnvoy
+		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
+			return nil, fmt.Errorf("--client=envoy: %w", err)
+		}
+	case ClientAuto:
+		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
+			client, notRun = ClientSim, err.Error()
+		} else {
+			client = ClientEnvoy
+		}
+	case ClientSim:
+		notRun = "--client=sim"
+	default:
+		return nil, fmt.Errorf("unknown client %q (want envoy, sim or auto)", o.Client)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress}
+	r.info = RunInfo{Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
+		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun}
+	if o.Mode == xdslog.ModeSotW {
+		if r.info.SotWVersions == "" {
+			r.info.SotWVersions = string(frontend.Uniform)
+		}
+		if r.info.NackPolicy == "" {
+			r.info.NackPolicy = string(sotw.Resend)
+		}
+	}
+	if client == ClientEnvoy {
+		r.info.Client, r.info.EnvoyPath, r.info.EnvoyVersion, r.info.EnvoySource = "envoy", bin.Path, bin.Version, bin.Source
+		r.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
+	} else {
+		r.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
+	}
+	res := &Result{Dir: r.dir}
+	runErr := r.execute(ctx, steps, client, bin)
+	r.finish(res, runErr, ctx.Err() != nil)
+	if runErr != nil {
+		return res, runErr
+	}
+	return res, nil
+}
+
+func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string, bin envoy.Binary) (err error) {
+	defer r.teardown()
+	r.life = context.WithoutCancel(ctx)
+	f, err := os.OpenFile(filepath.Join(r.dir, "xds.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open xds.log: %w", err)
+	}
+	r.logFile = f
+	for i, name := range []string{"v1", "v2"} {
+		b, err := inventory.Start(name, r.o.InventoryPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"))
+		if err != nil {
+			return fmt.Errorf("start inventory %s: %w", name, err)
+		}
+		r.backends = append(r.backends, b)
+		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
+	}
+	if r.o.ListenerPort == 0 {
+		if r.o.ListenerPort, err = loopback.FreePort(); err != nil {
+			return err
+		}
+	}
+	r.info.ListenerPort = r.o.ListenerPort
+	if err := r.startControlPlane(r.o.XDSPort); err != nil {
+		return err
+	}
+	r.o.XDSPort = r.cp.Port()
+	r.info.XDSAddr = r.cp.Addr()
+	if client == ClientEnvoy {
+		adminPort := r.o.AdminPort
+		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends); err != nil {
+			return err
+		}
+	} else {
+		if r.proxy, err = newSimProxy(r.o.Mode, r.cp.Addr(), r.backends); err != nil {
+			return err
+		}
+	}
+	if err := writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info); err != nil {
+		return err
+	}
+	started := false
+	for i, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return r.interrupted(st.Name)
+		}
+		r.setStep(st.Name)
+		r.say("step %d/%d %s", i+1, len(steps), st.Name)
+		if r.o.BeforeStep != nil {
+			if err := r.o.BeforeStep(ctx, r, st); err != nil {
+				return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
+			}
+		}
+		t0 := time.Now()
+		cp, err := r.runStep(ctx, st, &started)
+		dur := float64(time.Since(t0).Microseconds()) / 1000
+		if cp != nil {
+			cp.DurationMS = dur
+			if werr := writeJSONAtomic(filepath.Join(r.dir, st.Checkpoint+".json"), cp); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.interrupted(st.Name)
+			}
+			return r.fail(st, err.Error(), dur)
+		}
+		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur})
+		r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+	}
+	return nil
+}
+
+// errInterrupted marks a run stopped by its context (SIGINT).
+var errInterrupted = errors.New("interrupted")
+
+func (r *Run) interrupted(step string) error {
+	r.steps = append(r.steps, StepResult{Name: step, Failure: "interrupted"})
+	return fmt.Errorf("%w at %s", errInterrupted, step)
+}
+
+func (r *Run) fail(st scenario.Step, why string, dur float64) error {
+	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Failure: why, DurationMS: dur})
+	return fmt.Errorf("step %s: %s", st.Name, why)
+}
+
+func (r *Run) setStep(name string) {
+	r.step = name
+	r.rec.SetStep(name)
+	r.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+}
+
+func (r *Run) startControlPlane(port int) error {
+	r.server++
+	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(r.track.observe))
+	r.rec.SetStep(r.step)
+	cp, err := controlplane.Start(r.life, controlplane.Options{
+		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy,
+		Recorder: r.rec, Limits: r.o.Limits,
+	})
+	if err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	r.cp = cp
+	return nil
+}
+
+func (r *Run) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if r.proxy != nil {
+		_ = r.proxy.Stop(ctx)
+	}
+	if r.cp != nil {
+		r.cp.Stop()
+	}
+	for _, b := range r.backends {
+		_ = b.Stop(ctx)
+	}
+	if r.logFile != nil {
+		_ = r.logFile.Close()
+	}
+}
+
+// finish writes summary.json, envoy.result and run.exit whatever happened.
+func (r *Run) finish(res *Result, runErr error, interrupted bool) {
+	res.Steps = r.steps
+	res.Passed = runErr == nil
+	result := "PASS"
+	switch {
+	case errors.Is(runErr, errInterrupted):
+		result = "FAIL: " + runErr.Error()
+	case runErr != nil:
+		result = "FAIL: " + runErr.Error()
+	}
+	if interrupted && !errors.Is(runErr, errInterrupted) && runErr != nil {
+		result = fmt.Sprintf("FAIL: interrupted at %s", r.step)
+	}
+	if r.info.Client != "envoy" {
+		// Envoy did not run: never report a data-plane result it did not produce.
+		if runErr != nil {
+			result = "NOT_RUN (simulated client; run " + strings.TrimPrefix(result, "FAIL: ") + ")"
+		} else {
+			result = "NOT_RUN"
+		}
+	}
+	if runErr != nil {
+		res.Failure = runErr.Error()
+	}
+	res.EnvoyResult = result
+	if ev, st, err := xdslog.ReadFile(filepath.Join(r.dir, "xds.log")); err == nil {
+		res.Figures = analysis.Summarize(ev)
+		res.Figures.Skipped = st.Skipped
+	}
+	sum := Summary{Run: r.info, Result: result, Steps: r.steps, Figures: res.Figures}
+	_ = writeJSONAtomic(filepath.Join(r.dir, "summary.json"), sum)
+	_ = writeFileAtomic(filepath.Join(r.dir, "envoy.result"), []byte(result+"\n"))
+	code := 0
+	if runErr != nil {
+		code = 1
+		if interrupted {
+			code = 130
+		}
+	}
+	_ = writeFileAtomic(filepath.Join(r.dir, "run.exit"), []byte(fmt.Sprintf("%d\n", code)))
+}
