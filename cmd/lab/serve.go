@@ -155,6 +155,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	done := make(chan struct{})
 	defer close(done)
 	lines := serveReadLines(in, done)
+	logWarned := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,6 +180,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 				return nil
 			}
 			sv.run(ctx, cmd, errOut)
+			if e := rec.Err(); e != nil && !logWarned {
+				// The server keeps serving, but the evidence is incomplete: say so once.
+				logWarned = true
+				fmt.Fprintf(errOut, "error: %v (xds.log is incomplete from here)\n", e)
+			}
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,7 +125,6 @@ type Options struct {
 
 // ControlPlane is a running front end on its gRPC server.
 type ControlPlane struct {
-	mode   string
 	addr   string
 	port   int
 	limits Limits
@@ -205,7 +204,6 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		return fail(err)
 	}
 	c := &ControlPlane{
-		mode:      o.Mode,
 		addr:      lis.Addr().String(),
 		port:      lis.Addr().(*net.TCPAddr).Port,
 		limits:    limits,
@@ -227,8 +225,8 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	fe.Register(c.srv)
 	go func() {
 		defer close(c.serveDone)
-		// Serve returns nil after Stop; any other error means the listener broke, and
-		// every stream on it is already gone, which clients see as a disconnect.
+		// Serve fails only when Accept does, which on a loopback listener means Stop
+		// closed it; there is nothing to report.
 		_ = c.srv.Serve(lis)
 	}()
 	c.mu.Lock()
@@ -309,7 +307,7 @@ func (c *ControlPlane) Stop() {
 }
 
 // limitStreams enforces MaxStreams across all connections and records refusals, including
-// requests over MaxRecvMsgSize (gRPC fails those itself; this makes them visible in
+// messages over the size limits (gRPC fails those itself; this makes them visible in
 // xds.log).
 func (c *ControlPlane) limitStreams(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if n := c.active.Add(1); n > int64(c.limits.MaxStreams) {
@@ -324,28 +322,38 @@ func (c *ControlPlane) limitStreams(srv any, ss grpc.ServerStream, info *grpc.St
 
 // methodName shortens /envoy.service.discovery.v3.AggregatedDiscoveryService/X to X.
 func methodName(full string) string {
-	for i := len(full) - 1; i >= 0; i-- {
-		if full[i] == '/' {
-			return full[i+1:]
-		}
-	}
-	return full
+	return full[strings.LastIndexByte(full, '/')+1:]
 }
 
-// recordingStream records a request refused for its size. The library drops receive
-// errors silently, so without this an oversized request would leave no trace in xds.log.
+// recordingStream records messages refused for their size. The library drops receive
+// errors silently, and it records a send before gRPC refuses it, so without this an
+// oversized message would leave no trace, or a false one, in xds.log.
 type recordingStream struct {
 	grpc.ServerStream
-	cp      *ControlPlane
-	method  string
-	flagged bool
+	cp     *ControlPlane
+	method string
+	// One flag per direction: RecvMsg and SendMsg may run on different goroutines.
+	recvFlagged, sendFlagged bool
 }
 
 func (s *recordingStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
-	if err != nil && !s.flagged && status.Code(err) == codes.ResourceExhausted {
-		s.flagged = true
-		s.cp.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: s.method + " request refused: " + status.Convert(err).Message() + " (--max-recv-msg-bytes " + strconv.Itoa(s.cp.limits.MaxRecvMsgSize) + ")"})
+	if err != nil && !s.recvFlagged && status.Code(err) == codes.ResourceExhausted {
+		s.recvFlagged = true
+		s.refused("request", err, "--max-recv-msg-bytes", s.cp.limits.MaxRecvMsgSize)
 	}
 	return err
+}
+
+func (s *recordingStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err != nil && !s.sendFlagged && status.Code(err) == codes.ResourceExhausted {
+		s.sendFlagged = true
+		s.refused("response", err, "--max-send-msg-bytes", s.cp.limits.MaxSendMsgSize)
+	}
+	return err
+}
+
+func (s *recordingStream) refused(what string, err error, flag string, limit int) {
+	s.cp.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: fmt.Sprintf("%s %s refused: %s (%s %d)", s.method, what, status.Convert(err).Message(), flag, limit)})
 }

@@ -331,7 +331,7 @@ func TestOversizedRequestRefused(t *testing.T) {
 			serveCDS(t, ctx, conn, mode)
 			waitFor(t, 5*time.Second, "refused event", func() bool {
 				r := refusals(log.events(t))
-				return len(r) == 1 && strings.Contains(r[0], "max-recv-msg-bytes 1024")
+				return len(r) == 1 && strings.Contains(r[0], "request refused") && strings.Contains(r[0], "max-recv-msg-bytes 1024")
 			})
 		})
 	}
@@ -340,7 +340,7 @@ func TestOversizedRequestRefused(t *testing.T) {
 func TestOversizedResponseFailsStream(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			cp, _ := start(t, mode, Limits{MaxSendMsgSize: 64})
+			cp, log := start(t, mode, Limits{MaxSendMsgSize: 64})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			s, err := open(ctx, dial(t, cp.Addr()), mode)
@@ -349,6 +349,11 @@ func TestOversizedResponseFailsStream(t *testing.T) {
 			_, _, err = s.recvClusters()
 			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
 			assert.Contains(t, status.Convert(err).Message(), "larger than max")
+			// The front end records the send before gRPC refuses it; the refusal follows.
+			waitFor(t, 5*time.Second, "refused event", func() bool {
+				r := refusals(log.events(t))
+				return len(r) == 1 && strings.Contains(r[0], "response refused") && strings.Contains(r[0], "max-send-msg-bytes 64")
+			})
 		})
 	}
 }

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rsrc "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// serveLines collects the lines written to out and errOut in one ordered list, so a test
+// sees which stream each line went to and in what order.
+type serveLines struct {
+	mu    sync.Mutex
+	lines []string // "out: ..." or "err: ..."
+	part  map[string]*bytes.Buffer
+}
+
+func newServeLines() *serveLines { return &serveLines{part: map[string]*bytes.Buffer{}} }
+
+func (s *serveLines) writer(tag string) io.Writer { return serveTagWriter{s, tag} }
+
+type serveTagWriter struct {
+	s   *serveLines
+	tag string
+}
+
+func (w serveTagWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	b := w.s.part[w.tag]
+	if b == nil {
+		b = &bytes.Buffer{}
+		w.s.part[w.tag] = b
+	}
+	b.Write(p)
+	for {
+		line, err := b.ReadString('\n')
+		if err != nil {
+			b.Reset()
+			b.WriteString(line)
+			return len(p), nil
+		}
+		w.s.lines = append(w.s.lines, w.tag+": "+strings.TrimSuffix(line, "\n"))
+	}
+}
+
+func (s *serveLines) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+func (s *serveLines) text() string { return strings.Join(s.all(), "\n") }
+
+func serveTestOptions(t *testing.T, mode string) serveOptions {
+	o := defaultServeOptions()
+	o.mode = mode
+	o.xdsAddr = "127.0.0.1:0"
+	o.logPath = filepath.Join(t.TempDir(), "xds.log")
+	return o
+}
+
+// serveWaitFor polls cond until it holds or the deadline passes.
+func serveWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The script mixes every state command with every bad one; each bad command must print
+// exactly one error line and leave the version alone.
+const serveScript = `port 18081
+frobnicate
+invalid
+port 0
+valid
+port 70000
+port abc
+remove
+port 127.0.0.1:9000
+
+status now
+port 18081 18082
+restore
+invalid route
+port
+status
+`
+
+func TestServeScript(t *testing.T) {
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveTestOptions(t, mode)
+			// The log is appended to, never truncated.
+			require.NoError(t, os.WriteFile(o.logPath, []byte("line from an earlier run\n"), 0o644))
+			out := newServeLines()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, runServe(ctx, o, strings.NewReader(serveScript), out.writer("out"), out.writer("err")))
+
+			version := `^out: version %d: `
+			err := `^err: error: `
+			want := []string{
+				`^out: serving ` + mode + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.logPath) + ` \(type help for commands\)$`,
+				fmt.Sprintf(version, 1) + `CDS \+inventory; EDS \+inventory; LDS \+quote-listener; RDS \+quote-route$`,
+				fmt.Sprintf(version, 2) + `EDS ~inventory$`,
+				err + `unknown command "frobnicate"`,
+				fmt.Sprintf(version, 3) + `RDS ~quote-route$`,
+				err + `bad port "0"`,
+				fmt.Sprintf(version, 4) + `RDS ~quote-route$`,
+				err + `bad port "70000"`,
+				err + `bad port "abc"`,
+				fmt.Sprintf(version, 5) + `CDS -inventory; EDS -inventory$`,
+				err + `bad port "127\.0\.0\.1:9000"`,
+				err + `status takes no arguments`,
+				err + `port takes one argument`,
+				fmt.Sprintf(version, 6) + `CDS \+inventory; EDS \+inventory$`,
+				err + `invalid takes no arguments`,
+				err + `port needs the endpoint port`,
+				`^out: version 6 published; no stream connected$`,
+				`^out: stopping: end of input$`,
+			}
+			got := out.all()
+			require.Len(t, got, len(want), "output:\n%s", out.text())
+			for i, w := range want {
+				assert.Regexp(t, w, got[i], "line %d", i)
+			}
+
+			raw, rerr := os.ReadFile(o.logPath)
+			require.NoError(t, rerr)
+			require.True(t, strings.HasPrefix(string(raw), "line from an earlier run\n"), "log was not appended to")
+			ev, st, rerr := xdslog.ReadFile(o.logPath)
+			require.NoError(t, rerr)
+			assert.Equal(t, 1, st.Skipped, "only the earlier run's line is not an event")
+			wantChanged := [][]string{{"CDS", "EDS", "LDS", "RDS"}, {"EDS"}, {"RDS"}, {"RDS"}, {"CDS", "EDS"}, {"CDS", "EDS"}}
+			require.Len(t, ev, len(wantChanged), "no client connected: publish events only")
+			for i, e := range ev {
+				assert.Equal(t, xdslog.EventPublish, e.Event)
+				assert.Equal(t, mode, e.Mode)
+				assert.Equal(t, fmt.Sprint(i+1), e.Version)
+				assert.Equal(t, wantChanged[i], e.Changed, "version %s", e.Version)
+			}
+			// Version 5 is the state without the cluster and its endpoints.
+			for _, r := range ev[4].Resources {
+				assert.NotEqual(t, resources.ClusterName, r.Name, "version 5 still has %s %s", r.Type, r.Name)
+			}
+		})
+	}
+}
+
+func TestServeHelpAndQuit(t *testing.T) {
+	o := serveTestOptions(t, xdslog.ModeSotW)
+	out := newServeLines()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := "help\nquit\nport 18081\n" // nothing after quit runs
+	require.NoError(t, runServe(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
+	text := out.text()
+	for _, cmd := range []string{"port N", "invalid", "valid", "remove", "restore", "status", "help", "quit"} {
+		assert.Contains(t, text, "\nout:   "+cmd+" ")
+	}
+	assert.Contains(t, text, "out: stopping: quit")
+	assert.NotContains(t, text, "version 2")
+	assert.NotContains(t, text, "err:")
+}
+
+func TestServeLongLineIgnored(t *testing.T) {
+	o := serveTestOptions(t, xdslog.ModeDelta)
+	out := newServeLines()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The tail of an over-long line must not be read as a command.
+	in := strings.Repeat("x", 3*serveMaxLine) + "invalid\nport 18081\n"
+	require.NoError(t, runServe(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
+	got := out.all()
+	require.Len(t, got, 5, "output:\n%s", out.text())
+	assert.Regexp(t, `^err: error: line longer than 4096 bytes ignored$`, got[2])
+	assert.Regexp(t, `^out: version 2: EDS ~inventory$`, got[3])
+}
+
+func TestServeStopsOnSignalContext(t *testing.T) {
+	o := serveTestOptions(t, xdslog.ModeSotW)
+	out := newServeLines()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+	serveWaitFor(t, 10*time.Second, "version 1", func() bool { return strings.Contains(out.text(), "version 1:") })
+	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("runServe did not stop when its context ended")
+	}
+	assert.Contains(t, out.text(), "out: stopping: interrupted")
+}
+
+func TestServeRefusesBadOptions(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*serveOptions)
+		want string
+	}{
+		{"no mode", func(o *serveOptions) { o.mode = "" }, `unknown --mode ""`},
+		{"bad mode", func(o *serveOptions) { o.mode = "grpc" }, `unknown --mode "grpc"`},
+		{"non-loopback", func(o *serveOptions) { o.xdsAddr = "0.0.0.0:18000" }, "not loopback"},
+		{"inventory port", func(o *serveOptions) { o.inventoryPort = 0 }, "--inventory-port: port 0 is outside 1-65535"},
+		{"listener port", func(o *serveOptions) { o.listenerPort = 70000 }, "--listener-port: port 70000"},
+		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "SotW option"},
+		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, `unknown version strategy "sometimes"`},
+		{"log dir missing", func(o *serveOptions) { o.logPath = filepath.Join(o.logPath, "no", "such", "xds.log") }, "open xds.log"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := serveTestOptions(t, xdslog.ModeSotW)
+			tc.edit(&o)
+			out := newServeLines()
+			err := runServe(context.Background(), o, strings.NewReader("port 18081\n"), out.writer("out"), out.writer("err"))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Empty(t, out.all(), "nothing served")
+		})
+	}
+}
+
+func TestServeCommandFlags(t *testing.T) {
+	_, _, err := runLabArgs(t, "serve")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `required flag(s) "mode" not set`)
+	_, _, err = runLabArgs(t, "serve", "--mode", "sotw", "extra")
+	require.Error(t, err)
+
+	cmd := newServeCmd()
+	assert.NotEmpty(t, cmd.Example)
+	defaults := map[string]string{
+		"xds-addr": "127.0.0.1:18000", "node-id": "teaching-envoy", "inventory-port": "18080",
+		"listener-port": "19000", "log": "xds.log", "max-recv-msg-bytes": "4194304",
+		"max-send-msg-bytes": "67108864", "max-concurrent-streams": "16", "max-streams": "2048",
+		"keepalive-min-time": "10s", "sotw-versions": "", "nack-policy": "",
+	}
+	for name, want := range defaults {
+		f := cmd.Flags().Lookup(name)
+		require.NotNil(t, f, "flag --%s", name)
+		assert.Equal(t, want, f.DefValue, "flag --%s", name)
+	}
+}
+
+// serveClient is a raw ADS client that subscribes to CDS (wildcard) then EDS for the
+// clusters it got, and ACKs every response.
+func serveClient(t *testing.T, ctx context.Context, addr, mode string) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
+	node := &core.Node{Id: resources.NodeID, Cluster: "test"}
+	edsNames := []string{resources.ClusterName}
+	if mode == xdslog.ModeSotW {
+		s, err := c.StreamAggregatedResources(ctx)
+		require.NoError(t, err)
+		require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: rsrc.ClusterType}))
+		go func() {
+			names := map[string][]string{rsrc.ClusterType: nil, rsrc.EndpointType: edsNames}
+			edsSent := false
+			for {
+				r, err := s.Recv()
+				if err != nil {
+					return
+				}
+				if s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: r.GetTypeUrl(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce(), ResourceNames: names[r.GetTypeUrl()]}) != nil {
+					return
+				}
+				if !edsSent {
+					edsSent = true
+					if s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: rsrc.EndpointType, ResourceNames: edsNames}) != nil {
+						return
+					}
+				}
+			}
+		}()
+		return
+	}
+	s, err := c.DeltaAggregatedResources(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: rsrc.ClusterType}))
+	go func() {
+		edsSent := false
+		for {
+			r, err := s.Recv()
+			if err != nil {
+				return
+			}
+			if s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: r.GetTypeUrl(), ResponseNonce: r.GetNonce()}) != nil {
+				return
+			}
+			if !edsSent {
+				edsSent = true
+				if s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: rsrc.EndpointType, ResourceNamesSubscribe: edsNames}) != nil {
+					return
+				}
+			}
+		}
+	}()
+}
+
+func TestServeStatusShowsAcceptedVersions(t *testing.T) {
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveTestOptions(t, mode)
+			out := newServeLines()
+			inR, inW := io.Pipe()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+			send := func(line string) {
+				t.Helper()
+				_, err := io.WriteString(inW, line+"\n")
+				require.NoError(t, err)
+			}
+
+			addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) `)
+			var addr string
+			serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
+				m := addrRE.FindStringSubmatch(out.text())
+				if m != nil {
+					addr = m[1]
+				}
+				return m != nil
+			})
+			clientCtx, stopClient := context.WithCancel(ctx)
+			defer stopClient()
+			serveClient(t, clientCtx, addr, mode)
+
+			// In SotW the accepted version is the label; in delta it is the content hash,
+			// and the accepted label is system_version_info.
+			resVersion := func(v string) string {
+				if mode == xdslog.ModeSotW {
+					return v
+				}
+				return `[0-9a-f]{12}`
+			}
+			row := func(typ, label string) *regexp.Regexp {
+				return regexp.MustCompile(`(?m)^out: 1\s+` + typ + `\s+` + label + `\s+inventory\s+` + resVersion(label) + `\s+[0-9a-f]{12}$`)
+			}
+			// status, then a deliberately unknown word: commands run in order, so its error
+			// line marks the end of the status output.
+			marks := 0
+			status := func() string {
+				t.Helper()
+				marks++
+				mark := fmt.Sprintf("end-of-status-%d", marks)
+				before := len(out.all())
+				send("status")
+				send(mark)
+				serveWaitFor(t, 5*time.Second, mark, func() bool { return strings.Contains(out.text(), mark) })
+				return strings.Join(out.all()[before:], "\n")
+			}
+			statusShows := func(rows ...*regexp.Regexp) func() bool {
+				return func() bool {
+					text := status()
+					for _, r := range rows {
+						if !r.MatchString(text) {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			serveWaitFor(t, 10*time.Second, "status rows for version 1", statusShows(row("CDS", "1"), row("EDS", "1")))
+			assert.Contains(t, out.text(), "out: version 1 published; 1 stream connected")
+			assert.Regexp(t, `(?m)^out: STREAM\s+TYPE\s+ACCEPTED\s+RESOURCE\s+VERSION\s+HASH$`, out.text())
+
+			// A port change moves EDS; the client ACKs it and status follows. SotW with
+			// uniform versions re-sends CDS too (accepted as 2); delta leaves CDS at 1.
+			send("port 18081")
+			cdsLabel := "2"
+			if mode == xdslog.ModeDelta {
+				cdsLabel = "1"
+			}
+			serveWaitFor(t, 10*time.Second, "status rows for version 2", statusShows(row("EDS", "2"), row("CDS", cdsLabel)))
+
+			stopClient()
+			serveWaitFor(t, 10*time.Second, "the stream to close", func() bool {
+				return strings.Contains(status(), "no stream connected")
+			})
+			require.NoError(t, inW.Close())
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("runServe did not stop at end of input")
+			}
+			for _, l := range out.all() {
+				if strings.HasPrefix(l, "err:") {
+					assert.Regexp(t, `^err: error: unknown command "end-of-status-\d+"`, l)
+				}
+			}
+
+			ev, _, err := xdslog.ReadFile(o.logPath)
+			require.NoError(t, err)
+			acks := map[string]int{}
+			for _, e := range ev {
+				if e.Event == xdslog.EventAck {
+					acks[e.Type]++
+				}
+			}
+			assert.GreaterOrEqual(t, acks["CDS"], 1)
+			assert.GreaterOrEqual(t, acks["EDS"], 2, "EDS version 1 and 2 were ACKed")
+		})
+	}
+}
