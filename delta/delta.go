@@ -7,7 +7,6 @@ package delta
 
 import (
 	"context"
-	"fmt"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -16,8 +15,6 @@ import (
 	deltaserver "github.com/envoyproxy/go-control-plane/pkg/server/delta/v3"
 	server "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -98,18 +95,15 @@ const RefusalMessage = "this control plane serves delta ADS (DeltaAggregatedReso
 // StreamAggregatedResources refuses SotW: serving it would let a SotW bootstrap talk to a
 // server the user believes is delta.
 func (f *FrontEnd) StreamAggregatedResources(discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	f.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: "SotW stream refused: " + RefusalMessage})
-	return status.Error(codes.Unimplemented, RefusalMessage)
+	return frontend.RefuseProtocol(f.rec, "SotW stream", RefusalMessage)
 }
 
 // onRequest runs before the library fills in node and type defaults; with ADS the client
 // must name the type on every request, so the type URL is checked here.
 func (f *FrontEnd) onRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
-	typ, ok := resources.TypeOf(req.GetTypeUrl())
-	if !ok {
-		msg := fmt.Sprintf("unsupported type URL %q: this workbench serves LDS, RDS, CDS and EDS", req.GetTypeUrl())
-		f.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Stream: id, Error: msg})
-		return status.Error(codes.InvalidArgument, msg)
+	typ, err := frontend.CheckType(f.rec, id, req.GetTypeUrl())
+	if err != nil {
+		return err
 	}
 	t := string(typ)
 	if n := req.GetResponseNonce(); n != "" {

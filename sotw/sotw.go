@@ -14,8 +14,6 @@ import (
 	sotwserver "github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	server "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -132,16 +130,13 @@ const RefusalMessage = "this control plane serves SotW ADS (StreamAggregatedReso
 // DeltaAggregatedResources refuses delta: serving it would let a delta bootstrap talk to a
 // server the user believes is SotW.
 func (f *FrontEnd) DeltaAggregatedResources(discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	f.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: "delta stream refused: " + RefusalMessage})
-	return status.Error(codes.Unimplemented, RefusalMessage)
+	return frontend.RefuseProtocol(f.rec, "delta stream", RefusalMessage)
 }
 
 func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
-	typ, ok := resources.TypeOf(req.GetTypeUrl())
-	if !ok {
-		msg := fmt.Sprintf("unsupported type URL %q: this workbench serves LDS, RDS, CDS and EDS", req.GetTypeUrl())
-		f.rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Stream: id, Error: msg})
-		return status.Error(codes.InvalidArgument, msg)
+	typ, err := frontend.CheckType(f.rec, id, req.GetTypeUrl())
+	if err != nil {
+		return err
 	}
 	t := string(typ)
 	if req.GetResponseNonce() == "" {

@@ -340,33 +340,60 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 	return append(out, c.resubscribeSotWLocked()...)
 }
 
-// resubscribeSotWLocked sends RDS/EDS requests when the referenced names changed. A
-// resubscription carries the last nonce and version of its type, as Envoy's does, or the
-// server would treat it as stale.
-func (c *Client) resubscribeSotWLocked() []*discovery.DiscoveryRequest {
+// subscriptionChange is a referenced-name set that differs from the current subscription.
+type subscriptionChange struct {
+	t          resources.Type
+	names      []string
+	add, drop  []string
+	subscribed bool // the type was subscribed before
+}
+
+// changedSubscriptionsLocked compares the RDS and EDS names the accepted listeners and
+// clusters reference with the current subscriptions, records the new ones, and returns
+// what changed. Both protocols resubscribe from it; they differ only in the request.
+func (c *Client) changedSubscriptionsLocked() []subscriptionChange {
 	rds, eds := referencesLocked(c.state.Accepted)
-	var out []*discovery.DiscoveryRequest
+	var out []subscriptionChange
 	for _, x := range []struct {
 		t     resources.Type
 		names []string
 	}{{resources.EDS, eds}, {resources.RDS, rds}} {
 		cur, subscribed := c.subs[x.t]
-		if subscribed && slices.Equal(cur, x.names) {
+		if (subscribed && slices.Equal(cur, x.names)) || (!subscribed && len(x.names) == 0) {
 			continue
 		}
-		if !subscribed && len(x.names) == 0 {
-			continue
+		ch := subscriptionChange{t: x.t, names: x.names, subscribed: subscribed}
+		for _, n := range x.names {
+			if !slices.Contains(cur, n) {
+				ch.add = append(ch.add, n)
+			}
+		}
+		for _, n := range cur {
+			if !slices.Contains(x.names, n) {
+				ch.drop = append(ch.drop, n)
+			}
 		}
 		c.subs[x.t] = x.names
-		names := x.names
+		out = append(out, ch)
+	}
+	return out
+}
+
+// resubscribeSotWLocked sends RDS/EDS requests when the referenced names changed. A
+// resubscription carries the last nonce and version of its type, as Envoy's does, or the
+// server would treat it as stale.
+func (c *Client) resubscribeSotWLocked() []*discovery.DiscoveryRequest {
+	var out []*discovery.DiscoveryRequest
+	for _, ch := range c.changedSubscriptionsLocked() {
+		names := ch.names
 		if names == nil {
 			names = []string{}
 		}
 		out = append(out, &discovery.DiscoveryRequest{
-			TypeUrl:       x.t.URL(),
+			TypeUrl:       ch.t.URL(),
 			ResourceNames: names,
-			VersionInfo:   c.state.VersionInfo[x.t],
-			ResponseNonce: c.state.LastNonce[x.t],
+			VersionInfo:   c.state.VersionInfo[ch.t],
+			ResponseNonce: c.state.LastNonce[ch.t],
 		})
 	}
 	return out
@@ -472,39 +499,18 @@ func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discover
 	return append(out, c.resubscribeDeltaLocked()...)
 }
 
+// resubscribeDeltaLocked sends the names to add and drop; the first request of a type
+// carries what the client already has (initial_resource_versions).
 func (c *Client) resubscribeDeltaLocked() []*discovery.DeltaDiscoveryRequest {
-	rds, eds := referencesLocked(c.state.Accepted)
 	var out []*discovery.DeltaDiscoveryRequest
-	for _, x := range []struct {
-		t     resources.Type
-		names []string
-	}{{resources.EDS, eds}, {resources.RDS, rds}} {
-		cur, subscribed := c.subs[x.t]
-		if subscribed && slices.Equal(cur, x.names) {
-			continue
+	for _, ch := range c.changedSubscriptionsLocked() {
+		req := &discovery.DeltaDiscoveryRequest{TypeUrl: ch.t.URL(), ResourceNamesSubscribe: ch.add, ResourceNamesUnsubscribe: ch.drop}
+		if !ch.subscribed {
+			req.InitialResourceVersions = c.versionsLocked(ch.t)
 		}
-		if !subscribed && len(x.names) == 0 {
-			continue
+		for _, n := range ch.drop {
+			delete(c.state.Accepted[ch.t], n)
 		}
-		var add, drop []string
-		for _, n := range x.names {
-			if !slices.Contains(cur, n) {
-				add = append(add, n)
-			}
-		}
-		for _, n := range cur {
-			if !slices.Contains(x.names, n) {
-				drop = append(drop, n)
-			}
-		}
-		req := &discovery.DeltaDiscoveryRequest{TypeUrl: x.t.URL(), ResourceNamesSubscribe: add, ResourceNamesUnsubscribe: drop}
-		if !subscribed {
-			req.InitialResourceVersions = c.versionsLocked(x.t)
-		}
-		for _, n := range drop {
-			delete(c.state.Accepted[x.t], n)
-		}
-		c.subs[x.t] = x.names
 		out = append(out, req)
 	}
 	return out

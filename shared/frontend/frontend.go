@@ -11,6 +11,8 @@ import (
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/resources"
@@ -158,6 +160,24 @@ func (p *Publisher) Describe(a *anypb.Any) (name, hash string) {
 		return "?undecodable", hash
 	}
 	return cachev3.GetResourceName(m), hash
+}
+
+// CheckType maps a request's type URL to its short name. Any other type is refused: the
+// stream ends with InvalidArgument and the refusal is recorded.
+func CheckType(rec *xdslog.Recorder, stream int64, url string) (resources.Type, error) {
+	t, ok := resources.TypeOf(url)
+	if !ok {
+		msg := fmt.Sprintf("unsupported type URL %q: this workbench serves LDS, RDS, CDS and EDS", url)
+		rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Stream: stream, Error: msg})
+		return "", status.Error(codes.InvalidArgument, msg)
+	}
+	return t, nil
+}
+
+// RefuseProtocol records and returns the refusal of a stream in the other protocol.
+func RefuseProtocol(rec *xdslog.Recorder, what, msg string) error {
+	rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: what + " refused: " + msg})
+	return status.Error(codes.Unimplemented, msg)
 }
 
 // DiscardLogger drops the library's logs; the workbench's evidence is xds.log.
