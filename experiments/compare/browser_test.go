@@ -1,0 +1,94 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// findChromium returns the Chromium binary on PATH. With CI=true a missing browser fails
+// the test (CI installs it, see .ci/run); elsewhere the test is skipped.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "Chromium not found on PATH (chromium or chromium-browser); install with: apt-get install -y chromium"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestHTMLInBrowser opens the HTML report from a file in headless Chromium: the
+// screenshot decodes as a PNG that is not one flat colour, and the DOM Chromium built
+// names every compared step.
+func TestHTMLInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	rep := report(t, sotwRun, deltaRun, Options{})
+	dir := t.TempDir()
+	page := filepath.Join(dir, "compare.html")
+	require.NoError(t, os.WriteFile(page, render(t, rep, "html"), 0o644))
+	url := "file://" + filepath.ToSlash(page)
+
+	run := func(args ...string) []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		// A profile per invocation: concurrent test runs must not share Chromium's lock.
+		profile, err := os.MkdirTemp(dir, "profile-")
+		require.NoError(t, err)
+		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+			"--no-first-run", "--user-data-dir=" + profile}
+		cmd := exec.CommandContext(ctx, bin, append(append(base, args...), url)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Run(), "chromium %v: %s", args, lastLines(stderr.String(), 5))
+		return stdout.Bytes()
+	}
+
+	shot := filepath.Join(dir, "shot.png")
+	run("--screenshot="+shot, "--window-size=1280,4000", "--hide-scrollbars")
+	data, err := os.ReadFile(shot)
+	require.NoError(t, err, "Chromium wrote no screenshot")
+	require.NotEmpty(t, data)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	b := img.Bounds()
+	assert.Equal(t, 1280, b.Dx())
+	colours := map[[4]uint32]bool{}
+	for y := b.Min.Y; y < b.Max.Y && len(colours) < 16; y += 7 {
+		for x := b.Min.X; x < b.Max.X; x += 7 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, bl, a}] = true
+		}
+	}
+	assert.Greater(t, len(colours), 8, "the screenshot is (nearly) one flat colour: nothing rendered")
+
+	dom := string(run("--dump-dom"))
+	require.Contains(t, dom, "lab compare: A sotw vs B delta")
+	for _, s := range rep.SharedSteps {
+		assert.Contains(t, dom, "<h3>"+s+"</h3>", "the rendered DOM has the diagrams of step %s", s)
+		assert.Contains(t, dom, ">"+s+"</td>", "the rendered DOM has the table row of step %s", s)
+	}
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg "), "every diagram survived parsing")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " / ")
+}

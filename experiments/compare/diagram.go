@@ -1,0 +1,281 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Participants of a sequence diagram.
+const (
+	ControlPlane = "control-plane"
+	Client       = "client"
+	DataPlane    = "data-plane"
+)
+
+// Message kinds. KindRequest (a subscription or resubscription) is not in the issue's
+// list, but it is what the client says on a reconnect (initial_resource_versions, a SotW
+// resume version), which the restart steps are about.
+const (
+	KindPublish     = "publish"
+	KindSend        = "send"
+	KindAck         = "ack"
+	KindNack        = "nack"
+	KindUnmatched   = "unmatched"
+	KindDataPlane   = "dataplane"
+	KindStreamOpen  = "stream_open"
+	KindStreamClose = "stream_close"
+	KindRefused     = "refused"
+	KindRequest     = "request"
+)
+
+// Diagram is the parsed sequence of one step of one run: every recorded message, in time
+// order. Renderers cap long steps; the structure never does, so a test (or a JSON reader)
+// can check every send, ACK and NACK.
+type Diagram struct {
+	Step string `json:"step"`
+	// Run is the run's label, "A" or "B".
+	Run string `json:"run"`
+	// Mode and ClientName name the participants ("Envoy", "simulated client").
+	Mode       string    `json:"mode"`
+	ClientName string    `json:"client_name"`
+	Messages   []Message `json:"messages"`
+}
+
+// Message is one arrow (or note) of a diagram.
+type Message struct {
+	Time time.Time `json:"time"`
+	// OffsetMS is the time since the step's first recorded event.
+	OffsetMS float64 `json:"offset_ms"`
+	From     string  `json:"from"` // ControlPlane, Client or DataPlane
+	To       string  `json:"to"`
+	Kind     string  `json:"kind"`
+	// Label is the human text: type, nonce, versions, resource names (long lists
+	// abbreviated), status and backend.
+	Label  string `json:"label"`
+	Type   string `json:"type,omitempty"`
+	Nonce  string `json:"nonce,omitempty"`
+	Server int    `json:"server,omitempty"`
+	Stream int64  `json:"stream,omitempty"`
+	// Resources counts the resources of a send (for the "... K more" summaries).
+	Resources int `json:"resources,omitempty"`
+}
+
+// BuildDiagram parses the events of one step into a diagram. Events are ordered by time
+// (stable, so equal timestamps keep log order): a restarted control plane writes through
+// its own recorder, and time, not file position, is what the reader wants.
+func BuildDiagram(r *Run, step string) Diagram {
+	var evs []xdslog.Event
+	for _, e := range r.Events {
+		if e.Step == step {
+			evs = append(evs, e)
+		}
+	}
+	return buildDiagram(r, step, clientName(r), evs)
+}
+
+// buildDiagram parses evs, the events of one step in log order.
+func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagram {
+	d := Diagram{Step: step, Run: r.Label, Mode: r.Mode, ClientName: client, Messages: []Message{}}
+	var start time.Time
+	evs := make([]xdslog.Event, 0, len(stepEvents))
+	for _, e := range stepEvents {
+		if start.IsZero() || e.TS.Before(start) {
+			start = e.TS
+		}
+		if e.Event != xdslog.EventStep {
+			evs = append(evs, e)
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b xdslog.Event) int { return a.TS.Compare(b.TS) })
+	for _, e := range evs {
+		m := Message{Time: e.TS, OffsetMS: ms(e.TS.Sub(start)), Type: e.Type, Nonce: e.Nonce, Server: e.Server, Stream: e.Stream}
+		switch e.Event {
+		case xdslog.EventPublish:
+			m.From, m.To, m.Kind = ControlPlane, ControlPlane, KindPublish
+			m.Label = "publish v" + e.Version + changedText(e.Changed)
+		case xdslog.EventSend:
+			m.From, m.To, m.Kind = ControlPlane, Client, KindSend
+			m.Resources = len(e.Resources)
+			m.Label = sendLabel(e)
+		case xdslog.EventAck:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindAck
+			m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+		case xdslog.EventNack:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindNack
+			m.Label = fmt.Sprintf("NACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+			if a := e.Accepted(); a != "" {
+				m.Label += " keeps v=" + short(a)
+			}
+			if e.Repeat > 1 {
+				m.Label += fmt.Sprintf(" repeat %d", e.Repeat)
+			}
+		case xdslog.EventUnmatched:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
+			m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)
+		case xdslog.EventRequest:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindRequest
+			m.Label = requestLabel(e)
+		case xdslog.EventStreamOpen:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindStreamOpen
+			m.Label = "open " + streamText(e)
+		case xdslog.EventStreamClose:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindStreamClose
+			m.Label = "close " + streamText(e)
+			if e.Dropped != nil && *e.Dropped > 0 {
+				m.Label += fmt.Sprintf(" (%d unanswered)", *e.Dropped)
+			}
+		case xdslog.EventRefused:
+			m.From, m.To, m.Kind = ControlPlane, Client, KindRefused
+			m.Label = "refused: " + clip(firstLine(e.Error), 80)
+		case xdslog.EventDataPlane:
+			m.From, m.To, m.Kind = Client, DataPlane, KindDataPlane
+			m.Label = "request " + e.RequestID + ": " + dataPlaneText(dataPlaneOf(e), r)
+		default:
+			continue
+		}
+		d.Messages = append(d.Messages, m)
+	}
+	return d
+}
+
+// clientName is the client participant's name: the kind from run.json, else from the
+// data-plane events, else plain "client".
+func clientName(r *Run) string {
+	kind := ""
+	if r.Meta != nil {
+		kind = r.Meta.Client
+	}
+	if kind == "" {
+		for _, e := range r.Events {
+			if e.Event == xdslog.EventDataPlane && e.Client != "" {
+				kind = e.Client
+				break
+			}
+		}
+	}
+	switch kind {
+	case "envoy":
+		return "Envoy"
+	case "simulated":
+		return "simulated client"
+	}
+	return "client"
+}
+
+func changedText(changed []string) string {
+	if len(changed) == 0 {
+		return " (no content change)"
+	}
+	return " (changed " + strings.Join(changed, ",") + ")"
+}
+
+func sendLabel(e xdslog.Event) string {
+	names := make([]string, len(e.Resources))
+	red := 0
+	for i, r := range e.Resources {
+		names[i] = r.Name
+		if r.IsRedundant() {
+			red++
+		}
+	}
+	s := fmt.Sprintf("send %s n=%s v=%s %s", e.Type, e.Nonce, short(e.Version), nameList(names, "resources"))
+	if len(e.Removed) > 0 {
+		s += " removed " + nameList(e.Removed, "names")
+	}
+	if red > 0 {
+		s += fmt.Sprintf(" (%d redundant)", red)
+	}
+	return s + fmt.Sprintf(" %dB", e.Bytes)
+}
+
+func requestLabel(e xdslog.Event) string {
+	names := "*"
+	if len(e.Names) > 0 {
+		names = nameList(e.Names, "names")
+	}
+	s := fmt.Sprintf("request %s %s", e.Type, names)
+	if e.Version != "" {
+		s += " resume v=" + short(e.Version)
+	}
+	if n := len(e.InitialVersions); n > 0 {
+		s += fmt.Sprintf(" initial_versions=%d", n)
+	}
+	return s
+}
+
+func streamText(e xdslog.Event) string {
+	if e.Server > 1 {
+		return fmt.Sprintf("stream %d (server %d)", e.Stream, e.Server)
+	}
+	return fmt.Sprintf("stream %d", e.Stream)
+}
+
+// nameList is "[a,b,c]" for short lists and "N <what>" for long ones (a bench send of
+// 10,000 clusters must not produce a 10,000-name label).
+func nameList(names []string, what string) string {
+	switch {
+	case len(names) == 0:
+		return "[]"
+	case len(names) <= 3:
+		return "[" + strings.Join(names, ",") + "]"
+	}
+	return fmt.Sprintf("%d %s", len(names), what)
+}
+
+// short abbreviates a 64-hex content hash (a delta resource version) to 8 characters;
+// version labels pass through.
+func short(v string) string {
+	if isHash(v) {
+		return v[:8]
+	}
+	return v
+}
+
+func isHash(v string) bool {
+	if len(v) != 64 {
+		return false
+	}
+	for _, c := range v {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// capMessages splits a diagram for rendering: the first max messages, and a note
+// summarizing the rest by kind ("" when nothing is hidden).
+func capMessages(msgs []Message, max int) ([]Message, string) {
+	if len(msgs) <= max {
+		return msgs, ""
+	}
+	rest := msgs[max:]
+	counts := map[string]int{}
+	for _, m := range rest {
+		counts[m.Kind]++
+	}
+	var parts []string
+	for _, k := range []struct{ kind, word string }{
+		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"},
+		{KindUnmatched, "unmatched answer"}, {KindDataPlane, "data-plane request"}, {KindPublish, "publish"},
+		{KindStreamOpen, "stream open"}, {KindStreamClose, "stream close"}, {KindRefused, "refusal"},
+	} {
+		if n := counts[k.kind]; n > 0 {
+			parts = append(parts, count(n, k.word))
+		}
+	}
+	return msgs[:max], fmt.Sprintf("... %d more (%s)", len(rest), strings.Join(parts, ", "))
+}

@@ -1,0 +1,65 @@
+package compare
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzReadLog feeds arbitrary bytes through the whole path `lab compare` takes: read the
+// log, summarize it, compare it with a committed run, render every format. It must never
+// panic; it either fails with a one-line error or renders something. The seed corpus
+// (testdata/fuzz/FuzzReadLog) covers truncated lines, wrong field types, unknown events
+// and modes, empty input and small valid logs of both modes.
+func FuzzReadLog(f *testing.F) {
+	good, err := os.ReadFile(filepath.Join(deltaRun, "xds.log"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	// A short valid prefix keeps the inline seed small; the corpus files add more.
+	f.Add(firstLines(good, 6))
+	other, err := Load("B", sotwRun)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := FromLog("A", data)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\r\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		for _, pair := range [][2]*Run{{a, other}, {a, a}} {
+			rep, err := Compare(pair[0], pair[1], Options{})
+			if err != nil {
+				t.Fatalf("compare of a readable log failed: %v", err)
+			}
+			for _, format := range Formats {
+				var buf bytes.Buffer
+				if err := Render(&buf, rep, format); err != nil {
+					t.Fatalf("render %s: %v", format, err)
+				}
+				if buf.Len() == 0 {
+					t.Fatalf("render %s: empty output", format)
+				}
+			}
+			// Every step can be selected and diagrammed.
+			for _, s := range rep.SharedSteps {
+				if _, err := Compare(pair[0], pair[1], Options{Step: s}); err != nil {
+					t.Fatalf("step %q: %v", s, err)
+				}
+			}
+		}
+	})
+}
+
+func firstLines(b []byte, n int) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return bytes.Join(lines, nil)
+}

@@ -1,0 +1,251 @@
+package compare
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"unicode/utf8"
+)
+
+// The HTML report is one self-contained file: inline CSS and SVG, no script, no external
+// URL, so it opens from disk, offline, and can be attached to an issue as is.
+
+// svgDiagram is a Diagram laid out for the SVG template.
+type svgDiagram struct {
+	Caption       string
+	Width, Height int
+	Participants  []svgParticipant
+	Rows          []svgRow
+}
+
+type svgParticipant struct {
+	X, BoxX, BoxW int
+	Name          string
+}
+
+type svgRow struct {
+	Y, LabelY, TimeY int
+	X1, X2, TextX    int
+	Time, Label      string
+	// Full is the unclipped label (shown as the SVG tooltip).
+	Full, Class string
+	Note        bool
+	NoteX       int
+	NoteY       int
+	NoteW       int
+	Arrow       string // polygon points of the arrowhead
+}
+
+// Layout of one diagram, in SVG user units.
+const (
+	svgWidth    = 700
+	svgTop      = 44
+	svgRowH     = 20
+	svgCharW    = 6.1 // monospace 10px, conservatively
+	svgCPX      = 110
+	svgClientX  = 400
+	svgDataX    = 620
+	svgNoteLeft = 74
+)
+
+func layoutDiagram(d Diagram) svgDiagram {
+	x := map[string]int{ControlPlane: svgCPX, Client: svgClientX, DataPlane: svgDataX}
+	sd := svgDiagram{
+		Caption: fmt.Sprintf("%s %s", d.Run, d.Mode),
+		Width:   svgWidth,
+		Participants: []svgParticipant{
+			{X: svgCPX, Name: "control plane (" + d.Mode + ")"},
+			{X: svgClientX, Name: d.ClientName},
+			{X: svgDataX, Name: "data plane"},
+		},
+	}
+	for i := range sd.Participants {
+		p := &sd.Participants[i]
+		p.BoxW = min(max(utf8.RuneCountInString(p.Name)*7+16, 80), 2*(svgWidth-p.X)-4)
+		p.BoxX = p.X - p.BoxW/2
+	}
+	shown, note := capMessages(d.Messages, DiagramCap)
+	y := svgTop + svgRowH
+	fit := func(s string, from int) string {
+		n := int(float64(svgWidth-from-4) / svgCharW)
+		return clip(s, max(n-3, 8))
+	}
+	for _, m := range shown {
+		r := svgRow{Y: y, LabelY: y - 4, TimeY: y + 3, Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: sanitize(m.Label), Class: "k-" + m.Kind}
+		if m.From == m.To {
+			r.Note, r.NoteX, r.NoteW = true, svgNoteLeft, svgClientX-svgNoteLeft-10
+			r.TextX, r.LabelY, r.NoteY = svgNoteLeft+6, y+3, y-9
+			r.Label = fit(r.Full, r.TextX)
+		} else {
+			r.X1, r.X2 = x[m.From], x[m.To]
+			r.TextX = min(r.X1, r.X2) + 12 // clear of a left-pointing arrowhead
+			r.Label = fit(r.Full, r.TextX)
+			if r.X2 > r.X1 {
+				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2-8, y-4, r.X2-8, y+4)
+			} else {
+				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2+8, y-4, r.X2+8, y+4)
+			}
+		}
+		sd.Rows = append(sd.Rows, r)
+		y += svgRowH
+	}
+	for _, extra := range []string{note, emptyNote(d)} {
+		if extra == "" {
+			continue
+		}
+		sd.Rows = append(sd.Rows, svgRow{Y: y, LabelY: y + 3, NoteY: y - 9, Note: true, NoteX: svgNoteLeft, NoteW: svgWidth - svgNoteLeft - 10,
+			TextX: svgNoteLeft + 6, Label: fit(extra, svgNoteLeft+6), Full: extra, Class: "k-more"})
+		y += svgRowH
+	}
+	sd.Height = y + 4
+	return sd
+}
+
+func emptyNote(d Diagram) string {
+	if len(d.Messages) == 0 {
+		return "no message recorded in this step"
+	}
+	return ""
+}
+
+type htmlView struct {
+	Title     string
+	Header    table
+	Steps     table
+	Versions  table
+	StepNote  string
+	VerNote   string
+	Shared    string
+	Selected  string
+	Findings  []Finding
+	Diagrams  []htmlPair
+	Simulated bool
+}
+
+type htmlPair struct {
+	Step string
+	SVG  [2]svgDiagram
+}
+
+func renderHTML(w io.Writer, rep *Report) error {
+	v := htmlView{
+		Title:    fmt.Sprintf("lab compare: A %s vs B %s", rep.Runs[0].Mode, rep.Runs[1].Mode),
+		Header:   headerTable(rep),
+		Steps:    stepTable(rep),
+		Versions: versionTable(rep),
+		StepNote: stepLegend,
+		VerNote:  versionLegend,
+		Shared:   listOrNone(stepNames(rep.SharedSteps)),
+		Selected: rep.Step,
+		Findings: rep.Findings,
+	}
+	for _, h := range rep.Runs {
+		v.Simulated = v.Simulated || h.Client == "simulated"
+	}
+	for _, r := range rep.Rows {
+		for _, f := range r.Runs {
+			v.Simulated = v.Simulated || (f.DataPlane != nil && f.DataPlane.Simulated)
+		}
+	}
+	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
+		v.Diagrams = append(v.Diagrams, htmlPair{Step: stepName(rep.Diagrams[i].Step),
+			SVG: [2]svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
+	}
+	return htmlTemplate.Execute(w, v)
+}
+
+var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #1b1f24; background: #fff; }
+h1 { font-size: 22px; margin: 0 0 12px; }
+h2 { font-size: 18px; margin: 24px 0 8px; border-bottom: 1px solid #d0d7de; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+table { border-collapse: collapse; font: 11.5px/1.3 ui-monospace, monospace; }
+th, td { border: 1px solid #d0d7de; padding: 2px 4px; white-space: nowrap; }
+th { background: #f3f4f6; white-space: normal; }
+colgroup + colgroup { border-left: 3px solid #57606a; }
+.scroll { overflow-x: auto; max-width: 100%; }
+td.dp { white-space: normal; }
+th.group { background: #e6ecf5; text-align: left; }
+td.r { text-align: right; }
+td.sim { background: #fff4d6; font-weight: bold; }
+td.bad { background: #ffe1e1; }
+td.warn { background: #fff8c5; }
+td.moved { background: #dff3e4; font-weight: bold; }
+.note { color: #57606a; font-size: 12px; max-width: 1200px; }
+.banner { background: #fff4d6; border: 1px solid #d4a72c; padding: 6px 10px; margin: 8px 0; }
+ol li { margin: 3px 0; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+figure { margin: 0; }
+figcaption { font-weight: bold; margin-bottom: 4px; }
+svg { width: 100%; height: auto; border: 1px solid #d0d7de; background: #fcfcfd; }
+svg text { font: 10px ui-monospace, monospace; fill: #1b1f24; }
+svg .pname { font: bold 11px system-ui, sans-serif; }
+svg .pbox { fill: #eaeef2; stroke: #8c959f; }
+svg .life { stroke: #8c959f; stroke-dasharray: 3 3; }
+svg .time { fill: #6e7781; }
+svg line { stroke-width: 1.4; }
+svg .k-send line, svg .k-send polygon { stroke: #0969da; fill: #0969da; }
+svg .k-ack line, svg .k-ack polygon { stroke: #1a7f37; fill: #1a7f37; }
+svg .k-nack line, svg .k-nack polygon, svg .k-refused line, svg .k-refused polygon { stroke: #cf222e; fill: #cf222e; }
+svg .k-nack text, svg .k-refused text { fill: #cf222e; }
+svg .k-request line, svg .k-request polygon { stroke: #6e7781; fill: #6e7781; }
+svg .k-unmatched line, svg .k-unmatched polygon { stroke: #953800; fill: #953800; stroke-dasharray: 4 2; }
+svg .k-stream_open line, svg .k-stream_open polygon, svg .k-stream_close line, svg .k-stream_close polygon { stroke: #8250df; fill: #8250df; stroke-dasharray: 5 3; }
+svg .k-dataplane line, svg .k-dataplane polygon { stroke: #bc4c00; fill: #bc4c00; }
+svg .k-publish rect { fill: #fff8c5; stroke: #d4a72c; }
+svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+{{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
+<section id="runs">
+<h2>Runs</h2>
+{{template "table" .Header}}
+<p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
+</section>
+<section id="steps">
+<h2>Steps</h2>
+{{template "table" .Steps}}
+<p class="note">{{.StepNote}}</p>
+</section>
+<section id="versions">
+<h2>Versions at each checkpoint</h2>
+{{template "table" .Versions}}
+<p class="note">{{.VerNote}}</p>
+</section>
+<section id="findings">
+<h2>Findings</h2>
+{{if .Findings}}<ol>{{range .Findings}}
+<li>{{.Text}}</li>{{end}}
+</ol>{{else}}<p>None: the figures show no difference worth stating.</p>{{end}}
+</section>
+<section id="diagrams">
+<h2>Sequence diagrams</h2>
+{{range .Diagrams}}
+<h3>{{.Step}}</h3>
+<div class="pair">{{range .SVG}}
+<figure><figcaption>{{.Caption}}</figcaption>
+<svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
+{{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
+<line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
+{{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="15" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text><text x="{{.TextX}}" y="{{.LabelY}}">{{.Label}}</text></g>
+{{end}}</svg>
+</figure>{{end}}
+</div>
+{{end}}
+</section>
+</body>
+</html>
+{{define "table"}}<div class="scroll"><table>
+{{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
+{{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
+`))

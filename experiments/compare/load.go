@@ -1,0 +1,178 @@
+// Package compare puts two recorded runs side by side: a table of per-step figures, the
+// per-resource versions at every checkpoint, findings computed from the data, and a
+// sequence diagram per step, rendered as text, Markdown (with Mermaid), JSON or one
+// self-contained HTML file. Every figure comes from analysis.Summarize or directly from
+// the recorded xds.log events, so `lab compare` can never disagree with summary.json.
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Meta is run.json, written by the runner. Every field may be empty: a run directory
+// written by hand or by an older runner still compares.
+type Meta struct {
+	Mode         string   `json:"mode"`
+	Client       string   `json:"client"`        // "envoy" or "simulated"
+	EnvoyVersion string   `json:"envoy_version"` // e.g. "1.40.0"
+	SotwVersions string   `json:"sotw_versions"` // "uniform", "per-type" or ""
+	NackPolicy   string   `json:"nack_policy"`   // "resend", "hold" or ""
+	Started      string   `json:"started"`       // RFC 3339
+	Steps        []string `json:"steps"`
+}
+
+// Run is one recorded run, loaded and summarized.
+type Run struct {
+	// Label is "A" or "B": the position on the command line.
+	Label string
+	// Path is the RUN argument as given (a directory or an xds.log file).
+	Path string
+	// LogPath is the xds.log that was read.
+	LogPath string
+	// Meta is run.json; nil when the run has none (options unknown).
+	Meta *Meta
+	// EnvoyResult is envoy.result ("PASS", "FAIL: reason", "NOT_RUN"); "" when absent.
+	EnvoyResult string
+	// Mode is the protocol of every event in the log.
+	Mode    string
+	Events  []xdslog.Event
+	Stats   xdslog.ReadStats
+	Summary *analysis.Summary
+}
+
+// Name is how findings and diagrams refer to the run: its label and mode ("A sotw").
+func (r *Run) Name() string { return r.Label + " " + r.Mode }
+
+// Load reads a run: path is a directory holding xds.log (and optionally run.json and
+// envoy.result) or an xds.log file. Sidecar files are read from the directory, or from
+// beside a file named xds.log; a log under any other name is read alone. Every error is
+// one line that names the run.
+func Load(label, path string) (*Run, error) {
+	r, err := load(label, path)
+	if err != nil {
+		return nil, oneLine(fmt.Errorf("run %s (%s): %w", label, path, err))
+	}
+	return r, nil
+}
+
+func load(label, path string) (*Run, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("no such file or directory")
+	case err != nil:
+		return nil, err
+	}
+	logPath, dir := path, ""
+	if fi.IsDir() {
+		logPath, dir = filepath.Join(path, "xds.log"), path
+		if _, err := os.Stat(logPath); errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("directory has no xds.log")
+		}
+	} else if filepath.Base(path) == "xds.log" {
+		dir = filepath.Dir(path)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("read xds.log: %w", err)
+	}
+	r, err := FromLog(label, data)
+	if err != nil {
+		return nil, err
+	}
+	r.Path, r.LogPath = path, logPath
+	if dir == "" {
+		return r, nil
+	}
+	if r.Meta, err = readMeta(filepath.Join(dir, "run.json")); err != nil {
+		return nil, err
+	}
+	if r.Meta != nil && r.Meta.Mode != r.Mode {
+		return nil, fmt.Errorf("run.json says mode %q but xds.log was recorded in %q", r.Meta.Mode, r.Mode)
+	}
+	if r.EnvoyResult, err = readEnvoyResult(filepath.Join(dir, "envoy.result")); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// FromLog builds a run from the bytes of an xds.log alone (no run.json): the fuzz target
+// and tests use it, and Load uses it for the log part.
+func FromLog(label string, data []byte) (*Run, error) {
+	ev, st, err := xdslog.Read(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	mode := ev[0].Mode
+	for _, e := range ev {
+		if e.Mode != mode {
+			// One log is one front end; a mixed log would make every figure meaningless.
+			return nil, fmt.Errorf("xds.log mixes modes %q and %q", mode, e.Mode)
+		}
+	}
+	return &Run{Label: label, Mode: mode, Events: ev, Stats: st, Summary: analysis.Summarize(ev)}, nil
+}
+
+// readMeta reads run.json; a missing file is not an error (options unknown).
+func readMeta(path string) (*Meta, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run.json: %w", err)
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("run.json: %w", err)
+	}
+	if m.Mode != xdslog.ModeSotW && m.Mode != xdslog.ModeDelta {
+		return nil, fmt.Errorf("run.json: unknown mode %q (want sotw or delta)", m.Mode)
+	}
+	return &m, nil
+}
+
+// readEnvoyResult reads envoy.result; a missing file is not an error.
+func readEnvoyResult(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read envoy.result: %w", err)
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "PASS" || s == "NOT_RUN" || strings.HasPrefix(s, "FAIL:") {
+		return s, nil
+	}
+	return "", fmt.Errorf("envoy.result: want PASS, FAIL: reason or NOT_RUN, got %q", clip(s, 60))
+}
+
+// oneLine keeps an error on one line: paths and file contents can hold newlines, and
+// the CLI promises one error line.
+func oneLine(err error) error {
+	msg := err.Error()
+	if !strings.ContainsAny(msg, "\r\n") {
+		return err
+	}
+	return errors.New(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg))
+}
+
+// clip shortens s to n runes with "...".
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}

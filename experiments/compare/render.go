@@ -1,0 +1,608 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Formats accepted by Render.
+var Formats = []string{"text", "markdown", "json", "html"}
+
+// DiagramCap is how many messages a rendered diagram shows before summarizing the rest
+// (a NACK storm can be thousands of messages). The Diagram structure keeps them all.
+const DiagramCap = 50
+
+// Render writes the report in format (text, markdown, json or html).
+func Render(w io.Writer, rep *Report, format string) error {
+	var err error
+	switch format {
+	case "text", "":
+		err = renderText(w, rep)
+	case "markdown":
+		err = renderMarkdown(w, rep)
+	case "json":
+		err = renderJSON(w, rep)
+	case "html":
+		err = renderHTML(w, rep)
+	default:
+		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("render %s: %w", format, err)
+	}
+	return nil
+}
+
+func renderJSON(w io.Writer, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// cell is one table cell; Class and Title are used by the HTML renderer only (Title holds
+// the unabbreviated value).
+type cell struct {
+	Text, Title, Class string
+	Right              bool
+}
+
+// table is shared by every renderer so that text, Markdown and HTML show the same cells.
+type table struct {
+	// Groups label spans of columns (the first group is usually the row header).
+	Groups []group
+	Head   []string
+	Rows   [][]cell
+}
+
+type group struct {
+	Title string
+	Span  int
+}
+
+// headerTable lists each run's origin and options.
+func headerTable(rep *Report) table {
+	t := table{Head: []string{"", "A", "B"}}
+	row := func(name string, f func(h RunHeader) string) {
+		r := []cell{{Text: name}}
+		for _, h := range rep.Runs {
+			r = append(r, cell{Text: sanitize(f(h))})
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	opt := func(h RunHeader, v string, sotwOnly bool) string {
+		switch {
+		case sotwOnly && h.Mode != "sotw":
+			return "n/a"
+		case !h.OptionsKnown:
+			return "unknown"
+		case v == "":
+			return "-"
+		}
+		return v
+	}
+	row("path", func(h RunHeader) string { return orDash(h.Path) })
+	row("mode", func(h RunHeader) string { return h.Mode })
+	row("options", func(h RunHeader) string {
+		if h.OptionsKnown {
+			return "from run.json"
+		}
+		return "options unknown (no run.json; mode from xds.log)"
+	})
+	row("client", func(h RunHeader) string { return opt(h, h.Client, false) })
+	row("--sotw-versions", func(h RunHeader) string { return opt(h, h.SotwVersions, true) })
+	row("--nack-policy", func(h RunHeader) string { return opt(h, h.NackPolicy, true) })
+	row("Envoy version", func(h RunHeader) string { return opt(h, h.EnvoyVersion, false) })
+	row("envoy.result", func(h RunHeader) string {
+		if h.EnvoyResult == "" {
+			return "not recorded"
+		}
+		return h.EnvoyResult
+	})
+	row("started", func(h RunHeader) string { return opt(h, h.Started, false) })
+	row("events", func(h RunHeader) string {
+		s := fmt.Sprint(h.Events)
+		if h.SkippedLines > 0 {
+			s += fmt.Sprintf(" (%d unreadable lines skipped; first %s)", h.SkippedLines, clip(h.FirstSkip, 80))
+		}
+		return s
+	})
+	row("steps only in this run", func(h RunHeader) string { return listOrNone(stepNames(h.OnlyHere)) })
+	return t
+}
+
+// stepColumns are the per-run columns of the step table; the legend explains them.
+var stepColumns = []string{"sent", "res", "unch", "rm-x", "rm-abs", "ack", "nack", "re-rej", "bytes", "ack-ms", "ok-ms", "data plane"}
+
+const stepLegend = "sent = responses per type (L=LDS R=RDS C=CDS E=EDS); res = resources sent; " +
+	"unch = redundant resources (content the client already ran); rm-x = removed explicitly (removed_resources); " +
+	"rm-abs = removed by absence (SotW LDS/CDS); ack, nack = client answers; re-rej = re-sends of already rejected content; " +
+	"bytes = on the wire; ack-ms = publish to ACK, median; ok-ms = publish to first correct data-plane request; " +
+	"data plane = last request of the step (SIMULATED = answered by the simulated client, no proxy involved)"
+
+func stepTable(rep *Report) table {
+	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
+	for _, h := range rep.Runs {
+		t.Groups = append(t.Groups, group{runTitle(h), len(stepColumns)})
+		t.Head = append(t.Head, stepColumns...)
+	}
+	add := func(name string, f [2]Figures) {
+		r := []cell{{Text: name}}
+		for _, x := range f {
+			r = append(r, figureCells(x)...)
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	for _, row := range rep.Rows {
+		add(stepName(row.Step), row.Runs)
+	}
+	add("total", rep.Total)
+	return t
+}
+
+func figureCells(f Figures) []cell {
+	num := func(n int) cell { return cell{Text: fmt.Sprint(n), Right: true} }
+	msCell := func(p *float64) cell {
+		if p == nil {
+			return cell{Text: "-", Right: true}
+		}
+		return cell{Text: fmt.Sprintf("%.1f", *p), Right: true}
+	}
+	nack := num(f.Nacks)
+	if f.Nacks > 0 {
+		nack.Class = "bad"
+	}
+	rrej := num(f.RejectedResends)
+	if f.RejectedResends > 0 {
+		rrej.Class = "bad"
+	}
+	unch := num(f.Redundant)
+	if f.Redundant > 0 {
+		unch.Class = "warn"
+	}
+	dp := cell{Text: "-", Class: "dp"}
+	if f.DataPlane != nil {
+		dp = cell{Text: sanitize(f.DataPlane.Text), Title: "request " + sanitize(f.DataPlane.RequestID), Class: "dp"}
+		switch {
+		case f.DataPlane.Simulated:
+			dp.Class += " sim"
+		case !f.DataPlane.Correct:
+			dp.Class += " bad"
+		}
+	}
+	return []cell{{Text: sentCell(f.Responses)}, num(f.Resources), unch, num(f.RemovedExplicit), num(f.RemovedByAbsence),
+		num(f.Acks), nack, rrej, num(f.Bytes), msCell(f.PublishToAckMS), msCell(f.PublishToCorrectMS), dp}
+}
+
+// sentCell is "L1 R1 C1 E1": responses per type, types that sent nothing left out.
+func sentCell(m map[string]int) string {
+	var parts []string
+	for _, t := range []string{"LDS", "RDS", "CDS", "EDS"} {
+		if n := m[t]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%c%d", t[0], n))
+		}
+	}
+	for _, t := range sortedKeys(m) {
+		if !slices.Contains([]string{"LDS", "RDS", "CDS", "EDS"}, t) && m[t] > 0 {
+			parts = append(parts, fmt.Sprintf("%s%d", sanitize(t), m[t]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// versionTable shows the tracked resources' versions at each checkpoint; "*" marks a
+// version that moved since the run's previous checkpoint.
+func versionTable(rep *Report) table {
+	t := table{Groups: []group{{"", 1}}, Head: []string{"end of step"}}
+	for _, h := range rep.Runs {
+		t.Groups = append(t.Groups, group{runTitle(h), len(Tracked) + 1})
+		for _, tr := range Tracked {
+			t.Head = append(t.Head, tr.Type+" "+tr.Name)
+		}
+		t.Head = append(t.Head, "moved")
+	}
+	for _, cp := range rep.Versions {
+		r := []cell{{Text: stepName(cp.Step)}}
+		for _, vs := range cp.Runs {
+			for _, v := range vs.Resources {
+				c := cell{Text: "-", Title: v.Version}
+				if v.Version != "" {
+					c.Text = sanitize(short(v.Version))
+				}
+				if v.Moved {
+					c.Text += "*"
+					c.Class = "moved"
+				}
+				r = append(r, c)
+			}
+			r = append(r, cell{Text: fmt.Sprintf("%d/%d", vs.Moved, len(vs.Resources)), Right: true})
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	return t
+}
+
+const versionLegend = "the version the client ran at the end of each step, from the ACKs in xds.log " +
+	"(SotW: version_info; delta: the resource's content hash, first 8 of 64 hex); " +
+	"* = moved since the previous step; - = none"
+
+func runTitle(h RunHeader) string {
+	s := h.Label + ": " + h.Mode
+	var opts []string
+	if h.Mode == "sotw" && h.SotwVersions != "" {
+		opts = append(opts, h.SotwVersions)
+	}
+	if h.Mode == "sotw" && h.NackPolicy != "" {
+		opts = append(opts, "nack "+h.NackPolicy)
+	}
+	if h.Client != "" {
+		opts = append(opts, h.Client)
+	}
+	if len(opts) > 0 {
+		s += " (" + strings.Join(opts, ", ") + ")"
+	}
+	return sanitize(s)
+}
+
+// ---- text ----
+
+func renderText(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	writeTextTable(&b, headerTable(rep))
+	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(rep.SharedSteps)))
+	if rep.Step != "" {
+		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
+	}
+	b.WriteString("\nSTEPS\n")
+	writeTextTable(&b, stepTable(rep))
+	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString("\nVERSIONS\n")
+	writeTextTable(&b, versionTable(rep))
+	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
+	b.WriteString("\nFINDINGS\n")
+	if len(rep.Findings) == 0 {
+		b.WriteString("  none: the figures show no difference worth stating\n")
+	}
+	for i, f := range rep.Findings {
+		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
+	}
+	if rep.Step != "" {
+		fmt.Fprintf(&b, "\nSEQUENCE %s\n", rep.Step)
+		writeTextDiagrams(&b, rep.Diagrams)
+	} else {
+		b.WriteString("\nsequence diagrams: lab compare --step NAME (text, markdown), or --format html for every step\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTextTable(b *strings.Builder, t table) {
+	n := len(t.Head)
+	width := make([]int, n)
+	for i, h := range t.Head {
+		width[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range t.Rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c.Text))
+		}
+	}
+	// Column i starts a new group when a group begins there: a "|" separates groups.
+	starts := map[int]bool{}
+	col := 0
+	for _, g := range t.Groups {
+		starts[col] = true
+		col += g.Span
+	}
+	line := func(cells []cell) {
+		var s strings.Builder
+		for i, c := range cells {
+			switch {
+			case i == 0:
+			case starts[i]:
+				s.WriteString(" | ")
+			default:
+				s.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c.Text))
+			if c.Right {
+				s.WriteString(pad + c.Text)
+			} else {
+				s.WriteString(c.Text + pad)
+			}
+		}
+		b.WriteString("  " + strings.TrimRight(s.String(), " ") + "\n")
+	}
+	if len(t.Groups) > 1 {
+		// A group's title spans its columns; "|" separates groups as in the rows below.
+		var titles []string
+		col := 0
+		for _, g := range t.Groups {
+			span := 2 * (g.Span - 1)
+			for i := col; i < col+g.Span; i++ {
+				span += width[i]
+			}
+			title := clip(g.Title, span)
+			titles = append(titles, title+strings.Repeat(" ", max(0, span-utf8.RuneCountInString(title))))
+			col += g.Span
+		}
+		b.WriteString("  " + strings.TrimRight(strings.Join(titles, " | "), " ") + "\n")
+	}
+	head := make([]cell, n)
+	for i, h := range t.Head {
+		head[i] = cell{Text: h}
+	}
+	line(head)
+	for _, r := range t.Rows {
+		line(r)
+	}
+}
+
+// writeTextDiagrams prints each step's two diagrams side by side, one message per line.
+func writeTextDiagrams(b *strings.Builder, ds []Diagram) {
+	for i := 0; i+1 < len(ds); i += 2 {
+		left, right := textDiagram(ds[i]), textDiagram(ds[i+1])
+		w := 0
+		for _, l := range left {
+			w = max(w, utf8.RuneCountInString(l))
+		}
+		for j := 0; j < max(len(left), len(right)); j++ {
+			l, r := "", ""
+			if j < len(left) {
+				l = left[j]
+			}
+			if j < len(right) {
+				r = right[j]
+			}
+			b.WriteString(strings.TrimRight("  "+l+strings.Repeat(" ", w-utf8.RuneCountInString(l))+" | "+r, " ") + "\n")
+		}
+	}
+}
+
+// textColumn bounds one side of the side-by-side text diagram.
+const textColumn = 72
+
+func textDiagram(d Diagram) []string {
+	out := []string{
+		clip(fmt.Sprintf("%s %s: CP = control plane, C = %s, DP = data plane", d.Run, d.Mode, d.ClientName), textColumn),
+		"",
+	}
+	shown, note := capMessages(d.Messages, DiagramCap)
+	for _, m := range shown {
+		out = append(out, clip(fmt.Sprintf("%9s %-6s %s", fmt.Sprintf("+%.1fms", m.OffsetMS), arrow(m), sanitize(m.Label)), textColumn))
+	}
+	if len(d.Messages) == 0 {
+		out = append(out, "(no message recorded)")
+	}
+	if note != "" {
+		out = append(out, note)
+	}
+	return out
+}
+
+func arrow(m Message) string {
+	abbr := map[string]string{ControlPlane: "CP", Client: "C", DataPlane: "DP"}
+	if m.From == m.To {
+		return abbr[m.From]
+	}
+	return abbr[m.From] + "->" + abbr[m.To]
+}
+
+// wrap folds text at width: the first line starts with first, the others with indent.
+func wrap(text string, width int, first, indent string) string {
+	var b strings.Builder
+	line, empty := first, true
+	for _, word := range strings.Fields(text) {
+		if !empty && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			b.WriteString(line + "\n")
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// ---- Markdown ----
+
+func renderMarkdown(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	writeMDTable(&b, headerTable(rep))
+	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(rep.SharedSteps))))
+	if rep.Step != "" {
+		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(rep.Step))
+	}
+	b.WriteString("\n\n## Steps\n\n")
+	writeMDTable(&b, stepTable(rep))
+	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Versions\n\n")
+	writeMDTable(&b, versionTable(rep))
+	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n")
+	if len(rep.Findings) == 0 {
+		b.WriteString("None: the figures show no difference worth stating.\n")
+	}
+	for i, f := range rep.Findings {
+		// Backticks in findings mark resource names; everything else is escaped.
+		fmt.Fprintf(&b, "%d. %s\n", i+1, mdEscapeKeepTicks(sanitize(f.Text)))
+	}
+	b.WriteString("\n## Sequence diagrams\n")
+	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
+		fmt.Fprintf(&b, "\n### %s\n", mdEscape(stepName(rep.Diagrams[i].Step)))
+		for _, d := range rep.Diagrams[i : i+2] {
+			fmt.Fprintf(&b, "\n#### %s %s\n\n", d.Run, d.Mode)
+			writeMermaid(&b, d)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMDTable(b *strings.Builder, t table) {
+	head := make([]string, len(t.Head))
+	copy(head, t.Head)
+	// Markdown has one header row: prefix each column with its group's label.
+	col := 0
+	for _, g := range t.Groups {
+		if g.Title != "" {
+			lbl := strings.SplitN(g.Title, ":", 2)[0]
+			for i := col; i < col+g.Span; i++ {
+				head[i] = lbl + " " + head[i]
+			}
+		}
+		col += g.Span
+	}
+	cells := func(cs []string) string {
+		for i := range cs {
+			cs[i] = mdCell(cs[i])
+		}
+		return "| " + strings.Join(cs, " | ") + " |\n"
+	}
+	b.WriteString(cells(head))
+	seps := make([]string, len(t.Head))
+	for i := range seps {
+		seps[i] = "---"
+		if len(t.Rows) > 0 && i < len(t.Rows[0]) && t.Rows[0][i].Right {
+			seps[i] = "--:"
+		}
+	}
+	b.WriteString("| " + strings.Join(seps, " | ") + " |\n")
+	for _, r := range t.Rows {
+		cs := make([]string, len(r))
+		for i, c := range r {
+			cs[i] = c.Text
+		}
+		b.WriteString(cells(cs))
+	}
+	if len(t.Groups) > 1 {
+		var gs []string
+		for _, g := range t.Groups[1:] {
+			gs = append(gs, mdEscape(g.Title))
+		}
+		b.WriteString("\n" + strings.Join(gs, "; ") + "\n")
+	}
+}
+
+func mdCell(s string) string {
+	if s == "" {
+		return " "
+	}
+	return mdEscape(s)
+}
+
+var mdReplacer = strings.NewReplacer(`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`)
+
+func mdEscape(s string) string { return mdReplacer.Replace(s) }
+
+var mdTickReplacer = strings.NewReplacer(`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`)
+
+func mdEscapeKeepTicks(s string) string {
+	// Inside backticks Markdown takes text literally, so escape only outside them.
+	parts := strings.Split(s, "`")
+	if len(parts)%2 == 0 { // unbalanced: escape everything
+		return mdEscape(s)
+	}
+	for i := range parts {
+		if i%2 == 0 {
+			parts[i] = mdTickReplacer.Replace(parts[i])
+		}
+	}
+	return strings.Join(parts, "`")
+}
+
+// writeMermaid renders a diagram as a Mermaid sequenceDiagram. Publishes are notes over
+// the control plane; NACKs and refusals are crossed arrows.
+func writeMermaid(b *strings.Builder, d Diagram) {
+	b.WriteString("```mermaid\nsequenceDiagram\n")
+	fmt.Fprintf(b, "    participant CP as control plane (%s)\n", d.Mode)
+	fmt.Fprintf(b, "    participant C as %s\n", mermaidText(d.ClientName))
+	b.WriteString("    participant DP as data plane\n")
+	shown, note := capMessages(d.Messages, DiagramCap)
+	id := map[string]string{ControlPlane: "CP", Client: "C", DataPlane: "DP"}
+	for _, m := range shown {
+		text := mermaidText(fmt.Sprintf("+%.1fms %s", m.OffsetMS, m.Label))
+		if m.From == m.To {
+			fmt.Fprintf(b, "    Note over %s: %s\n", id[m.From], text)
+			continue
+		}
+		op := "->>"
+		switch m.Kind {
+		case KindNack, KindRefused:
+			op = "-x"
+		case KindStreamOpen, KindStreamClose:
+			op = "--)"
+		case KindUnmatched:
+			op = "-->>"
+		}
+		fmt.Fprintf(b, "    %s%s%s: %s\n", id[m.From], op, id[m.To], text)
+	}
+	if len(d.Messages) == 0 {
+		b.WriteString("    Note over CP,C: no message recorded\n")
+	}
+	if note != "" {
+		fmt.Fprintf(b, "    Note over CP,C: %s\n", mermaidText(note))
+	}
+	b.WriteString("```\n")
+}
+
+// mermaidText keeps a label inside one Mermaid message: ";" and "#" are Mermaid syntax
+// (statement separator, entity codes) and a newline would end the statement.
+// Angle brackets become look-alikes: an HTML entity would bring its own ";".
+var mermaidReplacer = strings.NewReplacer(";", ",", "#", "no.", "\n", " ", "\r", " ", "%%", "%", "<", "‹", ">", "›")
+
+func mermaidText(s string) string { return mermaidReplacer.Replace(sanitize(s)) }
+
+// ---- helpers ----
+
+// sanitize drops control characters (a log line can carry anything in an error string)
+// so one value stays on one line of the output.
+func sanitize(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func stepNames(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = stepName(x)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,366 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Report is the comparison of two runs. It is what the JSON format prints, so its field
+// names are a stable interface: add fields, never rename them.
+type Report struct {
+	// Runs are A and B, in command-line order.
+	Runs [2]RunHeader `json:"runs"`
+	// SharedSteps are the steps present in both runs, in run A's order; every other
+	// section covers only these (or only Step when it is set).
+	SharedSteps []string `json:"shared_steps"`
+	// Step is the step selected with --step ("" for all).
+	Step string `json:"step,omitempty"`
+	// Rows has one row per compared step.
+	Rows []Row `json:"rows"`
+	// Versions has one checkpoint (end of step) per compared step.
+	Versions []Checkpoint `json:"versions"`
+	// Findings are computed from the figures; none is hand-written.
+	Findings []Finding `json:"findings"`
+	// Diagrams are the parsed sequence diagrams: for each compared step, A then B, with
+	// every message (renderers cap long steps, this list never does).
+	Diagrams []Diagram `json:"diagrams"`
+	// Total sums the compared steps per run.
+	Total [2]Figures `json:"total"`
+}
+
+// RunHeader says where a run comes from and which options it used.
+type RunHeader struct {
+	Label string `json:"label"` // "A" or "B"
+	Path  string `json:"path"`
+	Mode  string `json:"mode"`
+	// OptionsKnown is false when the run has no run.json: the mode comes from the log
+	// and the options below are empty.
+	OptionsKnown bool   `json:"options_known"`
+	Client       string `json:"client,omitempty"` // "envoy" or "simulated"
+	EnvoyVersion string `json:"envoy_version,omitempty"`
+	SotwVersions string `json:"sotw_versions,omitempty"`
+	NackPolicy   string `json:"nack_policy,omitempty"`
+	Started      string `json:"started,omitempty"`
+	// EnvoyResult is envoy.result: PASS, FAIL: reason, NOT_RUN ("" when absent).
+	EnvoyResult string `json:"envoy_result,omitempty"`
+	Events      int    `json:"events"`
+	// SkippedLines counts unreadable log lines; FirstSkip describes the first.
+	SkippedLines int    `json:"skipped_lines,omitempty"`
+	FirstSkip    string `json:"first_skip,omitempty"`
+	// Steps are all the run's steps in log order; OnlyHere those absent from the other run.
+	Steps    []string `json:"steps"`
+	OnlyHere []string `json:"only_here,omitempty"`
+}
+
+// Row is one step: a column group per run.
+type Row struct {
+	Step string     `json:"step"`
+	Runs [2]Figures `json:"runs"`
+}
+
+// Figures are one run's figures for one step (or a total), from analysis.Summarize.
+type Figures struct {
+	// Responses counts sends per type (LDS, RDS, CDS, EDS; absent types sent nothing).
+	Responses map[string]int `json:"responses"`
+	Resources int            `json:"resources"`
+	// Redundant counts resources the client already ran with exactly this content.
+	Redundant      int `json:"redundant"`
+	RedundantBytes int `json:"redundant_bytes"`
+	// RemovedExplicit counts delta removed_resources; RemovedByAbsence names a SotW
+	// LDS/CDS response left out compared with the previous one on the stream.
+	RemovedExplicit  int `json:"removed_explicit"`
+	RemovedByAbsence int `json:"removed_by_absence"`
+	Acks             int `json:"acks"`
+	Nacks            int `json:"nacks"`
+	// RejectedResends counts sends of content already rejected on that stream.
+	RejectedResends int     `json:"rejected_resends"`
+	NackRate        float64 `json:"nack_rate_per_s,omitempty"`
+	Bytes           int     `json:"bytes"`
+	Unmatched       int     `json:"unmatched,omitempty"`
+	Dropped         int     `json:"dropped,omitempty"`
+	StreamsOpened   int     `json:"streams_opened,omitempty"`
+	// PublishToAckMS is the median from the step's publish (or start) to each ACK.
+	PublishToAckMS *float64 `json:"publish_to_ack_ms_median,omitempty"`
+	// PublishToCorrectMS is from the publish to the first correct data-plane request.
+	PublishToCorrectMS *float64 `json:"publish_to_first_correct_request_ms,omitempty"`
+	// DataPlane is the step's last data-plane observation.
+	DataPlane *DataPlaneResult `json:"data_plane,omitempty"`
+}
+
+// DataPlaneResult is one data-plane request's outcome.
+type DataPlaneResult struct {
+	RequestID string `json:"request_id"`
+	Status    int    `json:"status"`
+	Backend   string `json:"backend,omitempty"`
+	Flags     string `json:"flags,omitempty"`
+	Upstream  string `json:"upstream,omitempty"`
+	Client    string `json:"client"` // "envoy", "simulated" or ""
+	// Simulated is true when no proxy forwarded anything: the answer was computed by the
+	// simulated client. Renderers always say so.
+	Simulated bool   `json:"simulated"`
+	Expected  string `json:"expected,omitempty"`
+	Correct   bool   `json:"correct"`
+	// Text is the rendered cell, e.g. "200 v2 envoy" or "200 v1 SIMULATED".
+	Text string `json:"text"`
+}
+
+// Checkpoint is the per-resource versions both runs' clients ran at the end of a step.
+type Checkpoint struct {
+	Step string        `json:"step"`
+	Runs [2]VersionSet `json:"runs"`
+}
+
+// VersionSet is one run's versions of the teaching resources at a checkpoint.
+type VersionSet struct {
+	Resources []ResourceVersion `json:"resources"`
+	// Moved counts the resources whose version changed since the run's previous
+	// checkpoint (absent counts as a version).
+	Moved int `json:"moved"`
+}
+
+// ResourceVersion is one resource's accepted version ("" when the client runs none).
+// Delta versions are full 64-hex content hashes here; text renderers abbreviate them.
+type ResourceVersion struct {
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Moved   bool   `json:"moved"`
+}
+
+// Finding is one statement computed from the figures, naming its step and numbers.
+type Finding struct {
+	Step string `json:"step"` // "" for the whole comparison
+	// Kind groups findings: redundant, nack, removal, reconnect, versions, dataplane,
+	// anomaly, total.
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// Options select what to compare.
+type Options struct {
+	// Step restricts the report to one shared step ("" for all).
+	Step string
+}
+
+// Tracked are the teaching resources whose versions the checkpoints show.
+var Tracked = []struct{ Type, Name string }{
+	{"LDS", resources.ListenerName},
+	{"RDS", resources.RouteName},
+	{"CDS", resources.ClusterName},
+	{"EDS", resources.ClusterName},
+}
+
+// Compare computes the report of two runs.
+func Compare(a, b *Run, opt Options) (*Report, error) {
+	runs := [2]*Run{a, b}
+	stepsOf := func(r *Run) []string {
+		out := make([]string, len(r.Summary.Steps))
+		for i, s := range r.Summary.Steps {
+			out[i] = s.Name
+		}
+		return out
+	}
+	sa, sb := stepsOf(a), stepsOf(b)
+	rep := &Report{Step: opt.Step, SharedSteps: []string{}, Rows: []Row{}, Versions: []Checkpoint{}, Findings: []Finding{}, Diagrams: []Diagram{}}
+	inB := set(sb)
+	for _, s := range sa {
+		if inB[s] {
+			rep.SharedSteps = append(rep.SharedSteps, s)
+		}
+	}
+	for i, r := range runs {
+		rep.Runs[i] = header(r, stepsOf(r), stepsOf(runs[1-i]))
+	}
+	steps := rep.SharedSteps
+	if opt.Step != "" {
+		if !slices.Contains(steps, opt.Step) {
+			return nil, fmt.Errorf("step %q is not in both runs (shared steps: %s)", opt.Step, listOrNone(steps))
+		}
+		steps = []string{opt.Step}
+	}
+	versions := [2]map[string]VersionSet{checkpoints(a), checkpoints(b)}
+	// Index once: a hostile log can have thousands of steps, and per-step scans of every
+	// event would make the comparison quadratic.
+	var byStep [2]map[string][]xdslog.Event
+	var summary [2]map[string]*analysis.Step
+	var client [2]string
+	for i, r := range runs {
+		byStep[i], summary[i], client[i] = map[string][]xdslog.Event{}, map[string]*analysis.Step{}, clientName(r)
+		for _, e := range r.Events {
+			byStep[i][e.Step] = append(byStep[i][e.Step], e)
+		}
+		for _, st := range r.Summary.Steps {
+			summary[i][st.Name] = st
+		}
+	}
+	for i := range rep.Total {
+		rep.Total[i].Responses = map[string]int{}
+	}
+	for _, s := range steps {
+		row := Row{Step: s}
+		cp := Checkpoint{Step: s}
+		for i, r := range runs {
+			row.Runs[i] = figures(summary[i][s], r)
+			addFigures(&rep.Total[i], row.Runs[i])
+			cp.Runs[i] = versions[i][s]
+			rep.Diagrams = append(rep.Diagrams, buildDiagram(r, s, client[i], byStep[i][s]))
+		}
+		rep.Rows = append(rep.Rows, row)
+		rep.Versions = append(rep.Versions, cp)
+	}
+	rep.Findings = findings(runs, rep, steps, summary)
+	return rep, nil
+}
+
+func header(r *Run, steps, other []string) RunHeader {
+	h := RunHeader{Label: r.Label, Path: r.Path, Mode: r.Mode, EnvoyResult: r.EnvoyResult,
+		Events: len(r.Events), SkippedLines: r.Stats.Skipped, FirstSkip: r.Stats.FirstSkip, Steps: steps}
+	if m := r.Meta; m != nil {
+		h.OptionsKnown = true
+		h.Client, h.EnvoyVersion, h.SotwVersions, h.NackPolicy, h.Started = m.Client, m.EnvoyVersion, m.SotwVersions, m.NackPolicy, m.Started
+	}
+	inOther := set(other)
+	for _, s := range steps {
+		if !inOther[s] {
+			h.OnlyHere = append(h.OnlyHere, s)
+		}
+	}
+	return h
+}
+
+func figures(st *analysis.Step, r *Run) Figures {
+	f := Figures{Responses: map[string]int{}}
+	if st == nil {
+		return f
+	}
+	for t, tf := range st.Types {
+		if tf.Responses > 0 {
+			f.Responses[t] = tf.Responses
+		}
+	}
+	t := st.Total
+	f.Resources, f.Redundant, f.RedundantBytes = t.Resources, t.Redundant, t.RedundantBytes
+	f.RemovedExplicit, f.RemovedByAbsence = t.RemovedExplicit, t.RemovedByAbsence
+	f.Acks, f.Nacks, f.RejectedResends, f.Bytes, f.Unmatched = t.Acks, t.Nacks, t.RejectedResends, t.Bytes, t.Unmatched
+	f.NackRate, f.Dropped, f.StreamsOpened = st.NackRate, st.Dropped, st.StreamsUp
+	f.PublishToAckMS, f.PublishToCorrectMS = st.PublishToAckMS, st.PublishToCorrectMS
+	if dp := st.DataPlane; dp != nil {
+		res := &DataPlaneResult{RequestID: dp.RequestID, Status: dp.Status, Backend: dp.Backend, Flags: dp.Flags,
+			Upstream: dp.Upstream, Client: dp.Client, Expected: dp.Expected, Correct: dp.Correct}
+		res.Simulated = isSimulated(dp.Client, r)
+		res.Text = dataPlaneText(res, r)
+		f.DataPlane = res
+	}
+	return f
+}
+
+func addFigures(dst *Figures, f Figures) {
+	for t, n := range f.Responses {
+		dst.Responses[t] += n
+	}
+	dst.Resources += f.Resources
+	dst.Redundant += f.Redundant
+	dst.RedundantBytes += f.RedundantBytes
+	dst.RemovedExplicit += f.RemovedExplicit
+	dst.RemovedByAbsence += f.RemovedByAbsence
+	dst.Acks += f.Acks
+	dst.Nacks += f.Nacks
+	dst.RejectedResends += f.RejectedResends
+	dst.Bytes += f.Bytes
+	dst.Unmatched += f.Unmatched
+	dst.Dropped += f.Dropped
+	dst.StreamsOpened += f.StreamsOpened
+}
+
+// isSimulated decides whether a data-plane answer came from the simulated client: the
+// event says so, or it names no client and the run's client is simulated. An answer of
+// unknown origin is not called Envoy's.
+func isSimulated(client string, r *Run) bool {
+	if client != "" {
+		return client != "envoy"
+	}
+	return r.Meta == nil || r.Meta.Client != "envoy"
+}
+
+func dataPlaneOf(e xdslog.Event) *DataPlaneResult {
+	return &DataPlaneResult{RequestID: e.RequestID, Status: e.Status, Backend: e.Backend, Flags: e.Flags,
+		Upstream: e.Upstream, Client: e.Client, Expected: e.Expected, Correct: e.Correct != nil && *e.Correct}
+}
+
+// dataPlaneText renders a result as "200 v2 envoy", "503 NC envoy" or "200 v1 SIMULATED"
+// (a simulated answer is always labelled so), with "(want X)" when it was wrong.
+func dataPlaneText(d *DataPlaneResult, r *Run) string {
+	var parts []string
+	if d.Status == 0 {
+		parts = append(parts, "no-answer")
+	} else {
+		parts = append(parts, fmt.Sprint(d.Status))
+	}
+	switch {
+	case d.Backend != "":
+		parts = append(parts, d.Backend)
+	case d.Flags != "" && d.Flags != "-":
+		parts = append(parts, d.Flags)
+	}
+	switch {
+	case isSimulated(d.Client, r):
+		parts = append(parts, "SIMULATED")
+	default:
+		parts = append(parts, "envoy")
+	}
+	s := strings.Join(parts, " ")
+	if !d.Correct && d.Expected != "" {
+		s += " (want " + d.Expected + ")"
+	}
+	return s
+}
+
+// checkpoints returns, per step of the run, the tracked resources' versions at the end
+// of that step and which moved since the run's previous step.
+func checkpoints(r *Run) map[string]VersionSet {
+	out := map[string]VersionSet{}
+	prev := map[string]string{}
+	for _, st := range r.Summary.Steps {
+		vs := VersionSet{Resources: make([]ResourceVersion, 0, len(Tracked))}
+		for _, t := range Tracked {
+			v := st.Versions[t.Type][t.Name]
+			key := t.Type + "/" + t.Name
+			moved := v != prev[key]
+			prev[key] = v
+			if moved {
+				vs.Moved++
+			}
+			vs.Resources = append(vs.Resources, ResourceVersion{Type: t.Type, Name: t.Name, Version: v, Moved: moved})
+		}
+		out[st.Name] = vs
+	}
+	return out
+}
+
+func set(s []string) map[string]bool {
+	m := make(map[string]bool, len(s))
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// stepName shows the unnamed step (events recorded before the first step was set).
+func stepName(s string) string {
+	if s == "" {
+		return "(no step)"
+	}
+	return s
+}
