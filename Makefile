@@ -42,5 +42,17 @@ lab: build
 	@echo "evidence: $(LAB_DIR)/{sotw,delta,sotw-per-type-hold}"
 	@echo "HTML report: $(LAB_DIR)/report.html (and report-sotw-per-type-hold.html)"
 
+FUZZTIME ?= 30s
+
+# Every fuzz target in the module, one after the other, FUZZTIME each. `make test` runs
+# their committed seed corpora.
+fuzz:
+	@set -e; for dir in $$(grep -rl --include='*_test.go' --exclude-dir=.venv '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+	    echo "fuzz: $$dir $$t for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir; \
+	  done; \
+	done
+
 clean:
 	rm -rf bin $(EVIDENCE)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +49,10 @@ not produce.`,
   lab run --mode=sotw --sotw-versions per-type --nack-policy hold
 
   # no Envoy: the simulated client (data plane NOT_RUN)
-  lab run --mode=delta --client=sim`,
+  lab run --mode=delta --client=sim
+
+  # failure windows: a 5s control-plane outage; state changes during the reconnect
+  lab run --mode=delta --outage 5s --publish-during-reconnect`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, port, err := loopback.ParseAddr(xdsAddr)
@@ -54,13 +60,16 @@ not produce.`,
 				return fmt.Errorf("--xds-addr: %w", err)
 			}
 			o.XDSPort = port
+			if o.Outage < 0 || o.Outage > 10*time.Minute {
+				return fmt.Errorf("--outage %s: want 0 to 10m", o.Outage)
+			}
 			if len(invPorts) != 2 {
 				return fmt.Errorf("--inventory-ports takes two ports (v1,v2), got %d", len(invPorts))
 			}
 			o.InventoryPorts = [2]int{invPorts[0], invPorts[1]}
-			for name, p := range map[string]int{"--listener-port": o.ListenerPort, "--admin-port": o.AdminPort, "--inventory-ports v1": invPorts[0], "--inventory-ports v2": invPorts[1]} {
-				if err := loopback.ValidatePort(p); err != nil && !(name == "--admin-port" && p == 0) {
-					return fmt.Errorf("%s: %w", name, err)
+			for i, name := range []string{"v1", "v2"} {
+				if err := loopback.ValidatePort(invPorts[i]); err != nil {
+					return fmt.Errorf("--inventory-ports %s: %w", name, err)
 				}
 			}
 			if o.Mode == "sotw" {
@@ -72,6 +81,12 @@ not produce.`,
 				}
 			} else if versions != "" || nackPolicy != "" {
 				return fmt.Errorf("--sotw-versions and --nack-policy apply to --mode=sotw only")
+			}
+			if o.Out != "" {
+				// Appending to an earlier run's xds.log would mix two runs' evidence.
+				if _, err := os.Stat(filepath.Join(o.Out, "xds.log")); err == nil {
+					return fmt.Errorf("--out %s already holds a run (xds.log); choose another directory", o.Out)
+				}
 			}
 			o.Progress = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -90,12 +105,48 @@ not produce.`,
 	f.StringVar(&versions, "sotw-versions", "", "SotW version strategy: uniform (default) or per-type")
 	f.StringVar(&nackPolicy, "nack-policy", "", "SotW NACK policy: resend (default, the library's behaviour) or hold")
 	f.StringVar(&o.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
-	f.StringVar(&xdsAddr, "xds-addr", "127.0.0.1:18000", "xDS server address (loopback only)")
-	f.IntVar(&o.ListenerPort, "listener-port", 19000, "Envoy listener port")
-	f.IntVar(&o.AdminPort, "admin-port", 9901, "Envoy admin port on 127.0.0.1 (0: pick a free one)")
+	f.StringVar(&xdsAddr, "xds-addr", "127.0.0.1:18000", "xDS server address; only 127.0.0.1 is allowed")
+	o.ListenerPort, o.AdminPort = 19000, 9901
+	f.Var(portValue{p: &o.ListenerPort}, "listener-port", "Envoy listener port on 127.0.0.1")
+	f.Var(portValue{p: &o.AdminPort, allowZero: true}, "admin-port", "Envoy admin port on 127.0.0.1 (0: pick a free one)")
 	f.IntSliceVar(&invPorts, "inventory-ports", []int{18080, 18081}, "ports of inventory backends v1,v2")
 	f.StringSliceVar(&o.Steps, "steps", nil, "run only these steps (default: all)")
 	f.DurationVar(&o.StepTimeout, "step-timeout", 45*time.Second, "deadline for each step's waits")
+	f.DurationVar(&o.Outage, "outage", 0, "keep the xDS server down this long in control-plane-restart, sending a request every 250ms (0: one request, then restart)")
+	f.BoolVar(&o.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
 	_ = cmd.MarkFlagRequired("mode")
 	return cmd
 }
+
+// portValue is a port flag: 1-65535 (and 0 when allowZero). The host is always
+// 127.0.0.1, so an address is refused with a message that says so rather than a
+// number-parsing error.
+type portValue struct {
+	p         *int
+	allowZero bool
+}
+
+func (v portValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v portValue) Set(s string) error {
+	if strings.Contains(s, ":") {
+		return fmt.Errorf("%q is an address: give only the port, the host is always %s", s, loopback.Host)
+	}
+	if v.allowZero && s == "0" {
+		*v.p = 0
+		return nil
+	}
+	p, err := loopback.ParsePort(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (portValue) Type() string { return "port" }

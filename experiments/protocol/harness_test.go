@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -68,11 +69,15 @@ type harness struct {
 	rec *xdslog.Recorder
 	fe  frontend.FrontEnd
 	lis *bufconn.Listener
-	ctx context.Context
+	// addr, when set, is a real control plane's 127.0.0.1 address to dial instead of lis.
+	addr string
+	ctx  context.Context
 }
 
 func newHarness(t *testing.T, v variant) *harness {
 	t.Helper()
+	// First, so that its check runs after every cleanup registered below.
+	leakcheck.Verify(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
@@ -96,9 +101,13 @@ func newHarness(t *testing.T, v variant) *harness {
 
 func (h *harness) dial() *grpc.ClientConn {
 	h.t.Helper()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	target, opts := "passthrough:///bufnet", []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if h.addr != "" {
+		target = "passthrough:///" + h.addr
+	} else {
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }))
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	require.NoError(h.t, err)
 	h.t.Cleanup(func() { conn.Close() })
 	return conn

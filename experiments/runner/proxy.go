@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -47,6 +49,58 @@ type Observation struct {
 	// Simulated is true when no proxy forwarded anything: the result was computed from the
 	// simulated client's accepted configuration.
 	Simulated bool `json:"simulated"`
+	// Answered is when the response (or the failure) arrived, before the evidence lookups
+	// that follow it; data-plane timings are measured to here.
+	Answered time.Time `json:"answered"`
+	// Class says what kind of answer this was (Classify): served, upstream failure,
+	// config failure, other failure or no response.
+	Class string `json:"class"`
+}
+
+// Classes of a data-plane answer (Observation.Class).
+const (
+	// ClassServed: a backend answered (no Envoy response flag).
+	ClassServed = "served"
+	// ClassUpstreamFailure: the configuration routed the request, but the upstream
+	// failed (UF refused, UH no healthy host, URX retries exhausted, ...). Not a
+	// control-plane problem.
+	ClassUpstreamFailure = "upstream failure"
+	// ClassConfigFailure: the proxy's configuration could not route the request (NC no
+	// cluster, NR no route, NFCF no filter config).
+	ClassConfigFailure = "config failure"
+	// ClassOther: an error status without a flag that says whose fault it was.
+	ClassOther = "other failure"
+	// ClassNoResponse: no HTTP answer at all (the proxy is down or not listening).
+	ClassNoResponse = "no response"
+)
+
+// Envoy response flags by whose fault they are.
+var (
+	configFlags   = map[string]bool{"NC": true, "NR": true, "NFCF": true}
+	upstreamFlags = map[string]bool{"UF": true, "UH": true, "URX": true, "UO": true, "UT": true, "UR": true, "UC": true, "LH": true, "DF": true, "UMSDR": true}
+)
+
+// Classify names the kind of a data-plane answer from its status and Envoy response
+// flags (comma-separated when several). A config flag wins over an upstream flag.
+func Classify(status int, flags string) string {
+	if status == 0 {
+		return ClassNoResponse
+	}
+	var upstream bool
+	for _, f := range strings.Split(flags, ",") {
+		f = strings.TrimSpace(f)
+		if configFlags[f] {
+			return ClassConfigFailure
+		}
+		upstream = upstream || upstreamFlags[f]
+	}
+	switch {
+	case upstream:
+		return ClassUpstreamFailure
+	case status >= 500:
+		return ClassOther
+	}
+	return ClassServed
 }
 
 // Backend returns who answered: the backend's own log when present, else the body.
@@ -68,8 +122,45 @@ type proxy interface {
 	// simulated client.
 	Stats(ctx context.Context) (map[string]string, error)
 	ConfigDump(ctx context.Context) ([]byte, error)
-	// Exited is closed when the proxy process dies.
+	// Exited is closed when the proxy process dies; ExitErr then says how.
 	Exited() <-chan struct{}
+	ExitErr() error
+	// Hold keeps the proxy from talking to the control plane until release is called
+	// (Envoy: SIGSTOP, then SIGCONT; the simulated client: its stream loop stops, keeping
+	// what it accepted, and starts again).
+	Hold(ctx context.Context) (release func() error, err error)
+	// PID is the proxy's process id (0 for the simulated client or when not running).
+	PID() int
+}
+
+// backendSet is the inventory backends, shared by the run and its proxy: a fault test
+// may stop and restart one from another goroutine while requests are being checked.
+type backendSet struct {
+	mu   sync.Mutex
+	list []*inventory.Backend
+}
+
+func (s *backendSet) all() []*inventory.Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.list)
+}
+
+func (s *backendSet) add(b *inventory.Backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = append(s.list, b)
+}
+
+// replace swaps the backend named like b for b.
+func (s *backendSet) replace(b *inventory.Backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, old := range s.list {
+		if old.Name() == b.Name() {
+			s.list[i] = b
+		}
+	}
 }
 
 // envoyProxy runs real Envoy with the mode's bootstrap.
@@ -79,14 +170,14 @@ type envoyProxy struct {
 	logPath      string
 	accessLog    string
 	listenerPort int
-	backends     []*inventory.Backend
+	backends     *backendSet
 	http         *http.Client
 
 	mu   sync.Mutex
 	proc *envoy.Process
 }
 
-func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, listenerPort int, backends []*inventory.Backend) (*envoyProxy, error) {
+func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, listenerPort int, backends *backendSet) (*envoyProxy, error) {
 	cfg, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: adminPort})
 	if err != nil {
 		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
@@ -145,6 +236,42 @@ func (e *envoyProxy) Exited() <-chan struct{} {
 	return nil
 }
 
+func (e *envoyProxy) ExitErr() error {
+	if p := e.process(); p != nil {
+		return p.ExitErr()
+	}
+	return nil
+}
+
+func (e *envoyProxy) PID() int {
+	if p := e.process(); p != nil {
+		return p.Pid()
+	}
+	return 0
+}
+
+// Hold freezes Envoy with SIGSTOP: it can neither reconnect nor answer until release
+// sends SIGCONT. If the workbench dies meanwhile, Pdeathsig's SIGKILL still ends it.
+func (e *envoyProxy) Hold(context.Context) (func() error, error) {
+	p := e.process()
+	if p == nil {
+		return nil, errors.New("hold: envoy is not running")
+	}
+	pid := p.Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("hold: SIGSTOP envoy pid %d: %w", pid, err)
+	}
+	var once sync.Once
+	return func() (err error) {
+		once.Do(func() {
+			if e := syscall.Kill(pid, syscall.SIGCONT); e != nil && !errors.Is(e, syscall.ESRCH) {
+				err = fmt.Errorf("release: SIGCONT envoy pid %d: %w", pid, e)
+			}
+		})
+		return err
+	}, nil
+}
+
 func (e *envoyProxy) Stats(ctx context.Context) (map[string]string, error) {
 	p := e.process()
 	if p == nil {
@@ -167,22 +294,25 @@ func (e *envoyProxy) Request(ctx context.Context, requestID string) Observation 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listenerPort)+path, nil)
 	if err != nil {
 		o.Error = err.Error()
+		o.Class = ClassNoResponse
 		return o
 	}
 	req.Header.Set("x-request-id", requestID)
 	resp, err := e.http.Do(req)
 	if err != nil {
 		o.Error = err.Error()
+		o.Class = ClassNoResponse
 		return o
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
+	o.Answered = time.Now().UTC()
 	o.Status = resp.StatusCode
 	var q inventory.Quote
 	if json.Unmarshal(body, &q) == nil && q.Backend != "" && q.RequestID == requestID {
 		o.BodyBackend = q.Backend
 	}
-	for _, b := range e.backends {
+	for _, b := range e.backends.all() {
 		if _, ok, _ := b.Lookup(requestID); ok {
 			o.LogBackend = b.Name()
 		}
@@ -195,6 +325,7 @@ func (e *envoyProxy) Request(ctx context.Context, requestID string) Observation 
 		o.Flags = a.Flags
 		o.Upstream = a.UpstreamHost
 	}
+	o.Class = Classify(o.Status, o.Flags)
 	return o
 }
 
@@ -203,7 +334,7 @@ type simProxy struct {
 	mode     string
 	xdsAddr  string
 	client   *simclient.Client
-	backends []*inventory.Backend
+	backends *backendSet
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -211,7 +342,7 @@ type simProxy struct {
 	exited chan struct{}
 }
 
-func newSimProxy(mode, xdsAddr string, backends []*inventory.Backend) (*simProxy, error) {
+func newSimProxy(mode, xdsAddr string, backends *backendSet) (*simProxy, error) {
 	c, err := simclient.New(mode, resources.NodeID)
 	if err != nil {
 		return nil, err
@@ -262,6 +393,22 @@ func (s *simProxy) Stop(context.Context) error {
 
 func (s *simProxy) Exited() <-chan struct{} { return s.exited }
 
+func (s *simProxy) ExitErr() error { return nil }
+
+func (s *simProxy) PID() int { return 0 }
+
+// Hold stops the client's stream loop (it keeps what it accepted); release starts it again.
+func (s *simProxy) Hold(ctx context.Context) (func() error, error) {
+	if err := s.Stop(ctx); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() (err error) {
+		once.Do(func() { err = s.Start(ctx) })
+		return err
+	}, nil
+}
+
 func (s *simProxy) Stats(context.Context) (map[string]string, error) { return nil, nil }
 
 func (s *simProxy) ConfigDump(context.Context) ([]byte, error) { return nil, nil }
@@ -279,12 +426,13 @@ func (s *simProxy) Request(_ context.Context, requestID string) Observation {
 	o.Upstream = r.Endpoint
 	if i := strings.LastIndexByte(r.Endpoint, ':'); i >= 0 {
 		port, _ := strconv.Atoi(r.Endpoint[i+1:])
-		for _, b := range s.backends {
+		for _, b := range s.backends.all() {
 			if b.Port() == port {
 				o.BodyBackend = b.Name()
 			}
 		}
 	}
+	o.Class = Classify(o.Status, o.Flags)
 	return o
 }
 

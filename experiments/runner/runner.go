@@ -56,8 +56,27 @@ type Options struct {
 	StepTimeout time.Duration
 	// Progress receives one line per milestone (nil: discarded).
 	Progress io.Writer
-	// BeforeStep, when set, runs before each step (fault tests use it).
+	// BeforeStep, when set, runs before each step, after its label is set (fault tests
+	// use it).
 	BeforeStep func(ctx context.Context, r *Run, step scenario.Step) error
+	// AfterStep, when set, runs after a step passed and its checkpoint was written,
+	// before the next step starts; events meanwhile still carry the step's label (the
+	// NACK-storm test holds the storm open here).
+	AfterStep func(ctx context.Context, r *Run, step scenario.Step, cp *Checkpoint) error
+
+	// Outage is how long the control-plane-restart step keeps the xDS server down once
+	// the proxy has noticed (connected_state 0). Meanwhile a request is sent through the
+	// proxy every OutageInterval and kept in the checkpoint: each must be answered from
+	// the last known good configuration. 0: one request, then restart at once.
+	Outage time.Duration
+	// OutageInterval spaces the outage requests (default 250ms).
+	OutageInterval time.Duration
+	// PublishDuringReconnect makes the control-plane-restart step change the state
+	// twice while the proxy is disconnected: the restarted server gets an intermediate
+	// state (the cluster removed, label <v>.1) and then the newest one (the endpoint on
+	// v2, label <v>.2) while the proxy is held (Hold) so it cannot reconnect in between.
+	// The step then expects the newest state: 200 from v2, and no send of <v>.1.
+	PublishDuringReconnect bool
 }
 
 // RunInfo is run.json: what was run, with which options.
@@ -77,6 +96,9 @@ type RunInfo struct {
 	PID          int      `json:"pid"`
 	// NotRunReason says why the data plane was simulated.
 	NotRunReason string `json:"not_run_reason,omitempty"`
+	// Outage and PublishDuringReconnect are the failure windows asked for (Options).
+	Outage                 string `json:"outage,omitempty"`
+	PublishDuringReconnect bool   `json:"publish_during_reconnect,omitempty"`
 }
 
 // Check is one expectation and whether it held.
@@ -112,9 +134,32 @@ type Checkpoint struct {
 	// Exchange lists the step's first requests and sends (reconnect evidence).
 	Exchange    []ExchangeEvent `json:"exchange,omitempty"`
 	VersionNote string          `json:"version_note,omitempty"`
-	Checks      []Check         `json:"checks"`
-	Passed      bool            `json:"passed"`
-	DurationMS  float64         `json:"duration_ms"`
+	// NackRate is the NACKs per second in the step so far (the SotW resend storm's rate),
+	// from the first to the last NACK of the step.
+	NackRate float64 `json:"nack_rate_per_s,omitempty"`
+	// Misses are data-plane requests of the step that did not get the expected answer
+	// (the first maxMisses), each classified (upstream vs config failure).
+	Misses []Observation `json:"misses,omitempty"`
+	// Outage is the evidence of the control-plane outage (control-plane-restart step).
+	Outage *Outage `json:"outage,omitempty"`
+	// ProxyRestarts counts restarts after the proxy died unexpectedly during the step.
+	ProxyRestarts int     `json:"proxy_restarts,omitempty"`
+	Checks        []Check `json:"checks"`
+	Passed        bool    `json:"passed"`
+	DurationMS    float64 `json:"duration_ms"`
+}
+
+// Outage is what the proxy did while the control plane was down.
+type Outage struct {
+	// DurationMS is how long the server was down, from stop to restart.
+	DurationMS float64 `json:"duration_ms"`
+	// Requests were sent through the proxy during the outage, in order.
+	Requests []Observation `json:"requests"`
+	// Served counts the requests answered as expected (last known good).
+	Served int `json:"served"`
+	// ConnectFailures is the rise of Envoy's cluster.xds_cluster.upstream_cx_connect_fail
+	// during the outage: reconnect attempts that found no server.
+	ConnectFailures int `json:"xds_connect_failures"`
 }
 
 // StepResult is one line of the run's outcome.
@@ -156,7 +201,7 @@ type Run struct {
 	rec      *xdslog.Recorder
 	server   int
 	proxy    proxy
-	backends []*inventory.Backend
+	backends *backendSet
 	state    resources.State
 	stats    map[string]string
 	step     string
@@ -165,6 +210,10 @@ type Run struct {
 	// life bounds what lives for the whole run (control planes); a step's context would
 	// take a restarted server down with the step.
 	life context.Context
+	// proxyUp is true while the proxy is meant to run: an exit then is a fault.
+	proxyUp bool
+	// cur is the step in progress (nil between steps).
+	cur *stepRun
 }
 
 // Dir returns the run directory.
@@ -172,6 +221,14 @@ func (r *Run) Dir() string { return r.dir }
 
 // ControlPlane returns the current control plane.
 func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.cp }
+
+// ProxyPID is the data plane's process id (0 for the simulated client).
+func (r *Run) ProxyPID() int {
+	if r.proxy == nil {
+		return 0
+	}
+	return r.proxy.PID()
+}
 
 // KillProxy ends the data plane with SIGKILL (real Envoy only).
 func (r *Run) KillProxy() error {
@@ -184,8 +241,9 @@ func (r *Run) KillProxy() error {
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
 // starts it again on the same port.
+// It is safe to call from another goroutine while a step runs.
 func (r *Run) StopBackend(ctx context.Context, name string) (restart func() error, err error) {
-	for i, b := range r.backends {
+	for _, b := range r.backends.all() {
 		if b.Name() != name {
 			continue
 		}
@@ -196,9 +254,9 @@ func (r *Run) StopBackend(ctx context.Context, name string) (restart func() erro
 		return func() error {
 			nb, err := inventory.Start(name, port, log)
 			if err != nil {
-				return err
+				return fmt.Errorf("restart inventory %s: %w", name, err)
 			}
-			r.backends[i] = nb
+			r.backends.replace(nb)
 			return nil
 		}, nil
 	}
@@ -269,12 +327,27 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("unknown client %q (want envoy, sim or auto)", o.Client)
 	}
+	if o.Outage < 0 || o.OutageInterval < 0 {
+		return nil, fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
+	}
+	if o.OutageInterval == 0 {
+		o.OutageInterval = 250 * time.Millisecond
+	}
+	// Fixed ports are checked before anything is created: a busy port is a one-line
+	// error that names it, not a half-made run directory.
+	if err := checkPorts(o, client == ClientEnvoy); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}}
 	r.info = RunInfo{Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
-		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun}
+		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun,
+		PublishDuringReconnect: o.PublishDuringReconnect}
+	if o.Outage > 0 {
+		r.info.Outage = o.Outage.String()
+	}
 	if o.Mode == xdslog.ModeSotW {
 		if r.info.SotWVersions == "" {
 			r.info.SotWVersions = string(frontend.Uniform)
@@ -311,7 +384,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
-		r.backends = append(r.backends, b)
+		r.backends.add(b)
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
 	}
 	if r.o.ListenerPort == 0 {
@@ -367,16 +440,56 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		}
 		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur})
 		r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+		if r.o.AfterStep != nil {
+			if err := r.o.AfterStep(ctx, r, st, cp); err != nil {
+				if ctx.Err() != nil {
+					// The step itself passed and is listed; only the run stops here.
+					return fmt.Errorf("%w at %s", ErrInterrupted, st.Name)
+				}
+				return fmt.Errorf("after step %s: %w", st.Name, err)
+			}
+		}
 	}
 	return nil
 }
 
-// errInterrupted marks a run stopped by its context (SIGINT).
-var errInterrupted = errors.New("interrupted")
+// checkPorts refuses fixed ports that repeat or that are already taken. Envoy's ports
+// are checked only when Envoy will run.
+func checkPorts(o Options, envoyRuns bool) error {
+	type use struct {
+		what string
+		port int
+	}
+	uses := []use{{"xDS server", o.XDSPort}, {"inventory v1", o.InventoryPorts[0]}, {"inventory v2", o.InventoryPorts[1]}}
+	if envoyRuns {
+		uses = append(uses, use{"Envoy listener", o.ListenerPort}, use{"Envoy admin", o.AdminPort})
+	}
+	seen := map[int]string{}
+	for _, u := range uses {
+		if u.port == 0 {
+			continue
+		}
+		if other, ok := seen[u.port]; ok {
+			return fmt.Errorf("port %d is given twice (%s and %s): every port must differ", u.port, other, u.what)
+		}
+		seen[u.port] = u.what
+		l, err := loopback.Listen(u.port)
+		if err != nil {
+			return fmt.Errorf("%s port %d is not free: %w", u.what, u.port, err)
+		}
+		if err := l.Close(); err != nil {
+			return fmt.Errorf("%s port %d: close probe: %w", u.what, u.port, err)
+		}
+	}
+	return nil
+}
+
+// ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
+var ErrInterrupted = errors.New("interrupted")
 
 func (r *Run) interrupted(step string) error {
 	r.steps = append(r.steps, StepResult{Name: step, Failure: "interrupted"})
-	return fmt.Errorf("%w at %s", errInterrupted, step)
+	return fmt.Errorf("%w at %s", ErrInterrupted, step)
 }
 
 func (r *Run) fail(st scenario.Step, why string, dur float64) error {
@@ -409,12 +522,13 @@ func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if r.proxy != nil {
+		r.proxyUp = false
 		_ = r.proxy.Stop(ctx)
 	}
 	if r.cp != nil {
 		r.cp.Stop()
 	}
-	for _, b := range r.backends {
+	for _, b := range r.backends.all() {
 		_ = b.Stop(ctx)
 	}
 	if r.logFile != nil {
@@ -428,13 +542,19 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 	res.Passed = runErr == nil
 	result := "PASS"
 	switch {
-	case errors.Is(runErr, errInterrupted):
+	case errors.Is(runErr, ErrInterrupted):
 		result = "FAIL: " + runErr.Error()
 	case runErr != nil:
 		result = "FAIL: " + runErr.Error()
 	}
-	if interrupted && !errors.Is(runErr, errInterrupted) && runErr != nil {
-		result = fmt.Sprintf("FAIL: interrupted at %s", r.step)
+	if interrupted && !errors.Is(runErr, ErrInterrupted) && runErr != nil {
+		// Stopped by the context outside a step's own handling (a hook, the setup):
+		// still report it as an interruption, at the step in progress.
+		at := r.step
+		if at == "" {
+			at = "setup"
+		}
+		result = fmt.Sprintf("FAIL: interrupted at %s", at)
 	}
 	if r.info.Client != "envoy" {
 		// Envoy did not run: never report a data-plane result it did not produce.

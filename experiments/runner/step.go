@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,17 +17,30 @@ import (
 
 const pollInterval = 50 * time.Millisecond
 
+// Bounds on what a checkpoint keeps.
+const (
+	maxMisses         = 10
+	maxOutageRequests = 200
+)
+
 func pollTick() <-chan time.Time { return time.After(pollInterval) }
 
 // Envoy stat names of the teaching resources' subscriptions.
 const (
 	statRDS       = "http." + resources.StatPrefix + ".rds." + resources.RouteName + "."
 	statConnected = "control_plane.connected_state"
+	// statXDSConnectFail counts Envoy's failed connection attempts to the control plane.
+	statXDSConnectFail = "cluster.xds_cluster.upstream_cx_connect_fail"
 )
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
 
 func (r *Run) desired(d scenario.Desired) (resources.State, error) {
 	s := resources.State{Version: d.Version, ListenerPort: r.o.ListenerPort, InvalidRoute: d.InvalidRoute, InventoryRemoved: d.InventoryRemoved}
-	for _, b := range r.backends {
+	for _, b := range r.backends.all() {
 		if b.Name() == string(d.Backend) {
 			s.InventoryPort = b.Port()
 		}
@@ -48,7 +62,11 @@ func (r *Run) desired(d scenario.Desired) (resources.State, error) {
 // failure, so the evidence of a failed step is kept) and an error naming the first
 // expectation that did not hold.
 func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Checkpoint, error) {
-	sctx, cancel := context.WithTimeout(ctx, r.o.StepTimeout)
+	timeout := r.o.StepTimeout
+	if st.Action == scenario.RestartControlPlane {
+		timeout += r.o.Outage // the outage is held on purpose; the waits keep their own budget
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.proxy.Kind(), Version: st.Desired.Version, Proves: st.Proves,
 		StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
@@ -59,8 +77,17 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 			firstErr = fmt.Errorf("expected %s: %s", what, detail)
 		}
 	}
+	r.cur = &stepRun{cp: cp, check: check}
+	defer func() { r.cur = nil }()
 	finish := func() (*Checkpoint, error) {
 		r.collect(ctx, st, cp)
+		if cp.NacksInStep > 1 {
+			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
+		}
+		if r.cur.fault != nil {
+			// The proxy died twice: that, not the wait it interrupted, is the failure.
+			firstErr = r.cur.fault
+		}
 		cp.Passed = firstErr == nil
 		return cp, firstErr
 	}
@@ -81,47 +108,49 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 		r.state = state
 		r.say("  published version %s (%s)", set.Version, set.Describe(prev))
 		if !*started {
-			if err := r.proxy.Start(sctx); err != nil {
+			if err := r.startProxy(sctx); err != nil {
 				return nil, err
 			}
 			*started = true
 		}
 	case scenario.RestartClient:
 		opened, _ := r.track.streams(r.server)
-		if err := r.proxy.Stop(sctx); err != nil {
+		if err := r.stopProxy(sctx); err != nil {
 			return nil, fmt.Errorf("stop %s: %w", r.proxy.Kind(), err)
 		}
-		err := r.track.waitFor(sctx, "old stream closed", func() (bool, error) {
+		err := r.wait(sctx, "old stream closed", func() (bool, error) {
 			_, closed := r.track.streams(r.server)
 			return closed >= opened, nil
 		})
 		check("the old stream closed", err == nil, errText(err))
-		if err := r.proxy.Start(sctx); err != nil {
+		if err := r.startProxy(sctx); err != nil {
 			return nil, err
 		}
 		r.say("  %s restarted", r.proxy.Kind())
-		err = r.track.waitFor(sctx, "new stream", func() (bool, error) {
+		err = r.wait(sctx, "new stream", func() (bool, error) {
 			o, _ := r.track.streams(r.server)
 			return o > opened, nil
 		})
 		check("a new stream opened", err == nil, errText(err))
 	case scenario.RestartControlPlane:
-		if err := r.restartControlPlane(sctx, st, state, cp, check); err != nil {
+		after, err := r.restartControlPlane(sctx, st, state, cp, check)
+		if err != nil {
 			return nil, err
 		}
+		st = after
 	}
 
 	// Protocol: the client accepted the state (or NACKed the rejected type).
 	set := r.cp.FrontEnd().Current()
 	if st.Expect.Rejected != "" {
 		key := st.Name + "/" + st.Expect.Rejected
-		err := r.track.waitFor(sctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
+		err := r.wait(sctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
 		check(fmt.Sprintf("the client NACKs %s", st.Expect.Rejected), err == nil, errText(err))
 		if err == nil {
 			r.say("  %s NACKed: %s", st.Expect.Rejected, nackReason(r.track.firstNackError(st.Name)))
 		}
 	}
-	err = r.track.waitFor(sctx, "accepted", func() (bool, error) { return r.accepted(set, prev, st.Expect.Rejected), nil })
+	err = r.wait(sctx, "accepted", func() (bool, error) { return r.accepted(set, prev, st.Expect.Rejected), nil })
 	check("the client accepted the published state", err == nil, errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.cp.Recorder().Status()))))
 	if firstErr != nil {
 		return finish()
@@ -131,6 +160,9 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 	}
 	if st.Action == scenario.RestartClient || st.Action == scenario.RestartControlPlane {
 		r.checkResubscribed(st, check)
+	}
+	if st.Action == scenario.RestartControlPlane && r.o.PublishDuringReconnect {
+		r.checkNewestOnly(st, prev, set, check)
 	}
 
 	// Data plane: poll with fresh request IDs until the expected answer or the deadline.
@@ -185,7 +217,7 @@ func (r *Run) checkRejected(ctx context.Context, st scenario.Step, prev map[stri
 	}
 	before, _ := strconv.Atoi(prev[statRDS+"update_rejected"])
 	var now map[string]string
-	err := r.track.waitFor(ctx, "update_rejected", func() (bool, error) {
+	err := r.wait(ctx, "update_rejected", func() (bool, error) {
 		s, err := r.proxy.Stats(ctx)
 		if err != nil {
 			return false, nil
@@ -237,18 +269,29 @@ func (r *Run) checkResubscribed(st scenario.Step, check func(string, bool, strin
 	}
 }
 
-func (r *Run) restartControlPlane(ctx context.Context, st scenario.Step, state resources.State, cp *Checkpoint, check func(string, bool, string)) error {
+// restartControlPlane stops the xDS server while the proxy keeps running, checks that the
+// proxy serves its last known good configuration during the outage (for Options.Outage,
+// with a request every OutageInterval), then starts a new server on the same port. It
+// returns the step as it must hold afterwards: with PublishDuringReconnect, the newest
+// of two states published while the proxy was disconnected.
+func (r *Run) restartControlPlane(ctx context.Context, st scenario.Step, state resources.State, cp *Checkpoint, check func(string, bool, string)) (scenario.Step, error) {
 	port := r.cp.Port()
 	opened, _ := r.track.streams(r.server)
+	envoyRuns := r.proxy.Kind() == "envoy"
+	var before map[string]string
+	if envoyRuns {
+		before, _ = r.proxy.Stats(ctx)
+	}
+	stopped := time.Now()
 	r.cp.Stop()
-	err := r.track.waitFor(ctx, "streams closed", func() (bool, error) {
+	err := r.wait(ctx, "streams closed", func() (bool, error) {
 		_, closed := r.track.streams(r.server)
 		return closed >= opened, nil
 	})
 	check("the old server's streams closed", err == nil, errText(err))
 	r.say("  control plane stopped")
-	if r.proxy.Kind() == "envoy" {
-		err := r.track.waitFor(ctx, statConnected+"=0", func() (bool, error) {
+	if envoyRuns {
+		err := r.wait(ctx, statConnected+"=0", func() (bool, error) {
 			s, err := r.proxy.Stats(ctx)
 			return err == nil && s[statConnected] == "0", nil
 		})
@@ -258,39 +301,172 @@ func (r *Run) restartControlPlane(ctx context.Context, st scenario.Step, state r
 	out, _, err := r.waitDataPlane(ctx, st)
 	cp.OutageRequest = &out
 	check("during the outage: "+describeExpect(st.Expect), err == nil, errOr(err, describeObs(out)))
-	// The restarted server republishes the same desired state under the same label: the
-	// label belongs to the desired state, not to the server process.
+	outage := &Outage{}
+	cp.Outage = outage
+	if r.o.Outage > 0 {
+		r.holdOutage(ctx, st, stopped, outage, check)
+	}
+	if envoyRuns {
+		if s, err := r.proxy.Stats(ctx); err == nil {
+			outage.ConnectFailures = atoi(s[statXDSConnectFail]) - atoi(before[statXDSConnectFail])
+			if r.o.Outage > 0 {
+				check("Envoy stayed disconnected for the whole outage (connected_state 0)", s[statConnected] == "0",
+					fmt.Sprintf("connected_state %s; %d reconnect attempt(s) failed", s[statConnected], outage.ConnectFailures))
+			}
+		}
+	}
+	after := st
+	var release func() error
+	if r.o.PublishDuringReconnect {
+		// Keep the proxy from reconnecting until both states are in place, so that the
+		// newest state is the only one it can be offered.
+		if release, err = r.proxy.Hold(ctx); err != nil {
+			return st, err
+		}
+		defer func() { _ = release() }()
+	}
 	if err := r.startControlPlane(port); err != nil {
-		return err
+		return st, err
 	}
+	outage.DurationMS = float64(time.Since(stopped).Microseconds()) / 1000
 	r.setStep(st.Name)
-	if _, err := r.cp.Publish(ctx, state); err != nil {
-		return err
+	if !r.o.PublishDuringReconnect {
+		// The restarted server republishes the same desired state under the same label:
+		// the label belongs to the desired state, not to the server process.
+		if _, err := r.cp.Publish(ctx, state); err != nil {
+			return st, err
+		}
+		cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
+		cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.server, state.Version)
+		r.say("  control plane restarted (server %d), republished version %s", r.server, state.Version)
+	} else {
+		inter, newest := state, state
+		inter.Version, inter.InventoryRemoved = state.Version+".1", true
+		newest.Version = state.Version + ".2"
+		for _, b := range r.backends.all() {
+			if b.Name() == string(scenario.V2) {
+				newest.InventoryPort = b.Port()
+			}
+		}
+		for _, s := range []resources.State{inter, newest} {
+			if _, err := r.cp.Publish(ctx, s); err != nil {
+				return st, err
+			}
+		}
+		cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
+		r.state = newest
+		if err := release(); err != nil {
+			return st, err
+		}
+		cp.Version = newest.Version
+		cp.VersionNote = fmt.Sprintf("while the proxy was disconnected the restarted server (server %d) published %q (cluster removed) and then %q (endpoint on v2); the proxy was held until both were in place",
+			r.server, inter.Version, newest.Version)
+		r.say("  control plane restarted (server %d); published %s then %s while the proxy was disconnected", r.server, inter.Version, newest.Version)
+		after.Desired = scenario.Desired{Version: newest.Version, Backend: scenario.V2}
+		after.Expect = scenario.Expect{Status: 200, Backend: scenario.V2}
 	}
-	cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
-	cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.server, state.Version)
-	r.say("  control plane restarted (server %d), republished version %s", r.server, state.Version)
-	if r.proxy.Kind() == "envoy" {
-		err := r.track.waitFor(ctx, statConnected+"=1", func() (bool, error) {
+	if envoyRuns {
+		err := r.wait(ctx, statConnected+"=1", func() (bool, error) {
 			s, err := r.proxy.Stats(ctx)
 			return err == nil && s[statConnected] == "1", nil
 		})
 		check("Envoy reconnected (connected_state 1)", err == nil, errText(err))
 	}
-	return nil
+	return after, nil
 }
 
+// holdOutage keeps the control plane down until Options.Outage has passed since it
+// stopped, sending a request every OutageInterval; each must be answered from the last
+// known good configuration.
+func (r *Run) holdOutage(ctx context.Context, st scenario.Step, stopped time.Time, out *Outage, check func(string, bool, string)) {
+	deadline := stopped.Add(r.o.Outage)
+	for n := 1; ; n++ {
+		obs, ok := r.observe(ctx, st, fmt.Sprintf("outage-%d", n))
+		if len(out.Requests) < maxOutageRequests {
+			out.Requests = append(out.Requests, obs)
+		}
+		if ok {
+			out.Served++
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 || ctx.Err() != nil {
+			break
+		}
+		t := time.NewTimer(min(wait, r.o.OutageInterval))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	r.say("  outage %s: %d/%d request(s) answered %s", r.o.Outage, out.Served, len(out.Requests), describeExpect(st.Expect))
+	check(fmt.Sprintf("for the whole outage (%s) every request was answered %s (last known good)", r.o.Outage, describeExpect(st.Expect)),
+		len(out.Requests) > 0 && out.Served == len(out.Requests), fmt.Sprintf("%d of %d", out.Served, len(out.Requests)))
+}
+
+// checkNewestOnly confirms from xds.log that a proxy reconnecting after two publishes got
+// only the newest state: no send of the intermediate label, every first ACK on the new
+// server is of the newest label, and (delta) only resources that differ from what the
+// proxy ran were sent.
+func (r *Run) checkNewestOnly(st scenario.Step, ran, newest *resources.Set, check func(string, bool, string)) {
+	inter := strings.TrimSuffix(newest.Version, ".2") + ".1"
+	n := r.track.sentVersionCount(r.server, inter)
+	check(fmt.Sprintf("no send on the new server carried the intermediate version %q", inter), n == 0, fmt.Sprintf("%d send(s)", n))
+	acks := r.track.firstAcks(r.server)
+	var wrong []string
+	for t, v := range acks {
+		if v != newest.Version {
+			wrong = append(wrong, t+"="+v)
+		}
+	}
+	slices.Sort(wrong)
+	check(fmt.Sprintf("the first ACK of every type on the new server is of the newest version %q", newest.Version), len(acks) > 0 && len(wrong) == 0,
+		fmt.Sprintf("%d type(s) ACKed; other versions: %s", len(acks), strings.Join(wrong, ",")))
+	sent := r.track.sentResources(r.server)
+	var want []string
+	for _, t := range resources.Types {
+		old := ran.Hashes(t)
+		for _, res := range newest.ByType[t] {
+			if r.o.Mode == xdslog.ModeSotW || old[res.Name] != res.Hash {
+				want = append(want, string(t)+"/"+res.Name)
+			}
+		}
+	}
+	slices.Sort(want)
+	what := "the new server sent exactly the resources that differ from what the proxy ran"
+	if r.o.Mode == xdslog.ModeSotW {
+		what = "the new SotW server sent the whole newest state (every type, once)"
+	}
+	check(what, slices.Equal(sent, want), fmt.Sprintf("sent %v, want %v", sent, want))
+}
+
+// observe sends one request through the proxy and records it in xds.log; ok says whether
+// it got the step's expected answer.
+func (r *Run) observe(ctx context.Context, st scenario.Step, tag string) (Observation, bool) {
+	obs := r.proxy.Request(ctx, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, st.Name, r.server, tag))
+	ok := matches(obs, st.Expect, r.proxy.Kind() == "envoy")
+	if obs.Answered.IsZero() {
+		obs.Answered = time.Now().UTC() // connection failures and the simulated client
+	}
+	r.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
+		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(st.Expect), Correct: &ok})
+	return obs, ok
+}
+
+// waitDataPlane polls with fresh request IDs until the expected answer or the deadline.
+// Answers that did not match are kept in the step's checkpoint (Misses).
 func (r *Run) waitDataPlane(ctx context.Context, st scenario.Step) (Observation, int, error) {
 	var (
 		obs      Observation
 		attempts int
 	)
-	err := r.track.waitFor(ctx, describeExpect(st.Expect), func() (bool, error) {
+	err := r.wait(ctx, describeExpect(st.Expect), func() (bool, error) {
 		attempts++
-		obs = r.proxy.Request(ctx, fmt.Sprintf("%s-%s-%d-%d", r.o.Mode, st.Name, r.server, attempts))
-		ok := matches(obs, st.Expect, r.proxy.Kind() == "envoy")
-		r.rec.Emit(xdslog.Event{Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
-			Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(st.Expect), Correct: &ok})
+		var ok bool
+		obs, ok = r.observe(ctx, st, strconv.Itoa(attempts))
+		if !ok && r.cur != nil && len(r.cur.cp.Misses) < maxMisses {
+			r.cur.cp.Misses = append(r.cur.cp.Misses, obs)
+		}
 		return ok, nil
 	})
 	return obs, attempts, err
@@ -349,6 +525,9 @@ func describeObs(o Observation) string {
 	if o.Upstream != "" {
 		fmt.Fprintf(&b, " upstream %s", o.Upstream)
 	}
+	if o.Class != "" && o.Class != ClassServed && o.Status != 0 {
+		fmt.Fprintf(&b, " [%s]", o.Class)
+	}
 	if o.Simulated {
 		b.WriteString(" (SIMULATED)")
 	} else {
@@ -363,6 +542,7 @@ func (r *Run) collect(ctx context.Context, st scenario.Step, cp *Checkpoint) {
 	defer cancel()
 	cp.Accepted = r.cp.Recorder().Status()
 	cp.NacksInStep = r.track.nackCount(st.Name)
+	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
 	if r.proxy.Kind() != "envoy" {
@@ -387,7 +567,7 @@ func xdsStats(all map[string]string) map[string]string {
 	suffixes := []string{"update_attempt", "update_success", "update_failure", "update_rejected", "version_text", "version"}
 	out := map[string]string{}
 	for k, v := range all {
-		if k == statConnected {
+		if k == statConnected || k == statXDSConnectFail {
 			out[k] = v
 			continue
 		}

@@ -133,7 +133,9 @@ func (r *Recorder) Err() error {
 }
 
 func (r *Recorder) emitLocked(e Event) {
-	e.TS = r.now().UTC()
+	if e.TS.IsZero() || e.Event != EventDataPlane {
+		e.TS = r.now().UTC()
+	}
 	e.Mode = r.mode
 	e.Step = r.step
 	e.Server = r.server
@@ -155,6 +157,8 @@ func (r *Recorder) emitLocked(e Event) {
 }
 
 // Emit writes an event that carries no protocol state (step markers, data-plane results).
+// A data-plane event keeps a TS set by the caller: the time its response arrived, which
+// precedes the evidence lookups done before it is written.
 func (r *Recorder) Emit(e Event) {
 	if r == nil {
 		return

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	seen := map[int]bool{}
+	var out []int
+	for len(out) < n {
+		p, err := loopback.FreePort()
+		require.NoError(t, err)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runArgs are `lab run` flags on free ports, writing to out.
+func runArgs(t *testing.T, client, out string) []string {
+	p := freePorts(t, 4)
+	return []string{"run", "--mode=sotw", "--client=" + client, "--out", out,
+		"--xds-addr", loopback.Addr(p[0]), "--listener-port", strconv.Itoa(p[1]), "--admin-port", "0",
+		"--inventory-ports", fmt.Sprintf("%d,%d", p[2], p[3])}
+}
+
+// withFlag replaces (or appends) one flag's value in args.
+func withFlag(args []string, flag, value string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if out[i] == flag && i+1 < len(out) {
+			out[i+1] = value
+			return out
+		}
+	}
+	return append(out, flag, value)
+}
+
+// TestRunRefusesBadAddressesAndPorts: non-loopback addresses, addresses where a port is
+// expected and ports outside 1-65535 are refused before anything starts, in one line,
+// and no run directory is created.
+func TestRunRefusesBadAddressesAndPorts(t *testing.T) {
+	for name, c := range map[string]struct {
+		flag, value, want string
+	}{
+		"xds any":           {"--xds-addr", "0.0.0.0:18000", "not loopback"},
+		"xds lan":           {"--xds-addr", "192.168.1.1:18000", "not loopback"},
+		"xds localhost":     {"--xds-addr", "localhost:18000", "not loopback"},
+		"xds ipv6":          {"--xds-addr", "[::1]:18000", "not loopback"},
+		"xds no port":       {"--xds-addr", "127.0.0.1", "missing port"},
+		"xds port 0":        {"--xds-addr", "127.0.0.1:0", "outside 1-65535"},
+		"xds port high":     {"--xds-addr", "127.0.0.1:65536", "outside 1-65535"},
+		"listener address":  {"--listener-port", "0.0.0.0:19000", "the host is always 127.0.0.1"},
+		"listener loopback": {"--listener-port", "127.0.0.1:19000", "give only the port"},
+		"listener 0":        {"--listener-port", "0", "outside 1-65535"},
+		"listener high":     {"--listener-port", "65536", "outside 1-65535"},
+		"listener negative": {"--listener-port", "-1", "outside 1-65535"},
+		"listener word":     {"--listener-port", "http", "not a number"},
+		"admin address":     {"--admin-port", "0.0.0.0:9901", "the host is always 127.0.0.1"},
+		"admin high":        {"--admin-port", "70000", "outside 1-65535"},
+		"admin negative":    {"--admin-port", "-5", "outside 1-65535"},
+		"inventory high":    {"--inventory-ports", "18080,65536", "outside 1-65535"},
+		"inventory zero":    {"--inventory-ports", "0,18081", "outside 1-65535"},
+		"inventory one":     {"--inventory-ports", "18080", "two ports"},
+		"inventory address": {"--inventory-ports", "0.0.0.0:18080,18081", "invalid argument"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			args := withFlag(runArgs(t, "sim", out), c.flag, c.value)
+			stdout, _, err := runLabArgs(t, args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.NoDirExists(t, out, "nothing is created for a bad flag")
+			assert.NotContains(t, stdout, "step", "nothing started")
+		})
+	}
+}
+
+// TestRunPortInUse: a port already taken gives a one-line error naming the port, before
+// the run directory is created; so does a port given twice.
+func TestRunPortInUse(t *testing.T) {
+	hold := func(t *testing.T) int {
+		l, err := loopback.Listen(0)
+		require.NoError(t, err)
+		t.Cleanup(func() { l.Close() })
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	cases := map[string]struct {
+		client string
+		flag   string
+		value  func(p int) string
+		what   string
+	}{
+		"xds":          {"sim", "--xds-addr", func(p int) string { return loopback.Addr(p) }, "xDS server port"},
+		"inventory v2": {"sim", "--inventory-ports", func(p int) string { return fmt.Sprintf("%d,%d", freePorts(t, 1)[0], p) }, "inventory v2 port"},
+		"listener":     {"envoy", "--listener-port", strconv.Itoa, "Envoy listener port"},
+		"admin":        {"envoy", "--admin-port", strconv.Itoa, "Envoy admin port"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if c.client == "envoy" {
+				envoy.RequireOrSkip(t)
+			}
+			port := hold(t)
+			out := filepath.Join(t.TempDir(), "run")
+			_, _, err := runLabArgs(t, withFlag(runArgs(t, c.client, out), c.flag, c.value(port))...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%s %d is not free", c.what, port))
+			assert.Contains(t, err.Error(), "address already in use")
+			assert.NotContains(t, err.Error(), "\n")
+			assert.NoDirExists(t, out)
+		})
+	}
+	t.Run("twice", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "run")
+		p := freePorts(t, 1)[0]
+		args := withFlag(withFlag(runArgs(t, "sim", out), "--xds-addr", loopback.Addr(p)), "--inventory-ports", fmt.Sprintf("%d,%d", p, freePorts(t, 1)[0]))
+		_, _, err := runLabArgs(t, args...)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), fmt.Sprintf("port %d is given twice", p))
+		assert.NoDirExists(t, out)
+	})
+}
+
+// buildLab builds the lab binary into dir.
+func buildLab(t *testing.T, dir string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "lab")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// startLab runs the binary with args and returns the process; its output goes to out.
+func startLab(t *testing.T, bin string, args []string) (*exec.Cmd, *syncBuf) {
+	t.Helper()
+	out := &syncBuf{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, out
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFile polls until path exists or the deadline passes.
+func waitFile(t *testing.T, path string, within time.Duration, out *syncBuf) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}, within, 5*time.Millisecond, "%s never appeared; output:\n%s", path, out)
+}
+
+// waitExit waits for cmd with a deadline, killing it if it does not exit.
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("lab did not exit within %s", within)
+		return nil
+	}
+}
+
+// children returns the pids whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok && strings.TrimSpace(v) == strconv.Itoa(pid) {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// adminAddressDir is the directory of Envoy's --admin-address-path in pid's command line.
+func adminAddressDir(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	args := strings.Split(string(b), "\x00")
+	for i, a := range args {
+		if a == "--admin-address-path" && i+1 < len(args) && strings.Contains(args[i+1], "lab-envoy-") {
+			return filepath.Dir(args[i+1])
+		}
+	}
+	return ""
+}
+
+// processesMentioning returns the live (non-zombie) processes whose command line
+// contains s (the run directory: Envoy's bootstrap and logs live there).
+func processesMentioning(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(s)) {
+			continue
+		}
+		out = append(out, e.Name()+": "+string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// assertNoProcessesLeft polls until no process mentions dir and none of pids lives.
+func assertNoProcessesLeft(t *testing.T, dir string, pids []int) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		for _, p := range pids {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil {
+				return false
+			}
+		}
+		return len(processesMentioning(dir)) == 0
+	}, 15*time.Second, 20*time.Millisecond, "child processes left: %v", processesMentioning(dir))
+}
+
+// assertEvidenceWhole parses what a stopped run left: every *.json file, and every line
+// of the JSON-lines logs except possibly an unfinished last one. It returns the number
+// of leftover temporary files.
+func assertEvidenceWhole(t *testing.T, dir string) (tmps int) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		switch {
+		case strings.Contains(name, ".tmp-"):
+			tmps++
+		case strings.HasSuffix(name, ".json"):
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, json.Valid(b), "%s is whole JSON", name)
+		case name == "xds.log" || strings.HasPrefix(name, "inventory-"):
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			lines := bytes.Split(b, []byte("\n"))
+			for i, l := range lines {
+				last := i == len(lines)-1
+				if len(l) == 0 || last { // the last piece has no newline: it may be cut
+					continue
+				}
+				assert.True(t, json.Valid(l), "%s line %d parses: %.120s", name, i+1, l)
+			}
+		}
+	}
+	return tmps
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+// TestRunSignals builds the lab binary and stops `lab run` against real Envoy from the
+// outside. SIGINT at a step leaves envoy.result "FAIL: interrupted at <step>", run.exit
+// 130, whole evidence files and no child process. SIGKILL between steps leaves whole
+// JSON files, an xds.log whose every line but possibly the last parses, at most one
+// temporary file, and no Envoy (it dies with its parent).
+func TestRunSignals(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	bin := buildLab(t, t.TempDir())
+
+	for _, after := range []string{"initial", "reconnected"} {
+		t.Run("SIGINT after "+after, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			cmd, out := startLab(t, bin, runArgs(t, "envoy", dir))
+			waitFile(t, filepath.Join(dir, after+".json"), 60*time.Second, out)
+			kids := children(cmd.Process.Pid)
+			require.NotEmpty(t, kids, "Envoy runs as a child of lab")
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			err := waitExit(t, cmd, 30*time.Second)
+			require.Error(t, err, "an interrupted run does not exit 0; output:\n%s", out)
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr)
+			assert.Equal(t, 130, exitErr.ExitCode(), "the process exits 130, like run.exit")
+			t.Logf("output:\n%s", out)
+
+			var sum runner.Summary
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &sum))
+			require.NotEmpty(t, sum.Steps)
+			lastStep := sum.Steps[len(sum.Steps)-1]
+			assert.Equal(t, "interrupted", lastStep.Failure, "the step in progress is marked interrupted: %+v", sum.Steps)
+			want := "FAIL: interrupted at " + lastStep.Name
+			assert.Equal(t, want, readTrim(t, filepath.Join(dir, "envoy.result")))
+			assert.Equal(t, want, sum.Result)
+			assert.Equal(t, "130", readTrim(t, filepath.Join(dir, "run.exit")))
+			names := make([]string, len(sum.Steps))
+			for i, s := range sum.Steps {
+				names[i] = s.Name
+			}
+			assert.NotContains(t, names[:len(names)-1], lastStep.Name)
+			assert.FileExists(t, filepath.Join(dir, after+".json"), "files written before the signal stay")
+			assert.Zero(t, assertEvidenceWhole(t, dir), "no temporary file left after a clean stop")
+			ev, st, err := xdslog.ReadFile(dir)
+			require.NoError(t, err)
+			assert.Zero(t, st.Skipped, st.FirstSkip)
+			assert.NotEmpty(t, ev)
+			assertNoProcessesLeft(t, dir, kids)
+		})
+	}
+
+	t.Run("SIGKILL between steps", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "run")
+		cmd, out := startLab(t, bin, runArgs(t, "envoy", dir))
+		waitFile(t, filepath.Join(dir, "updated.json"), 60*time.Second, out)
+		kids := children(cmd.Process.Pid)
+		require.NotEmpty(t, kids)
+		for _, k := range kids {
+			// lab cannot remove Envoy's temporary admin-address directory once killed.
+			if dir := adminAddressDir(k); dir != "" {
+				t.Cleanup(func() { os.RemoveAll(dir) })
+			}
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = waitExit(t, cmd, 30*time.Second)
+		assert.LessOrEqual(t, assertEvidenceWhole(t, dir), 1, "at most the one file being written")
+		assert.FileExists(t, filepath.Join(dir, "initial.json"))
+		assert.FileExists(t, filepath.Join(dir, "run.json"))
+		f, err := os.Open(filepath.Join(dir, "xds.log"))
+		require.NoError(t, err)
+		defer f.Close()
+		n := 0
+		for sc := bufio.NewScanner(f); sc.Scan(); n++ {
+		}
+		assert.Positive(t, n)
+		assertNoProcessesLeft(t, dir, kids)
+	})
+}
+
+// TestBootstrapLoopbackOnly: `lab bootstrap` refuses non-loopback or out-of-range
+// addresses in one line and prints nothing; what it prints points Envoy at 127.0.0.1 only
+// (admin listener and control plane).
+func TestBootstrapLoopbackOnly(t *testing.T) {
+	for name, args := range map[string][]string{
+		"xds any":       {"--xds-addr", "0.0.0.0:18000"},
+		"xds ipv6 any":  {"--xds-addr", "[::]:18000"},
+		"xds localhost": {"--xds-addr", "localhost:18000"},
+		"xds lan":       {"--xds-addr", "10.0.0.1:18000"},
+		"xds port":      {"--xds-addr", "127.0.0.1:70000"},
+		"admin address": {"--admin-port", "0.0.0.0:9901"},
+		"admin high":    {"--admin-port", "65536"},
+		"admin neg":     {"--admin-port", "-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, _, err := runLabArgs(t, append([]string{"bootstrap", "--mode", "delta"}, args...)...)
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Empty(t, out)
+		})
+	}
+	for _, mode := range []string{"sotw", "delta"} {
+		out, _, err := runLabArgs(t, "bootstrap", "--mode", mode, "--admin-port", "0")
+		require.NoError(t, err)
+		var addrs int
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "address: "); ok {
+				addrs++
+				assert.Equal(t, "127.0.0.1", strings.Trim(v, `"`), "%s bootstrap: %s", mode, line)
+			}
+		}
+		assert.Equal(t, 2, addrs, "admin and xds_cluster addresses")
+	}
+}

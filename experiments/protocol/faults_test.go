@@ -1,0 +1,203 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// newControlPlaneHarness is the harness on a real control plane (gRPC on 127.0.0.1:0
+// with the default limits), so the limits and refusals `lab serve` and `lab run` have are
+// the ones under test.
+func newControlPlaneHarness(t *testing.T, v variant) *harness {
+	t.Helper()
+	leakcheck.Verify(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy})
+	require.NoError(t, err)
+	h.fe, h.addr = cp.FrontEnd(), cp.Addr()
+	t.Cleanup(func() {
+		cancel()
+		cp.Stop()
+	})
+	return h
+}
+
+// garbageStream is one raw ADS stream of either protocol.
+type garbageStream struct {
+	mode  string
+	sotw  discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	delta discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+}
+
+func (h *harness) rawStream(ctx context.Context) *garbageStream {
+	h.t.Helper()
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.dial())
+	g := &garbageStream{mode: h.v.mode}
+	var err error
+	if h.v.mode == xdslog.ModeSotW {
+		g.sotw, err = ads.StreamAggregatedResources(ctx)
+	} else {
+		g.delta, err = ads.DeltaAggregatedResources(ctx)
+	}
+	require.NoError(h.t, err)
+	return g
+}
+
+// send sends a request for typeURL: names (SotW resource_names, delta subscribe), the
+// response nonce and, in SotW, version_info.
+func (g *garbageStream) send(typeURL string, names []string, nonce, version string) error {
+	if g.sotw != nil {
+		return g.sotw.Send(&discovery.DiscoveryRequest{Node: nodeProto(), TypeUrl: typeURL, ResourceNames: names, ResponseNonce: nonce, VersionInfo: version})
+	}
+	return g.delta.Send(&discovery.DeltaDiscoveryRequest{Node: nodeProto(), TypeUrl: typeURL, ResourceNamesSubscribe: names, ResponseNonce: nonce})
+}
+
+// recv returns the next response's nonce and resource count, or the stream's error.
+func (g *garbageStream) recv() (nonce, version string, n int, err error) {
+	if g.sotw != nil {
+		r, err := g.sotw.Recv()
+		return r.GetNonce(), r.GetVersionInfo(), len(r.GetResources()), err
+	}
+	r, err := g.delta.Recv()
+	return r.GetNonce(), r.GetSystemVersionInfo(), len(r.GetResources()), err
+}
+
+// stillServes publishes a new state and waits for the well-behaved client to accept it:
+// the control plane keeps serving the other streams.
+func stillServes(h *harness, c *simclient.Client, version string, port int) {
+	h.t.Helper()
+	set := h.publish("after-"+version, resources.State{Version: version, InventoryPort: port})
+	h.waitClient(c, "the good stream accepts "+version, func(s simclient.State) bool { return acceptedHashes(s, set) })
+}
+
+// names returns n distinct resource names of about width bytes.
+func names(n, width int) []string {
+	out := make([]string, n)
+	for i := range out {
+		s := fmt.Sprintf("garbage-%d-", i)
+		out[i] = s + strings.Repeat("x", max(0, width-len(s)))
+	}
+	return out
+}
+
+// TestGarbageOnTheStream: a client that sends garbage on its ADS stream (an unknown type
+// URL, a response nonce from the future, a name list over the request size limit, a
+// large but legal name list) gets an answer or a clear status on that stream; the event
+// is in xds.log; and the control plane keeps serving a well-behaved client on another
+// stream throughout.
+func TestGarbageOnTheStream(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newControlPlaneHarness(t, v)
+			h.publish("garbage", resources.State{Version: "1", InventoryPort: portV1})
+			good, err := simclient.New(v.mode, "")
+			require.NoError(t, err)
+			stop := h.connect(good)
+			defer stop()
+			h.waitClient(good, "the good client's initial state", func(s simclient.State) bool { return s.VersionInfo[resources.EDS] == "1" })
+
+			t.Run("unknown type URL", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				const url = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+				h.rec.SetStep("unknown-type")
+				g := h.rawStream(ctx)
+				require.NoError(t, g.send(url, nil, "", ""))
+				_, _, _, err := g.recv()
+				require.Error(t, err)
+				assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+				assert.Contains(t, status.Convert(err).Message(), `unsupported type URL "`+url+`"`)
+				ev := h.waitLog("refused", func(ev []xdslog.Event) bool {
+					return len(filter(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventRefused && strings.Contains(e.Error, url) })) == 1
+				})
+				ref := filter(ev, of("unknown-type", xdslog.EventRefused))
+				require.Len(t, ref, 1)
+				h.waitLog("its stream closed", func(ev []xdslog.Event) bool {
+					return len(filter(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose && e.Stream == ref[0].Stream })) == 1
+				})
+				stillServes(h, good, "2", portV2)
+			})
+
+			t.Run("nonce from the future", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				h.rec.SetStep("future-nonce")
+				g := h.rawStream(ctx)
+				require.NoError(t, g.send(resources.LDS.URL(), nil, "", ""))
+				nonce, version, n, err := g.recv()
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+				require.NoError(t, g.send(resources.LDS.URL(), nil, "999999", version), "feedback naming a nonce never sent")
+				require.NoError(t, g.send(resources.LDS.URL(), nil, nonce, version), "then a real ACK on the same stream")
+				ev := h.waitLog("the real ACK", func(ev []xdslog.Event) bool {
+					return len(filter(ev, func(e xdslog.Event) bool {
+						return e.Event == xdslog.EventAck && e.Nonce == nonce && e.Type == "LDS" && e.Step == "future-nonce"
+					})) >= 1
+				})
+				un := filter(ev, of("future-nonce", xdslog.EventUnmatched))
+				require.Len(t, un, 1, "recorded as unmatched, never guessed to be an ACK")
+				assert.Equal(t, "LDS", un[0].Type)
+				assert.Empty(t, filter(ev, func(e xdslog.Event) bool {
+					return (e.Event == xdslog.EventAck || e.Event == xdslog.EventNack) && e.Nonce == "999999"
+				}))
+				// The stream is still open: it answers a new subscription.
+				require.NoError(t, g.send(resources.CDS.URL(), nil, "", ""))
+				_, _, n, err = g.recv()
+				require.NoError(t, err, "the stream still serves after the bogus nonce")
+				assert.Equal(t, 1, n)
+				stillServes(h, good, "3", portV1)
+			})
+
+			t.Run("name list over the size limit", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				h.rec.SetStep("over-limit")
+				g := h.rawStream(ctx)
+				huge := names(90_000, 60) // about 5.5 MB, over the 4 MiB request limit
+				require.NoError(t, g.send(resources.EDS.URL(), huge, "", ""))
+				_, _, _, err := g.recv()
+				require.Error(t, err)
+				assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+				h.waitLog("refused for its size", func(ev []xdslog.Event) bool {
+					ref := filter(ev, of("over-limit", xdslog.EventRefused))
+					return len(ref) == 1 && strings.Contains(ref[0].Error, "--max-recv-msg-bytes")
+				})
+				stillServes(h, good, "4", portV2)
+			})
+
+			t.Run("large legal name list", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				h.rec.SetStep("large-list")
+				g := h.rawStream(ctx)
+				list := append(names(20_000, 40), resources.ClusterName) // about 1 MB
+				require.NoError(t, g.send(resources.EDS.URL(), list, "", ""))
+				_, version, n, err := g.recv()
+				require.NoError(t, err, "answered: the one name that exists")
+				assert.Equal(t, 1, n)
+				assert.Equal(t, "4", version)
+				h.waitLog("the subscription", func(ev []xdslog.Event) bool {
+					req := filter(ev, ofType("large-list", xdslog.EventRequest, "EDS"))
+					return len(req) == 1 && len(req[0].Names) == len(list)
+				})
+				stillServes(h, good, "5", portV1)
+			})
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// stepRun is the state of the step in progress that the waits share: where its checks
+// go, and whether the proxy already died in it.
+type stepRun struct {
+	cp    *Checkpoint
+	check func(what string, ok bool, detail string)
+	// fault, once set, is the step's failure: the proxy died again after its restart.
+	fault error
+}
+
+// errProxyExited stops a wait so that the runner can deal with the dead proxy.
+var errProxyExited = errors.New("proxy exited")
+
+// proxyDied reports whether the proxy is meant to run but its process has exited.
+func (r *Run) proxyDied() bool {
+	if !r.proxyUp {
+		return false
+	}
+	select {
+	case <-r.proxy.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
+// startProxy starts the proxy and marks it as meant to run.
+func (r *Run) startProxy(ctx context.Context) error {
+	if err := r.proxy.Start(ctx); err != nil {
+		return err
+	}
+	r.proxyUp = true
+	return nil
+}
+
+// stopProxy stops the proxy on purpose (its exit is then no fault).
+func (r *Run) stopProxy(ctx context.Context) error {
+	r.proxyUp = false
+	return r.proxy.Stop(ctx)
+}
+
+// wait is tracker.waitFor that also watches the proxy: when it dies unexpectedly the
+// exit is recorded (progress line and a check naming the exit status), the proxy is
+// restarted once and the wait goes on. A second death in the same step ends the wait
+// with an error naming both, and that error becomes the step's failure.
+func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) error {
+	for {
+		if r.cur != nil && r.cur.fault != nil {
+			return r.cur.fault
+		}
+		err := r.track.waitFor(ctx, what, func() (bool, error) {
+			if r.proxyDied() {
+				return false, errProxyExited
+			}
+			return cond()
+		})
+		if !errors.Is(err, errProxyExited) {
+			return err
+		}
+		if err := r.recoverProxy(ctx, what); err != nil {
+			return err
+		}
+	}
+}
+
+// recoverProxy handles an unexpected proxy exit noticed while waiting for what.
+func (r *Run) recoverProxy(ctx context.Context, what string) error {
+	exit := fmt.Sprintf("%s exited: %s", r.proxy.Kind(), exitText(r.proxy.ExitErr()))
+	// Reap the dead process's leftovers (its temporary admin-address directory); Stop
+	// returns at once for a process that has exited.
+	_ = r.stopProxy(ctx)
+	r.say("  %s (while waiting for %s)", exit, what)
+	cur := r.cur
+	if cur == nil {
+		// Not inside a step (cannot happen today: every wait runs in one).
+		return fmt.Errorf("%s while waiting for %s", exit, what)
+	}
+	if cur.cp.ProxyRestarts >= 1 {
+		cur.fault = fmt.Errorf("%s again while waiting for %s, after one restart in this step; not restarted again", exit, what)
+		cur.check(exit, false, cur.fault.Error())
+		r.say("  step fails: %v", cur.fault)
+		return cur.fault
+	}
+	cur.cp.ProxyRestarts++
+	if err := r.startProxy(ctx); err != nil {
+		cur.fault = fmt.Errorf("%s while waiting for %s, and the restart failed: %v", exit, what, err)
+		cur.check(exit, false, cur.fault.Error())
+		return cur.fault
+	}
+	// The exit was dealt with: the check holds if the step then completes.
+	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.proxy.PID()))
+	r.say("  %s restarted (pid %d); still waiting for %s", r.proxy.Kind(), r.proxy.PID(), what)
+	return nil
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
