@@ -1,0 +1,97 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+func publish(t *testing.T, p *Publisher, s resources.State) *resources.Set {
+	t.Helper()
+	set, err := resources.Build(s)
+	require.NoError(t, err)
+	require.NoError(t, p.Publish(context.Background(), set))
+	return set
+}
+
+func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
+	var buf bytes.Buffer
+	p := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID,
+		Recorder: xdslog.NewRecorder(&buf, xdslog.ModeSotW), Strategy: PerType}
+	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
+	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
+	publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
+	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
+	snap, err := p.Cache.GetSnapshot(resources.NodeID)
+	require.NoError(t, err)
+	assert.Equal(t, "3", snap.GetVersion(resources.RDS.URL()))
+	assert.Equal(t, "2", snap.GetVersion(resources.EDS.URL()))
+
+	ev, _, err := xdslog.Read(&buf)
+	require.NoError(t, err)
+	require.Len(t, ev, 3)
+	assert.Equal(t, []string{"EDS"}, ev[1].Changed)
+	assert.Equal(t, []string{"RDS"}, ev[2].Changed)
+	assert.Len(t, ev[0].Resources, 4)
+
+	u := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID, Strategy: Uniform}
+	publish(t, u, resources.State{Version: "1", InventoryPort: 18080})
+	publish(t, u, resources.State{Version: "2", InventoryPort: 18081})
+	assert.Equal(t, resources.UniformVersions("2"), u.Versions())
+}
+
+func TestDescribeHashesTheWireBytes(t *testing.T) {
+	p := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID}
+	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	r := set.ByType[resources.CDS][0]
+	b, err := cachev3.MarshalResource(r.Resource)
+	require.NoError(t, err)
+	name, hash := p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
+	assert.Equal(t, r.Name, name)
+	assert.Equal(t, r.Hash, hash)
+
+	// Content never published is named by decoding it.
+	other, err := resources.Build(resources.State{Version: "9", InventoryPort: 18080, Clusters: 1})
+	require.NoError(t, err)
+	b, err = cachev3.MarshalResource(other.ByType[resources.CDS][0].Resource)
+	require.NoError(t, err)
+	name, _ = p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
+	assert.Equal(t, "inventory-0000", name)
+	name, _ = p.Describe(&anypb.Any{TypeUrl: "type.googleapis.com/nope", Value: []byte{1}})
+	assert.Equal(t, "?undecodable", name)
+}
+
+func TestCheckTypeAndRefusal(t *testing.T) {
+	var buf bytes.Buffer
+	rec := xdslog.NewRecorder(&buf, xdslog.ModeDelta)
+	typ, err := CheckType(rec, 1, resources.EDS.URL())
+	require.NoError(t, err)
+	assert.Equal(t, resources.EDS, typ)
+	_, err = CheckType(rec, 1, "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret")
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+	err = RefuseProtocol(rec, "SotW stream", "use bootstrap/delta.yaml")
+	assert.Equal(t, codes.Unimplemented, status.Code(err))
+	ev, _, rerr := xdslog.Read(&buf)
+	require.NoError(t, rerr)
+	require.Len(t, ev, 2)
+	assert.Equal(t, xdslog.EventRefused, ev[0].Event)
+	assert.Contains(t, ev[0].Error, "Secret")
+	assert.Contains(t, ev[1].Error, "SotW stream refused")
+
+	_, err = ParseVersionStrategy("sometimes")
+	assert.Error(t, err)
+	s, err := ParseVersionStrategy("")
+	require.NoError(t, err)
+	assert.Equal(t, Uniform, s)
+}
