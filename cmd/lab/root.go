@@ -17,6 +17,7 @@ func newRootCmd() *cobra.Command {
 		newInventoryCmd(),
 		newCompareCmd(),
 		newRunCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TypeTally is what one step sent for one resource type.
+type TypeTally struct {
+	Responses int   `json:"responses"`
+	Resources int   `json:"resources"`
+	Redundant int   `json:"redundant"`
+	Removed   int   `json:"removed,omitempty"`
+	Bytes     int64 `json:"bytes"`
+}
+
+// stepTally is everything the recorder saw during one step (one publish).
+type stepTally struct {
+	byType   map[string]*TypeTally
+	lastSend time.Time
+	acks     int
+	nacks    int
+	nackErr  string
+	unmatch  int
+}
+
+type streamType struct {
+	stream int64
+	typ    string
+}
+
+// meter is the recorder's observer: it keeps running tallies of the xds.log events so the
+// bench can wait on convergence and read a step's figures without re-reading a log that
+// reaches hundreds of megabytes at N = 10,000. It runs under the recorder's lock, so it
+// only counts; anything slow happens in the waiters.
+type meter struct {
+	mu      sync.Mutex
+	changed chan struct{}
+
+	open      map[int64]bool
+	opened    int
+	requested map[int64]map[string]bool
+	// acked is, per stream and type, the sent version of the last ACKed response and
+	// when the ACK was observed.
+	acked map[streamType]ackSeen
+	steps map[string]*stepTally
+}
+
+type ackSeen struct {
+	version string
+	at      time.Time
+}
+
+func newMeter() *meter {
+	return &meter{
+		changed:   make(chan struct{}),
+		open:      map[int64]bool{},
+		requested: map[int64]map[string]bool{},
+		acked:     map[streamType]ackSeen{},
+		steps:     map[string]*stepTally{},
+	}
+}
+
+// observe is the xdslog.WithObserver hook. Times are taken here (monotonic clock), after
+// the recorder has written the line: for a send that is the moment the response is
+// handed to gRPC, since the library records immediately before sending.
+func (m *meter) observe(e xdslog.Event) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch e.Event {
+	case xdslog.EventStreamOpen:
+		m.open[e.Stream] = true
+		m.opened++
+	case xdslog.EventStreamClose:
+		delete(m.open, e.Stream)
+		delete(m.requested, e.Stream)
+	case xdslog.EventRequest:
+		if m.requested[e.Stream] == nil {
+			m.requested[e.Stream] = map[string]bool{}
+		}
+		m.requested[e.Stream][e.Type] = true
+	case xdslog.EventSend:
+		st := m.stepLocked(e.Step)
+		tt := st.byType[e.Type]
+		if tt == nil {
+			tt = &TypeTally{}
+			st.byType[e.Type] = tt
+		}
+		tt.Responses++
+		tt.Resources += len(e.Resources)
+		tt.Removed += len(e.Removed)
+		tt.Bytes += int64(e.Bytes)
+		for _, r := range e.Resources {
+			if r.IsRedundant() {
+				tt.Redundant++
+			}
+		}
+		st.lastSend = now
+	case xdslog.EventAck:
+		m.stepLocked(e.Step).acks++
+		m.acked[streamType{e.Stream, e.Type}] = ackSeen{version: e.SentVersion, at: now}
+	case xdslog.EventNack:
+		st := m.stepLocked(e.Step)
+		st.nacks++
+		if st.nackErr == "" {
+			st.nackErr = e.Error
+		}
+	case xdslog.EventUnmatched:
+		m.stepLocked(e.Step).unmatch++
+	default:
+		return
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *meter) stepLocked(step string) *stepTally {
+	st, ok := m.steps[step]
+	if !ok {
+		st = &stepTally{byType: map[string]*TypeTally{}}
+		m.steps[step] = st
+	}
+	return st
+}
+
+// wait blocks until cond (called with the meter locked) holds or ctx ends.
+func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
+	for {
+		m.mu.Lock()
+		ok := cond()
+		ch := m.changed
+		m.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// waitSubscribed waits until k streams are open and each has asked for clusters, the
+// first thing Envoy (and the simulated clients) request.
+func (m *meter) waitSubscribed(ctx context.Context, k int) error {
+	return m.wait(ctx, fmt.Sprintf("%d client stream(s) to request CDS", k), func() bool {
+		if len(m.open) < k {
+			return false
+		}
+		n := 0
+		for s := range m.open {
+			if m.requested[s]["CDS"] {
+				n++
+			}
+		}
+		return n >= k
+	})
+}
+
+// waitConverged waits until k streams are open and every one has ACKed a response of
+// version for each of types; it returns when the last of those ACKs was observed. A NACK
+// in step ends the wait at once: the bench publishes only valid states, so a NACK is a
+// failure, and waiting for the deadline would only hide it.
+func (m *meter) waitConverged(ctx context.Context, step string, k int, version string, types []string) (time.Time, error) {
+	var (
+		last    time.Time
+		nackErr string
+	)
+	err := m.wait(ctx, fmt.Sprintf("%d client(s) to ACK version %s of %v", k, version, types), func() bool {
+		if st, ok := m.steps[step]; ok && st.nacks > 0 {
+			nackErr = st.nackErr
+			return true
+		}
+		if len(m.open) < k {
+			return false
+		}
+		last = time.Time{}
+		for s := range m.open {
+			for _, t := range types {
+				a, ok := m.acked[streamType{s, t}]
+				if !ok || a.version != version {
+					return false
+				}
+				if a.at.After(last) {
+					last = a.at
+				}
+			}
+		}
+		return true
+	})
+	if err == nil && nackErr != "" {
+		return time.Time{}, fmt.Errorf("a client NACKed version %s: %s", version, nackErr)
+	}
+	return last, err
+}
+
+// stepView is a copy of one step's tallies.
+type stepView struct {
+	ByType    map[string]TypeTally
+	LastSend  time.Time
+	Acks      int
+	Nacks     int
+	NackError string
+	Unmatched int
+}
+
+// step returns a copy of one step's tallies.
+func (m *meter) step(name string) stepView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := stepView{ByType: map[string]TypeTally{}}
+	st, ok := m.steps[name]
+	if !ok {
+		return v
+	}
+	for t, tt := range st.byType {
+		v.ByType[t] = *tt
+	}
+	v.LastSend, v.Acks, v.Nacks, v.NackError, v.Unmatched = st.lastSend, st.acks, st.nacks, st.nackErr, st.unmatch
+	return v
+}
+
+// streamsOpened is how many streams opened since the meter started.
+func (m *meter) streamsOpened() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.opened
+}

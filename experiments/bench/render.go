@@ -1,0 +1,367 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// table is one block of the report, rendered as text (terminal) or Markdown (bench.md)
+// from the same rows, so the two never disagree.
+type table struct {
+	title string
+	note  string
+	head  []string
+	rows  [][]string
+}
+
+func (t table) text(w io.Writer) {
+	fmt.Fprintf(w, "\n%s\n", t.title)
+	if t.note != "" {
+		fmt.Fprintf(w, "%s\n", t.note)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(t.head, "\t")+"\t")
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	_ = tw.Flush()
+}
+
+func (t table) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "\n### %s\n\n", t.title)
+	if t.note != "" {
+		fmt.Fprintf(b, "%s\n\n", t.note)
+	}
+	b.WriteString("| " + strings.Join(t.head, " | ") + " |\n")
+	sep := make([]string, len(t.head))
+	for i := range sep {
+		sep[i] = "---:"
+		if i < 2 {
+			sep[i] = "---"
+		}
+	}
+	b.WriteString("| " + strings.Join(sep, " | ") + " |\n")
+	for _, r := range t.rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+// fmtBytes uses decimal units (kB = 1000 B), as network figures usually are.
+func fmtBytes(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f GB", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f MB", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f kB", v/1e3)
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtCount(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+func fmtRatio(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fx", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fx", v)
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func format(unit string, v float64) string {
+	switch unit {
+	case "B":
+		return fmtBytes(v)
+	case "ms":
+		return fmtMS(v)
+	}
+	return fmtCount(v)
+}
+
+// cell is a metric's median, with [min-max] when the repeats differ.
+func cell(c *Config, key string, spread bool) string {
+	st, ok := c.Summary[key]
+	if !ok {
+		return "-"
+	}
+	m, _ := MetricByKey(key)
+	s := format(m.Unit, st.Median)
+	if spread && st.Min != st.Max {
+		s += " [" + format(m.Unit, st.Min) + "–" + format(m.Unit, st.Max) + "]"
+	}
+	return s
+}
+
+func sampleCell(s Sample, key string) string {
+	v, ok := s.Value(key)
+	if !ok {
+		return "-"
+	}
+	m, _ := MetricByKey(key)
+	return format(m.Unit, v)
+}
+
+// tables builds the report's blocks.
+func (r *Report) tables() []table {
+	var ok []*Config
+	for _, c := range r.Configs {
+		if c.Error == "" {
+			ok = append(ok, c)
+		}
+	}
+	hasEnvoy := false
+	for _, c := range ok {
+		if c.Client == ClientEnvoy {
+			hasEnvoy = true
+		}
+	}
+	var out []table
+	clients := "one client"
+	if r.Options.Clients > 1 {
+		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
+	}
+
+	note := fmt.Sprintf("Median over %d repeat(s), %s. bytes: protobuf size of the responses as the control plane recorded them. CDS..RDS: responses×resources per response.", r.Options.Repeat, clients)
+	head := []string{"N", "series", "responses", "resources", "redundant", "bytes"}
+	if hasEnvoy {
+		note += " Envoy rx/tx: bytes on Envoy's xDS connection by its own counters (gRPC and HTTP/2 framing included; tx is Envoy's requests and ACKs)."
+		head = append(head, "Envoy rx", "Envoy tx")
+	}
+	sent := table{title: "What one single-endpoint change sends", note: note, head: append(head, "CDS", "EDS", "LDS", "RDS")}
+	for _, c := range ok {
+		row := []string{fmt.Sprint(c.N), c.Series, cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "bytes", false)}
+		if hasEnvoy {
+			row = append(row, cell(c, "envoy_rx_bytes", false), cell(c, "envoy_tx_bytes", false))
+		}
+		for _, t := range []string{"CDS", "EDS", "LDS", "RDS"} {
+			row = append(row, typeCell(c, t))
+		}
+		sent.rows = append(sent.rows, row)
+	}
+	out = append(out, sent)
+
+	timeHead := []string{"N", "series", "build ms", "build+publish ms", "to last send ms", "to last ACK ms"}
+	if hasEnvoy {
+		timeHead = append(timeHead, "to new endpoint ms")
+	}
+	timeHead = append(timeHead, "CP CPU ms", "CP heap")
+	if hasEnvoy {
+		timeHead = append(timeHead, "Envoy CPU ms", "Envoy RSS")
+	}
+	cp := "CP = this process: the control plane and its recorder, plus the simulated clients, which run in-process."
+	if hasEnvoy {
+		cp = "CP = this process: the control plane and its recorder, plus the data-plane probes. Envoy CPU includes the probes: polls × envoy_cpu_per_probe_us in bench.json."
+	}
+	times := table{
+		title: "How long one single-endpoint change takes, and what it costs",
+		note:  "Median [min–max] over the repeats, from the moment before the control plane builds the new state. " + cp,
+		head:  timeHead,
+	}
+	for _, c := range ok {
+		row := []string{fmt.Sprint(c.N), c.Series, cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true)}
+		if hasEnvoy {
+			row = append(row, cell(c, "data_plane_ms", true))
+		}
+		row = append(row, cell(c, "cp_cpu_ms", true), cell(c, "heap_inuse", false))
+		if hasEnvoy {
+			row = append(row, cell(c, "envoy_cpu_ms", true), cell(c, "envoy_rss", false))
+		}
+		times.rows = append(times.rows, row)
+	}
+	out = append(out, times)
+
+	if len(r.Ratios) > 0 {
+		keys := []string{"resources", "bytes"}
+		if hasEnvoy {
+			keys = append(keys, "envoy_rx_bytes")
+		}
+		keys = append(keys, "last_send_ms", "ack_ms")
+		if hasEnvoy {
+			keys = append(keys, "data_plane_ms")
+		}
+		keys = append(keys, "cp_cpu_ms")
+		if hasEnvoy {
+			keys = append(keys, "envoy_cpu_ms")
+		}
+		rt := table{
+			title: "SotW ÷ delta at each N (ratio of medians, same run)",
+			head:  []string{"N", "series"},
+		}
+		for _, k := range keys {
+			m, _ := MetricByKey(k)
+			rt.head = append(rt.head, m.Label)
+		}
+		for _, x := range r.Ratios {
+			row := []string{fmt.Sprint(x.N), x.Series}
+			for _, k := range keys {
+				if v, ok := x.Ratios[k]; ok {
+					row = append(row, fmtRatio(v))
+				} else {
+					row = append(row, "-")
+				}
+			}
+			rt.rows = append(rt.rows, row)
+		}
+		out = append(out, rt)
+	}
+
+	if len(r.Growth) > 0 {
+		keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
+		if hasEnvoy {
+			keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
+		}
+		gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: []string{"series", "N"}}
+		for _, k := range keys {
+			m, _ := MetricByKey(k)
+			gt.head = append(gt.head, m.Label)
+		}
+		for _, g := range r.Growth {
+			row := []string{g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}
+			for _, k := range keys {
+				if v, ok := g.Ratios[k]; ok {
+					row = append(row, fmtRatio(v))
+				} else {
+					row = append(row, "-")
+				}
+			}
+			gt.rows = append(gt.rows, row)
+		}
+		// The growth table's first column is the series, so swap the alignment hint.
+		out = append(out, gt)
+	}
+
+	initHead := []string{"N", "series", "responses", "resources", "bytes", "build+publish ms", "to full ACK ms"}
+	if hasEnvoy {
+		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
+	}
+	initHead = append(initHead, "CP CPU ms", "CP heap")
+	it := table{title: "Initial state: full push to a connected, empty client", head: initHead}
+	for _, c := range ok {
+		s := c.Initial
+		row := []string{fmt.Sprint(c.N), c.Series, sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms")}
+		if hasEnvoy {
+			row = append(row, sampleCell(s, "data_plane_ms"), sampleCell(s, "envoy_rx_bytes"), sampleCell(s, "envoy_cpu_ms"), sampleCell(s, "envoy_rss"))
+		}
+		row = append(row, sampleCell(s, "cp_cpu_ms"), sampleCell(s, "heap_inuse"))
+		it.rows = append(it.rows, row)
+	}
+	out = append(out, it)
+	return out
+}
+
+// typeCell is "responses x resources" of one type, median over the repeats.
+func typeCell(c *Config, t string) string {
+	if len(c.Updates) == 0 {
+		return "-"
+	}
+	var resp, res []float64
+	for _, s := range c.Updates {
+		tt := s.ByType[t]
+		resp = append(resp, float64(tt.Responses))
+		res = append(res, float64(tt.Resources))
+	}
+	a, b := statOf(resp).Median, statOf(res).Median
+	if a == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f×%.0f", a, b/a)
+}
+
+func (r *Report) failures() []string {
+	var out []string
+	for _, c := range r.Configs {
+		if c.Error != "" {
+			out = append(out, fmt.Sprintf("%s N=%d: %s", c.Series, c.N, c.Error))
+		}
+	}
+	return out
+}
+
+func (r *Report) header() []string {
+	client := r.Options.Client
+	if r.Options.Clients > 1 {
+		client = fmt.Sprintf("%d fan-out clients (ack-only)", r.Options.Clients)
+	} else if r.EnvoyVersion != "" {
+		client = "Envoy " + r.EnvoyVersion + " (--concurrency 1)"
+	} else if client == ClientSim {
+		client = "simulated Envoy (in-process)"
+	}
+	return []string{
+		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
+		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
+		fmt.Sprintf("client: %s; %d repeat(s) per configuration", client, r.Options.Repeat),
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// WriteTable prints the report's tables.
+func (r *Report) WriteTable(w io.Writer) {
+	for _, l := range r.header() {
+		fmt.Fprintln(w, l)
+	}
+	for _, t := range r.tables() {
+		t.text(w)
+	}
+	if f := r.failures(); len(f) > 0 {
+		fmt.Fprintf(w, "\nFAILED configurations:\n  %s\n", strings.Join(f, "\n  "))
+	}
+}
+
+// Markdown is bench.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("# lab bench\n\n")
+	for _, l := range r.header() {
+		b.WriteString("- " + l + "\n")
+	}
+	b.WriteString("\n![bytes and time to converge against N](bench.svg)\n")
+	for _, t := range r.tables() {
+		t.markdown(&b)
+	}
+	if f := r.failures(); len(f) > 0 {
+		b.WriteString("\n### Failed configurations\n\n")
+		for _, x := range f {
+			b.WriteString("- " + x + "\n")
+		}
+	}
+	return b.String()
+}
+
+// brief is one progress line for a sample.
+func (s Sample) brief() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d response(s), %d resource(s)", s.Responses, s.Resources)
+	if s.Redundant > 0 {
+		fmt.Fprintf(&b, " (%d redundant)", s.Redundant)
+	}
+	fmt.Fprintf(&b, ", %s; last ACK %s ms", fmtBytes(float64(s.Bytes)), fmtMS(s.AckMS))
+	if s.DataPlaneMS != nil {
+		fmt.Fprintf(&b, ", %s answers after %s ms", s.Backend, fmtMS(*s.DataPlaneMS))
+	}
+	fmt.Fprintf(&b, "; CP CPU %s ms", fmtMS(s.CPUMS))
+	if s.EnvoyCPUMS != nil {
+		fmt.Fprintf(&b, ", Envoy CPU %s ms", fmtMS(*s.EnvoyCPUMS))
+	}
+	return b.String()
+}

@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+)
+
+// Sample is one publish (the initial state or one single-endpoint change) in one
+// configuration. Times are from the moment before the control plane built the state.
+type Sample struct {
+	Step         string `json:"step"`
+	Version      string `json:"version"`
+	EndpointPort int    `json:"endpoint_port"`
+	Backend      string `json:"backend"`
+	// Expected are the types every client had to ACK at Version.
+	Expected []string `json:"expected_types"`
+
+	// What the control plane sent in this step, from the recorder's send events, totalled
+	// over every client. Bytes is the protobuf size of each response (gRPC and HTTP/2
+	// framing, about 14 bytes a message, not included).
+	Responses int                  `json:"responses"`
+	Resources int                  `json:"resources"`
+	Redundant int                  `json:"redundant"`
+	Removed   int                  `json:"removed,omitempty"`
+	Bytes     int64                `json:"bytes"`
+	ByType    map[string]TypeTally `json:"by_type"`
+	Acks      int                  `json:"acks"`
+	Nacks     int                  `json:"nacks"`
+	Unmatched int                  `json:"unmatched,omitempty"`
+
+	// BuildMS: build and validate the resources and hash each one.
+	BuildMS float64 `json:"build_ms"`
+	// PublishMS: BuildMS plus snapshot, consistency check and the cache update (until
+	// ControlPlane.Publish would have returned).
+	PublishMS float64 `json:"publish_ms"`
+	// LastSendMS: until the last response of the step was handed to gRPC.
+	LastSendMS float64 `json:"last_send_ms"`
+	// AckMS: until the last client ACKed the last expected type.
+	AckMS float64 `json:"ack_ms"`
+	// DataPlaneMS (Envoy): until the first request on the changed cluster's path answered
+	// from the new endpoint; Polls is how many requests that took.
+	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
+	Polls       int      `json:"polls,omitempty"`
+	// SimulatedEndpoint (simulated client): where its accepted state routes the path.
+	SimulatedEndpoint string `json:"simulated_endpoint,omitempty"`
+
+	// CPUMS is this process's CPU over the step: the control plane, the recorder and, with
+	// simulated clients, the clients too.
+	CPUMS float64 `json:"cp_cpu_ms"`
+	// HeapInuse/HeapAlloc after the step, after a GC.
+	HeapInuse uint64 `json:"heap_inuse_bytes"`
+	HeapAlloc uint64 `json:"heap_alloc_bytes"`
+
+	EnvoyCPUMS      *float64 `json:"envoy_cpu_ms,omitempty"`
+	EnvoyCPUTicksMS *float64 `json:"envoy_cpu_ticks_ms,omitempty"`
+	EnvoyCPUSource  string   `json:"envoy_cpu_source,omitempty"`
+	EnvoyRSS        *int64   `json:"envoy_rss_bytes,omitempty"`
+	// EnvoyRxBytes/EnvoyTxBytes are what crossed Envoy's xDS connection during the step,
+	// by Envoy's own counters: responses with gRPC and HTTP/2 framing (rx), and Envoy's
+	// requests and ACKs (tx; a SotW EDS ACK repeats every subscribed name).
+	EnvoyRxBytes *int64 `json:"envoy_rx_bytes,omitempty"`
+	EnvoyTxBytes *int64 `json:"envoy_tx_bytes,omitempty"`
+}
+
+// Config is one (N, series) configuration.
+type Config struct {
+	Series         string `json:"series"`
+	Mode           string `json:"mode"`
+	Versions       string `json:"sotw_versions,omitempty"`
+	N              int    `json:"clusters"`
+	Clients        int    `json:"clients"`
+	Client         string `json:"client"`
+	ChangedCluster int    `json:"changed_cluster"`
+	Path           string `json:"path"`
+	Log            string `json:"xds_log"`
+	EnvoyLog       string `json:"envoy_log,omitempty"`
+	StreamsOpened  int    `json:"streams_opened"`
+	// EnvoyProbeCPUUS is Envoy's CPU per data-plane request with no update in flight:
+	// Polls x this is the probes' share of an update's Envoy CPU.
+	EnvoyProbeCPUUS *float64 `json:"envoy_cpu_per_probe_us,omitempty"`
+	// EnvoyLastRouteCPUUS is the same for /quote/<N-1>, the last of N routes: Envoy
+	// matches routes in order, so this grows with N.
+	EnvoyLastRouteCPUUS *float64 `json:"envoy_cpu_per_request_last_route_us,omitempty"`
+	Initial             Sample   `json:"initial"`
+	Updates             []Sample `json:"updates"`
+	// Summary is median, min and max over Updates, per metric key.
+	Summary   map[string]Stat `json:"summary"`
+	DurationS float64         `json:"duration_s"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// Stat is the median, min and max of one metric over the repeats.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Count  int     `json:"count"`
+}
+
+// Ratio is, at one N, a SotW series' median divided by delta's, per metric.
+type Ratio struct {
+	N      int                `json:"clusters"`
+	Series string             `json:"series"`
+	Ratios map[string]float64 `json:"ratios"`
+}
+
+// Growth is, for one series, the median at the largest N divided by the median at the
+// smallest N.
+type Growth struct {
+	Series string             `json:"series"`
+	FromN  int                `json:"from_clusters"`
+	ToN    int                `json:"to_clusters"`
+	Ratios map[string]float64 `json:"ratios"`
+}
+
+// Host describes the machine and its load.
+type Host struct {
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Go         string `json:"go"`
+	OS         string `json:"os"`
+	LoadStart  string `json:"loadavg_start,omitempty"`
+	LoadEnd    string `json:"loadavg_end,omitempty"`
+}
+
+// RunOptions is what was asked for.
+type RunOptions struct {
+	Clusters     []int    `json:"clusters"`
+	Clients      int      `json:"clients"`
+	Client       string   `json:"client"`
+	Modes        []string `json:"modes"`
+	SotWVersions []string `json:"sotw_versions"`
+	Repeat       int      `json:"repeat"`
+}
+
+// Report is bench.json.
+type Report struct {
+	Started      string     `json:"started"`
+	Finished     string     `json:"finished"`
+	WallSeconds  float64    `json:"wall_seconds"`
+	Host         Host       `json:"host"`
+	EnvoyVersion string     `json:"envoy_version,omitempty"`
+	EnvoyLine    string     `json:"envoy_version_line,omitempty"`
+	Options      RunOptions `json:"options"`
+	Configs      []*Config  `json:"configs"`
+	Ratios       []Ratio    `json:"sotw_over_delta"`
+	Growth       []Growth   `json:"growth"`
+}
+
+func newReport(o *Options, bin envoy.Binary) *Report {
+	r := &Report{
+		Started: time.Now().UTC().Format(time.RFC3339),
+		Host:    host(),
+		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Repeat: o.Repeat},
+	}
+	if slices.Contains(o.Modes, "sotw") {
+		for _, v := range o.SotWVersions {
+			r.Options.SotWVersions = append(r.Options.SotWVersions, string(v))
+		}
+	}
+	if bin.Path != "" {
+		r.EnvoyVersion, r.EnvoyLine = bin.Version, bin.VersionLine
+	}
+	return r
+}
+
+func (r *Report) finish(start time.Time) {
+	r.Finished = time.Now().UTC().Format(time.RFC3339)
+	r.WallSeconds = time.Since(start).Seconds()
+	r.Host.LoadEnd = loadAvg()
+	r.Ratios = ratios(r.Configs)
+	r.Growth = growth(r.Configs)
+}
+
+// Metric is one figure of a sample.
+type Metric struct {
+	Key   string
+	Label string
+	Unit  string // "B", "ms" or "" (a count)
+	get   func(Sample) (float64, bool)
+}
+
+func always(f func(Sample) float64) func(Sample) (float64, bool) {
+	return func(s Sample) (float64, bool) { return f(s), true }
+}
+
+func opt(f func(Sample) *float64) func(Sample) (float64, bool) {
+	return func(s Sample) (float64, bool) {
+		if v := f(s); v != nil {
+			return *v, true
+		}
+		return 0, false
+	}
+}
+
+func optInt(f func(Sample) *int64) func(Sample) (float64, bool) {
+	return func(s Sample) (float64, bool) {
+		if v := f(s); v != nil {
+			return float64(*v), true
+		}
+		return 0, false
+	}
+}
+
+// Metrics are the figures summarized per configuration, in table order.
+var Metrics = []Metric{
+	{"resources", "resources sent", "", always(func(s Sample) float64 { return float64(s.Resources) })},
+	{"responses", "responses sent", "", always(func(s Sample) float64 { return float64(s.Responses) })},
+	{"bytes", "bytes sent", "B", always(func(s Sample) float64 { return float64(s.Bytes) })},
+	{"redundant", "redundant resources", "", always(func(s Sample) float64 { return float64(s.Redundant) })},
+	{"envoy_rx_bytes", "bytes received by Envoy", "B", optInt(func(s Sample) *int64 { return s.EnvoyRxBytes })},
+	{"envoy_tx_bytes", "bytes sent by Envoy", "B", optInt(func(s Sample) *int64 { return s.EnvoyTxBytes })},
+	{"build_ms", "build", "ms", always(func(s Sample) float64 { return s.BuildMS })},
+	{"publish_ms", "build+publish", "ms", always(func(s Sample) float64 { return s.PublishMS })},
+	{"last_send_ms", "publish to last send", "ms", always(func(s Sample) float64 { return s.LastSendMS })},
+	{"ack_ms", "publish to last ACK", "ms", always(func(s Sample) float64 { return s.AckMS })},
+	{"data_plane_ms", "publish to new endpoint answering", "ms", opt(func(s Sample) *float64 { return s.DataPlaneMS })},
+	{"cp_cpu_ms", "control-plane CPU", "ms", always(func(s Sample) float64 { return s.CPUMS })},
+	{"heap_inuse", "control-plane heap in use", "B", always(func(s Sample) float64 { return float64(s.HeapInuse) })},
+	{"envoy_cpu_ms", "Envoy CPU", "ms", opt(func(s Sample) *float64 { return s.EnvoyCPUMS })},
+	{"envoy_rss", "Envoy RSS", "B", optInt(func(s Sample) *int64 { return s.EnvoyRSS })},
+}
+
+// MetricByKey finds a metric.
+func MetricByKey(key string) (Metric, bool) {
+	for _, m := range Metrics {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// Value reads metric key from s.
+func (s Sample) Value(key string) (float64, bool) {
+	m, ok := MetricByKey(key)
+	if !ok {
+		return 0, false
+	}
+	return m.get(s)
+}
+
+func summarize(samples []Sample) map[string]Stat {
+	out := map[string]Stat{}
+	for _, m := range Metrics {
+		var v []float64
+		for _, s := range samples {
+			if x, ok := m.get(s); ok {
+				v = append(v, x)
+			}
+		}
+		if len(v) > 0 {
+			out[m.Key] = statOf(v)
+		}
+	}
+	return out
+}
+
+func statOf(v []float64) Stat {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return Stat{Median: med, Min: s[0], Max: s[n-1], Count: n}
+}
+
+// ratioMetrics are the figures compared between protocols and sizes: all of them (a
+// figure whose denominator is 0, such as delta's redundant resources, is left out).
+var ratioMetrics = func() []string {
+	out := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		out[i] = m.Key
+	}
+	return out
+}()
+
+func find(cfgs []*Config, series string, n int) *Config {
+	for _, c := range cfgs {
+		if c.Series == series && c.N == n && c.Error == "" {
+			return c
+		}
+	}
+	return nil
+}
+
+// ratios divides each SotW series' medians by delta's at the same N, from the same run.
+func ratios(cfgs []*Config) []Ratio {
+	var out []Ratio
+	for _, c := range cfgs {
+		if c.Mode != "sotw" || c.Error != "" {
+			continue
+		}
+		d := find(cfgs, "delta", c.N)
+		if d == nil {
+			continue
+		}
+		r := Ratio{N: c.N, Series: c.Series, Ratios: map[string]float64{}}
+		for _, k := range ratioMetrics {
+			a, ok1 := c.Summary[k]
+			b, ok2 := d.Summary[k]
+			if ok1 && ok2 && b.Median > 0 {
+				r.Ratios[k] = a.Median / b.Median
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// growth compares each series' largest N with its smallest.
+func growth(cfgs []*Config) []Growth {
+	var order []string
+	lo, hi := map[string]*Config{}, map[string]*Config{}
+	for _, c := range cfgs {
+		if c.Error != "" {
+			continue
+		}
+		if _, ok := lo[c.Series]; !ok {
+			order = append(order, c.Series)
+			lo[c.Series], hi[c.Series] = c, c
+		}
+		if c.N < lo[c.Series].N {
+			lo[c.Series] = c
+		}
+		if c.N > hi[c.Series].N {
+			hi[c.Series] = c
+		}
+	}
+	var out []Growth
+	for _, s := range order {
+		a, b := lo[s], hi[s]
+		if a.N == b.N {
+			continue
+		}
+		g := Growth{Series: s, FromN: a.N, ToN: b.N, Ratios: map[string]float64{}}
+		for _, k := range ratioMetrics {
+			x, ok1 := a.Summary[k]
+			y, ok2 := b.Summary[k]
+			if ok1 && ok2 && x.Median > 0 {
+				g.Ratios[k] = y.Median / x.Median
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// WriteFiles writes bench.json, bench.md and bench.svg into dir.
+func (r *Report) WriteFiles(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode bench.json: %w", err)
+	}
+	var errs []error
+	for name, data := range map[string][]byte{
+		"bench.json": append(b, '\n'),
+		"bench.md":   []byte(r.Markdown()),
+		"bench.svg":  r.SVG(),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("write %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReadReport parses a bench.json.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read bench report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Chart geometry. The SVG is self-contained: no scripts, fonts or external references,
+// so it opens offline and renders the same on GitHub.
+const (
+	panelW   = 470.0
+	panelH   = 340.0
+	marginL  = 70.0
+	marginT  = 50.0
+	marginB  = 60.0
+	gapX     = 40.0
+	legendH  = 40.0
+	chartW   = marginL + panelW + gapX + marginL + panelW + 20
+	chartH   = marginT + panelH + marginB + legendH
+	fontAttr = `font-family="sans-serif"`
+)
+
+// seriesColors tell the series apart; so do dash patterns and marker shapes (see style),
+// for readers and printers without colour.
+var seriesColors = map[string]string{"sotw-uniform": "#d62728", "sotw-per-type": "#ff7f0e", "delta": "#1f77b4"}
+
+var fallbackColors = []string{"#2ca02c", "#9467bd", "#8c564b", "#e377c2"}
+
+// Panel is one chart panel: a metric against N.
+type Panel struct {
+	ID     string
+	Title  string
+	Metric string
+	Unit   string
+}
+
+// Panels returns the two panels: bytes per update, and time to converge (the new endpoint
+// answering through Envoy when every configuration has that figure, else the last ACK).
+func (r *Report) Panels() [2]Panel {
+	timeKey, timeTitle := "ack_ms", "publish → last ACK (ms)"
+	has := false
+	for _, c := range r.Configs {
+		if c.Error != "" {
+			continue
+		}
+		if _, ok := c.Summary["data_plane_ms"]; !ok {
+			has = false
+			break
+		}
+		has = true
+	}
+	if has {
+		timeKey, timeTitle = "data_plane_ms", "publish → new endpoint answers via Envoy (ms)"
+	}
+	bytesTitle := "bytes sent per single-endpoint change"
+	if r.Options.Clients > 1 {
+		bytesTitle = fmt.Sprintf("bytes sent to all %d clients per change", r.Options.Clients)
+		timeTitle = "publish → last client's ACK (ms)"
+	}
+	return [2]Panel{
+		{ID: "bytes", Title: bytesTitle, Metric: "bytes", Unit: "B"},
+		{ID: "time", Title: timeTitle, Metric: timeKey, Unit: "ms"},
+	}
+}
+
+// SeriesNames lists the series in report order.
+func (r *Report) SeriesNames() []string {
+	var out []string
+	for _, c := range r.Configs {
+		if !slices.Contains(out, c.Series) {
+			out = append(out, c.Series)
+		}
+	}
+	return out
+}
+
+type point struct {
+	n             int
+	med, min, max float64
+}
+
+func (r *Report) points(series, metric string) []point {
+	var out []point
+	for _, c := range r.Configs {
+		if c.Series != series || c.Error != "" {
+			continue
+		}
+		if st, ok := c.Summary[metric]; ok && st.Median > 0 {
+			out = append(out, point{c.N, st.Median, st.Min, st.Max})
+		}
+	}
+	slices.SortFunc(out, func(a, b point) int { return a.n - b.n })
+	return out
+}
+
+// logRange is a whole-decade range covering v (positive values).
+func logRange(v []float64) (lo, hi float64) {
+	if len(v) == 0 {
+		return 0, 1
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, x := range v {
+		if x <= 0 {
+			continue
+		}
+		lo = math.Min(lo, math.Floor(math.Log10(x)))
+		hi = math.Max(hi, math.Ceil(math.Log10(x)))
+	}
+	if math.IsInf(lo, 0) {
+		return 0, 1
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	return lo, hi
+}
+
+func esc(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// SVG draws bench.svg: two log-log panels, one line per series, with min–max whiskers.
+func (r *Report) SVG() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", chartW, chartH, chartW, chartH, fontAttr)
+	fmt.Fprintf(&b, "<title>lab bench: bytes and time to converge against the number of clusters</title>\n")
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+	names := r.SeriesNames()
+	colors := map[string]string{}
+	for i, s := range names {
+		if c, ok := seriesColors[s]; ok {
+			colors[s] = c
+		} else {
+			colors[s] = fallbackColors[i%len(fallbackColors)]
+		}
+	}
+	var ns []float64
+	for _, c := range r.Configs {
+		ns = append(ns, float64(c.N))
+	}
+	xlo, xhi := logRange(ns)
+	for pi, p := range r.Panels() {
+		x0 := marginL + float64(pi)*(panelW+gapX+marginL)
+		y0 := marginT
+		var vals []float64
+		for _, s := range names {
+			for _, pt := range r.points(s, p.Metric) {
+				vals = append(vals, pt.min, pt.max, pt.med)
+			}
+		}
+		ylo, yhi := logRange(vals)
+		px := func(n float64) float64 { return x0 + (math.Log10(n)-xlo)/(xhi-xlo)*panelW }
+		py := func(v float64) float64 {
+			if v <= 0 {
+				v = math.Pow(10, ylo)
+			}
+			return y0 + panelH - (math.Log10(v)-ylo)/(yhi-ylo)*panelH
+		}
+		fmt.Fprintf(&b, `<g id="panel-%s">`+"\n", p.ID)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
+		for d := xlo; d <= xhi; d++ {
+			x := px(math.Pow(10, d))
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
+		}
+		for d := ylo; d <= yhi; d++ {
+			y := py(math.Pow(10, d))
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
+		for _, s := range names {
+			pts := r.points(s, p.Metric)
+			if len(pts) == 0 {
+				continue
+			}
+			col := colors[s]
+			fmt.Fprintf(&b, `<g id="%s-%s" class="series" data-series="%s">`+"\n", p.ID, esc(s), esc(s))
+			var poly []string
+			for _, pt := range pts {
+				poly = append(poly, fmt.Sprintf("%.1f,%.1f", px(float64(pt.n)), py(pt.med)))
+			}
+			dash, shape := style(s)
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", joinSpace(poly), col, dash)
+			for _, pt := range pts {
+				x := px(float64(pt.n))
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x, py(pt.min), x, py(pt.max), col)
+				tip := fmt.Sprintf("%s N=%d: median %s (min %s, max %s)", s, pt.n, format(p.Unit, pt.med), format(p.Unit, pt.min), format(p.Unit, pt.max))
+				marker(&b, shape, x, py(pt.med), col, tip)
+			}
+			b.WriteString("</g>\n")
+		}
+		b.WriteString("</g>\n")
+	}
+	// Legend.
+	ly := marginT + panelH + marginB + 10
+	lx := marginL
+	for _, s := range names {
+		dash, shape := style(s)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+28, ly, colors[s], dash)
+		marker(&b, shape, lx+14, ly, colors[s], s)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
+		lx += 150
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">median of the repeats; whiskers: min–max</text>`+"\n", lx+10, ly+4)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// style is a series' dash pattern (an SVG attribute, or "") and marker shape.
+func style(series string) (dash, shape string) {
+	switch series {
+	case "sotw-uniform":
+		return "", "square"
+	case "sotw-per-type":
+		return ` stroke-dasharray="6 3"`, "triangle"
+	}
+	return "", "circle"
+}
+
+// marker draws one data point with its tooltip.
+func marker(b *bytes.Buffer, shape string, x, y float64, col, tip string) {
+	t := "<title>" + esc(tip) + "</title>"
+	switch shape {
+	case "square":
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="7" height="7" fill="%s">%s</rect>`+"\n", x-3.5, y-3.5, col, t)
+	case "triangle":
+		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s">%s</polygon>`+"\n", x, y-4.5, x-4.5, y+3.5, x+4.5, y+3.5, col, t)
+	default:
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s">%s</circle>`+"\n", x, y, col, t)
+	}
+}
+
+func axisLabel(unit string, v float64) string {
+	// Ticks are powers of ten, so plain numbers read best: 100 kB, not 100.0 kB.
+	if unit == "B" {
+		for _, u := range []struct {
+			div  float64
+			name string
+		}{{1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}} {
+			if v >= u.div {
+				return fmt.Sprintf("%g %s", v/u.div, u.name)
+			}
+		}
+		return fmt.Sprintf("%g B", v)
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+func joinSpace(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}

@@ -1,0 +1,366 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// syncBuffer collects progress output written while the sweep runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func sweep(t *testing.T, o Options) (*Report, string, string) {
+	t.Helper()
+	out := &syncBuffer{}
+	o.Out = t.TempDir()
+	o.Progress = out
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	rep, err := Run(context.Background(), o)
+	require.NoError(t, err, "progress:\n%s", out.String())
+	return rep, o.Out, out.String()
+}
+
+// checkStructure asserts what a single-endpoint change must send in each protocol; these
+// are facts of the protocols and the library, independent of timing.
+func checkStructure(t *testing.T, rep *Report, clients int) {
+	t.Helper()
+	for _, c := range rep.Configs {
+		name := c.Series + " N=" + itoa(c.N)
+		require.Empty(t, c.Error, name)
+		require.Len(t, c.Updates, rep.Options.Repeat, name)
+		// The initial state reaches every client in full in every protocol.
+		for typ, want := range map[string]int{"CDS": c.N, "EDS": c.N, "LDS": 1, "RDS": 1} {
+			assert.Equal(t, clients*want, c.Initial.ByType[typ].Resources, "%s initial %s resources", name, typ)
+		}
+		for i, s := range c.Updates {
+			what := name + " " + s.Step
+			assert.Zero(t, s.Nacks, what)
+			assert.Zero(t, s.Unmatched, what)
+			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], s.Backend, what)
+			switch c.Series {
+			case "delta":
+				// Exactly one resource per client, whatever N is.
+				assert.Equal(t, clients, s.Responses, what)
+				assert.Equal(t, clients, s.Resources, what)
+				assert.Equal(t, TypeTally{Responses: clients, Resources: clients, Bytes: s.Bytes}, s.ByType["EDS"], what)
+				assert.Len(t, s.ByType, 1, what)
+				assert.Zero(t, s.Redundant, what)
+			case "sotw-uniform":
+				// Every type again: N clusters, N endpoints, the listener and the route.
+				for typ, want := range map[string]int{"CDS": c.N, "EDS": c.N, "LDS": 1, "RDS": 1} {
+					assert.Equal(t, clients, s.ByType[typ].Responses, "%s %s responses", what, typ)
+					assert.Equal(t, clients*want, s.ByType[typ].Resources, "%s %s resources", what, typ)
+				}
+				assert.Equal(t, clients*(2*c.N+2), s.Resources, what)
+				assert.Equal(t, clients*(2*c.N+1), s.Redundant, what, "all but the changed endpoint were already accepted")
+			case "sotw-per-type":
+				// Only EDS moves, but SotW re-sends the whole type.
+				assert.Len(t, s.ByType, 1, what)
+				assert.Equal(t, clients, s.ByType["EDS"].Responses, what)
+				assert.Equal(t, clients*c.N, s.ByType["EDS"].Resources, what)
+				assert.Equal(t, clients*(c.N-1), s.Redundant, what)
+			default:
+				t.Fatalf("unexpected series %q", c.Series)
+			}
+		}
+	}
+}
+
+func itoa(n int) string { return strings.TrimSpace(fmtCount(float64(n))) }
+
+// checkFiles asserts the outputs parse: bench.json, bench.svg (XML with one group per
+// series and panel), bench.md, and every xds log, whose send events agree with the
+// figures.
+func checkFiles(t *testing.T, rep *Report, dir string) {
+	t.Helper()
+	got, err := ReadReport(filepath.Join(dir, "bench.json"))
+	require.NoError(t, err)
+	require.Len(t, got.Configs, len(rep.Configs))
+	assert.Equal(t, rep.Options, got.Options)
+	assert.NotEmpty(t, got.Ratios)
+
+	svg, err := os.ReadFile(filepath.Join(dir, "bench.svg"))
+	require.NoError(t, err)
+	groups := svgSeries(t, svg)
+	for _, s := range rep.SeriesNames() {
+		for _, p := range []string{"bytes", "time"} {
+			assert.Contains(t, groups, p+"-"+s, "bench.svg has no %s line for %s", p, s)
+		}
+	}
+	assert.NotContains(t, string(svg), "<script")
+	assert.NotContains(t, string(svg), "href")
+
+	md, err := os.ReadFile(filepath.Join(dir, "bench.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "SotW ÷ delta")
+	assert.Contains(t, string(md), "](bench.svg)")
+
+	for _, c := range rep.Configs {
+		ev, st, err := xdslog.ReadFile(filepath.Join(dir, c.Log))
+		require.NoError(t, err, c.Log)
+		assert.Zero(t, st.Skipped, "%s: %s", c.Log, st.FirstSkip)
+		// The meter counted what the recorder wrote.
+		for _, s := range c.Updates {
+			sends, res := 0, 0
+			for _, e := range ev {
+				if e.Event == xdslog.EventSend && e.Step == s.Step {
+					sends++
+					res += len(e.Resources)
+				}
+			}
+			assert.Equal(t, s.Responses, sends, "%s %s sends in the log", c.Log, s.Step)
+			assert.Equal(t, s.Resources, res, "%s %s resources in the log", c.Log, s.Step)
+		}
+	}
+}
+
+// svgSeries parses the SVG as XML and returns the ids of its series groups.
+func svgSeries(t *testing.T, svg []byte) []string {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	var ids []string
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "bench.svg is not well-formed XML")
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if root == "" {
+			root = se.Name.Local
+		}
+		var id, class string
+		for _, a := range se.Attr {
+			switch a.Name.Local {
+			case "id":
+				id = a.Value
+			case "class":
+				class = a.Value
+			}
+		}
+		if se.Name.Local == "g" && class == "series" {
+			ids = append(ids, id)
+		}
+	}
+	require.Equal(t, "svg", root)
+	return ids
+}
+
+func TestSweepSimulated(t *testing.T) {
+	rep, dir, progress := sweep(t, Options{
+		Clusters: []int{100, 10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1,
+	})
+	require.Len(t, rep.Configs, 6)
+	assert.Equal(t, []int{10, 100}, rep.Options.Clusters, "cluster counts are swept in ascending order")
+	checkStructure(t, rep, 1)
+	checkFiles(t, rep, dir)
+	for _, c := range rep.Configs {
+		for _, s := range c.Updates {
+			assert.Contains(t, s.SimulatedEndpoint, ":", "the simulated client routes the changed path")
+			assert.Nil(t, s.DataPlaneMS, "no data-plane time without Envoy")
+		}
+	}
+	assert.Contains(t, progress, "[N=10 delta] repeat 1/1:")
+	assert.Contains(t, progress, "[N=100 sotw-per-type] initial:")
+	assert.Contains(t, progress, "SotW ÷ delta")
+	// SotW/delta ratios are computed from the same run at every N.
+	require.Len(t, rep.Ratios, 4)
+	for _, r := range rep.Ratios {
+		assert.Greater(t, r.Ratios["resources"], 1.0, "%s N=%d", r.Series, r.N)
+	}
+}
+
+func TestSweepFanOut(t *testing.T) {
+	const k = 3
+	rep, dir, _ := sweep(t, Options{
+		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.Uniform}, Repeat: 1,
+	})
+	require.Len(t, rep.Configs, 2)
+	for _, c := range rep.Configs {
+		assert.Equal(t, clientAckOnly, c.Client)
+		assert.Equal(t, k, c.StreamsOpened, c.Series)
+	}
+	checkStructure(t, rep, k)
+	checkFiles(t, rep, dir)
+}
+
+func TestSweepEnvoy(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	rep, dir, _ := sweep(t, Options{
+		Clusters: []int{100}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1,
+	})
+	require.Len(t, rep.Configs, 3)
+	assert.NotEmpty(t, rep.EnvoyVersion)
+	checkStructure(t, rep, 1)
+	checkFiles(t, rep, dir)
+	for _, c := range rep.Configs {
+		assert.Equal(t, "/quote/0", c.Path)
+		// The new endpoint answered a real request through Envoy, every time.
+		for _, s := range append([]Sample{c.Initial}, c.Updates...) {
+			require.NotNil(t, s.DataPlaneMS, "%s %s: no request answered by %s", c.Series, s.Step, s.Backend)
+			assert.Positive(t, s.Polls)
+			require.NotNil(t, s.EnvoyCPUMS)
+			require.NotNil(t, s.EnvoyRSS)
+			assert.Positive(t, *s.EnvoyRSS)
+			// What Envoy read off its xDS connection includes every recorded response
+			// plus gRPC and HTTP/2 framing.
+			require.NotNil(t, s.EnvoyRxBytes)
+			assert.GreaterOrEqual(t, *s.EnvoyRxBytes, s.Bytes, "%s %s", c.Series, s.Step)
+		}
+		assert.FileExists(t, filepath.Join(dir, c.EnvoyLog))
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := func() Options {
+		return Options{Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1}
+	}
+	for name, tc := range map[string]struct {
+		edit func(*Options)
+		want string
+	}{
+		"no clusters":       {func(o *Options) { o.Clusters = nil }, "--clusters"},
+		"zero clusters":     {func(o *Options) { o.Clusters = []int{0} }, "--clusters: 0 is outside"},
+		"negative clusters": {func(o *Options) { o.Clusters = []int{-5} }, "--clusters: -5"},
+		"huge clusters":     {func(o *Options) { o.Clusters = []int{MaxClusters + 1} }, "--clusters"},
+		"duplicate N":       {func(o *Options) { o.Clusters = []int{10, 10} }, "listed twice"},
+		"zero repeat":       {func(o *Options) { o.Repeat = 0 }, "--repeat: 0"},
+		"clients 1001":      {func(o *Options) { o.Clients = 1001 }, "--clients: 1001"},
+		"negative clients":  {func(o *Options) { o.Clients = -1 }, "--clients: -1"},
+		"fan-out envoy":     {func(o *Options) { o.Clients, o.Client = 2, ClientEnvoy }, "needs --client sim"},
+		"unknown client":    {func(o *Options) { o.Client = "curl" }, "--client: unknown"},
+		"unknown mode":      {func(o *Options) { o.Modes = []string{"incremental"} }, "--modes: unknown mode"},
+		"no modes":          {func(o *Options) { o.Modes = nil }, "--modes"},
+		"duplicate mode":    {func(o *Options) { o.Modes = []string{"delta", "delta"} }, "listed twice"},
+		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, "--sotw-versions: unknown"},
+		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, "--sotw-versions"},
+		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, "--timeout"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := good()
+			tc.edit(&o)
+			err := o.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+	o := good()
+	o.Modes = []string{"delta"}
+	o.SotWVersions = nil // ignored without sotw
+	require.NoError(t, o.Validate())
+	assert.Equal(t, 1, o.Clients)
+	assert.Equal(t, DefaultTimeout, o.Timeout)
+	assert.Contains(t, o.Out, filepath.Join("experiments", "evidence", "bench"))
+	assert.Equal(t, []string{"delta"}, namesOf(o.series()))
+	o = good()
+	require.NoError(t, o.Validate())
+	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta"}, namesOf(o.series()))
+}
+
+func namesOf(s []series) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = x.name
+	}
+	return out
+}
+
+func TestStatOf(t *testing.T) {
+	assert.Equal(t, Stat{Median: 2, Min: 1, Max: 9, Count: 3}, statOf([]float64{9, 1, 2}))
+	assert.Equal(t, Stat{Median: 2.5, Min: 1, Max: 4, Count: 4}, statOf([]float64{4, 1, 3, 2}))
+	assert.Equal(t, Stat{Median: 7, Min: 7, Max: 7, Count: 1}, statOf([]float64{7}))
+}
+
+func TestLogRange(t *testing.T) {
+	lo, hi := logRange([]float64{12, 950})
+	assert.Equal(t, 1.0, lo)
+	assert.Equal(t, 3.0, hi)
+	lo, hi = logRange([]float64{100})
+	assert.Equal(t, 2.0, lo)
+	assert.Equal(t, 3.0, hi, "a single decade still has a height")
+	lo, hi = logRange([]float64{0, -1})
+	assert.Less(t, lo, hi, "no positive value still gives a usable range")
+}
+
+func TestField1(t *testing.T) {
+	// Cluster{name: "inventory-0001", connect_timeout: 1s} encoded by hand: field 2
+	// (connect_timeout) first, to check the scan skips fields before the name.
+	b := []byte{0x12, 0x02, 0x08, 0x01, 0x0a, 0x0e}
+	b = append(b, "inventory-0001"...)
+	got, ok := field1(b)
+	require.True(t, ok)
+	assert.Equal(t, "inventory-0001", got)
+	_, ok = field1([]byte{0x0a, 0x10, 'x'}) // truncated
+	assert.False(t, ok)
+}
+
+func TestMeter(t *testing.T) {
+	m := newMeter()
+	red, fresh := true, false
+	ev := func(e xdslog.Event) { m.observe(e) }
+	ev(xdslog.Event{Event: xdslog.EventStreamOpen, Stream: 1})
+	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 1, Type: "CDS"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.waitSubscribed(ctx, 1))
+
+	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-1", Stream: 1, Type: "EDS", Version: "2", Bytes: 100,
+		Resources: []xdslog.Resource{{Name: "a", Redundant: &red}, {Name: "b", Redundant: &fresh}}})
+	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "2"})
+	_, err := m.waitConverged(ctx, "update-1", 1, "2", []string{"EDS"})
+	require.NoError(t, err)
+	v := m.step("update-1")
+	assert.Equal(t, TypeTally{Responses: 1, Resources: 2, Redundant: 1, Bytes: 100}, v.ByType["EDS"])
+	assert.Equal(t, 1, v.Acks)
+
+	// A NACK ends the wait with its message instead of running into the deadline.
+	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-2", Stream: 1, Type: "EDS", Version: "3"})
+	ev(xdslog.Event{Event: xdslog.EventNack, Step: "update-2", Stream: 1, Type: "EDS", SentVersion: "3", Error: "bad endpoint"})
+	_, err = m.waitConverged(ctx, "update-2", 1, "3", []string{"EDS"})
+	require.ErrorContains(t, err, "bad endpoint")
+	require.NoError(t, ctx.Err(), "the NACK ended the wait, not the deadline")
+
+	// A closed stream no longer counts towards convergence.
+	ev(xdslog.Event{Event: xdslog.EventStreamClose, Stream: 1})
+	short, cancelShort := context.WithCancel(context.Background())
+	cancelShort()
+	_, err = m.waitConverged(short, "update-1", 1, "2", []string{"EDS"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, m.streamsOpened())
+}
