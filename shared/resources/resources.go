@@ -238,7 +238,11 @@ func UniformVersions(v string) map[Type]string {
 // Consistent. A type with no resources still gets its version, so that a SotW client sees
 // an (empty) response when its last resource of that type goes away.
 func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
-	snap := &cachev3.Snapshot{}
+	// VersionMap holds the delta per-resource versions. They are the hashes Build already
+	// computed with the library's own function, so the library's ConstructVersionMap
+	// (which re-marshals and re-hashes every resource: 150 ms at 10,000 clusters) returns
+	// at once.
+	snap := &cachev3.Snapshot{VersionMap: make(map[string]map[string]string, len(Types))}
 	for _, t := range Types {
 		v, ok := versions[t]
 		if !ok {
@@ -249,6 +253,7 @@ func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
 			items = append(items, r.Resource)
 		}
 		snap.Resources[cachev3.GetResponseType(t.URL())] = cachev3.NewResources(v, items)
+		snap.VersionMap[t.URL()] = s.Hashes(t)
 	}
 	if err := snap.Consistent(); err != nil {
 		return nil, fmt.Errorf("snapshot is not consistent: %w", err)

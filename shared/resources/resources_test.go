@@ -161,3 +161,18 @@ func TestTypeURLs(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, Type("XDS").URL())
 }
+
+// The snapshot's version map is what the library would compute itself.
+func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
+	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log"})
+	ours, err := set.Snapshot(UniformVersions("1"))
+	require.NoError(t, err)
+	theirs, err := set.Snapshot(UniformVersions("1"))
+	require.NoError(t, err)
+	theirs.VersionMap = nil
+	require.NoError(t, theirs.ConstructVersionMap())
+	for _, typ := range Types {
+		assert.Equal(t, theirs.GetVersionMap(typ.URL()), ours.GetVersionMap(typ.URL()), typ)
+		assert.Len(t, ours.GetVersionMap(typ.URL()), 1)
+	}
+}

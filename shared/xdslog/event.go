@@ -60,7 +60,7 @@ type Event struct {
 	Type   string    `json:"type,omitempty"`
 
 	Version         string            `json:"version,omitempty"`
-	Resources       []Resource        `json:"resources,omitempty"`
+	Resources       Resources         `json:"resources,omitempty"`
 	Changed         []string          `json:"changed,omitempty"`
 	Names           []string          `json:"names,omitempty"`
 	InitialVersions map[string]string `json:"initial_versions,omitempty"`

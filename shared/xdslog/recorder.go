@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -50,6 +49,7 @@ type Recorder struct {
 	err     error
 	lines   int
 	observe func(Event)
+	buf     []byte // the line buffer of events with resources
 }
 
 type streamState struct {
@@ -62,7 +62,7 @@ type typeState struct {
 	order    []string         // nonces of sentAll, oldest first
 	accepted map[string]Accepted
 	version  string
-	rejected map[string]int // content fingerprint -> times rejected
+	rejected map[fingerprint]int // content -> times rejected
 	names    []string
 	known    bool
 }
@@ -72,7 +72,7 @@ type sent struct {
 	resources   []Resource
 	removed     []string
 	at          time.Time
-	fingerprint string
+	fingerprint fingerprint
 }
 
 // maxRemembered bounds how many sends per stream and type stay correlatable.
@@ -139,6 +139,10 @@ func (r *Recorder) emitLocked(e Event) {
 	e.Mode = r.mode
 	e.Step = r.step
 	e.Server = r.server
+	// The resource list (up to 20,000 entries) is encoded by hand and spliced in; the rest
+	// of the event goes through encoding/json.
+	res := e.Resources
+	e.Resources = nil
 	b, err := json.Marshal(e)
 	if err != nil {
 		if r.err == nil {
@@ -146,12 +150,21 @@ func (r *Recorder) emitLocked(e Event) {
 		}
 		return
 	}
+	if len(res) > 0 {
+		// Reuse one buffer across events: a 10,000-resource line is a few MB.
+		line := append(r.buf[:0], b[:len(b)-1]...)
+		line = append(line, `,"resources":`...)
+		line = res.appendJSON(line)
+		b = append(line, '}')
+		r.buf = b[:0]
+	}
 	b = append(b, '\n')
 	if _, err := r.out.Write(b); err != nil && r.err == nil {
 		r.err = fmt.Errorf("write xds.log: %w", err)
 	}
 	r.lines++
 	if r.observe != nil {
+		e.Resources = res
 		r.observe(e)
 	}
 }
@@ -184,7 +197,7 @@ func (r *Recorder) typeLocked(stream int64, typ string) *typeState {
 	}
 	t, ok := s.types[typ]
 	if !ok {
-		t = &typeState{pending: map[string]*sent{}, sentAll: map[string]*sent{}, accepted: map[string]Accepted{}, rejected: map[string]int{}}
+		t = &typeState{pending: map[string]*sent{}, sentAll: map[string]*sent{}, accepted: map[string]Accepted{}, rejected: map[fingerprint]int{}}
 		s.types[typ] = t
 	}
 	return t
@@ -294,12 +307,14 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 	out := make([]Resource, len(res))
 	for i, x := range res {
 		a, ok := t.accepted[x.Name]
-		red := ok && a.Hash == x.Hash
-		x.Redundant = &red
+		x.Redundant = &redundantFalse
+		if ok && a.Hash == x.Hash {
+			x.Redundant = &redundantTrue
+		}
 		x.Type = ""
 		out[i] = x
 	}
-	s := &sent{version: version, resources: out, removed: removed, at: r.now(), fingerprint: fingerprint(out, removed)}
+	s := &sent{version: version, resources: out, removed: removed, at: r.now(), fingerprint: fingerprintOf(out, removed)}
 	t.pending[nonce] = s
 	t.sentAll[nonce] = s
 	t.order = append(t.order, nonce)
@@ -314,18 +329,38 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 	r.emitLocked(Event{Event: EventSend, Stream: stream, Type: typ, Nonce: nonce, Version: version, Resources: out, Removed: removed, Bytes: bytes})
 }
 
-// fingerprint identifies a response's content independent of nonce and version label, so
-// that the same rejected content re-sent under a new nonce counts as a repeat.
-func fingerprint(res []Resource, removed []string) string {
-	parts := make([]string, 0, len(res)+len(removed))
+// fingerprint identifies a response's content independent of nonce, version label and
+// resource order, so that the same rejected content re-sent under a new nonce counts as a
+// repeat. It combines a 64-bit FNV-1a hash of each entry order-independently (sum and
+// xor) instead of sorting and joining: a SotW send can carry 10,000 resources.
+type fingerprint struct {
+	sum, xor uint64
+	n        int
+}
+
+func fingerprintOf(res []Resource, removed []string) fingerprint {
+	var f fingerprint
+	add := func(parts ...string) {
+		h := uint64(14695981039346656037)
+		for _, p := range parts {
+			for i := 0; i < len(p); i++ {
+				h ^= uint64(p[i])
+				h *= 1099511628211
+			}
+			h ^= 0xff // separator
+			h *= 1099511628211
+		}
+		f.sum += h
+		f.xor ^= h
+		f.n++
+	}
 	for _, x := range res {
-		parts = append(parts, x.Name+"="+x.Hash)
+		add(x.Name, x.Hash)
 	}
 	for _, n := range removed {
-		parts = append(parts, "-"+n)
+		add("-", n)
 	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
+	return f
 }
 
 // Feedback classifies a request that carries a response nonce: an ACK or NACK of a send on

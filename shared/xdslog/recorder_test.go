@@ -2,6 +2,7 @@ package xdslog
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,4 +242,35 @@ func filterEv(ev []Event, kind string) []Event {
 		}
 	}
 	return out
+}
+
+// The hand-written encoder must produce what encoding/json would.
+func TestResourcesEncodeLikeEncodingJSON(t *testing.T) {
+	tr, fa := true, false
+	rs := Resources{
+		{Type: "CDS", Name: "inventory", Hash: "ab12"},
+		{Name: "quote-route", Version: "3", Hash: "cd", Redundant: &tr},
+		{Name: `we"ird\name<&>é` + "\x01", Version: "v\u2028", Hash: "", Redundant: &fa},
+	}
+	got, err := rs.MarshalJSON()
+	require.NoError(t, err)
+	want, err := json.Marshal([]Resource(rs))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+	var back Resources
+	require.NoError(t, json.Unmarshal(got, &back))
+	assert.Equal(t, rs, back)
+	n, err := Resources(nil).MarshalJSON()
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(n))
+}
+
+func TestFingerprintIgnoresOrderAndNonce(t *testing.T) {
+	a := fingerprintOf([]Resource{{Name: "x", Hash: "1"}, {Name: "y", Hash: "2"}}, nil)
+	b := fingerprintOf([]Resource{{Name: "y", Hash: "2"}, {Name: "x", Hash: "1"}}, nil)
+	c := fingerprintOf([]Resource{{Name: "x", Hash: "2"}, {Name: "y", Hash: "1"}}, nil)
+	d := fingerprintOf([]Resource{{Name: "x", Hash: "1"}}, []string{"y"})
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, c)
+	assert.NotEqual(t, a, d)
 }
