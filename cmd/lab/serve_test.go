@@ -81,13 +81,7 @@ func serveTestOptions(t *testing.T, mode string) serveOptions {
 // serveWaitFor polls cond until it holds or the deadline passes.
 func serveWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, timeout, 10*time.Millisecond, "waiting for %s", what)
 }
 
 // The script mixes every state command with every bad one; each bad command must print

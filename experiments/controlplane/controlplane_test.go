@@ -86,13 +86,7 @@ func refusals(ev []xdslog.Event) []string {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, timeout, 10*time.Millisecond, "waiting for %s", what)
 }
 
 // start runs a control plane on a free port with the teaching state published.

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
-	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
