@@ -541,11 +541,8 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 	res.Steps = r.steps
 	res.Passed = runErr == nil
 	result := "PASS"
-	switch {
-	case errors.Is(runErr, ErrInterrupted):
-		result = "FAIL: " + runErr.Error()
-	case runErr != nil:
-		result = "FAIL: " + runErr.Error()
+	if runErr != nil {
+		result = "FAIL: " + runErr.Error() // an interruption reads "interrupted at <step>"
 	}
 	if interrupted && !errors.Is(runErr, ErrInterrupted) && runErr != nil {
 		// Stopped by the context outside a step's own handling (a hook, the setup):
