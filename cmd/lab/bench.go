@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,11 +17,38 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// Ranges of `lab bench`'s counts and durations.
+var (
+	benchClustersRange = intRange{1, bench.MaxClusters}
+	benchClientsRange  = intRange{1, bench.MaxClients}
+	benchRepeatRange   = intRange{1, bench.MaxRepeat}
+	benchTimeoutRange  = durationRange{time.Second, time.Hour}
+)
+
+// benchOptions are the flags of `lab bench`; benchRunOptions turns them into bench.Options.
+type benchOptions struct {
+	bench    bench.Options
+	versions []string
+	given    func(flag string) bool // cobra's Changed
+}
+
+func defaultBenchOptions() benchOptions {
+	return benchOptions{
+		bench: bench.Options{
+			Clusters: bench.DefaultClusters,
+			Clients:  1,
+			Client:   bench.ClientEnvoy,
+			Modes:    bench.DefaultModes,
+			Repeat:   bench.DefaultRepeat,
+			Timeout:  bench.DefaultTimeout,
+		},
+		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
+		given:    func(string) bool { return false },
+	}
+}
+
 func newBenchCmd() *cobra.Command {
-	var (
-		o        bench.Options
-		versions []string
-	)
+	o := defaultBenchOptions()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure how SotW's and delta's cost grows with the number of clusters and clients",
@@ -46,35 +75,68 @@ Envoy log).`,
 
   # fan-out: one change pushed to 100 clients, delta vs SotW per-type
   lab bench --client sim --clients 100 --clusters 100,1000 --sotw-versions per-type`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.SotWVersions = nil
-			for _, v := range versions {
-				o.SotWVersions = append(o.SotWVersions, frontend.VersionStrategy(v))
+			o.given = cmd.Flags().Changed
+			bo, err := o.benchRunOptions()
+			if err != nil {
+				return err
 			}
-			// Options treats 0 clients as "the default, 1"; on the command line 0 is a mistake.
-			if o.Clients == 0 {
-				return fmt.Errorf("--clients: 0 is outside 1..%d", bench.MaxClients)
-			}
-			if cmd.Flags().Changed("sotw-versions") && !slices.Contains(o.Modes, xdslog.ModeSotW) {
-				return errors.New("--sotw-versions applies to --modes sotw only")
-			}
-			o.Progress = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			_, err := bench.Run(ctx, o)
+			bo.Progress = newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
+			_, err = bench.Run(ctx, bo)
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.IntSliceVar(&o.Clusters, "clusters", bench.DefaultClusters, "cluster counts N to measure (each >= 1)")
-	f.IntVar(&o.Clients, "clients", 1, "clients per configuration, 1-1000 (more than 1 needs --client sim)")
-	f.StringVar(&o.Client, "client", bench.ClientEnvoy, "data plane: envoy or sim")
-	f.StringSliceVar(&o.Modes, "modes", bench.DefaultModes, "protocols: sotw, delta")
-	f.StringSliceVar(&versions, "sotw-versions", []string{string(frontend.Uniform), string(frontend.PerType)}, "SotW version strategies: uniform, per-type")
-	f.IntVar(&o.Repeat, "repeat", bench.DefaultRepeat, "single-endpoint changes per configuration (>= 1)")
-	f.StringVar(&o.Out, "out", "", "output directory (default experiments/evidence/bench/<UTC time>-<PID>)")
-	f.StringVar(&o.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
-	f.DurationVar(&o.Timeout, "timeout", bench.DefaultTimeout, "deadline for each configuration")
+	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
+		"cluster counts N to measure, each "+benchClustersRange.String())
+	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
+	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientSim}}, "client", "data plane: envoy or sim")
+	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
+	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type")
+	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "single-endpoint changes per configuration, "+benchRepeatRange.String())
+	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
+	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
+	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
 	return cmd
+}
+
+// benchRunOptions checks what the flags could not check one by one; nothing has
+// started yet.
+func (o *benchOptions) benchRunOptions() (bench.Options, error) {
+	b := o.bench
+	b.SotWVersions = nil
+	for _, v := range o.versions {
+		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
+	}
+	if b.Clients > 1 && b.Client != bench.ClientSim {
+		return b, badFlag("clients", strconv.Itoa(b.Clients), "more than one client needs --client sim (the bench runs one Envoy)")
+	}
+	if o.given("sotw-versions") && !slices.Contains(b.Modes, xdslog.ModeSotW) {
+		return b, badFlag("sotw-versions", strings.Join(o.versions, ","), "SotW only (want sotw in --modes, or no --sotw-versions)")
+	}
+	// A second bench in the same directory would leave the first one's logs beside its own.
+	if err := checkOut(b.Out, holdsAnything, "a new or empty directory"); err != nil {
+		return b, err
+	}
+	// The library's own check, for anything the CLI does not cover.
+	check := b
+	if err := check.Validate(); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+// parseVersionStrategy is one SotW version strategy; "" (the library's default) is not a
+// name on the command line.
+func parseVersionStrategy(s string) error {
+	if s == "" {
+		return errors.New("empty (want uniform or per-type)")
+	}
+	if _, err := frontend.ParseVersionStrategy(s); err != nil {
+		return errors.New("unknown version strategy (want uniform or per-type)")
+	}
+	return nil
 }

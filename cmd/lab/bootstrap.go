@@ -2,20 +2,26 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/bootstrap"
 )
 
+// bootstrapOptions are the flags of `lab bootstrap`.
+type bootstrapOptions struct {
+	mode string
+	p    bootstrap.Params
+}
+
 func newBootstrapCmd() *cobra.Command {
-	p := bootstrap.Params{
+	o := bootstrapOptions{p: bootstrap.Params{
 		NodeID:      bootstrap.DefaultNodeID,
 		NodeCluster: bootstrap.DefaultNodeCluster,
 		XDSAddr:     bootstrap.DefaultXDSAddr,
 		AdminPort:   bootstrap.DefaultAdminPort,
-	}
-	var mode string
+	}}
 	cmd := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Print an Envoy bootstrap for SotW or delta ADS",
@@ -28,24 +34,31 @@ including the control plane's xds_cluster, is on 127.0.0.1.`,
 
   # delta, control plane on another port, admin on a free port
   lab bootstrap --mode delta --xds-addr 127.0.0.1:18001 --admin-port 0 > delta.yaml`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := bootstrap.Render(mode, p)
-			if err != nil {
-				return err
-			}
-			if _, err := cmd.OutOrStdout().Write(out); err != nil {
-				return fmt.Errorf("write bootstrap: %w", err)
-			}
-			return nil
+			return runBootstrap(o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&mode, "mode", "", "ADS protocol: sotw or delta (required)")
-	f.StringVar(&p.XDSAddr, "xds-addr", p.XDSAddr, "control plane address; only 127.0.0.1 is allowed")
-	f.IntVar(&p.AdminPort, "admin-port", p.AdminPort, "Envoy admin port on 127.0.0.1; 0 picks a free one (use envoy --admin-address-path)")
-	f.StringVar(&p.NodeID, "node-id", p.NodeID, "node.id; must match the control plane's --node-id")
-	f.StringVar(&p.NodeCluster, "node-cluster", p.NodeCluster, "node.cluster (Envoy requires one)")
-	_ = cmd.MarkFlagRequired("mode")
+	f.Var(modeValue{&o.mode}, "mode", "ADS protocol: sotw or delta (required)")
+	f.Var(addrValue{p: &o.p.XDSAddr}, "xds-addr", "control plane address, 127.0.0.1:PORT (localhost means 127.0.0.1)")
+	f.Var(portValue{&o.p.AdminPort, portZeroRange}, "admin-port", "Envoy admin port on 127.0.0.1, 0-65535; 0 picks a free one (use envoy --admin-address-path)")
+	f.StringVar(&o.p.NodeID, "node-id", o.p.NodeID, "node.id; must match the control plane's --node-id")
+	f.StringVar(&o.p.NodeCluster, "node-cluster", o.p.NodeCluster, "node.cluster (Envoy requires one)")
 	return cmd
+}
+
+// runBootstrap renders the bootstrap and writes it whole, or nothing.
+func runBootstrap(o bootstrapOptions, out io.Writer) error {
+	if err := checkMode(o.mode); err != nil {
+		return err
+	}
+	b, err := bootstrap.Render(o.mode, o.p)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(b); err != nil {
+		return fmt.Errorf("write bootstrap: %w", err)
+	}
+	return nil
 }

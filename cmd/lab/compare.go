@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 
 func newCompareCmd() *cobra.Command {
 	var format, out, step string
+	var sessionA, sessionB int
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs side by side: step table, versions, findings, sequence diagrams",
@@ -24,7 +24,8 @@ data-plane result; the per-resource versions at the end of every step; findings 
 from those figures; and sequence diagrams (--step NAME, or every step in HTML).
 
 A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file.
-Runs with different steps are compared on the steps they share.`,
+Runs with different steps are compared on the steps they share. A log that several
+lab serve sessions appended to is never merged: choose one with --session-a/--session-b.`,
 		Example: `  # the two runs of "make lab", as a text table
   lab compare experiments/evidence/latest/sotw experiments/evidence/latest/delta
 
@@ -36,16 +37,13 @@ Runs with different steps are compared on the steps they share.`,
 
   # two bare logs
   lab compare sotw/xds.log delta/xds.log --format json`,
-		Args: cobra.ExactArgs(2),
+		Args: twoRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(compare.Formats, format) {
-				return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(compare.Formats, ", "))
-			}
-			a, err := compare.Load("A", args[0])
+			a, err := compare.LoadSession("A", args[0], sessionA)
 			if err != nil {
 				return err
 			}
-			b, err := compare.Load("B", args[1])
+			b, err := compare.LoadSession("B", args[1], sessionB)
 			if err != nil {
 				return err
 			}
@@ -69,8 +67,24 @@ Runs with different steps are compared on the steps they share.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "text", "output format: "+strings.Join(compare.Formats, ", "))
+	format = "text"
+	f.Var(choiceValue{&format, "format", compare.Formats}, "format", "output format: "+strings.Join(compare.Formats, ", "))
 	f.StringVar(&out, "out", "", "write the report to FILE instead of standard output")
 	f.StringVar(&step, "step", "", "show only this step, with its sequence diagrams")
+	// lab serve appends a session per start to the same xds.log; a log with several is
+	// refused unless one is chosen (the error says how many there are).
+	f.IntVar(&sessionA, "session-a", 0, "RUN_A's session, 1 for the first, when its xds.log holds several (lab serve appends one per start)")
+	f.IntVar(&sessionB, "session-b", 0, "RUN_B's session, likewise")
 	return cmd
+}
+
+// twoRuns wants exactly the two runs to compare.
+func twoRuns(cmd *cobra.Command, args []string) error {
+	switch len(args) {
+	case 2:
+		return nil
+	case 0:
+		return fmt.Errorf("want two runs (usage: %s)", cmd.UseLine())
+	}
+	return fmt.Errorf("want two runs, got %d (usage: %s)", len(args), cmd.UseLine())
 }

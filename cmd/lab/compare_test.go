@@ -68,18 +68,24 @@ func TestCompareBadInput(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), "run A ("), err.Error())
 }
 
+// TestCompareBadFlags: bad arguments and flags are one line each, and nothing is printed.
 func TestCompareBadFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"compare", sotwRunDir}, "accepts 2 arg(s), received 1"},
-		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", "pdf"}, `unknown --format "pdf" (want text, markdown, json, html)`},
+		{[]string{"compare"}, "want two runs (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare", sotwRunDir}, "want two runs, got 1 (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare", sotwRunDir, deltaRunDir, deltaRunDir}, "want two runs, got 3 (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", "pdf"}, `--format pdf: unknown format (want text, markdown, json or html)`},
+		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", ""}, `--format "": unknown format (want text, markdown, json or html)`},
+		{[]string{"compare", sotwRunDir, deltaRunDir, "--format"}, `--format: needs a value (see lab compare --help)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--step", "warp"}, `step "warp" is not in both runs (shared steps: initial, port-change, invalid-route, recover, remove-cluster, restore)`},
 	} {
-		_, _, err := runLab(t, c.args...)
+		out, _, err := runLab(t, c.args...)
 		require.Error(t, err, "%v", c.args)
 		assert.Equal(t, c.want, err.Error())
+		assert.Empty(t, out)
 	}
 }
 

@@ -32,7 +32,7 @@ also appended as one JSON line to the log (default inventory-<name>.log, --log "
   lab inventory --name v2 --port 18081 --log v2.log
 
   curl -H 'x-request-id: r1' 'http://127.0.0.1:18080/quote?sku=paper'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("log") {
 				logPath = "inventory-" + name + ".log"
@@ -44,7 +44,8 @@ also appended as one JSON line to the log (default inventory-<name>.log, --log "
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "v1", "backend name, echoed in every answer")
-	f.IntVar(&port, "port", 18080, "port on 127.0.0.1 (0 picks a free one)")
+	port = 18080
+	f.Var(portValue{&port, portZeroRange}, "port", "port on 127.0.0.1, 0-65535 (0 picks a free one)")
 	f.StringVar(&logPath, "log", "", `request log, one JSON line per request (default "inventory-<name>.log"; "" for none)`)
 	return cmd
 }

@@ -139,3 +139,28 @@ func TestInventoryCommandErrors(t *testing.T) {
 	_, _, err = runLabArgs(t, "inventory", "--port", "99999")
 	assert.ErrorContains(t, err, "99999")
 }
+
+// TestInventoryRefusesBadFlags: one line "--flag VALUE: what is wrong" each, before
+// anything starts: no listening line, no log file.
+func TestInventoryRefusesBadFlags(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"port high":           {[]string{"--port", "99999"}, "--port 99999: outside 0-65535"},
+		"port negative":       {[]string{"--port", "-1"}, "--port -1: outside 0-65535"},
+		"port word":           {[]string{"--port", "http"}, "--port http: not a number (want a port, 0-65535)"},
+		"port address":        {[]string{"--port", "0.0.0.0:18080"}, "--port 0.0.0.0:18080: an address, not a port (want only the port: the host is always 127.0.0.1)"},
+		"positional argument": {[]string{"extra"}, "extra: unexpected argument (usage: lab inventory [flags])"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			stdout, _, err := runLabArgs(t, append([]string{"inventory"}, c.args...)...)
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Empty(t, stdout)
+			ents, _ := os.ReadDir(".")
+			assert.Empty(t, ents, "no log file")
+		})
+	}
+}

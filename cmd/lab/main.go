@@ -5,18 +5,42 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/runner"
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "lab:", err)
-		// An interrupted run exits like a shell's SIGINT, matching its run.exit.
-		if errors.Is(err, runner.ErrInterrupted) {
-			os.Exit(130)
-		}
-		os.Exit(1)
+	// A closed standard output (lab run | head) must not kill a run before it has written
+	// its evidence. Unless SIGPIPE is notified, Go dies of it on a write to a broken fd 1
+	// or 2; notified, the write returns EPIPE and the progress writer drops the rest
+	// (os/signal, "SIGPIPE"). The channel is never read: Notify does not block on it. A
+	// handler, unlike an ignored signal, is reset on exec, so Envoy is unaffected.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	os.Exit(execute(newRootCmd(), os.Stderr))
+}
+
+// execute runs root and prints its error as one line naming the command that failed,
+// "lab <command>: ...". It returns the exit code: 130 for an interrupted run (like a
+// shell's SIGINT, matching its run.exit), 1 for any other error.
+func execute(root *cobra.Command, stderr io.Writer) int {
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
+	path := root.CommandPath()
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", path, strings.ReplaceAll(err.Error(), "\n", " "))
+	if errors.Is(err, runner.ErrInterrupted) {
+		return 130
+	}
+	return 1
 }

@@ -10,6 +10,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// pflag's parse errors, reworded like every other error: "--flag VALUE: ...".
+	root.SetFlagErrorFunc(rewordFlagError)
 	root.AddCommand(
 		// subcommands are added here, one line each
 		newServeCmd(),

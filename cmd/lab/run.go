@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,17 +16,50 @@ import (
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
-func newRunCmd() *cobra.Command {
-	var (
-		o          runner.Options
-		xdsAddr    string
-		invPorts   []int
-		versions   string
-		nackPolicy string
-	)
+// Ranges of `lab run`'s durations.
+var (
+	stepTimeoutRange = durationRange{time.Second, time.Hour}
+	outageRange      = durationRange{0, 10 * time.Minute}
+)
+
+// runOptions are the flags of `lab run`; runnerOptions turns them into runner.Options.
+type runOptions struct {
+	run        runner.Options
+	xdsAddr    string
+	versions   string
+	nackPolicy string
+	// freePorts: every port flag not given takes a free loopback port instead of its
+	// default, so `make lab` works while the defaults are taken.
+	freePorts bool
+	// given reports whether a flag was on the command line (cobra's Changed).
+	given func(flag string) bool
+}
+
+func defaultRunOptions() runOptions {
+	return runOptions{
+		run: runner.Options{
+			Client:         runner.ClientAuto,
+			ListenerPort:   19000,
+			AdminPort:      9901,
+			InventoryPorts: [2]int{18080, 18081},
+			StepTimeout:    45 * time.Second,
+		},
+		xdsAddr: "127.0.0.1:18000",
+		given:   func(string) bool { return false },
+	}
+}
+
+func newRunCmd() *cobra.Command { return newRunCmdWith(runRun) }
+
+// newRunCmdWith parses the flags into runner options and hands them to run (tests pass
+// their own to see the options).
+func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.Writer) error) *cobra.Command {
+	o := defaultRunOptions()
 	cmd := &cobra.Command{
 		Use:   "run --mode=sotw|delta",
 		Short: "Drive Envoy (or the simulated client) through every scenario step and keep the evidence",
@@ -40,10 +74,22 @@ and run.exit; they are written even when a step fails or the run is interrupted.
 
 With --client=sim (or auto when no Envoy is found) the steps run against the simulated
 client and envoy.result says NOT_RUN: no data-plane result is reported that Envoy did
-not produce.`,
+not produce.
+
+Ports (all on 127.0.0.1) default to xDS 18000, listener 19000, admin 9901, inventory
+18080 and 18081. A port already in use is refused before anything starts, naming the
+process that holds it when /proc tells. --free-ports picks a free port for every port
+flag not given (run.json records which), so a run works while the defaults are taken,
+e.g. by a lab serve in another terminal; make lab uses it.
+
+A closed standard output (lab run | head) costs only the progress lines: the run goes on,
+writes every file, and the exit code is the run's own.`,
 		Example: `  # real Envoy (install it with: make envoy)
   lab run --mode=sotw
   lab run --mode=delta --out /tmp/delta-run
+
+  # free loopback ports instead of the defaults (what make lab does)
+  lab run --mode=delta --free-ports
 
   # SotW with per-type versions and no NACK re-sends
   lab run --mode=sotw --sotw-versions per-type --nack-policy hold
@@ -53,100 +99,103 @@ not produce.`,
 
   # failure windows: a 5s control-plane outage; state changes during the reconnect
   lab run --mode=delta --outage 5s --publish-during-reconnect`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, port, err := loopback.ParseAddr(xdsAddr)
+			o.given = cmd.Flags().Changed
+			ro, err := o.runnerOptions()
 			if err != nil {
-				return fmt.Errorf("--xds-addr: %w", err)
+				return err
 			}
-			o.XDSPort = port
-			if o.Outage < 0 || o.Outage > 10*time.Minute {
-				return fmt.Errorf("--outage %s: want 0 to 10m", o.Outage)
-			}
-			if len(invPorts) != 2 {
-				return fmt.Errorf("--inventory-ports takes two ports (v1,v2), got %d", len(invPorts))
-			}
-			o.InventoryPorts = [2]int{invPorts[0], invPorts[1]}
-			for i, name := range []string{"v1", "v2"} {
-				if err := loopback.ValidatePort(invPorts[i]); err != nil {
-					return fmt.Errorf("--inventory-ports %s: %w", name, err)
-				}
-			}
-			if o.Mode == "sotw" {
-				if o.Versions, err = frontend.ParseVersionStrategy(versions); err != nil {
-					return err
-				}
-				if o.NackPolicy, err = sotw.ParseNackPolicy(nackPolicy); err != nil {
-					return err
-				}
-			} else if versions != "" || nackPolicy != "" {
-				return fmt.Errorf("--sotw-versions and --nack-policy apply to --mode=sotw only")
-			}
-			if o.Out != "" {
-				// Appending to an earlier run's xds.log would mix two runs' evidence.
-				if _, err := os.Stat(filepath.Join(o.Out, "xds.log")); err == nil {
-					return fmt.Errorf("--out %s already holds a run (xds.log); choose another directory", o.Out)
-				}
-			}
-			o.Progress = cmd.OutOrStdout()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := runner.Execute(ctx, o)
-			if res != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "[%s] envoy.result: %s\n[%s] evidence: %s\n", o.Mode, res.EnvoyResult, o.Mode, res.Dir)
-			}
-			return err
+			return run(ctx, ro, newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Mode, "mode", "", "protocol: sotw or delta (required)")
-	f.StringVar(&o.Client, "client", runner.ClientAuto, "data plane: envoy, sim, or auto (Envoy when found, else the simulated client)")
-	f.StringVar(&o.Out, "out", "", "run directory (default experiments/evidence/<mode>/<UTC time>-<PID>)")
-	f.StringVar(&versions, "sotw-versions", "", "SotW version strategy: uniform (default) or per-type")
-	f.StringVar(&nackPolicy, "nack-policy", "", "SotW NACK policy: resend (default, the library's behaviour) or hold")
-	f.StringVar(&o.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
-	f.StringVar(&xdsAddr, "xds-addr", "127.0.0.1:18000", "xDS server address; only 127.0.0.1 is allowed")
-	o.ListenerPort, o.AdminPort = 19000, 9901
-	f.Var(portValue{p: &o.ListenerPort}, "listener-port", "Envoy listener port on 127.0.0.1")
-	f.Var(portValue{p: &o.AdminPort, allowZero: true}, "admin-port", "Envoy admin port on 127.0.0.1 (0: pick a free one)")
-	f.IntSliceVar(&invPorts, "inventory-ports", []int{18080, 18081}, "ports of inventory backends v1,v2")
-	f.StringSliceVar(&o.Steps, "steps", nil, "run only these steps (default: all)")
-	f.DurationVar(&o.StepTimeout, "step-timeout", 45*time.Second, "deadline for each step's waits")
-	f.DurationVar(&o.Outage, "outage", 0, "keep the xDS server down this long in control-plane-restart, sending a request every 250ms (0: one request, then restart)")
-	f.BoolVar(&o.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
-	_ = cmd.MarkFlagRequired("mode")
+	f.Var(modeValue{&o.run.Mode}, "mode", "protocol: sotw or delta (required)")
+	f.Var(choiceValue{&o.run.Client, "data plane", []string{runner.ClientEnvoy, runner.ClientSim, runner.ClientAuto}}, "client",
+		"data plane: envoy, sim, or auto (Envoy when found, else the simulated client)")
+	f.StringVar(&o.run.Out, "out", "", "run directory, new or without a run (default experiments/evidence/<mode>/<UTC time>-<PID>)")
+	f.Var(choiceValue{&o.versions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions",
+		"SotW version strategy: uniform (default) or per-type")
+	f.Var(choiceValue{&o.nackPolicy, "NACK policy", []string{string(sotw.Resend), string(sotw.Hold)}}, "nack-policy",
+		"SotW NACK policy: resend (default, the library's behaviour) or hold")
+	f.StringVar(&o.run.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
+	f.Var(addrValue{p: &o.xdsAddr}, "xds-addr", "xDS server address, 127.0.0.1:PORT (localhost means 127.0.0.1)")
+	f.Var(portValue{&o.run.ListenerPort, portRange}, "listener-port", "Envoy listener port on 127.0.0.1, 1-65535")
+	f.Var(portValue{&o.run.AdminPort, portZeroRange}, "admin-port", "Envoy admin port on 127.0.0.1, 0-65535 (0: pick a free one)")
+	f.Var(portPairValue{&o.run.InventoryPorts}, "inventory-ports", "ports of inventory backends v1,v2 on 127.0.0.1")
+	f.BoolVar(&o.freePorts, "free-ports", false, "pick a free 127.0.0.1 port for every port flag not given, instead of the defaults")
+	f.StringSliceVar(&o.run.Steps, "steps", nil, "run only these steps, the first one publishing (default: all)")
+	f.Var(durationValue{&o.run.StepTimeout, stepTimeoutRange}, "step-timeout", "deadline for each step's waits, "+stepTimeoutRange.String())
+	f.Var(durationValue{&o.run.Outage, outageRange}, "outage", "keep the xDS server down this long in control-plane-restart, sending a request every 250ms, "+
+		outageRange.String()+" (0: one request, then restart)")
+	f.BoolVar(&o.run.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
 	return cmd
 }
 
-// portValue is a port flag: 1-65535 (and 0 when allowZero). The host is always
-// 127.0.0.1, so an address is refused with a message that says so rather than a
-// number-parsing error.
-type portValue struct {
-	p         *int
-	allowZero bool
-}
-
-func (v portValue) String() string {
-	if v.p == nil {
-		return "0"
+// runnerOptions checks what the flags could not check one by one and returns the
+// runner's options; nothing has started yet.
+func (o *runOptions) runnerOptions() (runner.Options, error) {
+	r := o.run
+	if err := checkMode(r.Mode); err != nil {
+		return r, err
 	}
-	return strconv.Itoa(*v.p)
-}
-
-func (v portValue) Set(s string) error {
-	if strings.Contains(s, ":") {
-		return fmt.Errorf("%q is an address: give only the port, the host is always %s", s, loopback.Host)
-	}
-	if v.allowZero && s == "0" {
-		*v.p = 0
-		return nil
-	}
-	p, err := loopback.ParsePort(s)
+	_, port, err := loopback.ParseAddr(o.xdsAddr)
 	if err != nil {
-		return err
+		return r, badFlag("xds-addr", o.xdsAddr, "%v", err)
 	}
-	*v.p = p
-	return nil
+	r.XDSPort = port
+	if o.freePorts {
+		o.freeUnsetPorts(&r)
+	}
+	if r.Mode == xdslog.ModeSotW {
+		// The flags accept only known names; "" is the default.
+		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
+		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
+	} else {
+		if err := sotwOnly("sotw-versions", o.versions); err != nil {
+			return r, err
+		}
+		if err := sotwOnly("nack-policy", o.nackPolicy); err != nil {
+			return r, err
+		}
+	}
+	if len(r.Steps) > 0 {
+		if _, err := scenario.Select(scenario.Teaching(), r.Steps); err != nil {
+			return r, badFlag("steps", strings.Join(r.Steps, ","), "%v", err)
+		}
+	}
+	// Appending to an earlier run's xds.log would mix two runs' evidence.
+	holdsRun := func(dir string) (string, bool) {
+		_, err := os.Stat(filepath.Join(dir, "xds.log"))
+		return "a run (xds.log)", err == nil
+	}
+	if err := checkOut(r.Out, holdsRun, "a new directory or one without a run"); err != nil {
+		return r, err
+	}
+	return r, nil
 }
 
-func (portValue) Type() string { return "port" }
+// freeUnsetPorts zeroes every port whose flag was not given: the runner takes zero as
+// "pick a free one".
+func (o *runOptions) freeUnsetPorts(r *runner.Options) {
+	for flag, p := range map[string]*int{"xds-addr": &r.XDSPort, "listener-port": &r.ListenerPort, "admin-port": &r.AdminPort} {
+		if !o.given(flag) {
+			*p = 0
+		}
+	}
+	if !o.given("inventory-ports") {
+		r.InventoryPorts = [2]int{}
+	}
+}
+
+// runRun runs the scenario with progress to progress, and says where the evidence is.
+func runRun(ctx context.Context, o runner.Options, progress io.Writer) error {
+	o.Progress = progress
+	res, err := runner.Execute(ctx, o)
+	if res != nil {
+		fmt.Fprintf(progress, "[%s] envoy.result: %s\n[%s] evidence: %s\n", o.Mode, res.EnvoyResult, o.Mode, res.Dir)
+	}
+	return err
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -62,45 +64,145 @@ func withFlag(args []string, flag, value string) []string {
 	return append(out, flag, value)
 }
 
-// TestRunRefusesBadAddressesAndPorts: non-loopback addresses, addresses where a port is
-// expected and ports outside 1-65535 are refused before anything starts, in one line,
-// and no run directory is created.
-func TestRunRefusesBadAddressesAndPorts(t *testing.T) {
+// TestRunRefusesBadFlags: every bad address, port, duration, count and name is refused
+// before anything starts, in one line "--flag VALUE: what is wrong", and no run
+// directory is created.
+func TestRunRefusesBadFlags(t *testing.T) {
 	for name, c := range map[string]struct {
-		flag, value, want string
+		args []string
+		want string
 	}{
-		"xds any":           {"--xds-addr", "0.0.0.0:18000", "not loopback"},
-		"xds lan":           {"--xds-addr", "192.168.1.1:18000", "not loopback"},
-		"xds localhost":     {"--xds-addr", "localhost:18000", "not loopback"},
-		"xds ipv6":          {"--xds-addr", "[::1]:18000", "not loopback"},
-		"xds no port":       {"--xds-addr", "127.0.0.1", "missing port"},
-		"xds port 0":        {"--xds-addr", "127.0.0.1:0", "outside 1-65535"},
-		"xds port high":     {"--xds-addr", "127.0.0.1:65536", "outside 1-65535"},
-		"listener address":  {"--listener-port", "0.0.0.0:19000", "the host is always 127.0.0.1"},
-		"listener loopback": {"--listener-port", "127.0.0.1:19000", "give only the port"},
-		"listener 0":        {"--listener-port", "0", "outside 1-65535"},
-		"listener high":     {"--listener-port", "65536", "outside 1-65535"},
-		"listener negative": {"--listener-port", "-1", "outside 1-65535"},
-		"listener word":     {"--listener-port", "http", "not a number"},
-		"admin address":     {"--admin-port", "0.0.0.0:9901", "the host is always 127.0.0.1"},
-		"admin high":        {"--admin-port", "70000", "outside 1-65535"},
-		"admin negative":    {"--admin-port", "-5", "outside 1-65535"},
-		"inventory high":    {"--inventory-ports", "18080,65536", "outside 1-65535"},
-		"inventory zero":    {"--inventory-ports", "0,18081", "outside 1-65535"},
-		"inventory one":     {"--inventory-ports", "18080", "two ports"},
-		"inventory address": {"--inventory-ports", "0.0.0.0:18080,18081", "invalid argument"},
+		"mode unknown":        {[]string{"--mode", "grpc"}, "--mode grpc: unknown protocol (want sotw or delta)"},
+		"mode empty":          {[]string{"--mode", ""}, `--mode "": unknown protocol (want sotw or delta)`},
+		"client unknown":      {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy, sim or auto)"},
+		"xds any":             {[]string{"--xds-addr", "0.0.0.0:18000"}, "--xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		"xds lan":             {[]string{"--xds-addr", "192.168.1.1:18000"}, "--xds-addr 192.168.1.1:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		"xds ipv6":            {[]string{"--xds-addr", "[::1]:18000"}, "--xds-addr [::1]:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		"xds no port":         {[]string{"--xds-addr", "127.0.0.1"}, "--xds-addr 127.0.0.1: missing port in address (want 127.0.0.1:PORT)"},
+		"xds port 0":          {[]string{"--xds-addr", "127.0.0.1:0"}, "--xds-addr 127.0.0.1:0: port 0 is outside 1-65535"},
+		"xds port high":       {[]string{"--xds-addr", "127.0.0.1:65536"}, "--xds-addr 127.0.0.1:65536: port 65536 is outside 1-65535"},
+		"listener address":    {[]string{"--listener-port", "0.0.0.0:19000"}, "--listener-port 0.0.0.0:19000: an address, not a port (want only the port: the host is always 127.0.0.1)"},
+		"listener 0":          {[]string{"--listener-port", "0"}, "--listener-port 0: outside 1-65535"},
+		"listener high":       {[]string{"--listener-port", "65536"}, "--listener-port 65536: outside 1-65535"},
+		"listener negative":   {[]string{"--listener-port", "-1"}, "--listener-port -1: outside 1-65535"},
+		"listener word":       {[]string{"--listener-port", "http"}, "--listener-port http: not a number (want a port, 1-65535)"},
+		"admin address":       {[]string{"--admin-port", "127.0.0.1:9901"}, "--admin-port 127.0.0.1:9901: an address, not a port (want only the port: the host is always 127.0.0.1)"},
+		"admin high":          {[]string{"--admin-port", "70000"}, "--admin-port 70000: outside 0-65535"},
+		"admin negative":      {[]string{"--admin-port", "-5"}, "--admin-port -5: outside 0-65535"},
+		"inventory high":      {[]string{"--inventory-ports", "18080,65536"}, "--inventory-ports 18080,65536: v2: outside 1-65535"},
+		"inventory zero":      {[]string{"--inventory-ports", "0,18081"}, "--inventory-ports 0,18081: v1: outside 1-65535"},
+		"inventory one":       {[]string{"--inventory-ports", "18080"}, "--inventory-ports 18080: not two ports (want V1,V2, each 1-65535)"},
+		"inventory three":     {[]string{"--inventory-ports", "1,2,3"}, "--inventory-ports 1,2,3: not two ports (want V1,V2, each 1-65535)"},
+		"inventory address":   {[]string{"--inventory-ports", "0.0.0.0:18080,18081"}, "--inventory-ports 0.0.0.0:18080,18081: v1: an address, not a port (want only the port: the host is always 127.0.0.1)"},
+		"step-timeout neg":    {[]string{"--step-timeout", "-1s"}, "--step-timeout -1s: outside 1s-1h"},
+		"step-timeout zero":   {[]string{"--step-timeout", "0"}, "--step-timeout 0: outside 1s-1h"},
+		"step-timeout long":   {[]string{"--step-timeout", "2h"}, "--step-timeout 2h: outside 1s-1h"},
+		"step-timeout word":   {[]string{"--step-timeout", "soon"}, "--step-timeout soon: not a duration (want 1s-1h, e.g. 45s or 2m)"},
+		"outage negative":     {[]string{"--outage", "-5s"}, "--outage -5s: outside 0-10m"},
+		"outage long":         {[]string{"--outage", "11m"}, "--outage 11m: outside 0-10m"},
+		"sotw-versions bad":   {[]string{"--sotw-versions", "lazy"}, "--sotw-versions lazy: unknown version strategy (want uniform or per-type)"},
+		"nack-policy bad":     {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend or hold)"},
+		"steps unknown":       {[]string{"--steps", "initial,warp"}, `--steps initial,warp: unknown step "warp" (known: initial, port-change, invalid-route, recover, envoy-restart, control-plane-restart, remove-cluster, restore)`},
+		"steps no publish":    {[]string{"--steps", "envoy-restart"}, `--steps envoy-restart: the first selected step must publish a state (start with "initial")`},
+		"bool not bool":       {[]string{"--publish-during-reconnect=maybe"}, "--publish-during-reconnect maybe: not true or false"},
+		"unknown flag":        {[]string{"--frobnicate"}, "--frobnicate: unknown flag (see lab run --help)"},
+		"positional argument": {[]string{"extra"}, "extra: unexpected argument (usage: lab run --mode=sotw|delta [flags])"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
-			args := withFlag(runArgs(t, "sim", out), c.flag, c.value)
-			stdout, _, err := runLabArgs(t, args...)
+			args := runArgs(t, "sim", out)
+			if len(c.args) == 2 {
+				args = withFlag(args, c.args[0], c.args[1])
+			} else {
+				args = append(args, c.args...)
+			}
+			stdout, stderr, err := runLabArgs(t, args...)
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), c.want)
-			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.Equal(t, c.want, err.Error())
 			assert.NoDirExists(t, out, "nothing is created for a bad flag")
-			assert.NotContains(t, stdout, "step", "nothing started")
+			assert.Empty(t, stdout, "nothing started")
+			assert.Empty(t, stderr)
 		})
 	}
+	t.Run("mode missing", func(t *testing.T) {
+		_, _, err := runLabArgs(t, "run", "--client=sim")
+		assert.EqualError(t, err, "--mode: not given (want sotw or delta)")
+	})
+	t.Run("SotW options with delta", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "run")
+		for flag, v := range map[string]string{"--sotw-versions": "per-type", "--nack-policy": "hold"} {
+			_, _, err := runLabArgs(t, withFlag(withFlag(runArgs(t, "sim", out), "--mode", "delta"), flag, v)...)
+			assert.EqualError(t, err, fmt.Sprintf("%s %s: SotW only (want --mode sotw, or no %s)", flag, v, flag))
+		}
+		assert.NoDirExists(t, out)
+	})
+	t.Run("out holds a run", func(t *testing.T) {
+		out := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(out, "xds.log"), []byte("{}\n"), 0o644))
+		_, _, err := runLabArgs(t, runArgs(t, "sim", out)...)
+		assert.EqualError(t, err, "--out "+out+": already holds a run (xds.log) (want a new directory or one without a run)")
+		ents, _ := os.ReadDir(out)
+		assert.Len(t, ents, 1, "nothing written beside the earlier run")
+	})
+	t.Run("out is a file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(out, nil, 0o644))
+		_, _, err := runLabArgs(t, runArgs(t, "sim", out)...)
+		assert.EqualError(t, err, "--out "+out+": not a directory (want a new directory or one without a run)")
+	})
+}
+
+// TestRunAcceptsLocalhost: localhost means 127.0.0.1, without asking a resolver.
+func TestRunAcceptsLocalhost(t *testing.T) {
+	o := defaultRunOptions()
+	o.run.Mode = "sotw"
+	require.NoError(t, addrValue{p: &o.xdsAddr}.Set("localhost:18001"))
+	assert.Equal(t, "127.0.0.1:18001", o.xdsAddr)
+	ro, err := o.runnerOptions()
+	require.NoError(t, err)
+	assert.Equal(t, 18001, ro.XDSPort)
+}
+
+// TestRunFreePorts: --free-ports zeroes (the runner's "pick a free one") every port
+// whose flag was not given, and keeps the ones given; without it the documented
+// defaults stay.
+func TestRunFreePorts(t *testing.T) {
+	parse := func(t *testing.T, args ...string) runner.Options {
+		t.Helper()
+		var got runner.Options
+		cmd := newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error {
+			got = o
+			return nil
+		})
+		cmd.SetArgs(append([]string{"--mode", "delta"}, args...))
+		cmd.SetOut(io.Discard)
+		require.NoError(t, cmd.Execute())
+		return got
+	}
+	def := parse(t)
+	assert.Equal(t, [5]int{18000, 19000, 9901, 18080, 18081}, [5]int{def.XDSPort, def.ListenerPort, def.AdminPort, def.InventoryPorts[0], def.InventoryPorts[1]}, "the defaults")
+	free := parse(t, "--free-ports")
+	assert.Equal(t, [5]int{}, [5]int{free.XDSPort, free.ListenerPort, free.AdminPort, free.InventoryPorts[0], free.InventoryPorts[1]}, "every port free")
+	mixed := parse(t, "--free-ports", "--listener-port", "19500", "--inventory-ports", "18500,18501")
+	assert.Equal(t, [5]int{0, 19500, 0, 18500, 18501}, [5]int{mixed.XDSPort, mixed.ListenerPort, mixed.AdminPort, mixed.InventoryPorts[0], mixed.InventoryPorts[1]}, "ports given are kept")
+}
+
+// TestMakeLabUsesFreePorts: every run of `make lab` takes free ports, so it works while
+// the defaults are held (a lab serve in another terminal).
+func TestMakeLabUsesFreePorts(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	_, target, ok := strings.Cut(string(b), "\nlab: ")
+	require.True(t, ok, "Makefile has a lab target")
+	target, _, _ = strings.Cut(target, "\n\n")
+	runs := 0
+	for _, line := range strings.Split(target, "\n") {
+		if strings.Contains(line, "$(LAB) run ") {
+			runs++
+			assert.Contains(t, line, " --free-ports", line)
+		}
+	}
+	assert.Equal(t, 3, runs)
 }
 
 // TestRunPortInUse: a port already taken gives a one-line error naming the port, before
@@ -133,7 +235,7 @@ func TestRunPortInUse(t *testing.T) {
 			_, _, err := runLabArgs(t, withFlag(runArgs(t, c.client, out), c.flag, c.value(port))...)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), fmt.Sprintf("%s %d is not free", c.what, port))
-			assert.Contains(t, err.Error(), "address already in use")
+			assert.Contains(t, err.Error(), "address already in use by "+selfHolder(t), "the holder is named")
 			assert.NotContains(t, err.Error(), "\n")
 			assert.NoDirExists(t, out)
 		})
@@ -147,6 +249,16 @@ func TestRunPortInUse(t *testing.T) {
 		assert.Contains(t, err.Error(), fmt.Sprintf("port %d is given twice", p))
 		assert.NoDirExists(t, out)
 	})
+}
+
+// selfHolder is how a port this test process holds is named: "pid N (comm)".
+func selfHolder(t *testing.T) string {
+	t.Helper()
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skip("no /proc: the holder cannot be named")
+	}
+	return fmt.Sprintf("pid %d (%s)", os.Getpid(), strings.TrimSpace(string(comm)))
 }
 
 // buildLab builds the lab binary into dir.
@@ -413,7 +525,7 @@ func TestBootstrapLoopbackOnly(t *testing.T) {
 	for name, args := range map[string][]string{
 		"xds any":       {"--xds-addr", "0.0.0.0:18000"},
 		"xds ipv6 any":  {"--xds-addr", "[::]:18000"},
-		"xds localhost": {"--xds-addr", "localhost:18000"},
+		"xds host name": {"--xds-addr", "example.com:18000"},
 		"xds lan":       {"--xds-addr", "10.0.0.1:18000"},
 		"xds port":      {"--xds-addr", "127.0.0.1:70000"},
 		"admin address": {"--admin-port", "0.0.0.0:9901"},

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,10 @@ type serveOptions struct {
 	sotwVersions  string
 	nackPolicy    string
 	limits        controlplane.Limits
+	// maxLogSize: past it the recorder condenses NACK storms (0: never).
+	maxLogSize int64
+	// stormEvery is how often a storm in progress is summarized on the console.
+	stormEvery time.Duration
 }
 
 func defaultServeOptions() serveOptions {
@@ -47,8 +52,14 @@ func defaultServeOptions() serveOptions {
 		listenerPort:  resources.DefaultListener,
 		logPath:       "xds.log",
 		limits:        controlplane.DefaultLimits(),
+		maxLogSize:    DefaultMaxLogSize,
+		stormEvery:    5 * time.Second,
 	}
 }
+
+// DefaultMaxLogSize is serve's --max-log-size: a NACK storm writes about 1.6 MB/s, so an
+// unattended storm reaches it in under three minutes and then writes one line a second.
+const DefaultMaxLogSize = 256 << 20
 
 func newServeCmd() *cobra.Command {
 	o := defaultServeOptions()
@@ -70,53 +81,119 @@ End of input, quit, SIGINT or SIGTERM stop the server.
 
   # SotW that re-sends only the types whose content changed, and holds after a NACK
   lab serve --mode sotw --sotw-versions per-type --nack-policy hold`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runServe(ctx, o, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	d := controlplane.DefaultLimits()
 	f := cmd.Flags()
-	f.StringVar(&o.mode, "mode", "", "ADS protocol: sotw or delta (required)")
-	f.StringVar(&o.xdsAddr, "xds-addr", o.xdsAddr, "gRPC listen address; only 127.0.0.1 is allowed")
+	f.Var(modeValue{&o.mode}, "mode", "ADS protocol: sotw or delta (required)")
+	f.Var(addrValue{p: &o.xdsAddr, allowZero: true}, "xds-addr", "gRPC listen address, 127.0.0.1:PORT (localhost means 127.0.0.1; port 0 picks a free one)")
 	f.StringVar(&o.nodeID, "node-id", o.nodeID, "Envoy node ID served")
-	f.IntVar(&o.inventoryPort, "inventory-port", o.inventoryPort, "endpoint port of cluster inventory in version 1")
-	f.IntVar(&o.listenerPort, "listener-port", o.listenerPort, "Envoy listener port")
-	f.StringVar(&o.logPath, "log", o.logPath, "xds.log file, appended to line by line")
-	f.StringVar(&o.sotwVersions, "sotw-versions", "", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
-	f.StringVar(&o.nackPolicy, "nack-policy", "", "SotW behaviour after a NACK: resend (the library's loop) or hold (default resend; sotw only)")
-	f.IntVar(&o.limits.MaxRecvMsgSize, "max-recv-msg-bytes", d.MaxRecvMsgSize, "largest request accepted; bigger ones fail their stream with RESOURCE_EXHAUSTED")
-	f.IntVar(&o.limits.MaxSendMsgSize, "max-send-msg-bytes", d.MaxSendMsgSize, "largest response sent (a SotW push of 10,000 clusters is a few MB)")
-	f.Uint32Var(&o.limits.MaxConcurrentStreams, "max-concurrent-streams", d.MaxConcurrentStreams, "HTTP/2 streams per connection")
-	f.IntVar(&o.limits.MaxStreams, "max-streams", d.MaxStreams, "ADS streams served at once in total; extra ones are refused with RESOURCE_EXHAUSTED")
-	f.DurationVar(&o.limits.KeepaliveMinTime, "keepalive-min-time", d.KeepaliveMinTime, "clients pinging more often get GOAWAY too_many_pings")
-	_ = cmd.MarkFlagRequired("mode")
+	f.Var(portValue{&o.inventoryPort, portRange}, "inventory-port", "endpoint port of cluster inventory in version 1, 1-65535")
+	f.Var(portValue{&o.listenerPort, portRange}, "listener-port", "Envoy listener port, 1-65535")
+	f.StringVar(&o.logPath, "log", o.logPath, "xds.log file, appended to line by line; each serve adds a session line first")
+	f.Var(byteSize{&o.maxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
+	f.Var(choiceValue{&o.sotwVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
+	f.Var(choiceValue{&o.nackPolicy, "NACK policy", []string{string(sotw.Resend), string(sotw.Hold)}}, "nack-policy", "SotW behaviour after a NACK: resend (the library's loop) or hold (default resend; sotw only)")
+	f.Var(intValue{&o.limits.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request accepted, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
+	f.Var(intValue{&o.limits.MaxSendMsgSize, serveMsgBytesRange}, "max-send-msg-bytes", "largest response sent, "+serveMsgBytesRange.String()+" (a SotW push of 10,000 clusters is a few MB)")
+	f.Var(uint32Value{&o.limits.MaxConcurrentStreams, serveStreamsRange}, "max-concurrent-streams", "HTTP/2 streams per connection, "+serveStreamsRange.String())
+	f.Var(intValue{&o.limits.MaxStreams, serveStreamsRange}, "max-streams", "ADS streams served at once in total, "+serveStreamsRange.String()+"; extra ones are refused with RESOURCE_EXHAUSTED")
+	f.Var(durationValue{&o.limits.KeepaliveMinTime, serveKeepaliveRange}, "keepalive-min-time", "clients pinging more often get GOAWAY too_many_pings, "+serveKeepaliveRange.String())
 	return cmd
+}
+
+// Ranges of `lab serve`'s limits: each must be positive (zero would silently mean the
+// library's default), and bounded so a typo cannot ask for gigabytes.
+var (
+	serveMsgBytesRange  = intRange{1, 1 << 30}
+	serveStreamsRange   = intRange{1, 1_000_000}
+	serveKeepaliveRange = durationRange{time.Millisecond, time.Hour}
+)
+
+// validate checks every option before anything starts. The flags check each value as it
+// is parsed; this covers runServe's direct callers and what spans several flags.
+// "localhost" in xdsAddr becomes 127.0.0.1.
+func (o *serveOptions) validate() error {
+	if err := checkMode(o.mode); err != nil {
+		return err
+	}
+	addr, err := parseLoopbackAddr(o.xdsAddr, true)
+	if err != nil {
+		return badFlag("xds-addr", o.xdsAddr, "%v", err)
+	}
+	o.xdsAddr = addr
+	for _, c := range []struct {
+		flag string
+		n    int
+		r    intRange
+	}{
+		{"inventory-port", o.inventoryPort, portRange},
+		{"listener-port", o.listenerPort, portRange},
+		{"max-recv-msg-bytes", o.limits.MaxRecvMsgSize, serveMsgBytesRange},
+		{"max-send-msg-bytes", o.limits.MaxSendMsgSize, serveMsgBytesRange},
+		{"max-concurrent-streams", int(o.limits.MaxConcurrentStreams), serveStreamsRange},
+		{"max-streams", o.limits.MaxStreams, serveStreamsRange},
+	} {
+		if err := c.r.check(c.n); err != nil {
+			return badFlag(c.flag, strconv.Itoa(c.n), "%v", err)
+		}
+	}
+	if err := serveKeepaliveRange.check(o.limits.KeepaliveMinTime); err != nil {
+		return badFlag("keepalive-min-time", shortDuration(o.limits.KeepaliveMinTime), "%v", err)
+	}
+	if o.logPath == "" {
+		return badFlag("log", "", "empty (want a file path)")
+	}
+	if o.mode == xdslog.ModeDelta {
+		if err := sotwOnly("sotw-versions", o.sotwVersions); err != nil {
+			return err
+		}
+		return sotwOnly("nack-policy", o.nackPolicy)
+	}
+	if _, err := frontend.ParseVersionStrategy(o.sotwVersions); err != nil {
+		return badFlag("sotw-versions", o.sotwVersions, "unknown version strategy (want uniform or per-type)")
+	}
+	if _, err := sotw.ParseNackPolicy(o.nackPolicy); err != nil {
+		return badFlag("nack-policy", o.nackPolicy, "unknown NACK policy (want resend or hold)")
+	}
+	return nil
 }
 
 // runServe serves until ctx ends, quit or end of input. Results go to out, one line per
 // publish; command errors go to errOut as one "error:" line each and change nothing.
 func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.Writer) (err error) {
-	if o.mode != xdslog.ModeSotW && o.mode != xdslog.ModeDelta {
-		return fmt.Errorf("serve: unknown --mode %q (want sotw or delta)", o.mode)
+	if err := o.validate(); err != nil {
+		return err
 	}
-	if e := loopback.ValidatePort(o.inventoryPort); e != nil {
-		return fmt.Errorf("serve: --inventory-port: %w", e)
-	}
-	if e := loopback.ValidatePort(o.listenerPort); e != nil {
-		return fmt.Errorf("serve: --listener-port: %w", e)
-	}
-	if o.logPath == "" {
-		return errors.New("serve: --log is empty")
+	// A held port is refused before the log is touched (the control plane binds it only
+	// after the log is open, since it records from its first stream on).
+	if port, perr := loopback.ParseListenAddr(o.xdsAddr); perr == nil && port != 0 {
+		l, lerr := loopback.Listen(port)
+		if lerr != nil {
+			return fmt.Errorf("--xds-addr %s: %w", o.xdsAddr, lerr)
+		}
+		_ = l.Close()
 	}
 	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
 	logFile, err := os.OpenFile(o.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("serve: open xds.log: %w", err)
+		return fmt.Errorf("open xds.log: %w", err)
 	}
-	rec := xdslog.NewRecorder(logFile, o.mode)
+	var before int64
+	if fi, err := logFile.Stat(); err == nil {
+		before = fi.Size()
+	}
+	storms := newStormWatch(out, o.stormEvery, nil, o.maxLogSize)
+	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
+		xdslog.WithObserver(storms.observe))
+	storms.logSize = rec.Written
+	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
+	// the session line keeps them apart for every reader.
+	rec.BeginSession()
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Mode:       o.mode,
 		Addr:       o.xdsAddr,
@@ -128,28 +205,40 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	})
 	if err != nil {
 		_ = logFile.Close()
-		return fmt.Errorf("serve: %w", err)
+		return err
 	}
 	// Stop before closing the log: stopping writes the stream_close lines.
+	stormsDone := make(chan struct{})
+	stormsStopped := make(chan struct{})
+	go func() {
+		defer close(stormsStopped)
+		storms.run(stormsDone)
+	}()
 	defer func() {
 		cp.Stop()
+		rec.Flush()
+		close(stormsDone)
+		<-stormsStopped
 		if e := rec.Err(); e != nil && err == nil {
-			err = fmt.Errorf("serve: %w", e)
+			err = e
 		}
 		if e := logFile.Close(); e != nil && err == nil {
-			err = fmt.Errorf("serve: close xds.log: %w", e)
+			err = fmt.Errorf("close xds.log: %w", e)
 		}
 	}()
 
 	sv := &serveLoop{cp: cp, out: out}
 	if err := sv.publish(ctx, resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}); err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return err
 	}
 	logAbs, e := filepath.Abs(o.logPath)
 	if e != nil {
 		logAbs = o.logPath
 	}
 	fmt.Fprintf(out, "serving %s ADS on %s for node %s; xds.log: %s (type help for commands)\n", o.mode, cp.Addr(), serveNodeID(o.nodeID), logAbs)
+	if before > 0 {
+		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
+	}
 	sv.printPublish()
 
 	done := make(chan struct{})

@@ -119,6 +119,7 @@ func TestServeScript(t *testing.T) {
 			err := `^err: error: `
 			want := []string{
 				`^out: serving ` + mode + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.logPath) + ` \(type help for commands\)$`,
+				`^out: xds\.log already held 0\.0 MiB: this serve appends a new session after a session line; lab compare --session picks one$`,
 				fmt.Sprintf(version, 1) + `CDS \+inventory; EDS \+inventory; LDS \+quote-listener; RDS \+quote-route$`,
 				fmt.Sprintf(version, 2) + `EDS ~inventory$`,
 				err + `unknown command "frobnicate"`,
@@ -149,6 +150,10 @@ func TestServeScript(t *testing.T) {
 			ev, st, rerr := xdslog.ReadFile(o.logPath)
 			require.NoError(t, rerr)
 			assert.Equal(t, 1, st.Skipped, "only the earlier run's line is not an event")
+			require.NotEmpty(t, ev)
+			assert.Equal(t, xdslog.EventSession, ev[0].Event, "the session line comes first")
+			assert.NotEmpty(t, ev[0].Session)
+			ev = ev[1:]
 			wantChanged := [][]string{{"CDS", "EDS", "LDS", "RDS"}, {"EDS"}, {"RDS"}, {"RDS"}, {"CDS", "EDS"}, {"CDS", "EDS"}}
 			require.Len(t, ev, len(wantChanged), "no client connected: publish events only")
 			for i, e := range ev {
@@ -221,13 +226,14 @@ func TestServeRefusesBadOptions(t *testing.T) {
 		edit func(*serveOptions)
 		want string
 	}{
-		{"no mode", func(o *serveOptions) { o.mode = "" }, `unknown --mode ""`},
-		{"bad mode", func(o *serveOptions) { o.mode = "grpc" }, `unknown --mode "grpc"`},
-		{"non-loopback", func(o *serveOptions) { o.xdsAddr = "0.0.0.0:18000" }, "not loopback"},
-		{"inventory port", func(o *serveOptions) { o.inventoryPort = 0 }, "--inventory-port: port 0 is outside 1-65535"},
-		{"listener port", func(o *serveOptions) { o.listenerPort = 70000 }, "--listener-port: port 70000"},
-		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "SotW option"},
-		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, `unknown version strategy "sometimes"`},
+		{"no mode", func(o *serveOptions) { o.mode = "" }, "--mode: not given (want sotw or delta)"},
+		{"bad mode", func(o *serveOptions) { o.mode = "grpc" }, "--mode grpc: unknown protocol (want sotw or delta)"},
+		{"non-loopback", func(o *serveOptions) { o.xdsAddr = "0.0.0.0:18000" }, "--xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		{"inventory port", func(o *serveOptions) { o.inventoryPort = 0 }, "--inventory-port 0: outside 1-65535"},
+		{"listener port", func(o *serveOptions) { o.listenerPort = 70000 }, "--listener-port 70000: outside 1-65535"},
+		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "--nack-policy hold: SotW only (want --mode sotw, or no --nack-policy)"},
+		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
+		{"zero streams", func(o *serveOptions) { o.limits.MaxStreams = 0 }, "--max-streams 0: outside 1-1000000"},
 		{"log dir missing", func(o *serveOptions) { o.logPath = filepath.Join(o.logPath, "no", "such", "xds.log") }, "open xds.log"},
 	}
 	for _, tc := range cases {
@@ -247,7 +253,7 @@ func TestServeRefusesBadOptions(t *testing.T) {
 func TestServeCommandFlags(t *testing.T) {
 	_, _, err := runLabArgs(t, "serve")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `required flag(s) "mode" not set`)
+	assert.EqualError(t, err, "--mode: not given (want sotw or delta)")
 	_, _, err = runLabArgs(t, "serve", "--mode", "sotw", "extra")
 	require.Error(t, err)
 

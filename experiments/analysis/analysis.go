@@ -75,7 +75,20 @@ type Step struct {
 	start   time.Time
 	publish time.Time
 	acks    []float64
-	nackTS  []time.Time
+	// The NACK window, for the storm rate: count, first and last NACK.
+	nackN               int
+	nackFirst, nackLast time.Time
+}
+
+// nackAt adds n NACKs between first and last to the step's NACK window.
+func (st *Step) nackAt(n int, first, last time.Time) {
+	if st.nackN == 0 || first.Before(st.nackFirst) {
+		st.nackFirst = first
+	}
+	if last.After(st.nackLast) {
+		st.nackLast = last
+	}
+	st.nackN += n
 }
 
 // Summary is a whole log's figures.
@@ -137,6 +150,9 @@ func Summarize(events []xdslog.Event) *Summary {
 		if sum.Mode == "" {
 			sum.Mode = e.Mode
 		}
+		if e.Event == xdslog.EventSession {
+			continue // a boundary, not part of any step
+		}
 		st := get(e)
 		k := key{e.Server, e.Stream, e.Type}
 		switch e.Event {
@@ -191,10 +207,35 @@ func Summarize(events []xdslog.Event) *Summary {
 			if s, ok := sends[k][e.Nonce]; ok {
 				applyAck(accepted, e.Mode, e.Type, s.ev)
 			}
+		case xdslog.EventStorm:
+			// Condensed NACK/re-send pairs (the log passed its size limit): every one is a
+			// send of content already rejected on this stream, and its NACK.
+			f := fig(st, e.Type)
+			f.Responses += e.Sends
+			f.Resources += e.Sends * len(e.Resources)
+			f.Bytes += e.Bytes
+			f.RejectedResends += e.Sends
+			f.Nacks += e.Nacks
+			for _, r := range e.Resources {
+				if r.IsRedundant() {
+					f.Redundant += e.Sends
+					f.RedundantBytes += e.Bytes / len(e.Resources)
+				}
+			}
+			if e.Nacks > 0 {
+				first := e.TS
+				if e.FirstTS != nil {
+					first = *e.FirstTS
+				}
+				st.nackAt(e.Nacks, first, e.TS)
+			}
+			if e.Error != "" && !slices.Contains(st.NackErrors, e.Error) && len(st.NackErrors) < 5 {
+				st.NackErrors = append(st.NackErrors, e.Error)
+			}
 		case xdslog.EventNack:
 			f := fig(st, e.Type)
 			f.Nacks++
-			st.nackTS = append(st.nackTS, e.TS)
+			st.nackAt(1, e.TS, e.TS)
 			if !slices.Contains(st.NackErrors, e.Error) && len(st.NackErrors) < 5 {
 				st.NackErrors = append(st.NackErrors, e.Error)
 			}
@@ -238,8 +279,8 @@ func Summarize(events []xdslog.Event) *Summary {
 			m := median(st.acks)
 			st.PublishToAckMS = &m
 		}
-		if n := len(st.nackTS); n > 1 {
-			if d := st.nackTS[n-1].Sub(st.nackTS[0]).Seconds(); d > 0 {
+		if n := st.nackN; n > 1 {
+			if d := st.nackLast.Sub(st.nackFirst).Seconds(); d > 0 {
 				st.NackRate = float64(n-1) / d
 			}
 		}

@@ -78,7 +78,8 @@ type Options struct {
 	EnvoyBin string
 	// Timeout bounds one configuration (DefaultTimeout when 0).
 	Timeout time.Duration
-	// Progress receives progress lines and the final table (nil: discarded).
+	// Progress receives progress lines and the final table (nil: discarded). Its write
+	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer
 }
 
@@ -275,9 +276,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	e.say("bench: wall time %.1f s; bench.json, bench.md, bench.svg and the xds logs are in %s", rep.WallSeconds, o.Out)
 	switch {
 	case ctx.Err() != nil:
-		return rep, fmt.Errorf("bench interrupted: %w", ctx.Err())
+		return rep, fmt.Errorf("interrupted: %w", ctx.Err()) // main prefixes "lab bench: "
 	case len(failed) > 0:
-		return rep, fmt.Errorf("bench: %d configuration(s) failed: %s", len(failed), strings.Join(failed, "; "))
+		return rep, fmt.Errorf("%d configuration(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	case werr != nil:
 		return rep, werr
 	}

@@ -24,7 +24,7 @@ func findChromium(t *testing.T) string {
 			return p
 		}
 	}
-	msg := "Chromium not found on PATH (chromium or chromium-browser); install with: apt-get install -y chromium"
+	msg := "Chromium not found on PATH (chromium or chromium-browser): run `make chromium` as root, or apt-get install -y chromium"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}

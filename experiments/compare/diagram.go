@@ -113,6 +113,9 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 			if e.Repeat > 1 {
 				m.Label += fmt.Sprintf(" repeat %d", e.Repeat)
 			}
+		case xdslog.EventStorm:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindNack
+			m.Label = fmt.Sprintf("storm %s: %d re-sends, %d NACKs n=%s..%s (condensed)", e.Type, e.Sends, e.Nacks, e.Nonce, e.LastNonce)
 		case xdslog.EventUnmatched:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
 			m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)

@@ -57,15 +57,20 @@ func (r *Run) Name() string { return r.Label + " " + r.Mode }
 // envoy.result) or an xds.log file. Sidecar files are read from the directory, or from
 // beside a file named xds.log; a log under any other name is read alone. Every error is
 // one line that names the run.
-func Load(label, path string) (*Run, error) {
-	r, err := load(label, path)
+func Load(label, path string) (*Run, error) { return LoadSession(label, path, 0) }
+
+// LoadSession is Load for one session of a log that several `lab serve` sessions appended
+// to (1 is the first). Session 0 means the log must hold only one: two sessions are never
+// merged unknowingly, since both start again at server 1, stream 1, version 1.
+func LoadSession(label, path string, session int) (*Run, error) {
+	r, err := load(label, path, session)
 	if err != nil {
 		return nil, oneLine(fmt.Errorf("run %s (%s): %w", label, path, err))
 	}
 	return r, nil
 }
 
-func load(label, path string) (*Run, error) {
+func load(label, path string, session int) (*Run, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -86,7 +91,7 @@ func load(label, path string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read xds.log: %w", err)
 	}
-	r, err := FromLog(label, data)
+	r, err := fromLog(label, data, session)
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +113,22 @@ func load(label, path string) (*Run, error) {
 
 // FromLog builds a run from the bytes of an xds.log alone (no run.json): the fuzz target
 // and tests use it, and Load uses it for the log part.
-func FromLog(label string, data []byte) (*Run, error) {
+func FromLog(label string, data []byte) (*Run, error) { return fromLog(label, data, 0) }
+
+func fromLog(label string, data []byte, session int) (*Run, error) {
 	ev, st, err := xdslog.Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
+	}
+	sessions := xdslog.Sessions(ev)
+	flag := "--session-" + strings.ToLower(label)
+	switch {
+	case session == 0 && len(sessions) > 1:
+		return nil, fmt.Errorf("xds.log holds %d sessions (each lab serve appends one); choose one with %s N (1-%d)", len(sessions), flag, len(sessions))
+	case session < 0 || session > len(sessions):
+		return nil, fmt.Errorf("%s %d: xds.log holds %d session(s) (want 1-%d)", flag, session, len(sessions), len(sessions))
+	case session > 0:
+		ev = sessions[session-1]
 	}
 	mode := ev[0].Mode
 	for _, e := range ev {

@@ -235,17 +235,9 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	return c, nil
 }
 
-// parseListenAddr accepts 127.0.0.1:PORT with PORT 0..65535 (0: pick a free port).
-func parseListenAddr(addr string) (int, error) {
-	if h, p, err := net.SplitHostPort(addr); err == nil && p == "0" {
-		if h != loopback.Host {
-			return 0, fmt.Errorf("address %q is not loopback: only %s is allowed", addr, loopback.Host)
-		}
-		return 0, nil
-	}
-	_, port, err := loopback.ParseAddr(addr)
-	return port, err
-}
+// parseListenAddr accepts 127.0.0.1:PORT (or localhost:PORT) with PORT 0..65535 (0:
+// pick a free port).
+func parseListenAddr(addr string) (int, error) { return loopback.ParseListenAddr(addr) }
 
 // Addr returns the bound address, 127.0.0.1:PORT.
 func (c *ControlPlane) Addr() string { return c.addr }

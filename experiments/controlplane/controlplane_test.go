@@ -269,7 +269,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		{"hold with delta", Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: rec("delta"), NackPolicy: "hold"}, "SotW option"},
 		{"per-type with delta", Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: rec("delta"), Versions: "per-type"}, "SotW option"},
 		{"any interface", Options{Mode: "sotw", Addr: "0.0.0.0:0", Recorder: rec("sotw")}, "not loopback"},
-		{"localhost", Options{Mode: "sotw", Addr: "localhost:18000", Recorder: rec("sotw")}, "not loopback"},
+		{"host name", Options{Mode: "sotw", Addr: "example.com:0", Recorder: rec("sotw")}, "not loopback"},
 		{"ipv6", Options{Mode: "delta", Addr: "[::1]:0", Recorder: rec("delta")}, "not loopback"},
 		{"no port", Options{Mode: "sotw", Addr: "127.0.0.1", Recorder: rec("sotw")}, "missing port"},
 		{"port range", Options{Mode: "sotw", Addr: "127.0.0.1:70000", Recorder: rec("sotw")}, "outside 1-65535"},

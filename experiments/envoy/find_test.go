@@ -74,7 +74,7 @@ func TestFindVenv(t *testing.T) {
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(root, ".venv", "bin", "python")); err != nil {
 		RequireOrSkip(t) // fails under CI=true, otherwise skips with the install hint
-		t.Skip("no .venv; Envoy comes from elsewhere")
+		t.Skip("no .venv (Envoy comes from ENVOY_BIN or PATH): run `make envoy` to test the .venv lookup")
 	}
 	b, err := Find("")
 	if err != nil {

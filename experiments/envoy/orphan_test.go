@@ -25,7 +25,7 @@ const helperEnv = "LAB_ENVOY_PARENT_HELPER_PIDFILE"
 func TestHelperEnvoyParent(t *testing.T) {
 	pidFile := os.Getenv(helperEnv)
 	if pidFile == "" {
-		t.Skip("helper process for TestCrashedParentLeavesNoEnvoy")
+		return // only meaningful as the child of TestCrashedParentLeavesNoEnvoy
 	}
 	bin, err := Find("")
 	require.NoError(t, err)

@@ -24,6 +24,11 @@ func (r *recordingTB) Skipf(format string, args ...any) {
 	r.skip = fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+func (r *recordingTB) Skip(args ...any) {
+	r.skip = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+func (r *recordingTB) Log(args ...any) {}
 
 func runRequire(tb *recordingTB) (b Binary, returned bool) {
 	done := make(chan struct{})
@@ -46,7 +51,7 @@ func TestRequireOrSkipWithoutEnvoy(t *testing.T) {
 	_, returned := runRequire(r)
 	assert.False(t, returned)
 	assert.Empty(t, r.fatal)
-	assert.Contains(t, r.skip, "run `make envoy` to install Envoy")
+	assert.Contains(t, r.skip, "Envoy not found: run `make envoy`", "the skip names the component and how to get it")
 
 	t.Setenv("CI", "true")
 	r = &recordingTB{TB: t}

@@ -77,3 +77,45 @@ func TestUnmatchedAndDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestPushToClosingStreamIsDropped: a client's close reaches the server asynchronously.
+// A publish that lands before the server has seen it is pushed on the dying stream: the
+// send is recorded on that stream, never answered, and counted as dropped when the
+// stream closes. (This was the cause of a flaky reconnect assertion: such a push is not
+// a second delivery to the client, and a test must wait for stream_close before it calls
+// the client disconnected.)
+func TestPushToClosingStreamIsDropped(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, v)
+			h.publish("initial", resources.State{Version: "1", InventoryPort: portV1})
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			g := h.rawStream(ctx)
+			eds := []string{resources.ClusterName}
+			require.NoError(t, g.send(resources.EDS.URL(), eds, "", ""))
+			nonce, version, n, err := g.recv()
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.NoError(t, g.send(resources.EDS.URL(), eds, nonce, version))
+			ev := h.waitLog("EDS ACK", func(ev []xdslog.Event) bool { return len(filter(ev, of("initial", xdslog.EventAck))) == 1 })
+			stream := filter(ev, of("initial", xdslog.EventAck))[0].Stream
+
+			h.publish("closing", resources.State{Version: "2", InventoryPort: portV2})
+			ev = h.waitLog("push on the open stream", func(ev []xdslog.Event) bool {
+				return len(filter(ev, ofType("closing", xdslog.EventSend, "EDS"))) == 1
+			})
+			push := filter(ev, ofType("closing", xdslog.EventSend, "EDS"))[0]
+			assert.Equal(t, stream, push.Stream)
+			cancel() // the client goes away without reading the push
+
+			ev = h.waitLog("stream closed", func(ev []xdslog.Event) bool { return len(filter(ev, of("closing", xdslog.EventStreamClose))) == 1 })
+			cl := filter(ev, of("closing", xdslog.EventStreamClose))[0]
+			assert.Equal(t, stream, cl.Stream)
+			require.NotNil(t, cl.Dropped)
+			assert.Equal(t, 1, *cl.Dropped, "the push to the closing stream is counted as dropped")
+			assert.Empty(t, filter(ev, of("closing", xdslog.EventAck)))
+			assert.Empty(t, filter(ev, of("closing", xdslog.EventNack)))
+		})
+	}
+}

@@ -218,20 +218,21 @@ func runScenario(t *testing.T, v variant) {
 		}
 		assert.Never(t, func() bool { return n() != 0 }, 300*time.Millisecond, 10*time.Millisecond, "matching hashes are not re-sent")
 		// A state published while disconnected: only the stale resource comes back.
+		// "Disconnected" means the server saw the close: the client's cancel reaches the
+		// server asynchronously, and a publish before that is pushed on the dying stream
+		// (TestPublishRacingClose shows that case).
 		stop()
+		h.waitLog("reconnected stream closed", func(ev []xdslog.Event) bool {
+			return len(filter(ev, of("reconnect", xdslog.EventStreamClose))) == 1
+		})
 		set5 := h.publish("reconnect-stale", resources.State{Version: "5", InventoryPort: portV2})
 		stop = h.connect(client)
 		h.waitClient(client, "stale endpoint refreshed", func(s simclient.State) bool { return acceptedHashes(s, set5) })
 		ev = h.waitLog("stale send", func(ev []xdslog.Event) bool {
 			return len(filter(ev, of("reconnect-stale", xdslog.EventAck))) >= 1
 		})
-		var sent []string
-		for _, s := range filter(ev, of("reconnect-stale", xdslog.EventSend)) {
-			for _, r := range s.Resources {
-				sent = append(sent, s.Type+"/"+r.Name)
-			}
-		}
-		assert.Equal(t, []string{"EDS/inventory"}, sent, "only the stale resource is re-sent")
+		assert.Equal(t, []string{"EDS/inventory"}, sentNames(filter(ev, of("reconnect-stale", xdslog.EventSend))),
+			"only the stale resource is re-sent")
 	}
 
 	// --- removal ---
@@ -257,6 +258,17 @@ func runScenario(t *testing.T, v variant) {
 		assert.Equal(t, []string{resources.ClusterName}, filter(ev, ofType("remove", xdslog.EventSend, "EDS"))[0].Removed)
 	}
 	stop()
+}
+
+// sentNames lists TYPE/name for every resource of sends, in order.
+func sentNames(sends []xdslog.Event) []string {
+	var out []string
+	for _, s := range sends {
+		for _, r := range s.Resources {
+			out = append(out, s.Type+"/"+r.Name)
+		}
+	}
+	return out
 }
 
 // goodRoute is the route's last good SotW version before the invalid route: the label of

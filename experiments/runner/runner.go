@@ -54,7 +54,8 @@ type Options struct {
 	// StepTimeout bounds each wait (default 45s: a control-plane restart waits for
 	// Envoy's jittered reconnect backoff).
 	StepTimeout time.Duration
-	// Progress receives one line per milestone (nil: discarded).
+	// Progress receives one line per milestone (nil: discarded). Its write errors are
+	// ignored: lost progress (a closed stdout) must not fail the run or lose evidence.
 	Progress io.Writer
 	// BeforeStep, when set, runs before each step, after its label is set (fault tests
 	// use it).
@@ -379,6 +380,17 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		return fmt.Errorf("open xds.log: %w", err)
 	}
 	r.logFile = f
+	// Zero ports become reserved free ones now, not kernel-picked ones at bind time: the
+	// listener is bound by Envoy later, and the control plane and backends are started
+	// again on the same port after a restart or outage, when a kernel-picked (ephemeral)
+	// port may have become another connection's source port (loopback.FreePort).
+	for _, p := range []*int{&r.o.ListenerPort, &r.o.XDSPort, &r.o.InventoryPorts[0], &r.o.InventoryPorts[1]} {
+		if *p == 0 {
+			if *p, err = loopback.FreePort(); err != nil {
+				return err
+			}
+		}
+	}
 	for i, name := range []string{"v1", "v2"} {
 		b, err := inventory.Start(name, r.o.InventoryPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"))
 		if err != nil {
@@ -386,11 +398,6 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		}
 		r.backends.add(b)
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
-	}
-	if r.o.ListenerPort == 0 {
-		if r.o.ListenerPort, err = loopback.FreePort(); err != nil {
-			return err
-		}
 	}
 	r.info.ListenerPort = r.o.ListenerPort
 	if err := r.startControlPlane(r.o.XDSPort); err != nil {

@@ -3,9 +3,12 @@
 package loopback
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"syscall"
 )
 
 // Host is the only address the workbench binds or points Envoy at.
@@ -31,47 +34,105 @@ func ParsePort(s string) (int, error) {
 	return p, nil
 }
 
-// ParseAddr splits "127.0.0.1:PORT" and refuses any host that is not 127.0.0.1
-// ("localhost" is refused too: it may resolve to ::1 or elsewhere).
+// AddrError is a refused address. Problem says what is wrong without repeating the
+// address, so a caller that already shows it (a flag error) can use Problem alone.
+type AddrError struct {
+	Addr    string
+	Problem string
+}
+
+func (e *AddrError) Error() string { return fmt.Sprintf("address %q: %s", e.Addr, e.Problem) }
+
+// ParseAddr splits "127.0.0.1:PORT" (PORT 1-65535) and refuses any other host.
+// "localhost" is accepted and means 127.0.0.1: it is never resolved, since a resolver
+// may answer ::1 or something else entirely.
 func ParseAddr(addr string) (host string, port int, err error) {
+	port, err = parseAddr(addr, false)
+	if err != nil {
+		return "", 0, err
+	}
+	return Host, port, nil
+}
+
+// ParseListenAddr is ParseAddr for an address to bind: port 0 (a free port) is allowed.
+func ParseListenAddr(addr string) (port int, err error) { return parseAddr(addr, true) }
+
+func parseAddr(addr string, allowZero bool) (int, error) {
 	h, p, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("address %q: %w", addr, err)
+		problem := err.Error()
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			problem = ae.Err // SplitHostPort's own text repeats the address
+		}
+		return 0, &AddrError{addr, problem + " (want " + Host + ":PORT)"}
 	}
-	if h != Host {
-		return "", 0, fmt.Errorf("address %q is not loopback: only %s is allowed", addr, Host)
+	if h != Host && !strings.EqualFold(h, "localhost") {
+		return 0, &AddrError{addr, "not loopback (only " + Host + " or localhost is allowed)"}
 	}
-	port, err = ParsePort(p)
+	port, err := strconv.Atoi(p)
 	if err != nil {
-		return "", 0, fmt.Errorf("address %q: %w", addr, err)
+		return 0, &AddrError{addr, fmt.Sprintf("port %q is not a number", p)}
 	}
-	return h, port, nil
+	if port == 0 && allowZero {
+		return 0, nil
+	}
+	if err := ValidatePort(port); err != nil {
+		return 0, &AddrError{addr, err.Error()}
+	}
+	return port, nil
 }
 
 // Addr formats 127.0.0.1:port.
 func Addr(port int) string { return net.JoinHostPort(Host, strconv.Itoa(port)) }
 
-// Listen binds 127.0.0.1:port; a port already in use yields an error that names it.
+// InUseError is a port that could not be bound because something listens on it.
+// Holder is who, when /proc tells.
+type InUseError struct {
+	Port   int
+	Holder *Holder
+	Err    error
+}
+
+func (e *InUseError) Error() string {
+	s := fmt.Sprintf("listen on %s: address already in use", Addr(e.Port))
+	if e.Holder != nil {
+		s += " by " + e.Holder.String()
+	}
+	return s
+}
+
+func (e *InUseError) Unwrap() error { return e.Err }
+
+// Listen binds 127.0.0.1:port. A port already in use yields an *InUseError that names
+// the port and, when /proc tells, the process listening on it.
+//
+// Port 0 binds a FreePort, not a port the kernel picks: Envoy dials what the workbench
+// serves (xDS, backends) and keeps redialling a port after its server went away, so a
+// kernel-picked port reused by another test's server drew a foreign Envoy's stream into
+// it (seen as a second ADS stream in the soak under `make flake`). Reserved ports are
+// never handed to two live workbench processes.
 func Listen(port int) (net.Listener, error) {
 	if port != 0 {
 		if err := ValidatePort(port); err != nil {
 			return nil, err
 		}
+	} else {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	l, err := net.Listen("tcp", Addr(port))
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			e := &InUseError{Port: port, Err: err}
+			if h, ok := FindHolder(port); ok {
+				e.Holder = &h
+			}
+			return nil, e
+		}
 		return nil, fmt.Errorf("listen on %s: %w", Addr(port), err)
 	}
 	return l, nil
-}
-
-// FreePort asks the kernel for a free loopback port. Another process may take it before
-// the caller binds it; tests accept that small race in exchange for real ports.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", Addr(0))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

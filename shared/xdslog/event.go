@@ -22,13 +22,21 @@ const (
 	EventDataPlane = "dataplane"
 	// EventStep marks the start of a scenario step (the runner writes it).
 	EventStep = "step"
+	// EventSession opens one recorder's session: every Recorder writes it first, so logs
+	// appended to by several `lab serve` sessions can be told apart (see Sessions).
+	EventSession = "session"
+	// EventStorm stands for repeated NACK/re-send pairs of the same rejected content that
+	// were not written one line each because the log passed its size limit: counts, first
+	// and last nonce, and the repeated send's resources. Readers count it as Sends sends
+	// and Nacks NACKs.
+	EventStorm = "storm"
 )
 
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
 	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true,
-	EventRefused: true, EventDataPlane: true, EventStep: true,
+	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
 }
 
 // Modes.
@@ -73,6 +81,21 @@ type Event struct {
 	Error           string            `json:"error,omitempty"`
 	Repeat          int               `json:"repeat,omitempty"`
 	Dropped         *int              `json:"dropped,omitempty"`
+
+	// Session fields (EventSession).
+	Session string `json:"session,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// MaxLogBytes is the size past which storms are condensed (0: never).
+	MaxLogBytes int64 `json:"max_log_bytes,omitempty"`
+
+	// Storm summary fields (EventStorm); Nonce is the first condensed nonce, Bytes the
+	// condensed sends' total, Resources one condensed send's resources, Repeat the last
+	// NACK's repeat count.
+	Summary   bool       `json:"summary,omitempty"`
+	Sends     int        `json:"sends,omitempty"`
+	Nacks     int        `json:"nacks,omitempty"`
+	LastNonce string     `json:"last_nonce,omitempty"`
+	FirstTS   *time.Time `json:"first_ts,omitempty"`
 
 	// Data-plane fields (EventDataPlane).
 	RequestID string `json:"request_id,omitempty"`

@@ -93,3 +93,22 @@ func ReadFile(path string) ([]Event, ReadStats, error) {
 	}
 	return ev, st, nil
 }
+
+// Sessions splits a log's events at its session lines (Recorder.BeginSession). A log
+// without any is one session; so are the lines before the first session line. Readers
+// that compute figures must take one session at a time: two `lab serve` sessions
+// appended to the same file both start at server 1, stream 1, version 1.
+func Sessions(events []Event) [][]Event {
+	var out [][]Event
+	start := 0
+	for i, e := range events {
+		if e.Event == EventSession && i > start {
+			out = append(out, events[start:i])
+			start = i
+		}
+	}
+	if start < len(events) {
+		out = append(out, events[start:])
+	}
+	return out
+}

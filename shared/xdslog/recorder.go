@@ -50,6 +50,10 @@ type Recorder struct {
 	lines   int
 	observe func(Event)
 	buf     []byte // the line buffer of events with resources
+	// written counts the log's bytes (including what the file held before, see
+	// WithLogSize); past maxBytes storms are condensed (storm.go).
+	written  int64
+	maxBytes int64
 }
 
 type streamState struct {
@@ -65,6 +69,7 @@ type typeState struct {
 	rejected map[fingerprint]int // content -> times rejected
 	names    []string
 	known    bool
+	storm    *condensed // repeated NACK/re-send pairs not yet written (storm.go)
 }
 
 type sent struct {
@@ -73,6 +78,8 @@ type sent struct {
 	removed     []string
 	at          time.Time
 	fingerprint fingerprint
+	bytes       int
+	condensed   bool // its line was folded into a storm summary
 }
 
 // maxRemembered bounds how many sends per stream and type stay correlatable.
@@ -132,13 +139,18 @@ func (r *Recorder) Err() error {
 	return r.err
 }
 
-func (r *Recorder) emitLocked(e Event) {
+// stampLocked fills what every line carries: time, mode, step and server.
+func (r *Recorder) stampLocked(e *Event) {
 	if e.TS.IsZero() || e.Event != EventDataPlane {
 		e.TS = r.now().UTC()
 	}
 	e.Mode = r.mode
 	e.Step = r.step
 	e.Server = r.server
+}
+
+func (r *Recorder) emitLocked(e Event) {
+	r.stampLocked(&e)
 	// The resource list (up to 20,000 entries) is encoded by hand and spliced in; the rest
 	// of the event goes through encoding/json.
 	res := e.Resources
@@ -159,12 +171,20 @@ func (r *Recorder) emitLocked(e Event) {
 		r.buf = b[:0]
 	}
 	b = append(b, '\n')
-	if _, err := r.out.Write(b); err != nil && r.err == nil {
+	n, err := r.out.Write(b)
+	if err != nil && r.err == nil {
 		r.err = fmt.Errorf("write xds.log: %w", err)
 	}
+	r.written += int64(n)
 	r.lines++
+	e.Resources = res
+	r.observeLocked(e)
+}
+
+// observeLocked hands e to the observer. Events condensed into a storm summary are
+// observed one by one as if written, so live tallies and log replays agree.
+func (r *Recorder) observeLocked(e Event) {
 	if r.observe != nil {
-		e.Resources = res
 		r.observe(e)
 	}
 }
@@ -226,7 +246,9 @@ func (r *Recorder) StreamClose(stream int64) {
 	defer r.mu.Unlock()
 	dropped := 0
 	if s, ok := r.streams[stream]; ok {
-		for _, t := range s.types {
+		for _, typ := range slices.Sorted(maps.Keys(s.types)) {
+			t := s.types[typ]
+			r.flushStormLocked(stream, typ, t, true)
 			dropped += len(t.pending)
 		}
 	}
@@ -251,6 +273,7 @@ func (r *Recorder) Subscribe(stream int64, typ string, names []string, version s
 	}
 	t.known = true
 	t.names = sorted
+	r.flushStormLocked(stream, typ, t, true)
 	if names == nil {
 		names = []string{}
 	}
@@ -283,6 +306,7 @@ func (r *Recorder) DeltaSubscribe(stream int64, typ string, subscribe, unsubscri
 	}
 	t.known = true
 	t.names = slices.Sorted(maps.Keys(set))
+	r.flushStormLocked(stream, typ, t, true)
 	// What the client says it already runs counts as accepted on this stream, so a
 	// re-send of the same content after a reconnect is marked redundant.
 	for n, v := range initial {
@@ -314,7 +338,7 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 		x.Type = ""
 		out[i] = x
 	}
-	s := &sent{version: version, resources: out, removed: removed, at: r.now(), fingerprint: fingerprintOf(out, removed)}
+	s := &sent{version: version, resources: out, removed: removed, at: r.now(), fingerprint: fingerprintOf(out, removed), bytes: bytes}
 	t.pending[nonce] = s
 	t.sentAll[nonce] = s
 	t.order = append(t.order, nonce)
@@ -326,7 +350,17 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 		delete(t.sentAll, old)
 		delete(t.pending, old)
 	}
-	r.emitLocked(Event{Event: EventSend, Stream: stream, Type: typ, Nonce: nonce, Version: version, Resources: out, Removed: removed, Bytes: bytes})
+	e := Event{Event: EventSend, Stream: stream, Type: typ, Nonce: nonce, Version: version, Resources: out, Removed: removed, Bytes: bytes}
+	if r.condenseLocked(t, s) {
+		s.condensed = true
+		t.storm.addSend(nonce, s)
+		r.stampLocked(&e)
+		r.observeLocked(e)
+		r.flushStormLocked(stream, typ, t, false)
+		return
+	}
+	r.flushStormLocked(stream, typ, t, true)
+	r.emitLocked(e)
 }
 
 // fingerprint identifies a response's content independent of nonce, version label and
@@ -375,6 +409,7 @@ func (r *Recorder) Feedback(stream int64, typ string, fb Feedback) Event {
 	t := r.typeLocked(stream, typ)
 	s, ok := t.sentAll[fb.Nonce]
 	if !ok {
+		r.flushStormLocked(stream, typ, t, true)
 		e := Event{Event: EventUnmatched, Stream: stream, Type: typ, Nonce: fb.Nonce}
 		if r.mode == ModeSotW {
 			e.AcceptedVersion = &fb.ClientVersion
@@ -396,6 +431,9 @@ func (r *Recorder) Feedback(stream int64, typ string, fb Feedback) Event {
 		accepted = s.version
 	}
 	e := Event{Stream: stream, Type: typ, Nonce: fb.Nonce, SentVersion: s.version, AcceptedVersion: &accepted, LatencyMS: &lat}
+	if fb.Error == nil || !s.condensed {
+		r.flushStormLocked(stream, typ, t, true)
+	}
 	if fb.Error != nil {
 		t.rejected[s.fingerprint]++
 		e.Event = EventNack
@@ -405,6 +443,13 @@ func (r *Recorder) Feedback(stream int64, typ string, fb Feedback) Event {
 			// Delta NACK: the client accepted none of the response; its accepted label
 			// stays the last ACKed one.
 			e.AcceptedVersion = &t.version
+		}
+		if s.condensed && t.storm != nil {
+			r.stampLocked(&e)
+			t.storm.addNack(e)
+			r.observeLocked(e)
+			r.flushStormLocked(stream, typ, t, false)
+			return e
 		}
 	} else {
 		e.Event = EventAck

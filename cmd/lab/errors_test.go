@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestErrorsNameTheCommand walks the error cases of every command through the real
+// root command and execute, the function main calls: each prints exactly one line,
+// "lab <command>: --flag VALUE: what is wrong", with the command's name once, exits 1,
+// and prints nothing on standard output.
+func TestErrorsNameTheCommand(t *testing.T) {
+	t.Chdir(t.TempDir()) // serve's and inventory's default logs land here, if anywhere
+	for _, c := range []struct {
+		args []string
+		want string // the whole line
+	}{
+		{[]string{"bench", "--clusters", "abc"}, "lab bench: --clusters abc: not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		{[]string{"bench", "--repeat", "0"}, "lab bench: --repeat 0: outside 1-1000"},
+		{[]string{"bench", "--modes", "grpc"}, "lab bench: --modes grpc: unknown protocol (want sotw or delta)"},
+		{[]string{"compare"}, "lab compare: want two runs (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare", "a", "b", "--format", "pdf"}, "lab compare: --format pdf: unknown format (want text, markdown, json or html)"},
+		{[]string{"bootstrap", "--admin-port", "70000"}, "lab bootstrap: --admin-port 70000: outside 0-65535"},
+		{[]string{"bootstrap", "--mode", "grpc"}, "lab bootstrap: --mode grpc: unknown protocol (want sotw or delta)"},
+		{[]string{"run", "--mode", "grpc"}, "lab run: --mode grpc: unknown protocol (want sotw or delta)"},
+		{[]string{"serve", "--mode", "grpc"}, "lab serve: --mode grpc: unknown protocol (want sotw or delta)"},
+		{[]string{"run", "--mode", "delta", "--step-timeout", "-1s"}, "lab run: --step-timeout -1s: outside 1s-1h"},
+		{[]string{"run", "--mode", "delta", "--xds-addr", "0.0.0.0:18000"}, "lab run: --xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		{[]string{"serve", "--mode", "sotw", "--max-streams", "0"}, "lab serve: --max-streams 0: outside 1-1000000"},
+		{[]string{"serve", "--mode", "sotw", "--xds-addr", "10.0.0.1:0"}, "lab serve: --xds-addr 10.0.0.1:0: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		{[]string{"inventory", "--port", "70000"}, "lab inventory: --port 70000: outside 0-65535"},
+		{[]string{"run", "--frobnicate"}, "lab run: --frobnicate: unknown flag (see lab run --help)"},
+		// Errors from inside a command carry no second prefix ("serve: serve: ...").
+		{[]string{"serve", "--mode", "sotw", "--xds-addr", "127.0.0.1:0", "--log", "/nonexistent/dir/xds.log"},
+			"lab serve: open xds.log: open /nonexistent/dir/xds.log: no such file or directory"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			root := newRootCmd()
+			var stdout, stderr bytes.Buffer
+			root.SetOut(&stdout)
+			root.SetErr(&stderr)
+			root.SetArgs(c.args)
+			code := execute(root, &stderr)
+			assert.Equal(t, 1, code)
+			assert.Equal(t, c.want+"\n", stderr.String())
+			assert.Regexp(t, `^lab `+regexp.QuoteMeta(c.args[0])+`: (--[a-z-]+( \S+)?: |want two runs|open xds.log)`, stderr.String())
+			assert.Equal(t, 1, strings.Count(stderr.String(), c.args[0]+":"), "the command is named once")
+			assert.Empty(t, stdout.String())
+		})
+	}
+}

@@ -1,0 +1,478 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Every refused flag reads "--flag VALUE: what is wrong (want ...)"; main puts the
+// command ("lab run: ") in front. The typed flag values below check their value when it
+// is parsed, so a bad flag stops the command before anything starts, and say what is
+// wrong without repeating the flag or the value.
+
+// flagError is one refused flag value.
+type flagError struct {
+	flag, value string
+	err         error // what is wrong
+}
+
+func (e *flagError) Error() string {
+	return fmt.Sprintf("--%s %s: %v", e.flag, showValue(e.value), e.err)
+}
+
+func (e *flagError) Unwrap() error { return e.err }
+
+// badFlag builds a flagError from a description of what is wrong.
+func badFlag(flag, value, format string, args ...any) error {
+	return &flagError{flag: flag, value: value, err: fmt.Errorf(format, args...)}
+}
+
+// missingFlag is a required flag that was not given.
+func missingFlag(flag, want string) error {
+	return fmt.Errorf("--%s: not given (want %s)", flag, want)
+}
+
+// showValue quotes a value only when bare it would be unreadable or not one line.
+func showValue(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// rewordFlagError is the root's flag error function: pflag's parse errors in the same
+// style as every other error.
+func rewordFlagError(cmd *cobra.Command, err error) error {
+	var (
+		invalid  *pflag.InvalidValueError
+		required *pflag.ValueRequiredError
+		unknown  *pflag.NotExistError
+		syntax   *pflag.InvalidSyntaxError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		cause := invalid.Unwrap()
+		var num *strconv.NumError
+		if errors.As(cause, &num) { // a built-in pflag type: strconv's text names neither
+			cause = builtinProblem(invalid.GetFlag().Value.Type())
+		}
+		return &flagError{flag: invalid.GetFlag().Name, value: invalid.GetValue(), err: cause}
+	case errors.As(err, &required):
+		return fmt.Errorf("%s: needs a value (see %s --help)", dashed(required.GetSpecifiedName(), required.GetSpecifiedShortnames()), cmd.CommandPath())
+	case errors.As(err, &unknown):
+		return fmt.Errorf("%s: unknown flag (see %s --help)", dashed(unknown.GetSpecifiedName(), unknown.GetSpecifiedShortnames()), cmd.CommandPath())
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%s: bad flag syntax (want --flag or --flag=VALUE)", syntax.GetSpecifiedFlag())
+	}
+	return err
+}
+
+// dashed is a flag as it was typed: --name, or -n when it came in a shorthand group.
+func dashed(name, shorthands string) string {
+	if shorthands != "" {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// builtinProblem says what is wrong with a value a built-in pflag type refused.
+func builtinProblem(typ string) error {
+	switch {
+	case typ == "bool":
+		return errors.New("not true or false")
+	case strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint"):
+		return errors.New("not a whole number")
+	}
+	return fmt.Errorf("not a valid %s", typ)
+}
+
+// noArgs refuses positional arguments, naming the usage.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s: unexpected argument (usage: %s)", showValue(args[0]), cmd.UseLine())
+	}
+	return nil
+}
+
+// parseMode is the one reading of a protocol name, shared by run, serve, bootstrap and
+// bench. Its error is the problem alone; callers add the flag.
+func parseMode(s string) (string, error) {
+	switch s {
+	case xdslog.ModeSotW, xdslog.ModeDelta:
+		return s, nil
+	}
+	return "", errors.New("unknown protocol (want sotw or delta)")
+}
+
+// modeValue is --mode.
+type modeValue struct{ p *string }
+
+func (v modeValue) String() string { return *v.p }
+func (modeValue) Type() string     { return "sotw|delta" }
+func (v modeValue) Set(s string) error {
+	m, err := parseMode(s)
+	if err != nil {
+		return err
+	}
+	*v.p = m
+	return nil
+}
+
+// sotwOnly refuses a SotW option given a value with another protocol.
+func sotwOnly(flag, value string) error {
+	if value == "" {
+		return nil
+	}
+	return badFlag(flag, value, "SotW only (want --mode sotw, or no --%s)", flag)
+}
+
+// checkMode is --mode for callers that bypass the flag (tests of a run function).
+func checkMode(mode string) error {
+	if mode == "" {
+		return missingFlag("mode", "sotw or delta")
+	}
+	if _, err := parseMode(mode); err != nil {
+		return &flagError{flag: "mode", value: mode, err: err}
+	}
+	return nil
+}
+
+// choiceValue is a string flag with a fixed set of values; what names them in errors.
+type choiceValue struct {
+	p      *string
+	what   string
+	values []string
+}
+
+func (v choiceValue) String() string { return *v.p }
+func (choiceValue) Type() string     { return "string" }
+func (v choiceValue) Set(s string) error {
+	if !slices.Contains(v.values, s) {
+		return fmt.Errorf("unknown %s (want %s)", v.what, orList(v.values))
+	}
+	*v.p = s
+	return nil
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(v []string) string {
+	if len(v) < 2 {
+		return strings.Join(v, "")
+	}
+	return strings.Join(v[:len(v)-1], ", ") + " or " + v[len(v)-1]
+}
+
+// intRange is an inclusive range of whole numbers.
+type intRange struct{ min, max int }
+
+func (r intRange) String() string { return fmt.Sprintf("%d-%d", r.min, r.max) }
+
+func (r intRange) check(n int) error {
+	if n < r.min || n > r.max {
+		return fmt.Errorf("outside %s", r)
+	}
+	return nil
+}
+
+// intValue is a whole-number flag within a range.
+type intValue struct {
+	p *int
+	r intRange
+}
+
+func (v intValue) String() string { return strconv.Itoa(*v.p) }
+func (intValue) Type() string     { return "int" }
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a whole number (want %s)", v.r)
+	}
+	if err := v.r.check(n); err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+// uint32Value is intValue for a uint32 option (gRPC's stream limit).
+type uint32Value struct {
+	p *uint32
+	r intRange
+}
+
+func (v uint32Value) String() string { return strconv.FormatUint(uint64(*v.p), 10) }
+func (uint32Value) Type() string     { return "uint32" }
+func (v uint32Value) Set(s string) error {
+	var n int
+	if err := (intValue{p: &n, r: v.r}).Set(s); err != nil {
+		return err
+	}
+	*v.p = uint32(n)
+	return nil
+}
+
+// intListValue is a comma list of distinct whole numbers, each within a range; want
+// describes the list in errors.
+type intListValue struct {
+	p    *[]int
+	r    intRange
+	want string
+}
+
+func (v intListValue) String() string {
+	s := make([]string, len(*v.p))
+	for i, n := range *v.p {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (intListValue) Type() string { return "ints" }
+
+func (v intListValue) Set(s string) error {
+	parts := strings.Split(s, ",")
+	// A list of one says what is wrong with the value; a longer one names the item.
+	item := func(p string) string {
+		if len(parts) == 1 {
+			return ""
+		}
+		return showValue(p) + " is "
+	}
+	var out []int
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return fmt.Errorf("%snot a whole number (want %s)", item(p), v.want)
+		}
+		if err := v.r.check(n); err != nil {
+			return fmt.Errorf("%s%v (want %s)", item(p), err, v.want)
+		}
+		if slices.Contains(out, n) {
+			return fmt.Errorf("%d is listed twice (want %s)", n, v.want)
+		}
+		out = append(out, n)
+	}
+	*v.p = out
+	return nil
+}
+
+// choiceListValue is a comma list of distinct values, each read by parse (whose error is
+// the problem alone).
+type choiceListValue struct {
+	p     *[]string
+	parse func(string) error
+}
+
+func (v choiceListValue) String() string { return strings.Join(*v.p, ",") }
+func (choiceListValue) Type() string     { return "strings" }
+func (v choiceListValue) Set(s string) error {
+	parts := strings.Split(s, ",")
+	var out []string
+	for _, p := range parts {
+		if err := v.parse(p); err != nil {
+			if len(parts) == 1 {
+				return err
+			}
+			return fmt.Errorf("%s: %w", showValue(p), err)
+		}
+		if slices.Contains(out, p) {
+			return fmt.Errorf("%s is listed twice", p)
+		}
+		out = append(out, p)
+	}
+	*v.p = out
+	return nil
+}
+
+// durationRange is an inclusive range of durations.
+type durationRange struct{ min, max time.Duration }
+
+func (r durationRange) String() string { return shortDuration(r.min) + "-" + shortDuration(r.max) }
+
+func (r durationRange) check(d time.Duration) error {
+	if d < r.min || d > r.max {
+		return fmt.Errorf("outside %s", r)
+	}
+	return nil
+}
+
+// shortDuration is d without zero units: 0, 1h, 10m, 45s, 1m30s.
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// durationValue is a duration flag within a range.
+type durationValue struct {
+	p *time.Duration
+	r durationRange
+}
+
+func (v durationValue) String() string { return shortDuration(*v.p) }
+func (durationValue) Type() string     { return "duration" }
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration (want %s, e.g. 45s or 2m)", v.r)
+	}
+	if err := v.r.check(d); err != nil {
+		return err
+	}
+	*v.p = d
+	return nil
+}
+
+// Port ranges: a port to use, or one where 0 asks for a free one.
+var (
+	portRange     = intRange{1, 65535}
+	portZeroRange = intRange{0, 65535}
+)
+
+// portValue is a port on 127.0.0.1. An address is refused with a message that says the
+// host is fixed, rather than a number-parsing error.
+type portValue struct {
+	p *int
+	r intRange
+}
+
+func (v portValue) String() string { return strconv.Itoa(*v.p) }
+func (portValue) Type() string     { return "port" }
+func (v portValue) Set(s string) error {
+	p, err := parsePortIn(s, v.r)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func parsePortIn(s string, r intRange) (int, error) {
+	if strings.Contains(s, ":") {
+		return 0, fmt.Errorf("an address, not a port (want only the port: the host is always %s)", loopback.Host)
+	}
+	p, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a number (want a port, %s)", r)
+	}
+	return p, r.check(p)
+}
+
+// portPairValue is --inventory-ports: the two backends' ports, "V1,V2".
+type portPairValue struct{ p *[2]int }
+
+func (v portPairValue) String() string { return fmt.Sprintf("%d,%d", v.p[0], v.p[1]) }
+func (portPairValue) Type() string     { return "v1,v2" }
+func (v portPairValue) Set(s string) error {
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return fmt.Errorf("not two ports (want V1,V2, each %s)", portRange)
+	}
+	var out [2]int
+	for i, name := range []string{"v1", "v2"} {
+		p, err := parsePortIn(strings.TrimSpace(parts[i]), portRange)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		out[i] = p
+	}
+	*v.p = out
+	return nil
+}
+
+// addrValue is an address on loopback, stored as 127.0.0.1:PORT ("localhost" is taken to
+// mean 127.0.0.1, never resolved). allowZero accepts port 0 (bind a free one).
+type addrValue struct {
+	p         *string
+	allowZero bool
+}
+
+func (v addrValue) String() string { return *v.p }
+func (addrValue) Type() string     { return "127.0.0.1:port" }
+func (v addrValue) Set(s string) error {
+	a, err := parseLoopbackAddr(s, v.allowZero)
+	if err != nil {
+		return err
+	}
+	*v.p = a
+	return nil
+}
+
+// parseLoopbackAddr is addrValue's reading; its error is the problem alone.
+func parseLoopbackAddr(s string, allowZero bool) (string, error) {
+	var (
+		port int
+		err  error
+	)
+	if allowZero {
+		port, err = loopback.ParseListenAddr(s)
+	} else {
+		_, port, err = loopback.ParseAddr(s)
+	}
+	if err != nil {
+		var ae *loopback.AddrError
+		if errors.As(err, &ae) {
+			return "", errors.New(ae.Problem)
+		}
+		return "", err
+	}
+	return loopback.Addr(port), nil
+}
+
+// checkOut refuses an --out that is not a directory, or one for which holds names what
+// it already holds (two runs' evidence would mix); want says what would do. A directory
+// that does not exist is fine.
+func checkOut(out string, holds func(dir string) (string, bool), want string) error {
+	if out == "" {
+		return nil
+	}
+	st, err := os.Stat(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the flag's value, already shown
+		}
+		return badFlag("out", out, "%v", err)
+	case !st.IsDir():
+		return badFlag("out", out, "not a directory (want %s)", want)
+	}
+	if what, ok := holds(out); ok {
+		return badFlag("out", out, "already holds %s (want %s)", what, want)
+	}
+	return nil
+}
+
+// holdsAnything reports whether dir has any entry, and names the first.
+func holdsAnything(dir string) (string, bool) {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return "", false
+	}
+	if len(ents) == 1 {
+		return "a file (" + ents[0].Name() + ")", true
+	}
+	return fmt.Sprintf("%d files (%s, ...)", len(ents), ents[0].Name()), true
+}

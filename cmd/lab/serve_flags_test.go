@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeRefusesBadFlags: through the command line, every bad address, port, limit
+// and name is one line "--flag VALUE: what is wrong", before anything starts: nothing is
+// printed, no xds.log is created (serve would otherwise open it first).
+func TestServeRefusesBadFlags(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no mode":             {nil, "--mode: not given (want sotw or delta)"},
+		"bad mode":            {[]string{"--mode", "grpc"}, "--mode grpc: unknown protocol (want sotw or delta)"},
+		"non-loopback":        {[]string{"--xds-addr", "0.0.0.0:18000"}, "--xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		"xds port high":       {[]string{"--xds-addr", "127.0.0.1:65536"}, "--xds-addr 127.0.0.1:65536: port 65536 is outside 1-65535"},
+		"inventory port 0":    {[]string{"--inventory-port", "0"}, "--inventory-port 0: outside 1-65535"},
+		"listener address":    {[]string{"--listener-port", "127.0.0.1:19000"}, "--listener-port 127.0.0.1:19000: an address, not a port (want only the port: the host is always 127.0.0.1)"},
+		"log empty":           {[]string{"--log", ""}, `--log "": empty (want a file path)`},
+		"versions unknown":    {[]string{"--sotw-versions", "sometimes"}, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
+		"policy unknown":      {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend or hold)"},
+		"delta with versions": {[]string{"--mode", "delta", "--sotw-versions", "per-type"}, "--sotw-versions per-type: SotW only (want --mode sotw, or no --sotw-versions)"},
+		"recv bytes zero":     {[]string{"--max-recv-msg-bytes", "0"}, "--max-recv-msg-bytes 0: outside 1-1073741824"},
+		"send bytes word":     {[]string{"--max-send-msg-bytes", "lots"}, "--max-send-msg-bytes lots: not a whole number (want 1-1073741824)"},
+		"http2 streams zero":  {[]string{"--max-concurrent-streams", "0"}, "--max-concurrent-streams 0: outside 1-1000000"},
+		"http2 streams neg":   {[]string{"--max-concurrent-streams", "-1"}, "--max-concurrent-streams -1: outside 1-1000000"},
+		"streams zero":        {[]string{"--max-streams", "0"}, "--max-streams 0: outside 1-1000000"},
+		"keepalive zero":      {[]string{"--keepalive-min-time", "0s"}, "--keepalive-min-time 0s: outside 1ms-1h"},
+		"keepalive negative":  {[]string{"--keepalive-min-time", "-1s"}, "--keepalive-min-time -1s: outside 1ms-1h"},
+		"keepalive word":      {[]string{"--keepalive-min-time", "often"}, "--keepalive-min-time often: not a duration (want 1ms-1h, e.g. 45s or 2m)"},
+		"positional argument": {[]string{"--mode", "sotw", "extra"}, "extra: unexpected argument (usage: lab serve [flags])"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir()) // the default --log is ./xds.log
+			args := []string{"serve", "--xds-addr", "127.0.0.1:0"}
+			if name != "no mode" {
+				args = append(args, "--mode", "sotw")
+			}
+			stdout, stderr, err := runLabArgs(t, append(args, c.args...)...)
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Empty(t, stdout, "nothing served")
+			assert.Empty(t, stderr)
+			ents, _ := os.ReadDir(".")
+			assert.Empty(t, ents, "no xds.log")
+		})
+	}
+}
+
+// TestServeAcceptsLocalhost: localhost means 127.0.0.1, and validation maps it so.
+func TestServeAcceptsLocalhost(t *testing.T) {
+	o := serveTestOptions(t, "sotw")
+	o.xdsAddr = "localhost:0"
+	require.NoError(t, o.validate())
+	assert.Equal(t, "127.0.0.1:0", o.xdsAddr)
+}

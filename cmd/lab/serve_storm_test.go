@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// startServe runs runServe in the background and returns its stdin, its output, the ADS
+// address it serves on, and a function that ends its input and waits for it to return.
+func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLines, addr string, stop func() error) {
+	t.Helper()
+	out = newServeLines()
+	inR, inW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+	addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) `)
+	serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
+		m := addrRE.FindStringSubmatch(out.text())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	send = func(line string) {
+		t.Helper()
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+	stop = func() error {
+		t.Helper()
+		require.NoError(t, inW.Close())
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("runServe did not stop at end of input")
+			return nil
+		}
+	}
+	return send, out, addr, stop
+}
+
+// connectSim runs a simulated Envoy against addr until the test ends.
+func connectSim(t *testing.T, addr, mode string) *simclient.Client {
+	t.Helper()
+	c, err := simclient.New(mode, "")
+	require.NoError(t, err)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx, conn)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = conn.Close()
+	})
+	return c
+}
+
+// TestServeStormWarnsAndBoundsTheLog: after `invalid`, the library's SotW resend loop is
+// a NACK storm. The console warns once it is detected, summarizes it while it lasts and
+// says when it ends; past --max-log-size the log gets one summary line per second instead
+// of two lines per re-send, stays readable, and its figures count every send and NACK the
+// client saw.
+func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
+	o := serveTestOptions(t, xdslog.ModeSotW)
+	o.maxLogSize = 64 << 10
+	o.stormEvery = 300 * time.Millisecond
+	send, out, addr, stop := startServe(t, o)
+	c := connectSim(t, addr, xdslog.ModeSotW)
+	_, err := c.WaitFor(t.Context(), func(s simclient.State) bool { return len(s.Accepted[resources.RDS]) == 1 })
+	require.NoError(t, err)
+
+	send("invalid")
+	serveWaitFor(t, 10*time.Second, "the storm warning", func() bool {
+		return strings.Contains(out.text(), "out: warning: NACK storm on stream 1 RDS: the client rejected the same content")
+	})
+	serveWaitFor(t, 10*time.Second, "a periodic storm summary", func() bool {
+		return regexp.MustCompile(`(?m)^out: storm: stream 1 RDS: [\d,]+ NACKs in .* \([\d,]+/s\)\. xds\.log`).MatchString(out.text())
+	})
+	// Let the storm run past the limit for a while: summaries, not lines, are written.
+	serveWaitFor(t, 20*time.Second, "condensed storm lines in the log", func() bool {
+		ev, _, err := xdslog.ReadFile(o.logPath)
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, e := range ev {
+			if e.Event == xdslog.EventStorm {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	send("valid")
+	serveWaitFor(t, 10*time.Second, "the end of the storm", func() bool {
+		return regexp.MustCompile(`(?m)^out: storm over: stream 1 RDS: [\d,]+ NACKs in .*, ended by an ACK; xds\.log`).MatchString(out.text())
+	})
+	_, err = c.WaitFor(t.Context(), func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
+	require.NoError(t, err)
+	client := c.State().Counters[resources.RDS]
+	require.NoError(t, stop())
+
+	fi, err := os.Stat(o.logPath)
+	require.NoError(t, err)
+	// Past the limit, the log grows by one summary line (under 1 KiB) per second of storm
+	// plus the few events of the recovery, not by 1.6 MB/s.
+	assert.Less(t, fi.Size(), o.maxLogSize+32<<10, "the log stays near its limit")
+	ev, st, err := xdslog.ReadFile(o.logPath)
+	require.NoError(t, err)
+	assert.Zero(t, st.Skipped, "the log stays parseable: %s", st.FirstSkip)
+	sum := analysis.Summarize(ev)
+	rds := sum.Total
+	assert.Equal(t, client.Nacks, rds.Nacks, "every NACK the client sent is counted")
+	var sends, unmatched int
+	for _, s := range sum.Steps {
+		if f := s.Types["RDS"]; f != nil {
+			sends += f.Responses
+			unmatched += f.Unmatched
+		}
+	}
+	assert.Equal(t, client.Responses, sends, "every RDS response the client got is counted")
+	assert.Zero(t, unmatched)
+	assert.Equal(t, client.Nacks-1, rds.RejectedResends, "each NACK after the first answered a re-send of the rejected route")
+}
+
+// TestServeSessionsDoNotMerge: two serve sessions on one log are two sessions: the second
+// says so on the console, each starts with a session line, and lab compare refuses the
+// log until one session is chosen.
+func TestServeSessionsDoNotMerge(t *testing.T) {
+	o := serveTestOptions(t, xdslog.ModeDelta)
+	for i, script := range []string{"port 18081\n", "port 18082\nport 18083\n"} {
+		out := newServeLines()
+		require.NoError(t, runServe(t.Context(), o, strings.NewReader(script), out.writer("out"), out.writer("err")))
+		appended := strings.Contains(out.text(), "xds.log already held")
+		assert.Equal(t, i == 1, appended, "session %d: the console says when it appends", i+1)
+	}
+	ev, _, err := xdslog.ReadFile(o.logPath)
+	require.NoError(t, err)
+	ss := xdslog.Sessions(ev)
+	require.Len(t, ss, 2)
+	for i, s := range ss {
+		assert.Equal(t, xdslog.EventSession, s[0].Event)
+		assert.Equal(t, "1", s[1].Version, "session %d starts again at version 1", i+1)
+	}
+	assert.Len(t, ss[0], 3, "session 1: its line and two publishes")
+	assert.Len(t, ss[1], 4, "session 2: its line and three publishes")
+
+	cmd := newRootCmd()
+	var stderr strings.Builder
+	cmd.SetErr(&stderr)
+	cmd.SetOut(io.Discard)
+	cmd.SetArgs([]string{"compare", o.logPath, o.logPath})
+	err = cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds 2 sessions")
+	cmd = newRootCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetArgs([]string{"compare", "--session-a", "1", "--session-b", "2", o.logPath, o.logPath})
+	require.NoError(t, cmd.Execute())
+}
+
+// TestServeHeldPortTouchesNoLog: a held --xds-addr port is refused with the port (and,
+// from /proc, its holder) named, before the log file is created.
+func TestServeHeldPortTouchesNoLog(t *testing.T) {
+	l, err := loopback.Listen(0)
+	require.NoError(t, err)
+	defer l.Close()
+	o := serveTestOptions(t, xdslog.ModeSotW)
+	o.xdsAddr = l.Addr().String()
+	err = runServe(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), o.xdsAddr)
+	assert.Contains(t, err.Error(), "in use")
+	_, serr := os.Stat(o.logPath)
+	assert.True(t, os.IsNotExist(serr), "no xds.log was created")
+}
