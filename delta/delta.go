@@ -105,16 +105,13 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DeltaDiscoveryRequest) err
 	if err != nil {
 		return err
 	}
-	t := string(typ)
-	if n := req.GetResponseNonce(); n != "" {
-		fb := xdslog.Feedback{Nonce: n}
-		if req.GetErrorDetail() != nil {
-			msg := req.GetErrorDetail().GetMessage()
-			fb.Error = &msg
-		}
-		f.rec.Feedback(id, t, fb)
+	q := xdslog.DeltaRequest{Subscribe: req.GetResourceNamesSubscribe(), Unsubscribe: req.GetResourceNamesUnsubscribe(),
+		Initial: req.GetInitialResourceVersions(), Nonce: req.GetResponseNonce()}
+	if req.GetErrorDetail() != nil {
+		msg := req.GetErrorDetail().GetMessage()
+		q.Error = &msg
 	}
-	f.rec.DeltaSubscribe(id, t, req.GetResourceNamesSubscribe(), req.GetResourceNamesUnsubscribe(), req.GetInitialResourceVersions())
+	f.rec.Delta(id, string(typ), q)
 	return nil
 }
 

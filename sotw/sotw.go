@@ -138,19 +138,12 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
-	t := string(typ)
-	if req.GetResponseNonce() == "" {
-		// A first subscription, or a resume after reconnect when version_info is set.
-		f.rec.Subscribe(id, t, req.GetResourceNames(), req.GetVersionInfo(), nil)
-		return nil
-	}
-	fb := xdslog.Feedback{Nonce: req.GetResponseNonce(), ClientVersion: req.GetVersionInfo()}
+	q := xdslog.SotWRequest{Names: req.GetResourceNames(), VersionInfo: req.GetVersionInfo(), Nonce: req.GetResponseNonce()}
 	if req.GetErrorDetail() != nil {
 		msg := req.GetErrorDetail().GetMessage()
-		fb.Error = &msg
+		q.Error = &msg
 	}
-	e := f.rec.Feedback(id, t, fb)
-	f.rec.Subscribe(id, t, req.GetResourceNames(), req.GetVersionInfo(), nil)
+	e := f.rec.SotW(id, string(typ), q)
 	if e.Event == xdslog.EventNack && f.policy == Hold {
 		// The library would see the previous good version, find it differs from the
 		// snapshot and re-send the rejected response at once. Presenting the rejected

@@ -21,7 +21,10 @@ func newCompareCmd() *cobra.Command {
 plane sent (responses per type, resources, redundant ones, removals explicit or by absence),
 how the client answered (ACKs, NACKs, re-sends of rejected content), bytes, timings and the
 data-plane result; the per-resource versions at the end of every step; findings computed
-from those figures; and sequence diagrams (--step NAME, or every step in HTML).
+from those figures, each saying whether it is the protocol or an implementation (with
+the xDS protocol section or the go-control-plane component as its source), under a
+headline naming what differed most; and sequence diagrams (--step NAME, or every step in
+HTML).
 
 A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file.
 Runs with different steps are compared on the steps they share. A log that several

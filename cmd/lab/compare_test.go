@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The committed pair of experiments/compare (generated with the simulated client).
+// The committed pair of experiments/compare (the teaching scenario run with the simulated
+// client: go test ./experiments/compare -run TestGenerateTestdata -update).
 var (
 	sotwRunDir  = filepath.Join("..", "..", "experiments", "compare", "testdata", "sotw")
 	deltaRunDir = filepath.Join("..", "..", "experiments", "compare", "testdata", "delta")
@@ -80,7 +81,7 @@ func TestCompareBadFlags(t *testing.T) {
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", "pdf"}, `--format pdf: unknown format (want text, markdown, json or html)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", ""}, `--format "": unknown format (want text, markdown, json or html)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format"}, `--format: needs a value (see lab compare --help)`},
-		{[]string{"compare", sotwRunDir, deltaRunDir, "--step", "warp"}, `step "warp" is not in both runs (shared steps: initial, port-change, invalid-route, recover, remove-cluster, restore)`},
+		{[]string{"compare", sotwRunDir, deltaRunDir, "--step", "warp"}, `step "warp" is not in both runs (shared steps: initial, port-change, invalid-route, recover, envoy-restart, control-plane-restart, remove-cluster, restore)`},
 	} {
 		out, _, err := runLab(t, c.args...)
 		require.Error(t, err, "%v", c.args)
@@ -105,13 +106,21 @@ func TestCompareFormats(t *testing.T) {
 	require.NoError(t, err)
 	var rep struct {
 		SharedSteps []string `json:"shared_steps"`
-		Findings    []struct {
-			Step, Kind, Text string
+		Headline    struct {
+			Text, Attribution string
+		} `json:"headline"`
+		Findings []struct {
+			Step, Kind, Text, Attribution, Source string
 		} `json:"findings"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	assert.Len(t, rep.SharedSteps, 6)
+	assert.Len(t, rep.SharedSteps, 8, "the whole teaching scenario")
+	assert.NotEmpty(t, rep.Headline.Text)
 	assert.NotEmpty(t, rep.Findings)
+	for _, f := range rep.Findings {
+		assert.Contains(t, []string{"protocol", "implementation"}, f.Attribution, f.Text)
+		assert.NotEmpty(t, f.Source, f.Text)
+	}
 
 	// A bare xds.log path works too.
 	out, _, err = runLab(t, "compare", filepath.Join(sotwRunDir, "xds.log"), filepath.Join(deltaRunDir, "xds.log"), "--format", "json")

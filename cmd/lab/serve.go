@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -188,8 +189,10 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		before = fi.Size()
 	}
 	storms := newStormWatch(out, o.stormEvery, nil, o.maxLogSize)
+	// The one tally of the log's events, live: status reads what each client holds here.
+	acc := analysis.NewAccumulator()
 	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
-		xdslog.WithObserver(storms.observe))
+		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e) }))
 	storms.logSize = rec.Written
 	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
 	// the session line keeps them apart for every reader.
@@ -227,7 +230,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		}
 	}()
 
-	sv := &serveLoop{cp: cp, out: out}
+	sv := &serveLoop{cp: cp, acc: acc, out: out}
 	if err := sv.publish(ctx, resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}); err != nil {
 		return err
 	}
@@ -288,6 +291,7 @@ func serveNodeID(id string) string {
 // serveLoop is the serve loop's state: what is published and how many versions so far.
 type serveLoop struct {
 	cp        *controlplane.ControlPlane
+	acc       *analysis.Accumulator
 	out       io.Writer
 	state     resources.State
 	prev, cur *resources.Set
@@ -351,7 +355,7 @@ func (sv *serveLoop) printStatus() {
 			head += " (type versions: " + strings.Join(parts, ", ") + ")"
 		}
 	}
-	streams := sv.cp.Recorder().Status()
+	streams := sv.acc.Status()
 	switch len(streams) {
 	case 0:
 		fmt.Fprintf(sv.out, "%s; no stream connected\n", head)

@@ -5,9 +5,9 @@
 package analysis
 
 import (
+	"maps"
 	"slices"
-	"sort"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -34,6 +34,8 @@ type TypeFigures struct {
 	RejectedResends int `json:"rejected_resends"`
 	Bytes           int `json:"bytes"`
 	Unmatched       int `json:"unmatched,omitempty"`
+	// Stale counts SotW requests whose nonce was not the latest: dropped by the library.
+	Stale int `json:"stale,omitempty"`
 }
 
 // DataPlane is the last data-plane observation of a step.
@@ -64,13 +66,21 @@ type Step struct {
 	// that got the expected answer.
 	PublishToCorrectMS *float64   `json:"publish_to_first_correct_request_ms,omitempty"`
 	DataPlane          *DataPlane `json:"data_plane,omitempty"`
-	// Versions is what the client accepted by the end of the step, per type and name,
-	// according to the log (the last ACKed send of each resource).
+	// Versions is what the client held at the end of the step, per type and name, as the
+	// log says (xdslog.Model.Held: the latest stream's ACKed content, seeded on a resume,
+	// less what it unsubscribed from).
 	Versions map[string]map[string]string `json:"versions"`
 	// NackErrors are the distinct NACK messages of the step.
 	NackErrors []string `json:"nack_errors,omitempty"`
 	// NackRate is NACKs per second over the step's NACK window (storm rate).
 	NackRate float64 `json:"nack_rate_per_s,omitempty"`
+	// RemovedNames lists, per type, the names sent in delta removed_resources;
+	// AbsentNames the names a SotW LDS/CDS response left out that the previous response
+	// on the stream had (a removal by absence).
+	RemovedNames map[string][]string `json:"removed_names,omitempty"`
+	AbsentNames  map[string][]string `json:"absent_names,omitempty"`
+	// Reconnect describes the streams the step opened after the log's first stream.
+	Reconnect *Reconnect `json:"reconnect,omitempty"`
 
 	start   time.Time
 	publish time.Time
@@ -89,6 +99,33 @@ func (st *Step) nackAt(n int, first, last time.Time) {
 		st.nackLast = last
 	}
 	st.nackN += n
+}
+
+// Reconnect is what happened on the streams a step opened after the log's first one.
+type Reconnect struct {
+	// Server is the control-plane instance of the new stream when it is a restarted one
+	// (higher than any seen before), else 0: the client reconnected.
+	Server    int `json:"server,omitempty"`
+	Streams   int `json:"streams"`
+	Responses int `json:"responses"`
+	Resources int `json:"resources"`
+	Redundant int `json:"redundant"`
+	Bytes     int `json:"bytes"`
+	// InitialVersions counts delta initial_resource_versions entries the client sent;
+	// Resume lists the SotW version_info values it resumed from.
+	InitialVersions int      `json:"initial_versions"`
+	Resume          []string `json:"resume,omitempty"`
+}
+
+// SendInfo is what the accumulator knows about a send when it counts it (OnSend).
+type SendInfo struct {
+	// Absent: a SotW LDS/CDS send leaves these out (removal by absence).
+	Absent []string
+	// OnNewStream: the stream was opened by a reconnect in this step; FirstOfType: it is
+	// the first send of its type on the stream.
+	OnNewStream, FirstOfType bool
+	// TypeChanged: the step's publish changed this type.
+	TypeChanged bool
 }
 
 // Summary is a whole log's figures.
@@ -116,190 +153,374 @@ type key struct {
 	typ    string
 }
 
-type sendRec struct {
-	ev          xdslog.Event
-	fingerprint string
+// ServerFigures are one control-plane instance's counts, for the runner's checks.
+type ServerFigures struct {
+	StreamsOpened, StreamsClosed int
+	// SentVersions counts sends per version label; SentResources counts sends per
+	// TYPE/name; FirstAck is the sent version of the first ACK of each type.
+	SentVersions  map[string]int
+	SentResources map[string]int
+	FirstAck      map[string]string
 }
+
+// Accumulator tallies an xds.log one event at a time: live, as the recorder's observer
+// (the runner, the bench, `lab serve`'s status), and offline, replaying a log (summary.json,
+// `lab compare`). It applies each event to an xdslog.Model (what was sent and answered,
+// what the client holds) and counts it; what an event means is decided once, by the
+// recorder, and applied once, by the model, so every reader counts the same way. Safe for
+// concurrent use; Observe stays quick (it runs under the recorder's lock).
+type Accumulator struct {
+	mu      sync.Mutex
+	model   *xdslog.Model
+	sum     Summary
+	steps   map[string]*Step
+	cur     *Step            // the step of the latest event
+	lastSet map[key][]string // SotW LDS/CDS: names of the previous response, for removal by absence
+	servers map[int]*ServerFigures
+	changed chan struct{}
+	// Reconnects: whether a stream was seen yet, the highest server, the streams opened
+	// by a reconnect (-> their step), and the types sent on each stream.
+	anyStream bool
+	maxServer int
+	fresh     map[key]string // key.typ unused
+	sentOn    map[key]bool
+	onSend    func(xdslog.Event, SendInfo)
+}
+
+// NewAccumulator returns an empty accumulator.
+func NewAccumulator() *Accumulator {
+	return &Accumulator{model: xdslog.NewModel(nil), steps: map[string]*Step{}, lastSet: map[key][]string{},
+		servers: map[int]*ServerFigures{}, changed: make(chan struct{}), fresh: map[key]string{}, sentOn: map[key]bool{}}
+}
+
+// OnSend calls fn with every send event and what the accumulator knows about it, as it
+// counts it (compare annotates diagrams and explains redundancy with it). Set it before
+// the first Observe.
+func (a *Accumulator) OnSend(fn func(xdslog.Event, SendInfo)) { a.onSend = fn }
 
 // Summarize computes the figures of a log. Events must be in log order.
 func Summarize(events []xdslog.Event) *Summary {
-	sum := &Summary{Events: len(events)}
-	steps := map[string]*Step{}
-	get := func(e xdslog.Event) *Step {
-		st, ok := steps[e.Step]
-		if !ok {
-			st = &Step{Name: e.Step, Types: map[string]*TypeFigures{}, Versions: map[string]map[string]string{}, start: e.TS}
-			steps[e.Step] = st
-			sum.Steps = append(sum.Steps, st)
-		}
-		return st
-	}
-	fig := func(st *Step, typ string) *TypeFigures {
-		f, ok := st.Types[typ]
-		if !ok {
-			f = &TypeFigures{}
-			st.Types[typ] = f
-		}
-		return f
-	}
-	sends := map[key]map[string]sendRec{}
-	lastNames := map[key][]string{}
-	rejected := map[key]map[string]bool{}
-	accepted := map[string]map[string]string{} // type -> name -> version
+	a := NewAccumulator()
 	for _, e := range events {
-		if sum.Mode == "" {
-			sum.Mode = e.Mode
-		}
-		if e.Event == xdslog.EventSession {
-			continue // a boundary, not part of any step
-		}
-		st := get(e)
-		k := key{e.Server, e.Stream, e.Type}
-		switch e.Event {
-		case xdslog.EventPublish:
-			st.Version = e.Version
-			st.Changed = e.Changed
-			st.publish = e.TS
-		case xdslog.EventStreamOpen:
-			st.StreamsUp++
-		case xdslog.EventSend:
-			f := fig(st, e.Type)
-			f.Responses++
-			f.Resources += len(e.Resources)
-			f.Bytes += e.Bytes
-			f.RemovedExplicit += len(e.Removed)
-			for _, r := range e.Resources {
-				if r.IsRedundant() {
-					f.Redundant++
-					if len(e.Resources) > 0 {
-						f.RedundantBytes += e.Bytes / len(e.Resources)
-					}
-				}
+		a.Observe(e)
+	}
+	return a.Summary()
+}
+
+// Observe counts one event.
+func (a *Accumulator) Observe(e xdslog.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.observeLocked(e)
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// Changed is closed at the next event: wait on it, then read again.
+func (a *Accumulator) Changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
+func (a *Accumulator) stepLocked(e xdslog.Event) *Step {
+	st, ok := a.steps[e.Step]
+	if !ok {
+		st = &Step{Name: e.Step, Types: map[string]*TypeFigures{}, Versions: map[string]map[string]string{}, start: e.TS}
+		a.steps[e.Step] = st
+		a.sum.Steps = append(a.sum.Steps, st)
+	}
+	if a.cur != nil && a.cur != st {
+		a.cur.Versions = a.model.Held() // what the client held when the step ended
+	}
+	a.cur = st
+	return st
+}
+
+func (st *Step) fig(typ string) *TypeFigures {
+	f, ok := st.Types[typ]
+	if !ok {
+		f = &TypeFigures{}
+		st.Types[typ] = f
+	}
+	return f
+}
+
+func (a *Accumulator) server(n int) *ServerFigures {
+	s, ok := a.servers[n]
+	if !ok {
+		s = &ServerFigures{SentVersions: map[string]int{}, SentResources: map[string]int{}, FirstAck: map[string]string{}}
+		a.servers[n] = s
+	}
+	return s
+}
+
+func (a *Accumulator) observeLocked(e xdslog.Event) {
+	a.sum.Events++
+	if a.sum.Mode == "" {
+		a.sum.Mode = e.Mode
+	}
+	if e.Event == xdslog.EventSession {
+		return // a boundary, not part of any step
+	}
+	st := a.stepLocked(e)
+	k := key{e.Server, e.Stream, e.Type}
+	switch e.Event {
+	case xdslog.EventPublish:
+		st.Version = e.Version
+		st.Changed = e.Changed
+		st.publish = e.TS
+	case xdslog.EventStreamOpen:
+		st.StreamsUp++
+		a.server(e.Server).StreamsOpened++
+		if a.anyStream {
+			if st.Reconnect == nil {
+				st.Reconnect = &Reconnect{}
 			}
+			st.Reconnect.Streams++
+			if e.Server > a.maxServer {
+				st.Reconnect.Server = e.Server
+			}
+			a.fresh[key{e.Server, e.Stream, ""}] = e.Step
+		}
+		a.anyStream = true
+		a.maxServer = max(a.maxServer, e.Server)
+	case xdslog.EventRequest:
+		if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
+			st.Reconnect.InitialVersions += len(e.InitialVersions)
+			if e.Version != "" && e.Kind == xdslog.RequestResume && !slices.Contains(st.Reconnect.Resume, e.Version) {
+				st.Reconnect.Resume = append(st.Reconnect.Resume, e.Version)
+			}
+		}
+	case xdslog.EventStreamClose:
+		a.server(e.Server).StreamsClosed++
+		if e.Dropped != nil && *e.Dropped > 0 {
+			st.Dropped += *e.Dropped
+		}
+		for kk := range a.lastSet {
+			if kk.server == e.Server && kk.stream == e.Stream {
+				delete(a.lastSet, kk)
+			}
+		}
+		for kk := range a.sentOn {
+			if kk.server == e.Server && kk.stream == e.Stream {
+				delete(a.sentOn, kk)
+			}
+		}
+	case xdslog.EventSend:
+		f := st.fig(e.Type)
+		f.Responses++
+		f.Resources += len(e.Resources)
+		f.Bytes += e.Bytes
+		f.RemovedExplicit += len(e.Removed)
+		for _, r := range e.Resources {
+			if r.IsRedundant() {
+				f.Redundant++
+				f.RedundantBytes += e.Bytes / len(e.Resources)
+			}
+		}
+		info := SendInfo{TypeChanged: slices.Contains(st.Changed, e.Type), FirstOfType: !a.sentOn[k]}
+		a.sentOn[k] = true
+		for _, n := range e.Removed {
+			st.RemovedNames = addName(st.RemovedNames, e.Type, n)
+		}
+		if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
 			names := make([]string, len(e.Resources))
 			for i, r := range e.Resources {
 				names[i] = r.Name
 			}
-			if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
-				for _, n := range lastNames[k] {
-					if !slices.Contains(names, n) {
-						f.RemovedByAbsence++
-					}
+			for _, n := range a.lastSet[k] {
+				if !slices.Contains(names, n) {
+					f.RemovedByAbsence++
+					info.Absent = append(info.Absent, n)
+					st.AbsentNames = addName(st.AbsentNames, e.Type, n)
 				}
-				lastNames[k] = names
 			}
-			fp := fingerprint(e)
-			if rejected[k][fp] {
-				f.RejectedResends++
-			}
-			if sends[k] == nil {
-				sends[k] = map[string]sendRec{}
-			}
-			sends[k][e.Nonce] = sendRec{ev: e, fingerprint: fp}
-		case xdslog.EventAck:
-			f := fig(st, e.Type)
-			f.Acks++
-			ref := st.publish
-			if ref.IsZero() {
-				ref = st.start
-			}
-			st.acks = append(st.acks, float64(e.TS.Sub(ref).Microseconds())/1000)
-			if s, ok := sends[k][e.Nonce]; ok {
-				applyAck(accepted, e.Mode, e.Type, s.ev)
-			}
-		case xdslog.EventStorm:
-			// Condensed NACK/re-send pairs (the log passed its size limit): every one is a
-			// send of content already rejected on this stream, and its NACK.
-			f := fig(st, e.Type)
-			f.Responses += e.Sends
-			f.Resources += e.Sends * len(e.Resources)
-			f.Bytes += e.Bytes
-			f.RejectedResends += e.Sends
-			f.Nacks += e.Nacks
+			a.lastSet[k] = names
+		}
+		if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
+			info.OnNewStream = true
+			re := st.Reconnect
+			re.Responses++
+			re.Resources += len(e.Resources)
+			re.Bytes += e.Bytes
 			for _, r := range e.Resources {
 				if r.IsRedundant() {
-					f.Redundant += e.Sends
-					f.RedundantBytes += e.Bytes / len(e.Resources)
+					re.Redundant++
 				}
-			}
-			if e.Nacks > 0 {
-				first := e.TS
-				if e.FirstTS != nil {
-					first = *e.FirstTS
-				}
-				st.nackAt(e.Nacks, first, e.TS)
-			}
-			if e.Error != "" && !slices.Contains(st.NackErrors, e.Error) && len(st.NackErrors) < 5 {
-				st.NackErrors = append(st.NackErrors, e.Error)
-			}
-		case xdslog.EventNack:
-			f := fig(st, e.Type)
-			f.Nacks++
-			st.nackAt(1, e.TS, e.TS)
-			if !slices.Contains(st.NackErrors, e.Error) && len(st.NackErrors) < 5 {
-				st.NackErrors = append(st.NackErrors, e.Error)
-			}
-			if s, ok := sends[k][e.Nonce]; ok {
-				if rejected[k] == nil {
-					rejected[k] = map[string]bool{}
-				}
-				rejected[k][s.fingerprint] = true
-			}
-		case xdslog.EventUnmatched:
-			fig(st, e.Type).Unmatched++
-		case xdslog.EventStreamClose:
-			if e.Dropped != nil && *e.Dropped > 0 {
-				st.Dropped += *e.Dropped
-			}
-			for kk := range sends {
-				if kk.server == e.Server && kk.stream == e.Stream {
-					delete(sends, kk)
-					delete(lastNames, kk)
-					delete(rejected, kk)
-				}
-			}
-		case xdslog.EventDataPlane:
-			correct := e.Correct != nil && *e.Correct
-			st.DataPlane = &DataPlane{Client: e.Client, RequestID: e.RequestID, Status: e.Status, Backend: e.Backend,
-				Flags: e.Flags, Upstream: e.Upstream, Expected: e.Expected, Correct: correct}
-			if correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
-				ms := float64(e.TS.Sub(st.publish).Microseconds()) / 1000
-				st.PublishToCorrectMS = &ms
 			}
 		}
-		// Versions at the end of each step: a copy of the replayed accepted table.
-		st.Versions = copyVersions(accepted)
-	}
-	for _, st := range sum.Steps {
-		for _, f := range st.Types {
-			add(&st.Total, f)
+		if a.onSend != nil {
+			a.onSend(e, info)
 		}
-		add(&sum.Total, &st.Total)
-		if len(st.acks) > 0 {
-			m := median(st.acks)
-			st.PublishToAckMS = &m
+		if a.model.Rejected(e.Server, e.Stream, e.Type, e.Resources, e.Removed) > 0 {
+			f.RejectedResends++
 		}
-		if n := st.nackN; n > 1 {
-			if d := st.nackLast.Sub(st.nackFirst).Seconds(); d > 0 {
-				st.NackRate = float64(n-1) / d
+		sf := a.server(e.Server)
+		sf.SentVersions[e.Version]++
+		for _, r := range e.Resources {
+			sf.SentResources[e.Type+"/"+r.Name]++
+		}
+	case xdslog.EventStorm:
+		// Condensed NACK/re-send pairs (the log passed its size limit): every one is a
+		// send of content already rejected on this stream, and its NACK.
+		f := st.fig(e.Type)
+		f.Responses += e.Sends
+		f.Resources += e.Sends * len(e.Resources)
+		f.Bytes += e.Bytes
+		f.RejectedResends += e.Sends
+		f.Nacks += e.Nacks
+		for _, r := range e.Resources {
+			if r.IsRedundant() {
+				f.Redundant += e.Sends
+				f.RedundantBytes += e.Bytes / len(e.Resources)
 			}
+		}
+		if e.Nacks > 0 {
+			first := e.TS
+			if e.FirstTS != nil {
+				first = *e.FirstTS
+			}
+			st.nackAt(e.Nacks, first, e.TS)
+		}
+		st.nackError(e.Error)
+	case xdslog.EventAck:
+		st.fig(e.Type).Acks++
+		ref := st.publish
+		if ref.IsZero() {
+			ref = st.start
+		}
+		st.acks = append(st.acks, float64(e.TS.Sub(ref).Microseconds())/1000)
+		if fa := a.server(e.Server).FirstAck; fa[e.Type] == "" {
+			fa[e.Type] = e.SentVersion
+		}
+	case xdslog.EventNack:
+		st.fig(e.Type).Nacks++
+		st.nackAt(1, e.TS, e.TS)
+		st.nackError(e.Error)
+	case xdslog.EventUnmatched:
+		st.fig(e.Type).Unmatched++
+	case xdslog.EventStale:
+		st.fig(e.Type).Stale++
+	case xdslog.EventDataPlane:
+		correct := e.Correct != nil && *e.Correct
+		st.DataPlane = &DataPlane{Client: e.Client, RequestID: e.RequestID, Status: e.Status, Backend: e.Backend,
+			Flags: e.Flags, Upstream: e.Upstream, Expected: e.Expected, Correct: correct}
+		if correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
+			ms := float64(e.TS.Sub(st.publish).Microseconds()) / 1000
+			st.PublishToCorrectMS = &ms
 		}
 	}
-	return sum
+	a.model.Observe(e)
 }
 
-func applyAck(acc map[string]map[string]string, mode, typ string, s xdslog.Event) {
-	if acc[typ] == nil || (mode == xdslog.ModeSotW && (typ == "LDS" || typ == "CDS")) {
-		acc[typ] = map[string]string{}
+// addName adds name to m[typ] once.
+func addName(m map[string][]string, typ, name string) map[string][]string {
+	if m == nil {
+		m = map[string][]string{}
 	}
-	for _, r := range s.Resources {
-		acc[typ][r.Name] = r.Version
+	if !slices.Contains(m[typ], name) {
+		m[typ] = append(m[typ], name)
 	}
-	if typ == "LDS" || typ == "CDS" {
-		for _, n := range s.Removed {
-			delete(acc[typ], n)
+	return m
+}
+
+func (st *Step) nackError(msg string) {
+	if msg != "" && !slices.Contains(st.NackErrors, msg) && len(st.NackErrors) < 5 {
+		st.NackErrors = append(st.NackErrors, msg)
+	}
+}
+
+// Summary returns the figures so far: a copy, with totals, medians and rates computed.
+func (a *Accumulator) Summary() *Summary {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := &Summary{Mode: a.sum.Mode, Events: a.sum.Events}
+	for _, st := range a.sum.Steps {
+		c := a.finishLocked(st, true)
+		add(&out.Total, &c.Total)
+		out.Steps = append(out.Steps, c)
+	}
+	return out
+}
+
+// Step returns the counts of one step so far (nil when it has no event yet), without
+// Versions: live waiters call it on every event, and the held table of N = 10,000
+// clusters is too big to copy each time (Summary has it).
+func (a *Accumulator) Step(name string) *Step {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.steps[name]
+	if !ok {
+		return nil
+	}
+	return a.finishLocked(st, false)
+}
+
+// Server returns a copy of one control-plane instance's counts.
+func (a *Accumulator) Server(n int) ServerFigures {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.server(n)
+	return ServerFigures{StreamsOpened: s.StreamsOpened, StreamsClosed: s.StreamsClosed,
+		SentVersions: maps.Clone(s.SentVersions), SentResources: maps.Clone(s.SentResources), FirstAck: maps.Clone(s.FirstAck)}
+}
+
+// Status is what the client of every open stream holds (`lab serve`'s status).
+func (a *Accumulator) Status() []xdslog.StreamStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.model.Status()
+}
+
+// finishLocked copies st with its totals, median and rate computed, and its Versions
+// when asked.
+func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
+	c := *st
+	c.Types = make(map[string]*TypeFigures, len(st.Types))
+	c.Total = TypeFigures{}
+	for t, f := range st.Types {
+		ff := *f
+		c.Types[t] = &ff
+		add(&c.Total, f)
+	}
+	c.Versions = nil
+	if versions {
+		held := st.Versions
+		if st == a.cur {
+			held = a.model.Held()
+		}
+		c.Versions = copyVersions(held)
+	}
+	c.NackErrors = slices.Clone(st.NackErrors)
+	c.RemovedNames, c.AbsentNames = cloneNames(st.RemovedNames), cloneNames(st.AbsentNames)
+	if st.Reconnect != nil {
+		re := *st.Reconnect
+		re.Resume = slices.Clone(re.Resume)
+		c.Reconnect = &re
+	}
+	if len(st.acks) > 0 {
+		m := median(st.acks)
+		c.PublishToAckMS = &m
+	}
+	if n := st.nackN; n > 1 {
+		if d := st.nackLast.Sub(st.nackFirst).Seconds(); d > 0 {
+			c.NackRate = float64(n-1) / d
 		}
 	}
+	c.acks = nil
+	return &c
+}
+
+func cloneNames(m map[string][]string) map[string][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 func copyVersions(acc map[string]map[string]string) map[string]map[string]string {
@@ -314,18 +535,6 @@ func copyVersions(acc map[string]map[string]string) map[string]map[string]string
 	return out
 }
 
-func fingerprint(e xdslog.Event) string {
-	parts := make([]string, 0, len(e.Resources)+len(e.Removed))
-	for _, r := range e.Resources {
-		parts = append(parts, r.Name+"="+r.Hash)
-	}
-	for _, n := range e.Removed {
-		parts = append(parts, "-"+n)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
 func add(dst, f *TypeFigures) {
 	dst.Responses += f.Responses
 	dst.Resources += f.Resources
@@ -338,6 +547,7 @@ func add(dst, f *TypeFigures) {
 	dst.RejectedResends += f.RejectedResends
 	dst.Bytes += f.Bytes
 	dst.Unmatched += f.Unmatched
+	dst.Stale += f.Stale
 }
 
 func median(xs []float64) float64 {

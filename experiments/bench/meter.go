@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -18,26 +19,18 @@ type TypeTally struct {
 	Bytes     int64 `json:"bytes"`
 }
 
-// stepTally is everything the recorder saw during one step (one publish).
-type stepTally struct {
-	byType   map[string]*TypeTally
-	lastSend time.Time
-	acks     int
-	nacks    int
-	nackErr  string
-	unmatch  int
-}
-
 type streamType struct {
 	stream int64
 	typ    string
 }
 
-// meter is the recorder's observer: it keeps running tallies of the xds.log events so the
-// bench can wait on convergence and read a step's figures without re-reading a log that
-// reaches hundreds of megabytes at N = 10,000. It runs under the recorder's lock, so it
-// only counts; anything slow happens in the waiters.
+// meter is the recorder's observer: it feeds the one analysis.Accumulator (the step
+// figures come from there) and keeps what the bench waits on, so it can wait on
+// convergence without re-reading a log that reaches hundreds of megabytes at N = 10,000.
+// It runs under the recorder's lock, so it only counts; anything slow happens in the
+// waiters.
 type meter struct {
+	acc     *analysis.Accumulator
 	mu      sync.Mutex
 	changed chan struct{}
 
@@ -45,9 +38,9 @@ type meter struct {
 	opened    int
 	requested map[int64]map[string]bool
 	// acked is, per stream and type, the sent version of the last ACKed response and
-	// when the ACK was observed.
-	acked map[streamType]ackSeen
-	steps map[string]*stepTally
+	// when the ACK was observed; lastSend is when each step's last send was.
+	acked    map[streamType]ackSeen
+	lastSend map[string]time.Time
 }
 
 type ackSeen struct {
@@ -57,11 +50,12 @@ type ackSeen struct {
 
 func newMeter() *meter {
 	return &meter{
+		acc:       analysis.NewAccumulator(),
 		changed:   make(chan struct{}),
 		open:      map[int64]bool{},
 		requested: map[int64]map[string]bool{},
 		acked:     map[streamType]ackSeen{},
-		steps:     map[string]*stepTally{},
+		lastSend:  map[string]time.Time{},
 	}
 }
 
@@ -70,6 +64,7 @@ func newMeter() *meter {
 // handed to gRPC, since the library records immediately before sending.
 func (m *meter) observe(e xdslog.Event) {
 	now := time.Now()
+	m.acc.Observe(e)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch e.Event {
@@ -85,47 +80,15 @@ func (m *meter) observe(e xdslog.Event) {
 		}
 		m.requested[e.Stream][e.Type] = true
 	case xdslog.EventSend:
-		st := m.stepLocked(e.Step)
-		tt := st.byType[e.Type]
-		if tt == nil {
-			tt = &TypeTally{}
-			st.byType[e.Type] = tt
-		}
-		tt.Responses++
-		tt.Resources += len(e.Resources)
-		tt.Removed += len(e.Removed)
-		tt.Bytes += int64(e.Bytes)
-		for _, r := range e.Resources {
-			if r.IsRedundant() {
-				tt.Redundant++
-			}
-		}
-		st.lastSend = now
+		m.lastSend[e.Step] = now
 	case xdslog.EventAck:
-		m.stepLocked(e.Step).acks++
 		m.acked[streamType{e.Stream, e.Type}] = ackSeen{version: e.SentVersion, at: now}
-	case xdslog.EventNack:
-		st := m.stepLocked(e.Step)
-		st.nacks++
-		if st.nackErr == "" {
-			st.nackErr = e.Error
-		}
-	case xdslog.EventUnmatched:
-		m.stepLocked(e.Step).unmatch++
+	case xdslog.EventNack, xdslog.EventUnmatched:
 	default:
 		return
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
-}
-
-func (m *meter) stepLocked(step string) *stepTally {
-	st, ok := m.steps[step]
-	if !ok {
-		st = &stepTally{byType: map[string]*TypeTally{}}
-		m.steps[step] = st
-	}
-	return st
 }
 
 // wait blocks until cond (called with the meter locked) holds or ctx ends.
@@ -173,8 +136,8 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, version s
 		nackErr string
 	)
 	err := m.wait(ctx, fmt.Sprintf("%d client(s) to ACK version %s of %v", k, version, types), func() bool {
-		if st, ok := m.steps[step]; ok && st.nacks > 0 {
-			nackErr = st.nackErr
+		if st := m.acc.Step(step); st != nil && st.Total.Nacks > 0 {
+			nackErr = st.NackErrors[0]
 			return true
 		}
 		if len(m.open) < k {
@@ -212,17 +175,21 @@ type stepView struct {
 
 // step returns a copy of one step's tallies.
 func (m *meter) step(name string) stepView {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	v := stepView{ByType: map[string]TypeTally{}}
-	st, ok := m.steps[name]
-	if !ok {
+	m.mu.Lock()
+	v.LastSend = m.lastSend[name]
+	m.mu.Unlock()
+	st := m.acc.Step(name)
+	if st == nil {
 		return v
 	}
-	for t, tt := range st.byType {
-		v.ByType[t] = *tt
+	for t, f := range st.Types {
+		v.ByType[t] = TypeTally{Responses: f.Responses, Resources: f.Resources, Redundant: f.Redundant, Removed: f.RemovedExplicit, Bytes: int64(f.Bytes)}
 	}
-	v.LastSend, v.Acks, v.Nacks, v.NackError, v.Unmatched = st.lastSend, st.acks, st.nacks, st.nackErr, st.unmatch
+	v.Acks, v.Nacks, v.Unmatched = st.Total.Acks, st.Total.Nacks, st.Total.Unmatched
+	if len(st.NackErrors) > 0 {
+		v.NackError = st.NackErrors[0]
+	}
 	return v
 }
 

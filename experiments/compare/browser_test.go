@@ -83,6 +83,9 @@ func TestHTMLInBrowser(t *testing.T) {
 		assert.Contains(t, dom, ">"+s+"</td>", "the rendered DOM has the table row of step %s", s)
 	}
 	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg "), "every diagram survived parsing")
+	assert.Contains(t, dom, `id="headline">`+rep.Headline.Text[:40], "the report opens with its headline")
+	assert.Contains(t, dom, "<code>inventory</code>", "code spans in findings are code elements")
+	assert.Equal(t, len(rep.Findings), strings.Count(dom, `<span class="attr attr-`), "every finding shows its attribution")
 }
 
 func lastLines(s string, n int) string {

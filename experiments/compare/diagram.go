@@ -16,9 +16,9 @@ const (
 	DataPlane    = "data-plane"
 )
 
-// Message kinds. KindRequest (a subscription or resubscription) is not in the issue's
-// list, but it is what the client says on a reconnect (initial_resource_versions, a SotW
-// resume version), which the restart steps are about.
+// Message kinds. KindRequest is a request that is not an ACK or NACK (a subscription,
+// a change of it, a resume after reconnect, a re-request), labelled by what it did;
+// KindStale is a SotW request the server dropped because its nonce was not the latest.
 const (
 	KindPublish     = "publish"
 	KindSend        = "send"
@@ -30,6 +30,7 @@ const (
 	KindStreamClose = "stream_close"
 	KindRefused     = "refused"
 	KindRequest     = "request"
+	KindStale       = "stale"
 )
 
 // Diagram is the parsed sequence of one step of one run: every recorded message, in time
@@ -62,6 +63,11 @@ type Message struct {
 	Stream int64  `json:"stream,omitempty"`
 	// Resources counts the resources of a send (for the "... K more" summaries).
 	Resources int `json:"resources,omitempty"`
+	// Removed are the names a send removes: explicitly (delta removed_resources) or, for
+	// a SotW LDS/CDS response, by leaving out a name the previous response of that type
+	// on the stream had (ByAbsence). Renderers mark such sends.
+	Removed   []string `json:"removed,omitempty"`
+	ByAbsence bool     `json:"removed_by_absence,omitempty"`
 }
 
 // BuildDiagram parses the events of one step into a diagram. Events are ordered by time
@@ -91,6 +97,7 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b xdslog.Event) int { return a.TS.Compare(b.TS) })
+	absent := r.replay().absent
 	for _, e := range evs {
 		m := Message{Time: e.TS, OffsetMS: ms(e.TS.Sub(start)), Type: e.Type, Nonce: e.Nonce, Server: e.Server, Stream: e.Stream}
 		switch e.Event {
@@ -100,7 +107,11 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 		case xdslog.EventSend:
 			m.From, m.To, m.Kind = ControlPlane, Client, KindSend
 			m.Resources = len(e.Resources)
-			m.Label = sendLabel(e)
+			m.Removed = e.Removed
+			if gone := absent[sendKey{typeKey{streamKey{e.Server, e.Stream}, e.Type}, e.Nonce}]; len(gone) > 0 {
+				m.Removed, m.ByAbsence = gone, true
+			}
+			m.Label = sendLabel(e, m.Removed, m.ByAbsence)
 		case xdslog.EventAck:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindAck
 			m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
@@ -122,6 +133,9 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 		case xdslog.EventRequest:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindRequest
 			m.Label = requestLabel(e)
+		case xdslog.EventStale:
+			m.From, m.To, m.Kind = Client, ControlPlane, KindStale
+			m.Label = staleLabel(e)
 		case xdslog.EventStreamOpen:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindStreamOpen
 			m.Label = "open " + streamText(e)
@@ -176,7 +190,7 @@ func changedText(changed []string) string {
 	return " (changed " + strings.Join(changed, ",") + ")"
 }
 
-func sendLabel(e xdslog.Event) string {
+func sendLabel(e xdslog.Event, removed []string, byAbsence bool) string {
 	names := make([]string, len(e.Resources))
 	red := 0
 	for i, r := range e.Resources {
@@ -186,8 +200,11 @@ func sendLabel(e xdslog.Event) string {
 		}
 	}
 	s := fmt.Sprintf("send %s n=%s v=%s %s", e.Type, e.Nonce, short(e.Version), nameList(names, "resources"))
-	if len(e.Removed) > 0 {
-		s += " removed " + nameList(e.Removed, "names")
+	switch {
+	case byAbsence:
+		s += " removes " + nameList(removed, "names") + " by absence"
+	case len(removed) > 0:
+		s += " removed " + nameList(removed, "names")
 	}
 	if red > 0 {
 		s += fmt.Sprintf(" (%d redundant)", red)
@@ -195,17 +212,82 @@ func sendLabel(e xdslog.Event) string {
 	return s + fmt.Sprintf(" %dB", e.Bytes)
 }
 
+// requestLabel says what a request did to the subscription (its kind), e.g.
+// "wildcard CDS", "initial EDS [inventory]", "resume CDS v=4", "subscribe EDS +[b] -[a]",
+// "unsubscribe EDS -[inventory]", "re-request RDS n=7".
 func requestLabel(e xdslog.Event) string {
-	names := "*"
-	if len(e.Names) > 0 {
-		names = nameList(e.Names, "names")
+	kind := e.Kind
+	var s string
+	switch kind {
+	case xdslog.RequestWildcard:
+		s = "wildcard " + e.Type
+	case xdslog.RequestInitial:
+		s = fmt.Sprintf("initial %s %s", e.Type, nameList(e.Names, "names"))
+	case xdslog.RequestResume:
+		s = "resume " + e.Type
+		if len(e.Names) > 0 {
+			s += " " + nameList(e.Names, "names")
+		}
+		switch {
+		case len(e.InitialVersions) > 0:
+			s += fmt.Sprintf(" initial_versions=%d", len(e.InitialVersions))
+		case e.Version != "":
+			s += " v=" + short(e.Version)
+		}
+		switch {
+		case e.HeldUnknown:
+			s += " (held unknown)"
+		case len(e.Held) > 0:
+			s += fmt.Sprintf(" (held %s)", count(len(e.Held), "resource"))
+		}
+	case xdslog.RequestSubscribe, xdslog.RequestUnsubscribe:
+		s = kind + " " + e.Type + changeText(e)
+	case xdslog.RequestRepeat:
+		s = "re-request " + e.Type
+		if e.Nonce != "" {
+			s += " n=" + e.Nonce
+		}
+	default:
+		// A kind this reader does not know: say what the request holds.
+		names := "*"
+		if len(e.Names) > 0 {
+			names = nameList(e.Names, "names")
+		}
+		s = fmt.Sprintf("request %s %s", e.Type, names)
+		if kind != "" {
+			s += " (" + kind + ")"
+		}
 	}
-	s := fmt.Sprintf("request %s %s", e.Type, names)
-	if e.Version != "" {
-		s += " resume v=" + short(e.Version)
+	if len(e.Missing) > 0 {
+		s += " missing " + nameList(e.Missing, "names")
 	}
-	if n := len(e.InitialVersions); n > 0 {
-		s += fmt.Sprintf(" initial_versions=%d", n)
+	return s
+}
+
+// changeText is " +[added] -[removed]" (either part only when present).
+func changeText(e xdslog.Event) string {
+	var s string
+	if len(e.Added) > 0 {
+		s += " +" + nameList(e.Added, "names")
+	}
+	if len(e.Removed) > 0 {
+		s += " -" + nameList(e.Removed, "names")
+	}
+	return s
+}
+
+// staleLabel is "stale EDS n=5 (latest n=6) unsubscribe -[inventory]": the request the
+// server dropped, and what it would have done.
+func staleLabel(e xdslog.Event) string {
+	s := fmt.Sprintf("stale %s n=%s", e.Type, orDash(e.Nonce))
+	if e.LatestNonce != "" {
+		s += " (latest n=" + e.LatestNonce + ")"
+	}
+	if e.Kind != "" && e.Kind != xdslog.RequestRepeat {
+		s += " " + e.Kind + changeText(e)
+	}
+	if e.Error != "" {
+		s += " NACK: " + clip(firstLine(e.Error), 60)
 	}
 	return s
 }
@@ -272,7 +354,7 @@ func capMessages(msgs []Message, max int) ([]Message, string) {
 	}
 	var parts []string
 	for _, k := range []struct{ kind, word string }{
-		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"},
+		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"}, {KindStale, "stale request"},
 		{KindUnmatched, "unmatched answer"}, {KindDataPlane, "data-plane request"}, {KindPublish, "publish"},
 		{KindStreamOpen, "stream open"}, {KindStreamClose, "stream close"}, {KindRefused, "refusal"},
 	} {

@@ -9,33 +9,19 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// detail is what a step's findings need beyond analysis.Summarize's counts: which names
-// were removed and how, and what happened on streams opened by a reconnect. It is
-// replayed from the events; the counts themselves always come from the summary.
+// detail is what a step's findings need beyond the step's counts: which names were
+// removed and how, why content the client already ran was sent again, which requests
+// were stale, and what happened on streams opened by a reconnect. All of it comes from
+// the one analysis.Accumulator (its step figures and its per-send facts); only the
+// attribution of redundancy to a cause is compare's own.
 type detail struct {
 	explicit map[string][]string // type -> names in removed_resources
 	absence  map[string][]string // type -> names a SotW LDS/CDS response left out
-	re       *reconnect
-}
-
-// reconnect describes the streams a step opened after the run's first stream.
-type reconnect struct {
-	// Server is the control-plane instance of the new stream when it is a restarted one
-	// (a number higher than any seen before), else 0: the client reconnected.
-	Server    int
-	Streams   int
-	Responses int
-	Resources int
-	Redundant int
-	// Identical counts sent resources whose content equals what the client last ACKed
-	// for that name before the new stream: the recorder's per-stream redundant flag
-	// cannot see this for SotW, whose requests carry no per-resource versions.
-	Identical int
-	Bytes     int
-	// InitialVersions counts delta initial_resource_versions entries the client sent.
-	InitialVersions int
-	// Resume lists SotW version_info values the client resumed from.
-	Resume []string
+	re       *analysis.Reconnect
+	// causes counts redundant resources by why they were sent (cause* constants).
+	causes [numCauses]int
+	// stale are the step's stale requests (SotW requests go-control-plane skipped).
+	stale []xdslog.Event
 }
 
 type streamKey struct {
@@ -48,108 +34,101 @@ type typeKey struct {
 	typ string
 }
 
-// details replays a run's events once, step by step.
-func details(r *Run) map[string]*detail {
-	out := map[string]*detail{}
+// sendKey names one send: nonces are unique per stream and type.
+type sendKey struct {
+	typeKey
+	nonce string
+}
+
+// replayed is what one pass over a run's events yields: per-step details for the
+// findings and per-send annotations for the diagrams.
+type replayed struct {
+	steps map[string]*detail
+	// absent lists, per SotW LDS/CDS send, the names the previous response of that type
+	// on the stream had and this one leaves out: a removal by absence.
+	absent map[sendKey][]string
+}
+
+// replay returns the run's replay, computed once.
+func (r *Run) replay() *replayed {
+	if r.replayed == nil {
+		r.replayed = replayEvents(r)
+	}
+	return r.replayed
+}
+
+// details returns the per-step details of a run.
+func details(r *Run) map[string]*detail { return r.replay().steps }
+
+func replayEvents(r *Run) *replayed {
+	out := &replayed{steps: map[string]*detail{}, absent: map[sendKey][]string{}}
 	get := func(step string) *detail {
-		d, ok := out[step]
+		d, ok := out.steps[step]
 		if !ok {
-			d = &detail{explicit: map[string][]string{}, absence: map[string][]string{}}
-			out[step] = d
+			d = &detail{}
+			out.steps[step] = d
 		}
 		return d
 	}
-	lastNames := map[typeKey][]string{}
-	sends := map[typeKey]map[string]xdslog.Event{}
-	acked := map[string]string{} // type/name -> hash last ACKed, across streams
-	anyStream, maxServer := false, 0
-	fresh := map[streamKey]string{} // streams opened by a reconnect -> their step
+	strategy := sotwStrategy(r)
+	acc := analysis.NewAccumulator()
+	acc.OnSend(func(e xdslog.Event, info analysis.SendInfo) {
+		if len(info.Absent) > 0 {
+			out.absent[sendKey{typeKey{streamKey{e.Server, e.Stream}, e.Type}, e.Nonce}] = info.Absent
+		}
+		classifyRedundant(get(e.Step), e, info.OnNewStream && info.FirstOfType, info.TypeChanged, strategy)
+	})
 	for _, e := range r.Events {
-		d := get(e.Step)
-		sk := streamKey{e.Server, e.Stream}
-		tk := typeKey{sk, e.Type}
-		switch e.Event {
-		case xdslog.EventStreamOpen:
-			if anyStream {
-				if d.re == nil {
-					d.re = &reconnect{}
-				}
-				d.re.Streams++
-				if e.Server > maxServer {
-					d.re.Server = e.Server
-				}
-				fresh[sk] = e.Step
-			}
-			anyStream = true
-			maxServer = max(maxServer, e.Server)
-		case xdslog.EventRequest:
-			if step, ok := fresh[sk]; ok && step == e.Step {
-				d.re.InitialVersions += len(e.InitialVersions)
-				if e.Version != "" && !slices.Contains(d.re.Resume, e.Version) {
-					d.re.Resume = append(d.re.Resume, e.Version)
-				}
-			}
-		case xdslog.EventSend:
-			for _, n := range e.Removed {
-				d.explicit[e.Type] = appendNew(d.explicit[e.Type], n)
-			}
-			names := make([]string, len(e.Resources))
-			for i, x := range e.Resources {
-				names[i] = x.Name
-			}
-			if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
-				for _, n := range lastNames[tk] {
-					if !slices.Contains(names, n) {
-						d.absence[e.Type] = appendNew(d.absence[e.Type], n)
-					}
-				}
-				lastNames[tk] = names
-			}
-			if step, ok := fresh[sk]; ok && step == e.Step {
-				d.re.Responses++
-				d.re.Resources += len(e.Resources)
-				d.re.Bytes += e.Bytes
-				for _, x := range e.Resources {
-					if x.IsRedundant() {
-						d.re.Redundant++
-					}
-					if acked[e.Type+"/"+x.Name] == x.Hash {
-						d.re.Identical++
-					}
-				}
-			}
-			if sends[tk] == nil {
-				sends[tk] = map[string]xdslog.Event{}
-			}
-			sends[tk][e.Nonce] = e
-		case xdslog.EventAck:
-			s, ok := sends[tk][e.Nonce]
-			if !ok {
-				continue
-			}
-			if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
-				for k := range acked {
-					if strings.HasPrefix(k, e.Type+"/") {
-						delete(acked, k)
-					}
-				}
-			}
-			for _, x := range s.Resources {
-				acked[e.Type+"/"+x.Name] = x.Hash
-			}
-			for _, n := range s.Removed {
-				delete(acked, e.Type+"/"+n)
-			}
-		case xdslog.EventStreamClose:
-			for k := range sends {
-				if k.streamKey == sk {
-					delete(sends, k)
-					delete(lastNames, k)
-				}
-			}
+		if e.Event == xdslog.EventStale {
+			get(e.Step).stale = append(get(e.Step).stale, e)
+		}
+		acc.Observe(e)
+	}
+	for _, st := range acc.Summary().Steps {
+		d := get(st.Name)
+		d.explicit, d.absence, d.re = st.RemovedNames, st.AbsentNames, st.Reconnect
+		if d.explicit == nil {
+			d.explicit = map[string][]string{}
+		}
+		if d.absence == nil {
+			d.absence = map[string][]string{}
 		}
 	}
 	return out
+}
+
+// classifyRedundant counts why a send carried content its client already ran. In SotW
+// the first send of a type on a reconnected stream is the cache answering a new stream;
+// a response mixing changed and unchanged resources is the full-state rule for LDS/CDS
+// (protocol) and the SnapshotCache's whole-type answer for RDS/EDS; a response with
+// nothing new moved only its label. In delta the server believed the client had
+// something else: it takes what it sent, even rejected, as delivered.
+func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged bool, strategy string) {
+	redundant := 0
+	for _, x := range e.Resources {
+		if x.IsRedundant() {
+			redundant++
+		}
+	}
+	if redundant == 0 {
+		return
+	}
+	cause := causeDeltaSent
+	if e.Mode == xdslog.ModeSotW {
+		switch {
+		case firstOnFresh:
+			cause = causeNewStream
+		case redundant < len(e.Resources) && (e.Type == "LDS" || e.Type == "CDS"):
+			cause = causeFullState
+		case redundant < len(e.Resources):
+			cause = causeWholeType
+		case !typeChanged && strategy == "uniform":
+			cause = causeUniform
+		default:
+			cause = causeLabel
+		}
+	}
+	d.causes[cause] += redundant
 }
 
 func appendNew(s []string, v string) []string {
@@ -160,12 +139,14 @@ func appendNew(s []string, v string) []string {
 }
 
 // findings computes the report's findings for the compared steps. Each kind is emitted
-// only when the figures support it.
+// only when the figures support it, and each says whether it shows the protocol or an
+// implementation, and where (attribution.go).
 func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*analysis.Step) []Finding {
 	det := [2]map[string]*detail{details(runs[0]), details(runs[1])}
 	out := []Finding{}
-	add := func(step, kind, format string, args ...any) {
-		out = append(out, Finding{Step: step, Kind: kind, Text: stepName(step) + ": " + fmt.Sprintf(format, args...)})
+	add := func(step, kind string, a attribution, format string, args ...any) {
+		out = append(out, Finding{Step: step, Kind: kind, Text: stepName(step) + ": " + fmt.Sprintf(format, args...),
+			Attribution: a.attr, Source: a.source, sides: a.sides})
 	}
 	for i, s := range steps {
 		row, cp := rep.Rows[i], rep.Versions[i]
@@ -182,23 +163,23 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 
 		// Versions: which tracked resources moved at this checkpoint.
 		if mv := [2][]string{movedTypes(cp.Runs[0]), movedTypes(cp.Runs[1])}; !slices.Equal(mv[0], mv[1]) {
-			add(s, "versions", "%s moved %s; %s moved %s",
+			add(s, "versions", attributeVersions(runs), "%s moved %s; %s moved %s",
 				runs[0].Name(), movedText(mv[0], len(Tracked)), runs[1].Name(), movedText(mv[1], len(Tracked)))
 		}
 
 		// Redundant pushes.
 		if f[0].Redundant > 0 || f[1].Redundant > 0 {
-			add(s, "redundant", "%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
+			add(s, "redundant", attributeRedundant(d), "%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
 		}
 
 		// NACKs and re-sends of rejected content.
 		if f[0].Nacks > 0 || f[1].Nacks > 0 {
-			add(s, "nack", "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
+			add(s, "nack", attributeNack(runs, f), "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
 		}
 
 		// Removals: explicit (delta removed_resources) or by absence (SotW LDS/CDS).
 		if f[0].RemovedExplicit+f[0].RemovedByAbsence+f[1].RemovedExplicit+f[1].RemovedByAbsence > 0 {
-			add(s, "removal", "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
+			add(s, "removal", attribution{attr: AttrProtocol, source: srcSpecDeleting}, "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
 		}
 
 		// Reconnects: what each control plane sent on the new stream.
@@ -209,19 +190,26 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 					what = fmt.Sprintf("after the control plane restarted (server %d)", x.re.Server)
 				}
 			}
-			add(s, "reconnect", "%s, %s; %s", what, reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
+			add(s, "reconnect", attributeReconnect(runs, d), "%s, %s; %s", what, reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
+		}
+
+		// Stale requests: skipped by the SotW server, so what they said did not happen there.
+		for j, r := range runs {
+			if len(d[j].stale) > 0 {
+				add(s, "stale", attribution{attr: AttrImplementation, source: srcStaleDropped}, "%s", staleText(r, d[j].stale))
+			}
 		}
 
 		// Data plane: only when the two answers differ.
 		if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
-			add(s, "dataplane", "the data plane answered differently: %s %s; %s %s",
+			add(s, "dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, "the data plane answered differently: %s %s; %s %s",
 				runs[0].Name(), dpOrNone(a), runs[1].Name(), dpOrNone(b))
 		}
 
 		// Anomalies: feedback that matched nothing, sends never answered.
 		for j, r := range runs {
 			if f[j].Unmatched > 0 || f[j].Dropped > 0 {
-				add(s, "anomaly", "%s recorded %s and %s never answered before a stream closed",
+				add(s, "anomaly", attributeAnomaly(f[j]), "%s recorded %s and %s never answered before a stream closed",
 					r.Name(), count(f[j].Unmatched, "unmatched nonce"), count(f[j].Dropped, "send"))
 			}
 		}
@@ -234,9 +222,47 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 		if t[0].Bytes > 0 && t[1].Bytes > 0 {
 			text += fmt.Sprintf("; bytes %s/%s = %.2f", runs[0].Label, runs[1].Label, float64(t[0].Bytes)/float64(t[1].Bytes))
 		}
-		out = append(out, Finding{Kind: "total", Text: text})
+		// The total is as much protocol as the step that makes most of its difference.
+		ex := explain(out, rep.Rows, metricBytes)
+		if ex.step == "" {
+			// Equal in every step: nothing but what both protocols' messages need.
+			ex.attr = attribution{attr: AttrProtocol, source: srcSpecGrouping}
+		} else {
+			text += fmt.Sprintf("; the largest difference is in %s (%s %d bytes, %s %d bytes)", stepName(ex.step),
+				runs[0].Label, ex.values[0], runs[1].Label, ex.values[1])
+			if ex.kind != "" {
+				text += ", see its " + ex.kind + " finding"
+			}
+		}
+		out = append(out, Finding{Kind: "total", Text: text, Attribution: ex.attr.attr, Source: ex.attr.source, sides: ex.attr.sides})
 	}
 	return out
+}
+
+// staleText lists a run's stale requests in a step, e.g. "A sotw got 1 stale request,
+// skipped by the server, so its subscription did not change: EDS unsubscribe
+// -[inventory] n=3 (latest n=6)".
+func staleText(r *Run, stale []xdslog.Event) string {
+	var parts []string
+	for i, e := range stale {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(stale)-3))
+			break
+		}
+		what := e.Type
+		if e.Kind != "" {
+			what += " " + e.Kind
+		}
+		if len(e.Removed) > 0 {
+			what += " -" + nameList(e.Removed, "names")
+		}
+		if len(e.Added) > 0 {
+			what += " +" + nameList(e.Added, "names")
+		}
+		parts = append(parts, fmt.Sprintf("%s n=%s (latest n=%s)", what, e.Nonce, e.LatestNonce))
+	}
+	return fmt.Sprintf("%s got %s, skipped by the server, so its subscription did not change: %s",
+		r.Name(), count(len(stale), "stale request"), strings.Join(parts, ", "))
 }
 
 func movedTypes(vs VersionSet) []string {
@@ -330,7 +356,7 @@ func removalText(r *Run, d *detail) string {
 	return r.Name() + " " + strings.Join(parts, " and ")
 }
 
-func reconnectText(r *Run, re *reconnect) string {
+func reconnectText(r *Run, re *analysis.Reconnect) string {
 	if re == nil {
 		return r.Name() + " opened no new stream"
 	}
@@ -341,11 +367,8 @@ func reconnectText(r *Run, re *reconnect) string {
 	case re.Resources == 0:
 		s = fmt.Sprintf("%s sent %s without resources (%d bytes) on the new stream", r.Name(), count(re.Responses, "response"), re.Bytes)
 	default:
-		s = fmt.Sprintf("%s sent %s with %s (%d bytes) on the new stream, %d marked redundant",
+		s = fmt.Sprintf("%s sent %s with %s (%d bytes) on the new stream, %d of them what the client already ran",
 			r.Name(), count(re.Responses, "response"), count(re.Resources, "resource"), re.Bytes, re.Redundant)
-		if re.Server > 0 {
-			s += fmt.Sprintf(", %d identical to what the client last ACKed", re.Identical)
-		}
 	}
 	switch {
 	case re.InitialVersions > 0:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,17 +24,31 @@ type svgParticipant struct {
 	Name          string
 }
 
+// svgRow is one message: an arrow (or a note box) with its label lines above it (inside
+// the box for a note) and its time on the left.
 type svgRow struct {
-	Y, LabelY, TimeY int
-	X1, X2, TextX    int
-	Time, Label      string
-	// Full is the unclipped label (shown as the SVG tooltip).
+	Y, TimeY int
+	X1, X2   int
+	Time     string
+	Lines    []svgText
+	// Full is the whole label (also the SVG tooltip).
 	Full, Class string
 	Note        bool
 	NoteX       int
 	NoteY       int
 	NoteW       int
+	NoteH       int
 	Arrow       string // polygon points of the arrowhead
+	// Removal marks a send that removes names with a cross on the client's lifeline.
+	Removal            bool
+	RemovalX, RemovalY int
+}
+
+// svgText is one line of a label; End anchors it at its end (X is then its right edge).
+type svgText struct {
+	X, Y int
+	End  bool
+	Text string
 }
 
 // Layout of one diagram, in SVG user units.
@@ -41,12 +56,32 @@ const (
 	svgWidth    = 700
 	svgTop      = 44
 	svgRowH     = 20
+	svgLineH    = 12  // each further label line
 	svgCharW    = 6.1 // monospace 10px, conservatively
+	svgTimeW    = 62  // the time column on the left
 	svgCPX      = 110
 	svgClientX  = 400
 	svgDataX    = 620
 	svgNoteLeft = 74
 )
+
+// svgChars is how many label characters fit between two x positions.
+func svgChars(from, to int) int { return max(int(float64(to-from)/svgCharW), 12) }
+
+// wrapLabel splits a label into lines of at most n characters, at spaces where it can
+// and inside a word only when the word alone is longer: nothing is ever cut off.
+func wrapLabel(s string, n int) []string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(wrap(s, n, "", ""), "\n"), "\n") {
+		r := []rune(l)
+		for len(r) > n {
+			lines = append(lines, string(r[:n]))
+			r = r[n:]
+		}
+		lines = append(lines, string(r))
+	}
+	return lines
+}
 
 func layoutDiagram(d Diagram) svgDiagram {
 	x := map[string]int{ControlPlane: svgCPX, Client: svgClientX, DataPlane: svgDataX}
@@ -65,39 +100,66 @@ func layoutDiagram(d Diagram) svgDiagram {
 		p.BoxX = p.X - p.BoxW/2
 	}
 	shown, note := capMessages(d.Messages, DiagramCap)
-	y := svgTop + svgRowH
-	fit := func(s string, from int) string {
-		n := int(float64(svgWidth-from-4) / svgCharW)
-		return clip(s, max(n-3, 8))
-	}
+	top := svgTop // the top of the next row
 	for _, m := range shown {
-		r := svgRow{Y: y, LabelY: y - 4, TimeY: y + 3, Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: sanitize(m.Label), Class: "k-" + m.Kind}
+		r := svgRow{Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: sanitize(m.Label), Class: "k-" + m.Kind}
 		if m.From == m.To {
+			lines := wrapLabel(r.Full, svgChars(svgNoteLeft+6, svgClientX-14))
+			y := top + svgRowH
 			r.Note, r.NoteX, r.NoteW = true, svgNoteLeft, svgClientX-svgNoteLeft-10
-			r.TextX, r.LabelY, r.NoteY = svgNoteLeft+6, y+3, y-9
-			r.Label = fit(r.Full, r.TextX)
+			r.Y, r.TimeY, r.NoteY, r.NoteH = y, y+3, y-9, 15+(len(lines)-1)*svgLineH
+			for i, l := range lines {
+				r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
+			}
+			top = y + (len(lines)-1)*svgLineH
 		} else {
 			r.X1, r.X2 = x[m.From], x[m.To]
-			r.TextX = min(r.X1, r.X2) + 12 // clear of a left-pointing arrowhead
-			r.Label = fit(r.Full, r.TextX)
+			// A label reads from just right of the left end of its arrow (clear of a
+			// left-pointing arrowhead) to the right edge; a data-plane answer, whose
+			// arrow is short and at the right, ends at its arrowhead instead and uses the
+			// width on the left, so the answer itself is never pushed out.
+			from, to, end := min(r.X1, r.X2)+12, svgWidth-4, false
+			if m.To == DataPlane || m.From == DataPlane {
+				from, to, end = svgTimeW, max(r.X1, r.X2)-12, true
+			}
+			lines := wrapLabel(r.Full, svgChars(from, to))
+			y := top + svgRowH + (len(lines)-1)*svgLineH
+			r.Y, r.TimeY = y, y+3
+			for i, l := range lines {
+				t := svgText{X: from, Y: y - 4 - (len(lines)-1-i)*svgLineH, Text: l}
+				if end {
+					t.X, t.End = to, true
+				}
+				r.Lines = append(r.Lines, t)
+			}
 			if r.X2 > r.X1 {
 				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2-8, y-4, r.X2-8, y+4)
 			} else {
 				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2+8, y-4, r.X2+8, y+4)
 			}
+			if len(m.Removed) > 0 {
+				r.Removal, r.RemovalX, r.RemovalY = true, svgClientX+4, y+5
+				r.Full += " — " + removalMark(m)
+			}
+			top = y
 		}
 		sd.Rows = append(sd.Rows, r)
-		y += svgRowH
 	}
 	for _, extra := range []string{note, emptyNote(d)} {
 		if extra == "" {
 			continue
 		}
-		sd.Rows = append(sd.Rows, svgRow{Y: y, LabelY: y + 3, NoteY: y - 9, Note: true, NoteX: svgNoteLeft, NoteW: svgWidth - svgNoteLeft - 10,
-			TextX: svgNoteLeft + 6, Label: fit(extra, svgNoteLeft+6), Full: extra, Class: "k-more"})
-		y += svgRowH
+		lines := wrapLabel(extra, svgChars(svgNoteLeft+6, svgWidth-14))
+		y := top + svgRowH
+		r := svgRow{Y: y, TimeY: y + 3, NoteY: y - 9, Note: true, NoteX: svgNoteLeft, NoteW: svgWidth - svgNoteLeft - 10,
+			NoteH: 15 + (len(lines)-1)*svgLineH, Full: extra, Class: "k-more"}
+		for i, l := range lines {
+			r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
+		}
+		sd.Rows = append(sd.Rows, r)
+		top = y + (len(lines)-1)*svgLineH
 	}
-	sd.Height = y + 4
+	sd.Height = top + svgRowH + 4
 	return sd
 }
 
@@ -110,6 +172,8 @@ func emptyNote(d Diagram) string {
 
 type htmlView struct {
 	Title     string
+	Headline  Headline
+	Legend    string
 	Header    table
 	Steps     table
 	Versions  table
@@ -117,9 +181,38 @@ type htmlView struct {
 	VerNote   string
 	Shared    string
 	Selected  string
-	Findings  []Finding
+	Findings  []htmlFinding
 	Diagrams  []htmlPair
 	Simulated bool
+}
+
+// htmlFinding is a finding with its text split at backticks, so resource names render
+// as <code> rather than as literal backticks.
+type htmlFinding struct {
+	Segments    []textSegment
+	Attribution string
+	Source      string
+}
+
+type textSegment struct {
+	Text string
+	Code bool
+}
+
+// codeSegments splits s at backticks: odd segments are code spans. Unbalanced backticks
+// leave the text as it is.
+func codeSegments(s string) []textSegment {
+	parts := strings.Split(s, "`")
+	if len(parts)%2 == 0 {
+		return []textSegment{{Text: s}}
+	}
+	var out []textSegment
+	for i, p := range parts {
+		if p != "" {
+			out = append(out, textSegment{Text: p, Code: i%2 == 1})
+		}
+	}
+	return out
 }
 
 type htmlPair struct {
@@ -137,7 +230,11 @@ func renderHTML(w io.Writer, rep *Report) error {
 		VerNote:  versionLegend,
 		Shared:   listOrNone(stepNames(rep.SharedSteps)),
 		Selected: rep.Step,
-		Findings: rep.Findings,
+		Headline: rep.Headline,
+		Legend:   labelLegend,
+	}
+	for _, f := range rep.Findings {
+		v.Findings = append(v.Findings, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
 	}
 	for _, h := range rep.Runs {
 		v.Simulated = v.Simulated || h.Client == "simulated"
@@ -179,6 +276,12 @@ td.moved { background: #dff3e4; font-weight: bold; }
 .note { color: #57606a; font-size: 12px; max-width: 1200px; }
 .banner { background: #fff4d6; border: 1px solid #d4a72c; padding: 6px 10px; margin: 8px 0; }
 ol li { margin: 3px 0; }
+.headline { font-size: 15px; max-width: 1200px; background: #f6f8fa; border-left: 4px solid #0969da; padding: 8px 12px; }
+code { font: 12.5px ui-monospace, monospace; background: #eff1f3; padding: 0 3px; border-radius: 3px; }
+.src { color: #57606a; font-size: 12px; }
+.attr { display: inline-block; font-size: 11px; font-weight: bold; padding: 0 5px; border-radius: 8px; margin-right: 4px; }
+.attr-protocol { background: #ddf4ff; color: #0550ae; }
+.attr-implementation { background: #fff1e5; color: #953800; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 figure { margin: 0; }
 figcaption { font-weight: bold; margin-bottom: 4px; }
@@ -194,6 +297,9 @@ svg .k-ack line, svg .k-ack polygon { stroke: #1a7f37; fill: #1a7f37; }
 svg .k-nack line, svg .k-nack polygon, svg .k-refused line, svg .k-refused polygon { stroke: #cf222e; fill: #cf222e; }
 svg .k-nack text, svg .k-refused text { fill: #cf222e; }
 svg .k-request line, svg .k-request polygon { stroke: #6e7781; fill: #6e7781; }
+svg .k-stale line, svg .k-stale polygon { stroke: #cf222e; fill: #cf222e; stroke-dasharray: 2 2; }
+svg .k-stale text { fill: #953800; }
+svg text.rm { font: bold 13px ui-monospace, monospace; fill: #cf222e; }
 svg .k-unmatched line, svg .k-unmatched polygon { stroke: #953800; fill: #953800; stroke-dasharray: 4 2; }
 svg .k-stream_open line, svg .k-stream_open polygon, svg .k-stream_close line, svg .k-stream_close polygon { stroke: #8250df; fill: #8250df; stroke-dasharray: 5 3; }
 svg .k-dataplane line, svg .k-dataplane polygon { stroke: #bc4c00; fill: #bc4c00; }
@@ -203,6 +309,8 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
+<p class="headline" id="headline">{{.Headline.Text}}</p>
+<p class="note" id="legend">{{.Legend}}</p>
 {{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
 <section id="runs">
 <h2>Runs</h2>
@@ -222,7 +330,7 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 <section id="findings">
 <h2>Findings</h2>
 {{if .Findings}}<ol>{{range .Findings}}
-<li>{{.Text}}</li>{{end}}
+<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
 </ol>{{else}}<p>None: the figures show no difference worth stating.</p>{{end}}
 </section>
 <section id="diagrams">
@@ -234,7 +342,7 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 <svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
 {{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
 <line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
-{{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="15" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text><text x="{{.TextX}}" y="{{.LabelY}}">{{.Label}}</text></g>
+{{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
 {{end}}</svg>
 </figure>{{end}}
 </div>

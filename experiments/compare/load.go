@@ -31,7 +31,8 @@ type Meta struct {
 	Steps        []string `json:"steps"`
 }
 
-// Run is one recorded run, loaded and summarized.
+// Run is one recorded run, loaded and summarized. It is not safe for concurrent use: the
+// first comparison or diagram caches its replay in it.
 type Run struct {
 	// Label is "A" or "B": the position on the command line.
 	Label string
@@ -48,6 +49,9 @@ type Run struct {
 	Events  []xdslog.Event
 	Stats   xdslog.ReadStats
 	Summary *analysis.Summary
+
+	// replayed caches the findings' and diagrams' pass over Events (see replay).
+	replayed *replayed
 }
 
 // Name is how findings and diagrams refer to the run: its label and mode ("A sotw").
@@ -137,7 +141,8 @@ func fromLog(label string, data []byte, session int) (*Run, error) {
 			return nil, fmt.Errorf("xds.log mixes modes %q and %q", mode, e.Mode)
 		}
 	}
-	return &Run{Label: label, Mode: mode, Events: ev, Stats: st, Summary: analysis.Summarize(ev)}, nil
+	sum := analysis.Summarize(ev)
+	return &Run{Label: label, Mode: mode, Events: ev, Stats: st, Summary: sum}, nil
 }
 
 // readMeta reads run.json; a missing file is not an error (options unknown).

@@ -121,10 +121,24 @@ func headerTable(rep *Report) table {
 var stepColumns = []string{"sent", "res", "unch", "rm-x", "rm-abs", "ack", "nack", "re-rej", "bytes", "ack-ms", "ok-ms", "data plane"}
 
 const stepLegend = "sent = responses per type (L=LDS R=RDS C=CDS E=EDS); res = resources sent; " +
-	"unch = redundant resources (content the client already ran); rm-x = removed explicitly (removed_resources); " +
-	"rm-abs = removed by absence (SotW LDS/CDS); ack, nack = client answers; re-rej = re-sends of already rejected content; " +
-	"bytes = on the wire; ack-ms = publish to ACK, median; ok-ms = publish to first correct data-plane request; " +
+	"unch = redundant resources: the client already ran exactly this content (what it ACKed on that stream, " +
+	"what a delta client declared in initial_resource_versions, or what a SotW resume label maps to when the server " +
+	"knows; not counted when unknown); rm-x = removed explicitly (removed_resources); " +
+	"rm-abs = removed by absence (a SotW LDS/CDS response without a name the previous one had); ack, nack = client answers; " +
+	"re-rej = re-sends of already rejected content; bytes = proto.Size of each response (the serialized " +
+	"DiscoveryResponse or DeltaDiscoveryResponse, without gRPC's 5-byte message prefix or HTTP/2 framing); " +
+	"ack-ms = publish to ACK, median; ok-ms = publish to first correct data-plane request; " +
 	"data plane = last request of the step (SIMULATED = answered by the simulated client, no proxy involved)"
+
+// labelLegend explains the abbreviations of the diagram labels; every format shows it
+// near the top, since findings and the headline use them too.
+const labelLegend = "In the diagrams, n= is a nonce: which response a message belongs to (nonces count per stream " +
+	"and start again on every stream; an ACK or NACK names the nonce it answers). v= is a version: on a send the SotW " +
+	"version_info or the delta system_version_info, on an ACK or NACK the version that was sent, keeps v= the version " +
+	"the client still runs, resume v= the version_info a SotW client reconnects with. Requests say what they did: " +
+	"wildcard, initial, resume, subscribe +added -removed, unsubscribe, re-request; stale n= is a request the server " +
+	"dropped because it had sent a newer response. A send that removes names says so (removed [...], or removes [...] " +
+	"by absence)."
 
 func stepTable(rep *Report) table {
 	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
@@ -258,6 +272,10 @@ func runTitle(h RunHeader) string {
 func renderText(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	b.WriteString(wrap(sanitize(rep.Headline.Text), 100, "", ""))
+	b.WriteString("\n")
+	b.WriteString(wrap(labelLegend, 100, "", ""))
+	b.WriteString("\n")
 	writeTextTable(&b, headerTable(rep))
 	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(rep.SharedSteps)))
 	if rep.Step != "" {
@@ -275,6 +293,7 @@ func renderText(w io.Writer, rep *Report) error {
 	}
 	for i, f := range rep.Findings {
 		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
+		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
 	}
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "\nSEQUENCE %s\n", rep.Step)
@@ -379,7 +398,12 @@ func textDiagram(d Diagram) []string {
 	}
 	shown, note := capMessages(d.Messages, DiagramCap)
 	for _, m := range shown {
-		out = append(out, clip(fmt.Sprintf("%9s %-6s %s", fmt.Sprintf("+%.1fms", m.OffsetMS), arrow(m), sanitize(m.Label)), textColumn))
+		// Long labels wrap under themselves instead of being cut: the end of a label
+		// (a data-plane answer, a removal) is often what matters.
+		lead := fmt.Sprintf("%9s %-6s ", fmt.Sprintf("+%.1fms", m.OffsetMS), arrow(m))
+		pad := strings.Repeat(" ", utf8.RuneCountInString(lead))
+		lines := strings.Split(strings.TrimSuffix(wrap(sanitize(m.Label), textColumn, lead, pad), "\n"), "\n")
+		out = append(out, lines...)
 	}
 	if len(d.Messages) == 0 {
 		out = append(out, "(no message recorded)")
@@ -422,6 +446,8 @@ func wrap(text string, width int, first, indent string) string {
 func renderMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	b.WriteString(mdEscape(sanitize(rep.Headline.Text)) + "\n\n")
+	b.WriteString(mdEscape(labelLegend) + "\n\n")
 	writeMDTable(&b, headerTable(rep))
 	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(rep.SharedSteps))))
 	if rep.Step != "" {
@@ -436,8 +462,12 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 		b.WriteString("None: the figures show no difference worth stating.\n")
 	}
 	for i, f := range rep.Findings {
-		// Backticks in findings mark resource names; everything else is escaped.
-		fmt.Fprintf(&b, "%d. %s\n", i+1, mdEscapeKeepTicks(sanitize(f.Text)))
+		// Backticks in findings mark resource names and stay code spans; everything else
+		// is escaped. The attribution is a sub-item, indented to the item's text ("10. "
+		// is 4 wide) so that Markdown nests it.
+		marker := fmt.Sprintf("%d. ", i+1)
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
+			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.Source)))
 	}
 	b.WriteString("\n## Sequence diagrams\n")
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
@@ -542,12 +572,17 @@ func writeMermaid(b *strings.Builder, d Diagram) {
 		switch m.Kind {
 		case KindNack, KindRefused:
 			op = "-x"
+		case KindStale:
+			op = "--x" // dotted and crossed: sent, but dropped by the server
 		case KindStreamOpen, KindStreamClose:
 			op = "--)"
 		case KindUnmatched:
 			op = "-->>"
 		}
 		fmt.Fprintf(b, "    %s%s%s: %s\n", id[m.From], op, id[m.To], text)
+		if len(m.Removed) > 0 {
+			fmt.Fprintf(b, "    Note over %s: %s\n", id[m.To], mermaidText(removalMark(m)))
+		}
 	}
 	if len(d.Messages) == 0 {
 		b.WriteString("    Note over CP,C: no message recorded\n")
@@ -556,6 +591,15 @@ func writeMermaid(b *strings.Builder, d Diagram) {
 		fmt.Fprintf(b, "    Note over CP,C: %s\n", mermaidText(note))
 	}
 	b.WriteString("```\n")
+}
+
+// removalMark is the marker renderers put on a send that removes names.
+func removalMark(m Message) string {
+	how := "removed_resources"
+	if m.ByAbsence {
+		how = "absent from this " + m.Type + " response"
+	}
+	return fmt.Sprintf("✕ %s removed (%s)", nameList(m.Removed, "names"), how)
 }
 
 // mermaidText keeps a label inside one Mermaid message: ";" and "#" are Mermaid syntax

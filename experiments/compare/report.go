@@ -20,6 +20,9 @@ type Report struct {
 	SharedSteps []string `json:"shared_steps"`
 	// Step is the step selected with --step ("" for all).
 	Step string `json:"step,omitempty"`
+	// Headline says in one paragraph what differed most between A and B, computed from
+	// the totals, and whether that is the protocol or an implementation.
+	Headline Headline `json:"headline"`
 	// Rows has one row per compared step.
 	Rows []Row `json:"rows"`
 	// Versions has one checkpoint (end of step) per compared step.
@@ -135,10 +138,37 @@ type ResourceVersion struct {
 // Finding is one statement computed from the figures, naming its step and numbers.
 type Finding struct {
 	Step string `json:"step"` // "" for the whole comparison
-	// Kind groups findings: redundant, nack, removal, reconnect, versions, dataplane,
-	// anomaly, total.
+	// Kind groups findings: redundant, nack, removal, reconnect, stale, versions,
+	// dataplane, anomaly, total.
 	Kind string `json:"kind"`
+	// Text may mark resource names as code spans with backticks.
 	Text string `json:"text"`
+	// Attribution is "protocol" when any conforming server and client would show the
+	// same, "implementation" when it is a choice of go-control-plane, the workbench or
+	// the client that the protocol leaves open.
+	Attribution string `json:"attribution"`
+	// Source is where that is written: for the protocol the section of the xDS protocol
+	// document (Envoy's api-docs/xds_protocol.rst), for an implementation the component,
+	// its file and function, and what it does.
+	Source string `json:"source"`
+	// sides is the part of Source about run A and about run B (see attribution).
+	sides [2]string
+}
+
+// Headline is the report's opening paragraph: the total (bytes, responses or NACKs)
+// whose A/B ratio is largest, the step that makes most of the difference, and the
+// attribution of the finding that explains that step.
+type Headline struct {
+	Text string `json:"text"`
+	// Metric is "bytes", "responses" or "nacks" ("" when no total differs).
+	Metric string `json:"metric,omitempty"`
+	// Values are A's and B's totals of Metric.
+	Values [2]int `json:"values"`
+	// Ratio is the larger total over the smaller; absent when the smaller is 0.
+	Ratio       *float64 `json:"ratio,omitempty"`
+	Step        string   `json:"step,omitempty"`
+	Attribution string   `json:"attribution,omitempty"`
+	Source      string   `json:"source,omitempty"`
 }
 
 // Options select what to compare.
@@ -214,6 +244,7 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 		rep.Versions = append(rep.Versions, cp)
 	}
 	rep.Findings = findings(runs, rep, steps, summary)
+	rep.Headline = headline(runs, rep)
 	return rep, nil
 }
 

@@ -340,6 +340,9 @@ type simProxy struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	exited chan struct{}
+	// stopped: the client was stopped as a process is, so the next Start is a new
+	// process with nothing accepted (Hold keeps the state instead).
+	stopped bool
 }
 
 func newSimProxy(mode, xdsAddr string, backends *backendSet) (*simProxy, error) {
@@ -353,8 +356,26 @@ func newSimProxy(mode, xdsAddr string, backends *backendSet) (*simProxy, error) 
 func (s *simProxy) Kind() string { return "simulated" }
 
 // Start runs the client with reconnects, like Envoy: when the stream breaks it dials
-// again with a short backoff, keeping what it accepted.
+// again with a short backoff, keeping what it accepted. After Stop it is a new process,
+// as a restarted Envoy is: it starts with nothing accepted and subscribes afresh.
 func (s *simProxy) Start(ctx context.Context) error {
+	s.mu.Lock()
+	restart := s.stopped
+	s.stopped = false
+	s.mu.Unlock()
+	if restart {
+		c, err := simclient.New(s.mode, resources.NodeID)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.client = c
+		s.mu.Unlock()
+	}
+	return s.run(ctx)
+}
+
+func (s *simProxy) run(ctx context.Context) error {
 	conn, err := grpc.NewClient("passthrough:///"+s.xdsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", s.xdsAddr, err)
@@ -363,13 +384,14 @@ func (s *simProxy) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	s.mu.Lock()
 	s.cancel, s.done = cancel, done
+	client := s.client
 	s.mu.Unlock()
 	go func() {
 		defer close(done)
 		defer conn.Close()
 		backoff := 100 * time.Millisecond
 		for rctx.Err() == nil {
-			_ = s.client.Run(rctx, conn)
+			_ = client.Run(rctx, conn)
 			select {
 			case <-rctx.Done():
 			case <-time.After(backoff):
@@ -380,6 +402,15 @@ func (s *simProxy) Start(ctx context.Context) error {
 }
 
 func (s *simProxy) Stop(context.Context) error {
+	s.halt()
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	return nil
+}
+
+// halt ends the client's stream loop and waits for it.
+func (s *simProxy) halt() {
 	s.mu.Lock()
 	cancel, done := s.cancel, s.done
 	s.cancel = nil
@@ -388,7 +419,6 @@ func (s *simProxy) Stop(context.Context) error {
 		cancel()
 		<-done
 	}
-	return nil
 }
 
 func (s *simProxy) Exited() <-chan struct{} { return s.exited }
@@ -399,12 +429,10 @@ func (s *simProxy) PID() int { return 0 }
 
 // Hold stops the client's stream loop (it keeps what it accepted); release starts it again.
 func (s *simProxy) Hold(ctx context.Context) (func() error, error) {
-	if err := s.Stop(ctx); err != nil {
-		return nil, err
-	}
+	s.halt()
 	var once sync.Once
 	return func() (err error) {
-		once.Do(func() { err = s.Start(ctx) })
+		once.Do(func() { err = s.run(ctx) })
 		return err
 	}, nil
 }
@@ -415,7 +443,10 @@ func (s *simProxy) ConfigDump(context.Context) ([]byte, error) { return nil, nil
 
 func (s *simProxy) Request(_ context.Context, requestID string) Observation {
 	o := Observation{RequestID: requestID, Path: resources.QuotePath + "?sku=paper", At: time.Now().UTC().Format(time.RFC3339Nano), Simulated: true}
-	r := s.client.Route(o.Path)
+	s.mu.Lock()
+	client := s.client
+	s.mu.Unlock()
+	r := client.Route(o.Path)
 	o.Status = r.Status
 	if r.Status == 0 {
 		o.Error = "simulated: no listener accepted"

@@ -200,6 +200,7 @@ type Run struct {
 	track    *tracker
 	cp       *controlplane.ControlPlane
 	rec      *xdslog.Recorder
+	labels   *xdslog.LabelBook // shared by every control-plane instance of the run
 	server   int
 	proxy    proxy
 	backends *backendSet
@@ -430,6 +431,13 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 				return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
 			}
 		}
+		// An interrupt that lands now belongs to this step. Without this check a step whose
+		// conditions already hold would pass despite it (waits test their condition before
+		// the context), and the run would stop at the next step only when the machine was
+		// fast enough: the flake `make flake` found in TestInterruptedRunWritesResult.
+		if ctx.Err() != nil {
+			return r.interrupted(st.Name)
+		}
 		t0 := time.Now()
 		cp, err := r.runStep(ctx, st, &started)
 		dur := float64(time.Since(t0).Microseconds()) / 1000
@@ -512,7 +520,14 @@ func (r *Run) setStep(name string) {
 
 func (r *Run) startControlPlane(port int) error {
 	r.server++
-	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(r.track.observe))
+	if r.labels == nil {
+		// The runner's labels are durable across control-plane instances: a restarted
+		// server republishes the same state under the same label. So a client resuming
+		// with version_info from the old server is matched to the content it holds.
+		r.labels = xdslog.NewLabelBook()
+	}
+	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(r.track.observe),
+		xdslog.WithLabelBook(r.labels))
 	r.rec.SetStep(r.step)
 	cp, err := controlplane.Start(r.life, controlplane.Options{
 		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy,

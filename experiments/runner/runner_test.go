@@ -129,7 +129,7 @@ func TestRunEnvoy(t *testing.T) {
 			assertBackend(t, cpr.OutageRequest, 200, "v1")
 			assertBackend(t, cpr.Request, 200, "v1")
 			assert.Contains(t, cpr.VersionNote, `"4"`)
-			var reqs, sent int
+			var reqs, sent, redundant int
 			for _, e := range cpr.Exchange {
 				if e.Server != 2 {
 					continue
@@ -137,6 +137,7 @@ func TestRunEnvoy(t *testing.T) {
 				switch e.Event {
 				case xdslog.EventRequest:
 					reqs++
+					assert.Equal(t, xdslog.RequestResume, e.Kind, "%s: a resume after reconnect", e.Type)
 					if mode == xdslog.ModeDelta {
 						assert.NotEmpty(t, e.InitialVersions, "%s: Envoy reconnects with initial_resource_versions", e.Type)
 					} else {
@@ -144,13 +145,18 @@ func TestRunEnvoy(t *testing.T) {
 					}
 				case xdslog.EventSend:
 					sent += len(e.Resources)
+					redundant += e.Redundant
 				}
 			}
 			assert.Equal(t, 4, reqs, "one resubscription per type on the new server")
 			if mode == xdslog.ModeDelta {
 				assert.Zero(t, sent, "hashes match: the new server re-sends nothing")
 			} else {
+				// The SnapshotCache answers a new stream (pkg/cache/v3/simple.go CreateWatch);
+				// the labels are durable in a run, so the resumed version_info says the client
+				// holds exactly that content.
 				assert.Equal(t, 4, sent, "the new SotW server re-sends everything under the same label")
+				assert.Equal(t, 4, redundant, "and every one of them is what the client already runs")
 			}
 
 			rm := readCheckpoint(t, dir, "removed")
@@ -170,6 +176,7 @@ func TestRunEnvoy(t *testing.T) {
 
 			restored := readCheckpoint(t, dir, "restored")
 			assertBackend(t, restored.Request, 200, "v1")
+			assertRemovalExchange(t, mode, ev)
 
 			var sum Summary
 			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -247,5 +254,60 @@ func TestRunRefusesBadInput(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 			assert.NoDirExists(t, dir, "nothing is created for bad input")
 		})
+	}
+}
+
+// assertRemovalExchange: in remove-cluster and restore, every send gets at most one
+// answer (one in all, once the run is over), Envoy's EDS unsubscribe after the cluster
+// removal is recorded as an unsubscribe (in SotW it carries an old nonce, so it is stale
+// and the library drops it), and the restored cluster's endpoints are needed, not
+// redundant: Envoy dropped them with the cluster.
+func assertRemovalExchange(t *testing.T, mode string, ev []xdslog.Event) {
+	t.Helper()
+	type key struct {
+		server     int
+		stream     int64
+		typ, nonce string
+	}
+	answers := map[key]int{}
+	sends := map[key]bool{}
+	for _, e := range ev {
+		k := key{e.Server, e.Stream, e.Type, e.Nonce}
+		switch e.Event {
+		case xdslog.EventSend:
+			if e.Step == "remove-cluster" || e.Step == "restore" {
+				sends[k] = true
+			}
+		case xdslog.EventAck, xdslog.EventNack:
+			answers[k]++
+		}
+	}
+	for k := range sends {
+		assert.Equal(t, 1, answers[k], "send %+v answered exactly once", k)
+	}
+	for k, n := range answers {
+		assert.Equal(t, 1, n, "%+v answered %d times", k, n)
+	}
+	var unsub []xdslog.Event
+	for _, e := range ev {
+		if e.Step == "remove-cluster" && e.Type == "EDS" && e.Kind == xdslog.RequestUnsubscribe {
+			unsub = append(unsub, e)
+		}
+	}
+	require.Len(t, unsub, 1, "Envoy's EDS unsubscribe after the cluster removal")
+	assert.Equal(t, []string{"inventory"}, unsub[0].Removed)
+	if mode == xdslog.ModeSotW {
+		assert.Equal(t, xdslog.EventStale, unsub[0].Event, "SotW: it carries the nonce of an older EDS response")
+	} else {
+		assert.Equal(t, xdslog.EventRequest, unsub[0].Event)
+	}
+	eds := eventsOf(ev, "restore", xdslog.EventSend, "EDS")
+	var restoredEDS []xdslog.Resource
+	for _, s := range eds {
+		restoredEDS = append(restoredEDS, s.Resources...)
+	}
+	require.NotEmpty(t, restoredEDS, "the restored cluster's endpoints were sent")
+	for _, r := range restoredEDS {
+		assert.False(t, r.IsRedundant(), "the restored cluster needs its endpoints to warm: not redundant")
 	}
 }

@@ -15,6 +15,10 @@ const (
 	EventAck         = "ack"
 	EventNack        = "nack"
 	EventUnmatched   = "unmatched"
+	// EventStale is a SotW request whose response_nonce is not the latest sent for its
+	// type on the stream: go-control-plane drops it (pkg/server/sotw/v3/ads.go), so it
+	// neither answers a send nor changes the subscription.
+	EventStale = "stale"
 	// EventRefused is a request the front end refused (wrong protocol, unknown type,
 	// oversized or malformed); the stream is closed with the status in Error.
 	EventRefused = "refused"
@@ -35,9 +39,30 @@ const (
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
-	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true,
+	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true, EventStale: true,
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
 }
+
+// Request kinds: what a request did to the subscription ("How the client specifies what
+// resources to return" in the xDS protocol doc).
+const (
+	// RequestWildcard is the first request of a type on a stream without names: a legacy
+	// wildcard subscription.
+	RequestWildcard = "wildcard"
+	// RequestInitial is the first request of a type on a stream, with names.
+	RequestInitial = "initial"
+	// RequestResume is a first request that says what the client already has (SotW
+	// version_info, delta initial_resource_versions): a reconnect.
+	RequestResume = "resume"
+	// RequestSubscribe adds or removes names (Added, Removed).
+	RequestSubscribe = "subscribe"
+	// RequestUnsubscribe leaves the subscription empty: in SotW, empty names after an
+	// explicit subscription (not a wildcard: that is only while never subscribed).
+	RequestUnsubscribe = "unsubscribe"
+	// RequestRepeat asks again without changing anything and without answering a send:
+	// a SotW request carrying an already-answered nonce and the same names.
+	RequestRepeat = "re-request"
+)
 
 // Modes.
 const (
@@ -67,7 +92,20 @@ type Event struct {
 	Stream int64     `json:"stream,omitempty"`
 	Type   string    `json:"type,omitempty"`
 
-	Version         string            `json:"version,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Request fields (EventRequest): what the request was (Request* kinds), the names it
+	// added and removed, whether the subscription is wildcard after it, the subscribed
+	// names the published state lacks, and for a SotW resume the content the server maps
+	// the resumed label to (Held) or that it cannot (HeldUnknown). Removed doubles as the
+	// names removed from the subscription.
+	Kind        string            `json:"kind,omitempty"`
+	Added       []string          `json:"added,omitempty"`
+	Wildcard    bool              `json:"wildcard,omitempty"`
+	Missing     []string          `json:"missing,omitempty"`
+	Held        map[string]string `json:"held,omitempty"`
+	HeldUnknown bool              `json:"held_unknown,omitempty"`
+	// LatestNonce is the latest nonce sent for the type when a request is stale.
+	LatestNonce     string            `json:"latest_nonce,omitempty"`
 	Resources       Resources         `json:"resources,omitempty"`
 	Changed         []string          `json:"changed,omitempty"`
 	Names           []string          `json:"names,omitempty"`
@@ -106,6 +144,9 @@ type Event struct {
 	Client    string `json:"client,omitempty"` // "envoy" or "simulated"
 	Expected  string `json:"expected,omitempty"`
 	Correct   *bool  `json:"correct,omitempty"`
+
+	// condensed marks a send the recorder folded into a storm summary (never written).
+	condensed bool
 }
 
 // Accepted returns AcceptedVersion or "".

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 )
@@ -35,9 +33,10 @@ type Feedback struct {
 	Error *string
 }
 
-// Recorder writes xds.log lines and keeps, per stream, what was sent and what the client
-// accepted, so that every ACK/NACK is tied to the send it answers. A nil *Recorder is a
-// valid no-op recorder (used to measure the recorder's own overhead).
+// Recorder writes xds.log lines. It classifies what the front end sees (sends, requests)
+// from its Model of the protocol state, writes the decision as an event, and applies the
+// event to the model, so that every ACK/NACK is tied to the send it answers. A nil
+// *Recorder is a valid no-op recorder (used to measure the recorder's own overhead).
 type Recorder struct {
 	mu      sync.Mutex
 	out     io.Writer
@@ -45,7 +44,8 @@ type Recorder struct {
 	server  int
 	step    string
 	now     func() time.Time
-	streams map[int64]*streamState
+	model   *Model
+	labels  *LabelBook
 	err     error
 	lines   int
 	observe func(Event)
@@ -56,35 +56,6 @@ type Recorder struct {
 	maxBytes int64
 }
 
-type streamState struct {
-	types map[string]*typeState
-}
-
-type typeState struct {
-	pending  map[string]*sent // by nonce, not yet answered
-	sentAll  map[string]*sent // by nonce, the last maxRemembered sends (answered or not)
-	order    []string         // nonces of sentAll, oldest first
-	accepted map[string]Accepted
-	version  string
-	rejected map[fingerprint]int // content -> times rejected
-	names    []string
-	known    bool
-	storm    *condensed // repeated NACK/re-send pairs not yet written (storm.go)
-}
-
-type sent struct {
-	version     string
-	resources   []Resource
-	removed     []string
-	at          time.Time
-	fingerprint fingerprint
-	bytes       int
-	condensed   bool // its line was folded into a storm summary
-}
-
-// maxRemembered bounds how many sends per stream and type stay correlatable.
-const maxRemembered = 256
-
 // Option configures a Recorder.
 type Option func(*Recorder)
 
@@ -93,9 +64,9 @@ type Option func(*Recorder)
 // with the old server's.
 func WithServer(n int) Option { return func(r *Recorder) { r.server = n } }
 
-// WithObserver calls fn with every event written, under the recorder's lock (fn must be
-// quick and must not call the recorder). The runner uses it to wait on conditions without
-// re-reading the log.
+// WithObserver calls fn with every event, under the recorder's lock (fn must be quick and
+// must not call the recorder). Events folded into a storm summary are observed one by
+// one as if written; the summary itself is not.
 func WithObserver(fn func(Event)) Option { return func(r *Recorder) { r.observe = fn } }
 
 // WithClock replaces time.Now (tests).
@@ -104,10 +75,14 @@ func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now =
 // NewRecorder writes to out, which should be unbuffered (an *os.File): each event is one
 // Write, so the log is flushed line by line and a crash loses at most the line in flight.
 func NewRecorder(out io.Writer, mode string, opts ...Option) *Recorder {
-	r := &Recorder{out: out, mode: mode, server: 1, now: time.Now, streams: map[int64]*streamState{}}
+	r := &Recorder{out: out, mode: mode, server: 1, now: time.Now}
 	for _, o := range opts {
 		o(r)
 	}
+	if r.labels == nil {
+		r.labels = NewLabelBook()
+	}
+	r.model = NewModel(r.labels)
 	return r
 }
 
@@ -149,6 +124,7 @@ func (r *Recorder) stampLocked(e *Event) {
 	e.Server = r.server
 }
 
+// emitLocked writes e, applies it to the model and hands it to the observer.
 func (r *Recorder) emitLocked(e Event) {
 	r.stampLocked(&e)
 	// The resource list (up to 20,000 entries) is encoded by hand and spliced in; the rest
@@ -178,11 +154,22 @@ func (r *Recorder) emitLocked(e Event) {
 	r.written += int64(n)
 	r.lines++
 	e.Resources = res
+	if e.Event == EventStorm {
+		return // its events were applied and observed one by one (storm.go)
+	}
+	r.model.Observe(e)
 	r.observeLocked(e)
 }
 
-// observeLocked hands e to the observer. Events condensed into a storm summary are
-// observed one by one as if written, so live tallies and log replays agree.
+// foldLocked is emitLocked for an event folded into a storm summary: applied and observed,
+// not written.
+func (r *Recorder) foldLocked(e Event) {
+	r.stampLocked(&e)
+	e.condensed = true
+	r.model.Observe(e)
+	r.observeLocked(e)
+}
+
 func (r *Recorder) observeLocked(e Event) {
 	if r.observe != nil {
 		r.observe(e)
@@ -203,124 +190,37 @@ func (r *Recorder) Emit(e Event) {
 
 // Publish records a new desired state.
 func (r *Recorder) Publish(version string, res []Resource, changed []string) {
-	if r == nil {
-		return
-	}
 	r.Emit(Event{Event: EventPublish, Version: version, Resources: res, Changed: changed})
 }
 
 func (r *Recorder) typeLocked(stream int64, typ string) *typeState {
-	s, ok := r.streams[stream]
-	if !ok {
-		s = &streamState{types: map[string]*typeState{}}
-		r.streams[stream] = s
-	}
-	t, ok := s.types[typ]
-	if !ok {
-		t = &typeState{pending: map[string]*sent{}, sentAll: map[string]*sent{}, accepted: map[string]Accepted{}, rejected: map[fingerprint]int{}}
-		s.types[typ] = t
-	}
-	return t
+	return r.model.typ(r.server, stream, typ)
 }
 
 // StreamOpen records a new stream.
 func (r *Recorder) StreamOpen(stream int64) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.streams[stream]; !ok {
-		r.streams[stream] = &streamState{types: map[string]*typeState{}}
-	}
-	r.emitLocked(Event{Event: EventStreamOpen, Stream: stream})
+	r.Emit(Event{Event: EventStreamOpen, Stream: stream})
 }
 
-// StreamClose records the end of a stream; sends never answered are counted as dropped,
-// and the stream's state is cleared.
+// StreamClose records the end of a stream; sends never answered are counted as dropped.
 func (r *Recorder) StreamClose(stream int64) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	dropped := 0
-	if s, ok := r.streams[stream]; ok {
-		for _, typ := range slices.Sorted(maps.Keys(s.types)) {
-			t := s.types[typ]
-			r.flushStormLocked(stream, typ, t, true)
-			dropped += len(t.pending)
+	if s, ok := r.model.streams[streamKey{r.server, stream}]; ok {
+		for _, typ := range sortedKeys(s.types) {
+			r.flushStormLocked(stream, typ, s.types[typ], true)
 		}
 	}
-	delete(r.streams, stream)
+	dropped := r.model.Pending(r.server, stream)
 	r.emitLocked(Event{Event: EventStreamClose, Stream: stream, Dropped: &dropped})
 }
 
-// Subscribe records a first subscription or a resubscription (names changed). For SotW,
-// version is the request's version_info (non-empty on a resume after reconnect); for
-// delta, initial carries initial_resource_versions. It reports whether a line was written:
-// a SotW ACK that repeats the same names is not a new subscription.
-func (r *Recorder) Subscribe(stream int64, typ string, names []string, version string, initial map[string]string) bool {
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.typeLocked(stream, typ)
-	sorted := slices.Sorted(slices.Values(names))
-	if t.known && slices.Equal(sorted, t.names) && len(initial) == 0 {
-		return false
-	}
-	t.known = true
-	t.names = sorted
-	r.flushStormLocked(stream, typ, t, true)
-	if names == nil {
-		names = []string{}
-	}
-	r.emitLocked(Event{Event: EventRequest, Stream: stream, Type: typ, Names: names, Version: version, InitialVersions: initial})
-	return true
-}
-
-// DeltaSubscribe records a delta request that changes the subscription: the first request
-// of a type (with initial_resource_versions) or one with names to subscribe or unsubscribe.
-// The event's names are the whole subscription after the change.
-func (r *Recorder) DeltaSubscribe(stream int64, typ string, subscribe, unsubscribe []string, initial map[string]string) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.typeLocked(stream, typ)
-	if t.known && len(subscribe) == 0 && len(unsubscribe) == 0 {
-		return
-	}
-	set := map[string]bool{}
-	for _, n := range t.names {
-		set[n] = true
-	}
-	for _, n := range subscribe {
-		set[n] = true
-	}
-	for _, n := range unsubscribe {
-		delete(set, n)
-	}
-	t.known = true
-	t.names = slices.Sorted(maps.Keys(set))
-	r.flushStormLocked(stream, typ, t, true)
-	// What the client says it already runs counts as accepted on this stream, so a
-	// re-send of the same content after a reconnect is marked redundant.
-	for n, v := range initial {
-		t.accepted[n] = Accepted{Version: v, Hash: v}
-	}
-	names := t.names
-	if names == nil {
-		names = []string{}
-	}
-	r.emitLocked(Event{Event: EventRequest, Stream: stream, Type: typ, Names: names, InitialVersions: initial})
-}
-
 // Send records a response. Each resource is marked redundant when the client already
-// accepted exactly this content for this name on this stream.
+// holds exactly this content for this name on this stream (unknown when it resumed from
+// a label the server cannot map).
 func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource, removed []string, bytes int) {
 	if r == nil {
 		return
@@ -330,32 +230,21 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 	t := r.typeLocked(stream, typ)
 	out := make([]Resource, len(res))
 	for i, x := range res {
-		a, ok := t.accepted[x.Name]
-		x.Redundant = &redundantFalse
-		if ok && a.Hash == x.Hash {
+		switch redundant, known := r.model.Redundant(r.server, stream, typ, x.Name, x.Hash); {
+		case redundant:
 			x.Redundant = &redundantTrue
+		case !known:
+			x.Redundant = nil
+		default:
+			x.Redundant = &redundantFalse
 		}
 		x.Type = ""
 		out[i] = x
 	}
-	s := &sent{version: version, resources: out, removed: removed, at: r.now(), fingerprint: fingerprintOf(out, removed), bytes: bytes}
-	t.pending[nonce] = s
-	t.sentAll[nonce] = s
-	t.order = append(t.order, nonce)
-	// Bounded memory under a NACK storm: forget the oldest sends. A late answer to a
-	// forgotten nonce is recorded as unmatched, never guessed.
-	if len(t.order) > maxRemembered {
-		old := t.order[0]
-		t.order = t.order[1:]
-		delete(t.sentAll, old)
-		delete(t.pending, old)
-	}
 	e := Event{Event: EventSend, Stream: stream, Type: typ, Nonce: nonce, Version: version, Resources: out, Removed: removed, Bytes: bytes}
-	if r.condenseLocked(t, s) {
-		s.condensed = true
-		t.storm.addSend(nonce, s)
-		r.stampLocked(&e)
-		r.observeLocked(e)
+	if r.condenseLocked(t, out, removed) {
+		t.storm.addSend(nonce, version, out, removed, bytes, r.now())
+		r.foldLocked(e)
 		r.flushStormLocked(stream, typ, t, false)
 		return
 	}
@@ -397,15 +286,20 @@ func fingerprintOf(res []Resource, removed []string) fingerprint {
 	return f
 }
 
-// Feedback classifies a request that carries a response nonce: an ACK or NACK of a send on
-// this stream and type, or unmatched (recorded as is, never guessed to be an ACK). It
-// returns the event written.
+// Feedback records the answer a response nonce carries: the ACK or NACK of that send on
+// this stream and type (once: a send already answered yields no event, the zero Event),
+// or unmatched (recorded as is, never guessed to be an ACK). It returns the event
+// written. It does not apply SotW's latest-nonce rule; SotW does.
 func (r *Recorder) Feedback(stream int64, typ string, fb Feedback) Event {
 	if r == nil {
 		return Event{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.feedbackLocked(stream, typ, fb)
+}
+
+func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 	t := r.typeLocked(stream, typ)
 	s, ok := t.sentAll[fb.Nonce]
 	if !ok {
@@ -420,59 +314,41 @@ func (r *Recorder) Feedback(stream int64, typ string, fb Feedback) Event {
 		r.emitLocked(e)
 		return e
 	}
-	_, wasPending := t.pending[fb.Nonce]
-	delete(t.pending, fb.Nonce)
-	lat := float64(r.now().Sub(s.at).Microseconds()) / 1000
-	if !wasPending {
-		lat = 0 // a second answer to the same nonce: no meaningful latency
+	if _, pending := t.pending[fb.Nonce]; !pending {
+		// A send is answered once: a later request carrying the same nonce is a re-request
+		// or a subscription change (requests.go), never a second ACK.
+		return Event{}
 	}
+	lat := float64(r.now().Sub(s.at).Microseconds()) / 1000
 	accepted := fb.ClientVersion
 	if r.mode == ModeDelta {
 		accepted = s.version
 	}
 	e := Event{Stream: stream, Type: typ, Nonce: fb.Nonce, SentVersion: s.version, AcceptedVersion: &accepted, LatencyMS: &lat}
-	if fb.Error == nil || !s.condensed {
-		r.flushStormLocked(stream, typ, t, true)
-	}
-	if fb.Error != nil {
-		t.rejected[s.fingerprint]++
-		e.Event = EventNack
-		e.Error = *fb.Error
-		e.Repeat = t.rejected[s.fingerprint]
-		if r.mode == ModeDelta {
-			// Delta NACK: the client accepted none of the response; its accepted label
-			// stays the last ACKed one.
-			e.AcceptedVersion = &t.version
-		}
-		if s.condensed && t.storm != nil {
-			r.stampLocked(&e)
-			t.storm.addNack(e)
-			r.observeLocked(e)
-			r.flushStormLocked(stream, typ, t, false)
-			return e
-		}
-	} else {
+	if fb.Error == nil {
 		e.Event = EventAck
-		r.applyLocked(t, typ, s)
-		t.version = accepted
+		r.flushStormLocked(stream, typ, t, true)
+		r.emitLocked(e)
+		return e
 	}
+	e.Event = EventNack
+	e.Error = *fb.Error
+	e.Repeat = t.rejected[s.fingerprint] + 1
+	if r.mode == ModeDelta {
+		// Delta NACK: the client accepted none of the response; its accepted label stays
+		// the last ACKed one.
+		v := t.version
+		e.AcceptedVersion = &v
+	}
+	if s.condensed && t.storm != nil {
+		t.storm.addNack(e)
+		r.foldLocked(e)
+		r.flushStormLocked(stream, typ, t, false)
+		return e
+	}
+	r.flushStormLocked(stream, typ, t, true)
 	r.emitLocked(e)
 	return e
-}
-
-// applyLocked updates the accepted table after an ACK. In SotW, LDS and CDS responses
-// are the full set (absence is removal); RDS and EDS absence removes nothing. In delta,
-// removed_resources removes.
-func (r *Recorder) applyLocked(t *typeState, typ string, s *sent) {
-	if r.mode == ModeSotW && (typ == "LDS" || typ == "CDS") {
-		clear(t.accepted)
-	}
-	for _, x := range s.resources {
-		t.accepted[x.Name] = Accepted{Version: x.Version, Hash: x.Hash}
-	}
-	for _, n := range s.removed {
-		delete(t.accepted, n)
-	}
 }
 
 // Status returns a snapshot of every open stream, ordered by stream ID.
@@ -482,19 +358,7 @@ func (r *Recorder) Status() []StreamStatus {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := slices.Sorted(maps.Keys(r.streams))
-	out := make([]StreamStatus, 0, len(ids))
-	for _, id := range ids {
-		st := StreamStatus{Server: r.server, Stream: id, Accepted: map[string]map[string]Accepted{}, Versions: map[string]string{}}
-		for typ, t := range r.streams[id].types {
-			st.Accepted[typ] = maps.Clone(t.accepted)
-			if t.version != "" {
-				st.Versions[typ] = t.version
-			}
-		}
-		out = append(out, st)
-	}
-	return out
+	return r.model.Status()
 }
 
 // Lines returns how many lines were written.

@@ -39,18 +39,21 @@ type condensed struct {
 	bytes     int
 	nonce     string // first condensed nonce
 	lastNonce string
-	last      *sent  // the latest condensed send: its resources stand for all
+	// The latest condensed send: its resources stand for all.
+	version   string
+	resources []Resource
+	removed   []string
 	nack      *Event // the latest condensed NACK
 }
 
-func (c *condensed) addSend(nonce string, s *sent) {
+func (c *condensed) addSend(nonce, version string, res []Resource, removed []string, bytes int, at time.Time) {
 	if c.sends == 0 && c.nacks == 0 {
-		c.first, c.nonce = s.at, nonce
+		c.first, c.nonce = at, nonce
 	}
 	c.sends++
-	c.bytes += s.bytes
+	c.bytes += bytes
 	c.lastNonce = nonce
-	c.last = s
+	c.version, c.resources, c.removed = version, res, removed
 }
 
 func (c *condensed) addNack(e Event) {
@@ -58,10 +61,10 @@ func (c *condensed) addNack(e Event) {
 	c.nack = &e
 }
 
-// condenseLocked reports whether send s is to be folded into a storm summary rather than
+// condenseLocked reports whether a send is to be folded into a storm summary rather than
 // written: the log is past its limit and this content was already rejected on the stream.
-func (r *Recorder) condenseLocked(t *typeState, s *sent) bool {
-	if r.maxBytes <= 0 || r.written < r.maxBytes || t.rejected[s.fingerprint] == 0 {
+func (r *Recorder) condenseLocked(t *typeState, res []Resource, removed []string) bool {
+	if r.maxBytes <= 0 || r.written < r.maxBytes || t.rejected[fingerprintOf(res, removed)] == 0 {
 		return false
 	}
 	if t.storm == nil {
@@ -84,20 +87,12 @@ func (r *Recorder) flushStormLocked(stream int64, typ string, t *typeState, forc
 	first := c.first.UTC()
 	e := Event{Event: EventStorm, Stream: stream, Type: typ, Summary: true, Sends: c.sends, Nacks: c.nacks,
 		Nonce: c.nonce, LastNonce: c.lastNonce, Bytes: c.bytes, FirstTS: &first}
-	if c.last != nil {
-		e.Version = c.last.version
-		e.Resources = c.last.resources
-		e.Removed = c.last.removed
-	}
+	e.Version, e.Resources, e.Removed = c.version, c.resources, c.removed
 	if c.nack != nil {
 		e.SentVersion, e.AcceptedVersion, e.Error, e.Repeat = c.nack.SentVersion, c.nack.AcceptedVersion, c.nack.Error, c.nack.Repeat
 	}
 	t.storm = &condensed{}
-	// The summary itself is not observed: the observer saw each condensed event already.
-	obs := r.observe
-	r.observe = nil
-	r.emitLocked(e)
-	r.observe = obs
+	r.emitLocked(e) // written only: each condensed event was applied and observed already
 }
 
 // Flush writes every pending storm summary (call it before closing the log).
@@ -107,10 +102,12 @@ func (r *Recorder) Flush() {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range sortedKeys(r.streams) {
-		s := r.streams[id]
+	for _, k := range slices.SortedFunc(maps.Keys(r.model.streams), func(a, b streamKey) int {
+		return cmp.Compare(a.stream, b.stream)
+	}) {
+		s := r.model.streams[k]
 		for _, typ := range sortedKeys(s.types) {
-			r.flushStormLocked(id, typ, s.types[typ], true)
+			r.flushStormLocked(k.stream, typ, s.types[typ], true)
 		}
 	}
 }

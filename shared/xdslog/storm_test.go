@@ -14,7 +14,7 @@ import (
 // route that is ACKed, and returns the nonce of that last send.
 func storm(r *Recorder, n int) string {
 	r.StreamOpen(1)
-	r.Subscribe(1, "RDS", []string{"quote-route"}, "", nil)
+	r.SotW(1, "RDS", SotWRequest{Names: []string{"quote-route"}})
 	for i := 1; i <= n; i++ {
 		nonce := strconv.Itoa(i)
 		r.Send(1, "RDS", nonce, "3", res("quote-route", "bad"), nil, 200)
