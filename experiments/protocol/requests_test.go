@@ -234,8 +234,11 @@ func TestDeltaRequestRules(t *testing.T) {
 	g := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestSubscribe, g.Kind)
 	assert.Equal(t, []string{"ghost"}, g.Missing)
-	noSend := func() bool { return count(h.log.events(t)[n:], xdslog.EventSend) > 0 }
-	assert.Never(t, noSend, 300*time.Millisecond, 10*time.Millisecond,
+	// A copy of n: assert.Never's goroutine may still read it after Never returns.
+	sendSince := func(from int) func() bool {
+		return func() bool { return count(h.log.events(t)[from:], xdslog.EventSend) > 0 }
+	}
+	assert.Never(t, sendSince(n), 300*time.Millisecond, 10*time.Millisecond,
 		"go-control-plane does not answer a name it does not have (the spec expects removed_resources)")
 
 	// NACK by nonce; the delta server re-sends nothing.
@@ -245,7 +248,7 @@ func TestDeltaRequestRules(t *testing.T) {
 	send(resources.EDS, nil, nil, e2.GetNonce(), "bad endpoints")
 	ev = h.eventsAfter(n, "NACK", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventNack) == 1 })
 	assert.Equal(t, e2.GetNonce(), only(t, ev, xdslog.EventNack).Nonce)
-	assert.Never(t, noSend, 300*time.Millisecond, 10*time.Millisecond, "the delta server does not re-send rejected content")
+	assert.Never(t, sendSince(n), 300*time.Millisecond, 10*time.Millisecond, "the delta server does not re-send rejected content")
 
 	// Unsubscribe everything: an unsubscribe.
 	n = len(h.log.events(t))
