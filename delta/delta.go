@@ -1,12 +1,15 @@
-// Package delta is the incremental (delta) ADS front end: go-control-plane's delta server
-// on the library's delta-capable snapshot cache. Each resource's version is the library's
-// content hash; system_version_info is the published version label. Every request, send,
-// ACK and NACK is recorded in xds.log. It refuses the SotW method so that a mismatched
-// Envoy fails loudly.
+// Package delta is the incremental (delta) ADS transport: go-control-plane's delta server
+// on a delta-capable cache it is given (for the workbench, the library's snapshot
+// cache). Each resource's version is the library's content hash; system_version_info is
+// the published version label. Every request, send, ACK and NACK is recorded in
+// xds.log. It holds no state of its own: the cache and what publishes to it
+// (frontend.Publisher) belong to the caller, and any number of transports may serve the
+// same cache. It refuses the SotW method so that a mismatched Envoy fails loudly.
 package delta
 
 import (
 	"context"
+	"errors"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -22,40 +25,43 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// Config configures the delta front end.
+// Config configures the delta transport.
 type Config struct {
-	NodeID   string // default resources.NodeID
+	// Cache is what the library's server serves from (for the workbench, the
+	// frontend.NewSnapshotCache a frontend.Publisher feeds); required.
+	Cache cachev3.Cache
+	// Recorder writes xds.log (nil: not recorded).
 	Recorder *xdslog.Recorder
+	// Describe hashes each resource sent (nil: frontend.DescribeWire); the name recorded
+	// is the one on the wire. Pass the publisher's Describe.
+	Describe frontend.DescribeFunc
 	// Logger receives the library's logs (nil: discarded).
 	Logger log.Logger
 }
 
-// FrontEnd is the delta ADS server.
+// FrontEnd is the delta ADS transport.
 type FrontEnd struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 
-	pub *frontend.Publisher
-	rec *xdslog.Recorder
-	srv server.Server
+	describe frontend.DescribeFunc
+	rec      *xdslog.Recorder
+	srv      server.Server
 }
 
 var _ frontend.FrontEnd = (*FrontEnd)(nil)
 
-// New builds a delta front end. ctx bounds the library server's lifetime.
+// New builds a delta transport on cfg.Cache. ctx bounds the library server's lifetime.
 func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
-	if cfg.NodeID == "" {
-		cfg.NodeID = resources.NodeID
+	if cfg.Cache == nil {
+		return nil, errors.New("delta: no cache to serve")
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = frontend.DiscardLogger{}
 	}
-	c := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
-	f := &FrontEnd{
-		// Delta's system_version_info is the label; per-resource versions are hashes, so
-		// the version strategy does not apply.
-		pub: &frontend.Publisher{Cache: c, NodeID: cfg.NodeID, Recorder: cfg.Recorder, Strategy: frontend.Uniform},
-		rec: cfg.Recorder,
+	f := &FrontEnd{describe: cfg.Describe, rec: cfg.Recorder}
+	if f.describe == nil {
+		f.describe = frontend.DescribeWire
 	}
 	cb := server.CallbackFuncs{
 		DeltaStreamOpenFunc: func(_ context.Context, id int64, _ string) error {
@@ -66,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 		StreamDeltaRequestFunc:  f.onRequest,
 		StreamDeltaResponseFunc: f.onResponse,
 	}
-	f.srv = server.NewServer(ctx, c, cb, deltaserver.WithLogger(logger))
+	f.srv = server.NewServer(ctx, cfg.Cache, cb, deltaserver.WithLogger(logger))
 	return f, nil
 }
 
@@ -75,14 +81,6 @@ func (f *FrontEnd) Mode() string { return xdslog.ModeDelta }
 
 // Register implements frontend.FrontEnd.
 func (f *FrontEnd) Register(s *grpc.Server) { discovery.RegisterAggregatedDiscoveryServiceServer(s, f) }
-
-// Publish implements frontend.FrontEnd.
-func (f *FrontEnd) Publish(ctx context.Context, set *resources.Set) error {
-	return f.pub.Publish(ctx, set)
-}
-
-// Current implements frontend.FrontEnd.
-func (f *FrontEnd) Current() *resources.Set { return f.pub.Current() }
 
 // DeltaAggregatedResources serves delta ADS through the library.
 func (f *FrontEnd) DeltaAggregatedResources(s discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
@@ -119,11 +117,8 @@ func (f *FrontEnd) onResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp
 	typ, _ := resources.TypeOf(resp.GetTypeUrl())
 	res := make([]xdslog.Resource, len(resp.GetResources()))
 	for i, r := range resp.GetResources() {
-		_, hash := f.pub.Describe(r.GetResource())
+		_, hash := f.describe(r.GetResource())
 		res[i] = xdslog.Resource{Name: r.GetName(), Version: r.GetVersion(), Hash: hash}
 	}
 	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetSystemVersionInfo(), res, resp.GetRemovedResources(), proto.Size(resp))
 }
-
-// Versions implements frontend.FrontEnd: system_version_info per type.
-func (f *FrontEnd) Versions() map[resources.Type]string { return f.pub.Versions() }

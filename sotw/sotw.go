@@ -1,10 +1,14 @@
-// Package sotw is the State-of-the-World ADS front end: go-control-plane's SotW server on
-// a SnapshotCache with ordered ADS pushes, recording every request, send, ACK and NACK in
-// xds.log. It refuses the delta method so that a mismatched Envoy fails loudly.
+// Package sotw is the State-of-the-World ADS transport: go-control-plane's SotW server,
+// with ordered ADS pushes, on a cache it is given, recording every request, send, ACK
+// and NACK in xds.log. It holds no state of its own: the cache and what publishes to it
+// (frontend.Publisher) belong to the caller, and any number of transports may serve the
+// same cache. Its one intervention in the cache's view is the NACK policy (Hold). It
+// refuses the delta method so that a mismatched Envoy fails loudly.
 package sotw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -43,36 +47,37 @@ func ParseNackPolicy(s string) (NackPolicy, error) {
 	return "", fmt.Errorf("unknown NACK policy %q (want resend or hold)", s)
 }
 
-// Config configures the SotW front end.
+// Config configures the SotW transport.
 type Config struct {
-	NodeID     string // default resources.NodeID
+	// Cache is what the library's server serves from (for the workbench, the
+	// frontend.NewSnapshotCache a frontend.Publisher feeds); required.
+	Cache cachev3.Cache
+	// Recorder writes xds.log (nil: not recorded).
 	Recorder   *xdslog.Recorder
-	Versions   frontend.VersionStrategy
 	NackPolicy NackPolicy
+	// Describe names and hashes each resource sent (nil: frontend.DescribeWire). Pass the
+	// publisher's Describe so that xds.log names resources as they were published.
+	Describe frontend.DescribeFunc
 	// Logger receives the library's logs (nil: discarded).
 	Logger log.Logger
 }
 
-// FrontEnd is the SotW ADS server.
+// FrontEnd is the SotW ADS transport.
 type FrontEnd struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 
-	pub    *frontend.Publisher
-	rec    *xdslog.Recorder
-	policy NackPolicy
-	srv    server.Server
+	describe frontend.DescribeFunc
+	rec      *xdslog.Recorder
+	policy   NackPolicy
+	srv      server.Server
 }
 
 var _ frontend.FrontEnd = (*FrontEnd)(nil)
 
-// New builds a SotW front end. ctx bounds the library server's lifetime.
+// New builds a SotW transport on cfg.Cache. ctx bounds the library server's lifetime.
 func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
-	if cfg.NodeID == "" {
-		cfg.NodeID = resources.NodeID
-	}
-	strategy, err := frontend.ParseVersionStrategy(string(cfg.Versions))
-	if err != nil {
-		return nil, err
+	if cfg.Cache == nil {
+		return nil, errors.New("sotw: no cache to serve")
 	}
 	policy, err := ParseNackPolicy(string(cfg.NackPolicy))
 	if err != nil {
@@ -82,12 +87,13 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 	if logger == nil {
 		logger = frontend.DiscardLogger{}
 	}
-	// ads=true: responses are only sent when the request names cover the snapshot's.
-	c := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
 	f := &FrontEnd{
-		pub:    &frontend.Publisher{Cache: c, NodeID: cfg.NodeID, Recorder: cfg.Recorder, Strategy: strategy},
-		rec:    cfg.Recorder,
-		policy: policy,
+		describe: cfg.Describe,
+		rec:      cfg.Recorder,
+		policy:   policy,
+	}
+	if f.describe == nil {
+		f.describe = frontend.DescribeWire
 	}
 	cb := server.CallbackFuncs{
 		StreamOpenFunc: func(_ context.Context, id int64, _ string) error {
@@ -98,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 		StreamRequestFunc:  f.onRequest,
 		StreamResponseFunc: f.onResponse,
 	}
-	f.srv = server.NewServer(ctx, c, cb, sotwserver.WithOrderedADS(), sotwserver.WithLogger(logger))
+	f.srv = server.NewServer(ctx, cfg.Cache, cb, sotwserver.WithOrderedADS(), sotwserver.WithLogger(logger))
 	return f, nil
 }
 
@@ -107,17 +113,6 @@ func (f *FrontEnd) Mode() string { return xdslog.ModeSotW }
 
 // Register implements frontend.FrontEnd.
 func (f *FrontEnd) Register(s *grpc.Server) { discovery.RegisterAggregatedDiscoveryServiceServer(s, f) }
-
-// Publish implements frontend.FrontEnd.
-func (f *FrontEnd) Publish(ctx context.Context, set *resources.Set) error {
-	return f.pub.Publish(ctx, set)
-}
-
-// Current implements frontend.FrontEnd.
-func (f *FrontEnd) Current() *resources.Set { return f.pub.Current() }
-
-// Versions implements frontend.FrontEnd.
-func (f *FrontEnd) Versions() map[resources.Type]string { return f.pub.Versions() }
 
 // StreamAggregatedResources serves SotW ADS through the library.
 func (f *FrontEnd) StreamAggregatedResources(s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
@@ -157,7 +152,7 @@ func (f *FrontEnd) onResponse(_ context.Context, id int64, req *discovery.Discov
 	typ, _ := resources.TypeOf(resp.GetTypeUrl())
 	res := make([]xdslog.Resource, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
-		name, hash := f.pub.Describe(a)
+		name, hash := f.describe(a)
 		res[i] = xdslog.Resource{Name: name, Version: resp.GetVersionInfo(), Hash: hash}
 	}
 	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetVersionInfo(), res, nil, proto.Size(resp))

@@ -341,19 +341,16 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 func (sv *serveLoop) printStatus() {
 	head := fmt.Sprintf("version %s published", sv.cur.Version)
 	// SotW per-type versions can lag the label; show them when they do.
-	if v, ok := sv.cp.FrontEnd().(interface {
-		Versions() map[resources.Type]string
-	}); ok {
-		var parts []string
-		lag := false
-		for _, t := range resources.Types {
-			tv := v.Versions()[t]
-			lag = lag || tv != sv.cur.Version
-			parts = append(parts, string(t)+" "+tv)
-		}
-		if lag {
-			head += " (type versions: " + strings.Join(parts, ", ") + ")"
-		}
+	versions := sv.cp.Publisher().Versions()
+	var parts []string
+	lag := false
+	for _, t := range resources.Types {
+		tv := versions[t]
+		lag = lag || tv != sv.cur.Version
+		parts = append(parts, string(t)+" "+tv)
+	}
+	if lag {
+		head += " (type versions: " + strings.Join(parts, ", ") + ")"
 	}
 	streams := sv.acc.Status()
 	switch len(streams) {

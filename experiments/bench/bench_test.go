@@ -140,9 +140,10 @@ func BenchmarkRecorder(b *testing.B) {
 	}
 }
 
-// scenario is a front end on a bufconn gRPC server with one connected simulated client.
+// scenario is a publisher and the transport serving its cache on a bufconn gRPC server,
+// with one connected simulated client.
 type scenario struct {
-	fe     frontend.FrontEnd
+	pub    *frontend.Publisher
 	client *simclient.Client
 	stop   func()
 }
@@ -153,14 +154,17 @@ type scenario struct {
 func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var (
-		fe  frontend.FrontEnd
-		err error
-	)
+	cache := frontend.NewSnapshotCache(nil)
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, Recorder: rec, Strategy: frontend.Uniform})
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	var fe frontend.FrontEnd
 	if mode == xdslog.ModeSotW {
-		fe, err = sotw.New(ctx, sotw.Config{Recorder: rec, Versions: frontend.Uniform})
+		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
 	} else {
-		fe, err = delta.New(ctx, delta.Config{Recorder: rec})
+		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
 	}
 	if err != nil {
 		cancel()
@@ -196,7 +200,7 @@ func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 	case <-time.After(30 * time.Second):
 		tb.Fatal("the simulated client did not connect within 30s")
 	}
-	return &scenario{fe: fe, client: c, stop: func() {
+	return &scenario{pub: pub, client: c, stop: func() {
 		cancel()
 		<-done
 		_ = conn.Close()
@@ -249,7 +253,7 @@ func publishAndWait(b *testing.B, sc *scenario, set *resources.Set) (wall, cpu t
 		b.Fatal(err)
 	}
 	t0 := time.Now()
-	if err := sc.fe.Publish(ctx, set); err != nil {
+	if err := sc.pub.Publish(ctx, set); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := sc.client.WaitFor(ctx, acceptedAll(set)); err != nil {

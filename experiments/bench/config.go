@@ -220,14 +220,14 @@ func (r *configRun) measure(ctx context.Context, step, version string, b int) (S
 	var dp chan dpResult
 	t0 := time.Now()
 	// ControlPlane.Publish in two timed halves: the builders (validate and hash every
-	// resource), then the front end (snapshot, consistency check, publish event, and the
+	// resource), then the publisher (snapshot, consistency check, publish event, and the
 	// library's cache update, which for delta hashes every resource again).
 	set, err := resources.Build(state)
 	if err != nil {
 		return s, fmt.Errorf("build version %s: %w", version, err)
 	}
 	s.BuildMS = ms(time.Since(t0))
-	if err := r.cp.FrontEnd().Publish(ctx, set); err != nil {
+	if err := r.cp.Publisher().Publish(ctx, set); err != nil {
 		return s, fmt.Errorf("publish version %s: %w", version, err)
 	}
 	s.PublishMS = ms(time.Since(t0))

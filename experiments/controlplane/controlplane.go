@@ -1,6 +1,8 @@
-// Package controlplane runs one ADS front end (SotW or delta, chosen by a mode string) on
-// a real gRPC server bound to 127.0.0.1, with explicit resource limits, so that `lab serve`
-// and the experiments start the control plane the same way and see the same refusals.
+// Package controlplane runs one ADS control plane on a real gRPC server bound to
+// 127.0.0.1, with explicit resource limits, so that `lab serve` and the experiments start
+// it the same way and see the same refusals. It owns the state and picks the transport:
+// one snapshot cache, the one frontend.Publisher that feeds it, and one transport (SotW
+// or delta, chosen by a mode string) serving that cache.
 package controlplane
 
 import (
@@ -123,11 +125,13 @@ type Options struct {
 	Limits Limits
 }
 
-// ControlPlane is a running front end on its gRPC server.
+// ControlPlane is a running front end on its gRPC server: the publisher and the
+// transport serving what it publishes.
 type ControlPlane struct {
 	addr   string
 	port   int
 	limits Limits
+	pub    *frontend.Publisher
 	fe     frontend.FrontEnd
 	rec    *xdslog.Recorder
 	srv    *grpc.Server
@@ -187,12 +191,21 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		return fail(err)
 	}
 
+	// The state: one cache and its one publisher. Delta's system_version_info is the
+	// label and its resource versions are hashes, so in delta mode Versions is empty and
+	// the strategy is Uniform.
+	cache := frontend.NewSnapshotCache(nil)
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: o.NodeID, Recorder: o.Recorder, Strategy: o.Versions})
+	if err != nil {
+		return fail(err)
+	}
+	// The transport, serving that cache.
 	feCtx, cancel := context.WithCancel(context.Background())
 	var fe frontend.FrontEnd
 	if o.Mode == xdslog.ModeSotW {
-		fe, err = sotw.New(feCtx, sotw.Config{NodeID: o.NodeID, Recorder: o.Recorder, Versions: o.Versions, NackPolicy: o.NackPolicy})
+		fe, err = sotw.New(feCtx, sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: o.NackPolicy, Describe: pub.Describe})
 	} else {
-		fe, err = delta.New(feCtx, delta.Config{NodeID: o.NodeID, Recorder: o.Recorder})
+		fe, err = delta.New(feCtx, delta.Config{Cache: cache, Recorder: o.Recorder, Describe: pub.Describe})
 	}
 	if err != nil {
 		cancel()
@@ -207,6 +220,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		addr:      lis.Addr().String(),
 		port:      lis.Addr().(*net.TCPAddr).Port,
 		limits:    limits,
+		pub:       pub,
 		fe:        fe,
 		rec:       o.Recorder,
 		cancel:    cancel,
@@ -245,8 +259,12 @@ func (c *ControlPlane) Addr() string { return c.addr }
 // Port returns the bound port.
 func (c *ControlPlane) Port() int { return c.port }
 
-// FrontEnd returns the front end being served.
+// FrontEnd returns the transport being served.
 func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
+
+// Publisher returns the publisher of the state served: what was published last
+// (Current, Versions) and Publish for a set built elsewhere.
+func (c *ControlPlane) Publisher() *frontend.Publisher { return c.pub }
 
 // Recorder returns the xds.log recorder.
 func (c *ControlPlane) Recorder() *xdslog.Recorder { return c.rec }
@@ -263,7 +281,7 @@ func (c *ControlPlane) Publish(ctx context.Context, s resources.State) (*resourc
 	if err != nil {
 		return nil, fmt.Errorf("publish version %s: %w", s.Version, err)
 	}
-	if err := c.fe.Publish(ctx, set); err != nil {
+	if err := c.pub.Publish(ctx, set); err != nil {
 		return nil, fmt.Errorf("publish version %s: %w", s.Version, err)
 	}
 	return set, nil

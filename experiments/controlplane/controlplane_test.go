@@ -246,7 +246,7 @@ func TestPublishErrorNamesVersion(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "publish version 7:")
 	assert.Equal(t, before, count(log.events(t), xdslog.EventPublish), "a failed build publishes nothing")
-	assert.Equal(t, "1", cp.FrontEnd().Current().Version)
+	assert.Equal(t, "1", cp.Publisher().Current().Version)
 }
 
 func TestStartRefusesBadOptions(t *testing.T) {

@@ -23,12 +23,12 @@ func TestPublishRefusesInconsistentState(t *testing.T) {
 				set, err := resources.Build(resources.State{Version: "2", InventoryPort: portV2})
 				require.NoError(t, err)
 				delete(set.ByType, drop)
-				err = h.fe.Publish(h.ctx, set)
+				err = h.pub.Publish(h.ctx, set)
 				require.Error(t, err, "missing %s", drop)
 				assert.Contains(t, err.Error(), "publish version 2")
 				assert.Contains(t, err.Error(), "not consistent")
 			}
-			assert.Same(t, good, h.fe.Current())
+			assert.Same(t, good, h.pub.Current())
 			assert.Len(t, filter(h.log.events(t), of("initial", xdslog.EventPublish)), 1)
 		})
 	}

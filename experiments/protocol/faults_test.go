@@ -30,7 +30,7 @@ func newControlPlaneHarness(t *testing.T, v variant) *harness {
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy})
 	require.NoError(t, err)
-	h.fe, h.addr = cp.FrontEnd(), cp.Addr()
+	h.fe, h.pub, h.addr = cp.FrontEnd(), cp.Publisher(), cp.Addr()
 	t.Cleanup(func() {
 		cancel()
 		cp.Stop()

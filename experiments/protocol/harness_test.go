@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -67,8 +68,11 @@ type harness struct {
 	v   variant
 	log *syncBuffer
 	rec *xdslog.Recorder
-	fe  frontend.FrontEnd
-	lis *bufconn.Listener
+	// cache is what pub feeds and fe serves (nil on a real control plane's harness).
+	cache cachev3.SnapshotCache
+	pub   *frontend.Publisher
+	fe    frontend.FrontEnd
+	lis   *bufconn.Listener
 	// addr, when set, is a real control plane's 127.0.0.1 address to dial instead of lis.
 	addr string
 	ctx  context.Context
@@ -81,22 +85,41 @@ func newHarness(t *testing.T, v variant) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	h.cache = frontend.NewSnapshotCache(nil)
 	var err error
+	h.pub, err = frontend.NewPublisher(frontend.PublisherConfig{Cache: h.cache, Recorder: h.rec, Strategy: v.versions})
+	require.NoError(t, err)
+	h.fe = newTransport(t, ctx, v, h.cache, h.pub, h.rec)
+	h.lis = serve(t, h.fe)
+	t.Cleanup(cancel)
+	return h
+}
+
+// newTransport builds v's transport on cache, naming what it sends with pub.
+func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub *frontend.Publisher, rec *xdslog.Recorder) frontend.FrontEnd {
+	t.Helper()
+	var (
+		fe  frontend.FrontEnd
+		err error
+	)
 	if v.mode == xdslog.ModeSotW {
-		h.fe, err = sotw.New(ctx, sotw.Config{Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy})
+		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, NackPolicy: v.policy, Describe: pub.Describe})
 	} else {
-		h.fe, err = delta.New(ctx, delta.Config{Recorder: h.rec})
+		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
 	}
 	require.NoError(t, err)
-	h.lis = bufconn.Listen(1 << 20)
+	return fe
+}
+
+// serve runs fe on a gRPC server over a new bufconn listener until the test ends.
+func serve(t *testing.T, fe frontend.FrontEnd) *bufconn.Listener {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	h.fe.Register(srv)
-	go func() { _ = srv.Serve(h.lis) }()
-	t.Cleanup(func() {
-		cancel()
-		srv.Stop()
-	})
-	return h
+	fe.Register(srv)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis
 }
 
 func (h *harness) dial() *grpc.ClientConn {
@@ -119,7 +142,7 @@ func (h *harness) publish(step string, s resources.State) *resources.Set {
 	h.rec.SetStep(step)
 	set, err := resources.Build(s)
 	require.NoError(h.t, err)
-	require.NoError(h.t, h.fe.Publish(h.ctx, set))
+	require.NoError(h.t, h.pub.Publish(h.ctx, set))
 	return set
 }
 

@@ -181,7 +181,7 @@ func runScenario(t *testing.T, v variant) {
 	h.rec.SetStep("reconnect")
 	stop = h.connect(client)
 	if sotwMode {
-		versions := h.fe.(*sotw.FrontEnd).Versions()
+		versions := h.pub.Versions()
 		ev = h.waitLog("resync ACKs", func(ev []xdslog.Event) bool { return len(filter(ev, of("reconnect", xdslog.EventAck))) >= 4 })
 		newStream := streamOf(t, ev, "reconnect")
 		assert.NotEqual(t, oldStream, newStream)

@@ -70,7 +70,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 					delete(set.ByType, resources.LDS)
 					delete(set.ByType, resources.RDS) // nothing references it: Consistent wants it gone too
 				}
-				require.NoError(t, cp.FrontEnd().Publish(ctx, set))
+				require.NoError(t, cp.Publisher().Publish(ctx, set))
 			}
 			acks := func(step, typ string) int {
 				if st := acc.Step(step); st != nil && st.Types[typ] != nil {

@@ -97,7 +97,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 	if err != nil {
 		return nil, err
 	}
-	prev := r.cp.FrontEnd().Current()
+	prev := r.cp.Publisher().Current()
 	prevStats := r.stats
 
 	switch st.Action {
@@ -143,7 +143,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 	}
 
 	// Protocol: the client accepted the state (or NACKed the rejected type).
-	set := r.cp.FrontEnd().Current()
+	set := r.cp.Publisher().Current()
 	if st.Expect.Rejected != "" {
 		key := st.Name + "/" + st.Expect.Rejected
 		err := r.wait(sctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
@@ -181,7 +181,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step, started *bool) (*Ch
 // for SotW the type's version label). The rejected type must still hold the previous
 // good content.
 func (r *Run) accepted(set, prev *resources.Set, rejected string) bool {
-	versions := r.cp.FrontEnd().Versions()
+	versions := r.cp.Publisher().Versions()
 	for _, s := range r.cp.Recorder().Status() {
 		ok := true
 		for _, t := range resources.Types {
@@ -236,8 +236,8 @@ func (r *Run) checkRejected(ctx context.Context, st scenario.Step, prev map[stri
 // checkResubscribed confirms, from xds.log, that the new stream subscribed again and ACKed
 // the current version of every type.
 func (r *Run) checkResubscribed(st scenario.Step, check func(string, bool, string)) {
-	versions := r.cp.FrontEnd().Versions()
-	set := r.cp.FrontEnd().Current()
+	versions := r.cp.Publisher().Versions()
+	set := r.cp.Publisher().Current()
 	requested := map[string]bool{}
 	acked := map[string]bool{}
 	for _, e := range r.track.exchangeOf(st.Name) {

@@ -24,16 +24,24 @@ func publish(t *testing.T, p *Publisher, s resources.State) *resources.Set {
 	return set
 }
 
+func newPublisher(t *testing.T, cfg PublisherConfig) *Publisher {
+	t.Helper()
+	p, err := NewPublisher(cfg)
+	require.NoError(t, err)
+	return p
+}
+
 func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 	var buf bytes.Buffer
-	p := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID,
-		Recorder: xdslog.NewRecorder(&buf, xdslog.ModeSotW), Strategy: PerType}
+	cache := NewSnapshotCache(nil)
+	p := newPublisher(t, PublisherConfig{Cache: cache, NodeID: resources.NodeID,
+		Recorder: xdslog.NewRecorder(&buf, xdslog.ModeSotW), Strategy: PerType})
 	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
 	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
 	publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
-	snap, err := p.Cache.GetSnapshot(resources.NodeID)
+	snap, err := cache.GetSnapshot(resources.NodeID)
 	require.NoError(t, err)
 	assert.Equal(t, "3", snap.GetVersion(resources.RDS.URL()))
 	assert.Equal(t, "2", snap.GetVersion(resources.EDS.URL()))
@@ -45,14 +53,14 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 	assert.Equal(t, []string{"RDS"}, ev[2].Changed)
 	assert.Len(t, ev[0].Resources, 4)
 
-	u := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID, Strategy: Uniform}
+	u := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID, Strategy: Uniform})
 	publish(t, u, resources.State{Version: "1", InventoryPort: 18080})
 	publish(t, u, resources.State{Version: "2", InventoryPort: 18081})
 	assert.Equal(t, resources.UniformVersions("2"), u.Versions())
 }
 
 func TestDescribeHashesTheWireBytes(t *testing.T) {
-	p := &Publisher{Cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, DiscardLogger{}), NodeID: resources.NodeID}
+	p := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID})
 	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	r := set.ByType[resources.CDS][0]
 	b, err := cachev3.MarshalResource(r.Resource)
@@ -94,4 +102,46 @@ func TestCheckTypeAndRefusal(t *testing.T) {
 	s, err := ParseVersionStrategy("")
 	require.NoError(t, err)
 	assert.Equal(t, Uniform, s)
+}
+
+// setter is a cache that is only what a Publisher needs.
+type setter struct {
+	snaps map[string]cachev3.ResourceSnapshot
+}
+
+func (s *setter) SetSnapshot(_ context.Context, node string, snap cachev3.ResourceSnapshot) error {
+	s.snaps[node] = snap
+	return nil
+}
+
+func TestNewPublisher(t *testing.T) {
+	_, err := NewPublisher(PublisherConfig{})
+	assert.ErrorContains(t, err, "no cache")
+	_, err = NewPublisher(PublisherConfig{Cache: &setter{}, Strategy: "sometimes"})
+	assert.ErrorContains(t, err, "unknown version strategy")
+
+	// Defaults, and a cache behind the small interface: SetSnapshot is all it uses.
+	c := &setter{snaps: map[string]cachev3.ResourceSnapshot{}}
+	p := newPublisher(t, PublisherConfig{Cache: c})
+	assert.Equal(t, resources.NodeID, p.NodeID())
+	assert.Equal(t, Uniform, p.Strategy())
+	assert.Nil(t, p.Current())
+	assert.Empty(t, p.Versions())
+	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	assert.Same(t, set, p.Current())
+	require.Contains(t, c.snaps, resources.NodeID)
+	assert.Equal(t, "1", c.snaps[resources.NodeID].GetVersion(resources.EDS.URL()))
+}
+
+func TestDescribeWire(t *testing.T) {
+	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
+	require.NoError(t, err)
+	r := set.ByType[resources.CDS][0]
+	b, err := cachev3.MarshalResource(r.Resource)
+	require.NoError(t, err)
+	name, hash := DescribeWire(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
+	assert.Equal(t, r.Name, name)
+	assert.Equal(t, r.Hash, hash)
+	name, _ = DescribeWire(&anypb.Any{TypeUrl: "type.googleapis.com/nope", Value: []byte{1}})
+	assert.Equal(t, "?undecodable", name)
 }

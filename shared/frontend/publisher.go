@@ -1,0 +1,194 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/log"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// VersionStrategy says how SotW type versions move.
+type VersionStrategy string
+
+const (
+	// Uniform gives all four types the publish's label: a change to one type re-sends
+	// all four (the teaching server's behaviour).
+	Uniform VersionStrategy = "uniform"
+	// PerType moves a type's version only when its content changes.
+	PerType VersionStrategy = "per-type"
+)
+
+// ParseVersionStrategy validates a --sotw-versions value.
+func ParseVersionStrategy(s string) (VersionStrategy, error) {
+	switch VersionStrategy(s) {
+	case Uniform, PerType:
+		return VersionStrategy(s), nil
+	case "":
+		return Uniform, nil
+	}
+	return "", fmt.Errorf("unknown version strategy %q (want uniform or per-type)", s)
+}
+
+// SnapshotSetter is what a Publisher needs from the library's cache: setting one node's
+// snapshot. go-control-plane's cachev3.SnapshotCache satisfies it; the transports serve
+// the same cache through its cachev3.Cache side.
+type SnapshotSetter interface {
+	SetSnapshot(ctx context.Context, node string, snapshot cachev3.ResourceSnapshot) error
+}
+
+// NewSnapshotCache returns the library's snapshot cache as every front end uses it, for
+// either protocol: ads=true (a SotW response is sent only when the request's names cover
+// the snapshot's) and IDHash (the node ID is the cache key). logger nil discards the
+// library's logs.
+func NewSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
+	if logger == nil {
+		logger = DiscardLogger{}
+	}
+	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
+}
+
+// PublisherConfig configures NewPublisher.
+type PublisherConfig struct {
+	// Cache receives the snapshots; required.
+	Cache SnapshotSetter
+	// NodeID is the node served (resources.NodeID when empty).
+	NodeID string
+	// Recorder records each publish (nil: not recorded).
+	Recorder *xdslog.Recorder
+	// Strategy says how type versions move (Uniform when empty). Delta resources are
+	// versioned by content hash whatever the strategy; it moves system_version_info.
+	Strategy VersionStrategy
+}
+
+// Publisher is the state side of the control plane: the one place a validated resource
+// set becomes the library snapshot served to one node. It assigns type versions, checks
+// consistency, records the publish and sets the snapshot. It knows nothing of the
+// transports: any number of them, in either protocol, may serve the cache it feeds, and
+// name what they send with its Describe.
+type Publisher struct {
+	cache    SnapshotSetter
+	nodeID   string
+	rec      *xdslog.Recorder
+	strategy VersionStrategy
+
+	mu       sync.Mutex
+	current  *resources.Set
+	versions map[resources.Type]string
+	names    map[string]string // content hash -> resource name, current and previous set
+}
+
+// NewPublisher validates cfg and returns a publisher with nothing published yet.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if cfg.Cache == nil {
+		return nil, fmt.Errorf("publisher: no cache")
+	}
+	strategy, err := ParseVersionStrategy(string(cfg.Strategy))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = resources.NodeID
+	}
+	return &Publisher{cache: cfg.Cache, nodeID: cfg.NodeID, rec: cfg.Recorder, strategy: strategy}, nil
+}
+
+// NodeID returns the node served.
+func (p *Publisher) NodeID() string { return p.nodeID }
+
+// Strategy returns the version strategy in force.
+func (p *Publisher) Strategy() VersionStrategy { return p.strategy }
+
+// Publish validates set against the previous one, sets the snapshot and records it.
+func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
+	if set == nil {
+		return fmt.Errorf("publish: nil resource set")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed := set.ChangedTypes(p.current)
+	versions := resources.UniformVersions(set.Version)
+	if p.strategy == PerType && p.current != nil {
+		changedSet := map[resources.Type]bool{}
+		for _, t := range changed {
+			changedSet[t] = true
+		}
+		for _, t := range resources.Types {
+			if !changedSet[t] {
+				versions[t] = p.versions[t]
+			}
+		}
+	}
+	snap, err := set.Snapshot(versions)
+	if err != nil {
+		return fmt.Errorf("publish version %s: %w", set.Version, err)
+	}
+	var published []xdslog.Resource
+	names := make(map[string]string)
+	for _, t := range resources.Types {
+		for _, r := range set.ByType[t] {
+			published = append(published, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
+			names[r.Hash] = r.Name
+		}
+	}
+	changedNames := make([]string, len(changed))
+	for i, t := range changed {
+		changedNames[i] = string(t)
+	}
+	// Record before setting: SetSnapshot may trigger sends at once, and the log must show
+	// the publish first.
+	p.rec.Publish(set.Version, published, changedNames)
+	if err := p.cache.SetSnapshot(ctx, p.nodeID, snap); err != nil {
+		return fmt.Errorf("publish version %s: set snapshot: %w", set.Version, err)
+	}
+	if p.current != nil {
+		for _, t := range resources.Types {
+			for _, r := range p.current.ByType[t] {
+				if _, ok := names[r.Hash]; !ok {
+					names[r.Hash] = r.Name
+				}
+			}
+		}
+	}
+	p.current, p.versions, p.names = set, versions, names
+	return nil
+}
+
+// Current returns the last published set (nil before the first publish).
+func (p *Publisher) Current() *resources.Set {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current
+}
+
+// Versions returns the per-type version labels of the last publish: SotW version_info,
+// delta system_version_info.
+func (p *Publisher) Versions() map[resources.Type]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[resources.Type]string, len(p.versions))
+	for k, v := range p.versions {
+		out[k] = v
+	}
+	return out
+}
+
+// Describe returns the name and content hash of a resource on the wire; it is a
+// DescribeFunc for the transports. The hash is computed from the bytes sent (the
+// library's delta version is the same function), so what is recorded is what was sent;
+// the name comes from the published sets, or from decoding when the content is unknown.
+func (p *Publisher) Describe(a *anypb.Any) (name, hash string) {
+	hash = cachev3.HashResource(a.GetValue())
+	p.mu.Lock()
+	name, ok := p.names[hash]
+	p.mu.Unlock()
+	if ok {
+		return name, hash
+	}
+	return decodedName(a), hash
+}
