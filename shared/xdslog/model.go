@@ -13,9 +13,13 @@ import (
 // gets the same state, because every decision is written into the event and Observe only
 // applies events. These state rules live here and nowhere else.
 type Model struct {
-	streams   map[streamKey]*streamState
-	published map[string]map[string]bool // type -> names of the published state
-	labels    *LabelBook
+	streams map[streamKey]*streamState
+	// published is the last publish's resources; publishedSet indexes them by type and
+	// name, built on first use (requests that name resources are rare, publishes of
+	// 20,000 resources are not).
+	published    []Resource
+	publishedSet map[string]map[string]bool
+	labels       *LabelBook
 	// last is the most recently opened stream; its held table outlives the stream, so a
 	// reader can say what the client held at the end of a step (Held).
 	last *streamState
@@ -70,7 +74,7 @@ func NewModel(labels *LabelBook) *Model {
 	if labels == nil {
 		labels = NewLabelBook()
 	}
-	return &Model{streams: map[streamKey]*streamState{}, published: map[string]map[string]bool{}, labels: labels}
+	return &Model{streams: map[streamKey]*streamState{}, labels: labels}
 }
 
 func (m *Model) stream(server int, id int64) *streamState {
@@ -97,13 +101,7 @@ func (m *Model) typ(server int, id int64, typ string) *typeState {
 func (m *Model) Observe(e Event) {
 	switch e.Event {
 	case EventPublish:
-		clear(m.published)
-		for _, x := range e.Resources {
-			if m.published[x.Type] == nil {
-				m.published[x.Type] = map[string]bool{}
-			}
-			m.published[x.Type][x.Name] = true
-		}
+		m.published, m.publishedSet = e.Resources, nil
 	case EventStreamOpen:
 		m.last = m.stream(e.Server, e.Stream)
 	case EventStreamClose:
@@ -215,6 +213,23 @@ func (m *Model) apply(mode, typ string, t *typeState, s *sent) {
 			delete(t.accepted, n)
 		}
 	}
+}
+
+// Published reports whether the last publish had typ/name; ok is false before any publish.
+func (m *Model) Published(typ, name string) (has, ok bool) {
+	if m.published == nil {
+		return false, false
+	}
+	if m.publishedSet == nil {
+		m.publishedSet = map[string]map[string]bool{}
+		for _, x := range m.published {
+			if m.publishedSet[x.Type] == nil {
+				m.publishedSet[x.Type] = map[string]bool{}
+			}
+			m.publishedSet[x.Type][x.Name] = true
+		}
+	}
+	return m.publishedSet[typ][name], true
 }
 
 // Redundant reports whether the client on (server, stream) holds exactly hash for name:

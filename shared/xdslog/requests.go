@@ -200,12 +200,13 @@ func (r *Recorder) requestLocked(t *typeState, e Event) {
 // delta server to say so in removed_resources ("Knowing when a requested resource does
 // not exist"); go-control-plane sends nothing, so a reader can show which happened.
 func (r *Recorder) missingLocked(typ string, names []string) []string {
-	if len(r.model.published) == 0 {
-		return nil // nothing published yet: every name would look missing
-	}
 	var out []string
 	for _, n := range names {
-		if n != "*" && !r.model.published[typ][n] {
+		has, ok := r.model.Published(typ, n)
+		if !ok {
+			return nil // nothing published yet: every name would look missing
+		}
+		if n != "*" && !has {
 			out = append(out, n)
 		}
 	}
