@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 // Every refused flag reads "--flag VALUE: what is wrong (want ...)"; main puts the
@@ -127,6 +129,54 @@ func (v modeValue) Set(s string) error {
 		return err
 	}
 	*v.p = m
+	return nil
+}
+
+// parseCache is the one reading of a --cache value (frontend.ParseCache), shared by run
+// and serve. Its error is the problem alone; callers add the flag.
+func parseCache(s string) (frontend.Cache, error) {
+	if s == "" {
+		return "", errors.New("empty (want snapshot or linear)")
+	}
+	c, err := frontend.ParseCache(s)
+	if err != nil {
+		return "", errors.New("unknown cache (want snapshot or linear)")
+	}
+	return c, nil
+}
+
+// cacheValue is --cache.
+type cacheValue struct{ p *frontend.Cache }
+
+func (v cacheValue) String() string { return string(*v.p) }
+func (cacheValue) Type() string     { return "snapshot|linear" }
+func (v cacheValue) Set(s string) error {
+	c, err := parseCache(s)
+	if err != nil {
+		return err
+	}
+	*v.p = c
+	return nil
+}
+
+// cacheHelp is --cache's usage line.
+const cacheHelp = "library cache: snapshot (one SnapshotCache) or linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds)"
+
+// checkCache refuses, in one line, the SotW options the cache cannot honour (flag values
+// as given; "" is the default).
+func checkCache(cache frontend.Cache, mode, versions, nackPolicy string) error {
+	if _, err := frontend.ParseCache(string(cache)); err != nil {
+		return badFlag("cache", string(cache), "unknown cache (want snapshot or linear)")
+	}
+	if cache != frontend.LinearCache || mode != xdslog.ModeSotW {
+		return nil
+	}
+	if versions == string(frontend.Uniform) {
+		return badFlag("sotw-versions", versions, "needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)")
+	}
+	if nackPolicy == string(sotw.Resend) {
+		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold, or no --nack-policy, with --cache linear)")
+	}
 	return nil
 }
 

@@ -46,6 +46,7 @@ func defaultRunOptions() runOptions {
 			Client:         runner.ClientAuto,
 			ListenerPort:   19000,
 			AdminPort:      9901,
+			Cache:          frontend.SnapshotCache,
 			InventoryPorts: [2]int{18080, 18081},
 			StepTimeout:    45 * time.Second,
 		},
@@ -94,6 +95,9 @@ writes every file, and the exit code is the run's own.`,
   # SotW with per-type versions and no NACK re-sends
   lab run --mode=sotw --sotw-versions per-type --nack-policy hold
 
+  # go-control-plane's LinearCache per type (SotW RDS/EDS responses carry only changes)
+  lab run --mode=sotw --cache linear
+
   # no Envoy: the simulated client (data plane NOT_RUN)
   lab run --mode=delta --client=sim
 
@@ -120,6 +124,7 @@ writes every file, and the exit code is the run's own.`,
 		"SotW version strategy: uniform (default) or per-type")
 	f.Var(choiceValue{&o.nackPolicy, "NACK policy", []string{string(sotw.Resend), string(sotw.Hold)}}, "nack-policy",
 		"SotW NACK policy: resend (default, the library's behaviour) or hold")
+	f.Var(cacheValue{&o.run.Cache}, "cache", cacheHelp)
 	f.StringVar(&o.run.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(addrValue{p: &o.xdsAddr}, "xds-addr", "xDS server address, 127.0.0.1:PORT (localhost means 127.0.0.1)")
 	f.Var(portValue{&o.run.ListenerPort, portRange}, "listener-port", "Envoy listener port on 127.0.0.1, 1-65535")
@@ -153,6 +158,16 @@ func (o *runOptions) runnerOptions() (runner.Options, error) {
 		// The flags accept only known names; "" is the default.
 		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
 		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
+		if r.Cache == frontend.LinearCache {
+			// Unset, they are what the LinearCache does (set, checkCache below refuses the
+			// ones it cannot honour).
+			if o.versions == "" {
+				r.Versions = frontend.PerType
+			}
+			if o.nackPolicy == "" {
+				r.NackPolicy = sotw.Hold
+			}
+		}
 	} else {
 		if err := sotwOnly("sotw-versions", o.versions); err != nil {
 			return r, err
@@ -160,6 +175,9 @@ func (o *runOptions) runnerOptions() (runner.Options, error) {
 		if err := sotwOnly("nack-policy", o.nackPolicy); err != nil {
 			return r, err
 		}
+	}
+	if err := checkCache(r.Cache, r.Mode, o.versions, o.nackPolicy); err != nil {
+		return r, err
 	}
 	if len(r.Steps) > 0 {
 		if _, err := scenario.Select(scenario.Teaching(), r.Steps); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -102,6 +103,9 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		"outage long":         {[]string{"--outage", "11m"}, "--outage 11m: outside 0-10m"},
 		"sotw-versions bad":   {[]string{"--sotw-versions", "lazy"}, "--sotw-versions lazy: unknown version strategy (want uniform or per-type)"},
 		"nack-policy bad":     {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend or hold)"},
+		"cache bad":           {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot or linear)"},
+		"linear uniform":      {[]string{"--cache", "linear", "--sotw-versions", "uniform"}, "--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)"},
+		"linear resend":       {[]string{"--cache", "linear", "--nack-policy", "resend"}, "--nack-policy resend: needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold, or no --nack-policy, with --cache linear)"},
 		"steps unknown":       {[]string{"--steps", "initial,warp"}, `--steps initial,warp: unknown step "warp" (known: initial, port-change, invalid-route, recover, envoy-restart, control-plane-restart, remove-cluster, restore)`},
 		"steps no publish":    {[]string{"--steps", "envoy-restart"}, `--steps envoy-restart: the first selected step must publish a state (start with "initial")`},
 		"bool not bool":       {[]string{"--publish-during-reconnect=maybe"}, "--publish-during-reconnect maybe: not true or false"},
@@ -149,6 +153,45 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		require.NoError(t, os.WriteFile(out, nil, 0o644))
 		_, _, err := runLabArgs(t, runArgs(t, "sim", out)...)
 		assert.EqualError(t, err, "--out "+out+": not a directory (want a new directory or one without a run)")
+	})
+}
+
+// TestRunCacheOptions: --cache reaches the runner; with linear, the SotW options left
+// unset are what the LinearCache does (per-type, hold), and the ones it can honour are
+// accepted.
+func TestRunCacheOptions(t *testing.T) {
+	for name, c := range map[string]struct {
+		args             []string
+		cache            frontend.Cache
+		versions, policy string
+	}{
+		"default":         {nil, frontend.SnapshotCache, "uniform", "resend"},
+		"snapshot":        {[]string{"--cache", "snapshot"}, frontend.SnapshotCache, "uniform", "resend"},
+		"linear":          {[]string{"--cache", "linear"}, frontend.LinearCache, "per-type", "hold"},
+		"linear per-type": {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, frontend.LinearCache, "per-type", "hold"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got runner.Options
+			cmd := newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error { got = o; return nil })
+			cmd.SetArgs(append([]string{"--mode", "sotw", "--client", "sim", "--out", filepath.Join(t.TempDir(), "run")}, c.args...))
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			require.NoError(t, cmd.Execute())
+			assert.Equal(t, c.cache, got.Cache)
+			assert.Equal(t, c.versions, string(got.Versions))
+			assert.Equal(t, c.policy, string(got.NackPolicy))
+		})
+	}
+	t.Run("delta", func(t *testing.T) {
+		var got runner.Options
+		cmd := newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error { got = o; return nil })
+		cmd.SetArgs([]string{"--mode", "delta", "--client", "sim", "--cache", "linear", "--out", filepath.Join(t.TempDir(), "run")})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		require.NoError(t, cmd.Execute())
+		assert.Equal(t, frontend.LinearCache, got.Cache)
+		assert.Empty(t, got.Versions)
+		assert.Empty(t, got.NackPolicy)
 	})
 }
 

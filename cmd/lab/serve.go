@@ -38,6 +38,7 @@ type serveOptions struct {
 	logPath       string
 	sotwVersions  string
 	nackPolicy    string
+	cache         frontend.Cache
 	limits        controlplane.Limits
 	// maxLogSize: past it the recorder condenses NACK storms (0: never).
 	maxLogSize int64
@@ -52,6 +53,7 @@ func defaultServeOptions() serveOptions {
 		inventoryPort: 18080,
 		listenerPort:  resources.DefaultListener,
 		logPath:       "xds.log",
+		cache:         frontend.SnapshotCache,
 		limits:        controlplane.DefaultLimits(),
 		maxLogSize:    DefaultMaxLogSize,
 		stormEvery:    5 * time.Second,
@@ -99,6 +101,7 @@ End of input, quit, SIGINT or SIGTERM stop the server.
 	f.Var(byteSize{&o.maxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
 	f.Var(choiceValue{&o.sotwVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
 	f.Var(choiceValue{&o.nackPolicy, "NACK policy", []string{string(sotw.Resend), string(sotw.Hold)}}, "nack-policy", "SotW behaviour after a NACK: resend (the library's loop) or hold (default resend; sotw only)")
+	f.Var(cacheValue{&o.cache}, "cache", cacheHelp)
 	f.Var(intValue{&o.limits.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request accepted, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
 	f.Var(intValue{&o.limits.MaxSendMsgSize, serveMsgBytesRange}, "max-send-msg-bytes", "largest response sent, "+serveMsgBytesRange.String()+" (a SotW push of 10,000 clusters is a few MB)")
 	f.Var(uint32Value{&o.limits.MaxConcurrentStreams, serveStreamsRange}, "max-concurrent-streams", "HTTP/2 streams per connection, "+serveStreamsRange.String())
@@ -148,6 +151,12 @@ func (o *serveOptions) validate() error {
 	}
 	if o.logPath == "" {
 		return badFlag("log", "", "empty (want a file path)")
+	}
+	if o.cache == "" {
+		o.cache = frontend.SnapshotCache
+	}
+	if err := checkCache(o.cache, o.mode, o.sotwVersions, o.nackPolicy); err != nil {
+		return err
 	}
 	if o.mode == xdslog.ModeDelta {
 		if err := sotwOnly("sotw-versions", o.sotwVersions); err != nil {
@@ -203,6 +212,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		NodeID:     o.nodeID,
 		Versions:   frontend.VersionStrategy(o.sotwVersions),
 		NackPolicy: sotw.NackPolicy(o.nackPolicy),
+		Cache:      o.cache,
 		Recorder:   rec,
 		Limits:     o.limits,
 	})
@@ -238,7 +248,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	if e != nil {
 		logAbs = o.logPath
 	}
-	fmt.Fprintf(out, "serving %s ADS on %s for node %s; xds.log: %s (type help for commands)\n", o.mode, cp.Addr(), serveNodeID(o.nodeID), logAbs)
+	cacheNote := ""
+	if o.cache == frontend.LinearCache {
+		cacheNote = " from a LinearCache per type (versions per type, behind a prefix of this start)"
+	}
+	fmt.Fprintf(out, "serving %s ADS on %s for node %s%s; xds.log: %s (type help for commands)\n", o.mode, cp.Addr(), serveNodeID(o.nodeID), cacheNote, logAbs)
 	if before > 0 {
 		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
 	}

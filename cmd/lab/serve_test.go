@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -263,7 +264,7 @@ func TestServeCommandFlags(t *testing.T) {
 		"xds-addr": "127.0.0.1:18000", "node-id": "teaching-envoy", "inventory-port": "18080",
 		"listener-port": "19000", "log": "xds.log", "max-recv-msg-bytes": "4194304",
 		"max-send-msg-bytes": "67108864", "max-concurrent-streams": "16", "max-streams": "2048",
-		"keepalive-min-time": "10s", "sotw-versions": "", "nack-policy": "",
+		"keepalive-min-time": "10s", "sotw-versions": "", "nack-policy": "", "cache": "snapshot",
 	}
 	for name, want := range defaults {
 		f := cmd.Flags().Lookup(name)
@@ -434,6 +435,83 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 			}
 			assert.GreaterOrEqual(t, acks["CDS"], 1)
 			assert.GreaterOrEqual(t, acks["EDS"], 2, "EDS version 1 and 2 were ACKed")
+		})
+	}
+}
+
+// TestServeLinear: lab serve --cache linear serves both protocols from the LinearCaches;
+// status shows each type at its own cache's version (prefix of this start, then the
+// number of updates): after a port change EDS is at .2 and CDS still at .1.
+func TestServeLinear(t *testing.T) {
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveTestOptions(t, mode)
+			o.cache = frontend.LinearCache
+			out := newServeLines()
+			inR, inW := io.Pipe()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+			send := func(line string) {
+				t.Helper()
+				_, err := io.WriteString(inW, line+"\n")
+				require.NoError(t, err)
+			}
+			addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
+			var addr string
+			serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
+				m := addrRE.FindStringSubmatch(out.text())
+				if m != nil {
+					addr = m[1]
+				}
+				return m != nil
+			})
+			clientCtx, stopClient := context.WithCancel(ctx)
+			defer stopClient()
+			serveClient(t, clientCtx, addr, mode)
+			row := func(typ, n string) *regexp.Regexp {
+				return regexp.MustCompile(`(?m)^out: 1\s+` + typ + `\s+[0-9a-z]+\.` + n + `\s+inventory\s+\S+\s+[0-9a-f]{12}$`)
+			}
+			marks := 0
+			statusShows := func(rows ...*regexp.Regexp) func() bool {
+				return func() bool {
+					marks++
+					mark := fmt.Sprintf("end-of-status-%d", marks)
+					before := len(out.all())
+					send("status")
+					send(mark)
+					serveWaitFor(t, 5*time.Second, mark, func() bool { return strings.Contains(out.text(), mark) })
+					text := strings.Join(out.all()[before:], "\n")
+					for _, r := range rows {
+						if !r.MatchString(text) {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			serveWaitFor(t, 10*time.Second, "version 1 accepted", statusShows(row("CDS", "1"), row("EDS", "1")))
+			send("port 18081")
+			serveWaitFor(t, 10*time.Second, "EDS's cache moved, CDS's did not", statusShows(row("EDS", "2"), row("CDS", "1")))
+			stopClient()
+			require.NoError(t, inW.Close())
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("runServe did not stop at end of input")
+			}
+			ev, _, err := xdslog.ReadFile(o.logPath)
+			require.NoError(t, err)
+			var publishes int
+			for _, e := range ev {
+				if e.Event == xdslog.EventPublish {
+					publishes++
+					assert.Equal(t, fmt.Sprint(publishes), e.Version, "the publish keeps the workbench's label")
+				}
+			}
+			assert.Equal(t, 2, publishes)
 		})
 	}
 }

@@ -27,6 +27,7 @@ type Meta struct {
 	EnvoyVersion string   `json:"envoy_version"` // e.g. "1.40.0"
 	SotwVersions string   `json:"sotw_versions"` // "uniform", "per-type" or ""
 	NackPolicy   string   `json:"nack_policy"`   // "resend", "hold" or ""
+	Cache        string   `json:"cache"`         // "snapshot", "linear" or "" (older runs: snapshot)
 	Started      string   `json:"started"`       // RFC 3339
 	Steps        []string `json:"steps"`
 }

@@ -98,6 +98,16 @@ func headerTable(rep *Report) table {
 	row("client", func(h RunHeader) string { return opt(h, h.Client, false) })
 	row("--sotw-versions", func(h RunHeader) string { return opt(h, h.SotwVersions, true) })
 	row("--nack-policy", func(h RunHeader) string { return opt(h, h.NackPolicy, true) })
+	// Runs older than --cache have no cache in run.json (they used the snapshot cache);
+	// the row appears once a run says which.
+	if slices.ContainsFunc(rep.Runs[:], func(h RunHeader) bool { return h.Cache != "" }) {
+		row("--cache", func(h RunHeader) string {
+			if h.OptionsKnown && h.Cache == "" {
+				return "snapshot"
+			}
+			return opt(h, h.Cache, false)
+		})
+	}
 	row("Envoy version", func(h RunHeader) string { return opt(h, h.EnvoyVersion, false) })
 	row("envoy.result", func(h RunHeader) string {
 		if h.EnvoyResult == "" {
@@ -257,6 +267,9 @@ func runTitle(h RunHeader) string {
 	}
 	if h.Mode == "sotw" && h.NackPolicy != "" {
 		opts = append(opts, "nack "+h.NackPolicy)
+	}
+	if h.Cache == "linear" {
+		opts = append(opts, "linear cache")
 	}
 	if h.Client != "" {
 		opts = append(opts, h.Client)

@@ -48,6 +48,7 @@ type RunHeader struct {
 	EnvoyVersion string `json:"envoy_version,omitempty"`
 	SotwVersions string `json:"sotw_versions,omitempty"`
 	NackPolicy   string `json:"nack_policy,omitempty"`
+	Cache        string `json:"cache,omitempty"`
 	Started      string `json:"started,omitempty"`
 	// EnvoyResult is envoy.result: PASS, FAIL: reason, NOT_RUN ("" when absent).
 	EnvoyResult string `json:"envoy_result,omitempty"`
@@ -254,6 +255,7 @@ func header(r *Run, steps, other []string) RunHeader {
 	if m := r.Meta; m != nil {
 		h.OptionsKnown = true
 		h.Client, h.EnvoyVersion, h.SotwVersions, h.NackPolicy, h.Started = m.Client, m.EnvoyVersion, m.SotwVersions, m.NackPolicy, m.Started
+		h.Cache = m.Cache
 	}
 	inOther := set(other)
 	for _, s := range steps {

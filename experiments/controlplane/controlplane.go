@@ -1,8 +1,9 @@
 // Package controlplane runs one ADS control plane on a real gRPC server bound to
 // 127.0.0.1, with explicit resource limits, so that `lab serve` and the experiments start
 // it the same way and see the same refusals. It owns the state and picks the transport:
-// one snapshot cache, the one frontend.Publisher that feeds it, and one transport (SotW
-// or delta, chosen by a mode string) serving that cache.
+// one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
+// MuxCache), the one frontend.StatePublisher that feeds it, and one transport (SotW or
+// delta, chosen by a mode string) serving that cache.
 package controlplane
 
 import (
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
@@ -119,6 +121,10 @@ type Options struct {
 	Versions frontend.VersionStrategy
 	// NackPolicy is the SotW NACK policy; must be empty in delta mode.
 	NackPolicy sotw.NackPolicy
+	// Cache is the library cache served (frontend.SnapshotCache when empty). With
+	// frontend.LinearCache, SotW versions are per type and a NACK holds by construction:
+	// Versions uniform and NackPolicy resend are refused (see CheckCacheOptions).
+	Cache frontend.Cache
 	// Recorder writes xds.log; required, and its mode must equal Mode.
 	Recorder *xdslog.Recorder
 	// Limits bounds the gRPC server; zero fields take defaults.
@@ -131,7 +137,8 @@ type ControlPlane struct {
 	addr   string
 	port   int
 	limits Limits
-	pub    *frontend.Publisher
+	pub    frontend.StatePublisher
+	cache  frontend.Cache
 	fe     frontend.FrontEnd
 	rec    *xdslog.Recorder
 	srv    *grpc.Server
@@ -179,6 +186,13 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
 		}
 	}
+	cacheKind, err := frontend.ParseCache(string(o.Cache))
+	if err != nil {
+		return fail(err)
+	}
+	if err := CheckCacheOptions(cacheKind, o.Mode, o.Versions, o.NackPolicy); err != nil {
+		return fail(err)
+	}
 	limits, err := o.Limits.withDefaults()
 	if err != nil {
 		return fail(err)
@@ -194,16 +208,34 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	// The state: one cache and its one publisher. Delta's system_version_info is the
 	// label and its resource versions are hashes, so in delta mode Versions is empty and
 	// the strategy is Uniform.
-	cache := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: o.NodeID, Recorder: o.Recorder, Strategy: o.Versions})
-	if err != nil {
-		return fail(err)
+	var (
+		cache cachev3.Cache
+		pub   frontend.StatePublisher
+	)
+	policy := o.NackPolicy
+	if cacheKind == frontend.LinearCache {
+		// One LinearCache per type behind a MuxCache, its versions behind a prefix of
+		// this start alone. A LinearCache records what it sent, not what was ACKed, so
+		// a NACK never makes it re-send: the SotW transport presents the rejected version
+		// (Hold) so that this holds even for a client that had nothing before.
+		lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: o.Recorder})
+		cache, pub = lp.Cache(), lp
+		if o.Mode == xdslog.ModeSotW {
+			policy = sotw.Hold
+		}
+	} else {
+		sc := frontend.NewSnapshotCache(nil)
+		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: o.NodeID, Recorder: o.Recorder, Strategy: o.Versions})
+		if err != nil {
+			return fail(err)
+		}
+		cache, pub = sc, sp
 	}
 	// The transport, serving that cache.
 	feCtx, cancel := context.WithCancel(context.Background())
 	var fe frontend.FrontEnd
 	if o.Mode == xdslog.ModeSotW {
-		fe, err = sotw.New(feCtx, sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: o.NackPolicy, Describe: pub.Describe})
+		fe, err = sotw.New(feCtx, sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: policy, Describe: pub.Describe})
 	} else {
 		fe, err = delta.New(feCtx, delta.Config{Cache: cache, Recorder: o.Recorder, Describe: pub.Describe})
 	}
@@ -221,6 +253,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		port:      lis.Addr().(*net.TCPAddr).Port,
 		limits:    limits,
 		pub:       pub,
+		cache:     cacheKind,
 		fe:        fe,
 		rec:       o.Recorder,
 		cancel:    cancel,
@@ -264,7 +297,26 @@ func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
 
 // Publisher returns the publisher of the state served: what was published last
 // (Current, Versions) and Publish for a set built elsewhere.
-func (c *ControlPlane) Publisher() *frontend.Publisher { return c.pub }
+func (c *ControlPlane) Publisher() frontend.StatePublisher { return c.pub }
+
+// Cache returns the library cache served.
+func (c *ControlPlane) Cache() frontend.Cache { return c.cache }
+
+// CheckCacheOptions refuses the SotW options a cache cannot honour, in one line saying
+// why. Empty values are the defaults and always pass (with the LinearCache they mean
+// per-type versions and hold).
+func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+	if cache != frontend.LinearCache || mode != xdslog.ModeSotW {
+		return nil
+	}
+	if versions == frontend.Uniform {
+		return errors.New("version strategy uniform needs the snapshot cache: each LinearCache versions its own type (per-type is what it does)")
+	}
+	if policy == sotw.Resend {
+		return errors.New("NACK policy resend needs the snapshot cache: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)")
+	}
+	return nil
+}
 
 // Recorder returns the xds.log recorder.
 func (c *ControlPlane) Recorder() *xdslog.Recorder { return c.rec }

@@ -275,6 +275,10 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		{"port range", Options{Mode: "sotw", Addr: "127.0.0.1:70000", Recorder: rec("sotw")}, "outside 1-65535"},
 		{"port in use", Options{Mode: "sotw", Addr: "127.0.0.1:" + strconv.Itoa(busyPort), Recorder: rec("sotw")}, strconv.Itoa(busyPort)},
 		{"negative limit", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Limits: Limits{MaxStreams: -1}}, "max streams -1"},
+		{"bad cache", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "lru"}, `unknown cache "lru"`},
+		{"linear uniform", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "linear", Versions: "uniform"}, "version strategy uniform needs the snapshot cache"},
+		{"linear resend", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "linear", NackPolicy: "resend"}, "NACK policy resend needs the snapshot cache"},
+		{"linear delta hold", Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: rec("delta"), Cache: "linear", NackPolicy: "hold"}, "SotW option"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,13 +55,22 @@ type variant struct {
 	mode     string
 	versions frontend.VersionStrategy
 	policy   sotw.NackPolicy
+	// cache is the library cache (frontend.SnapshotCache when empty).
+	cache frontend.Cache
 }
 
 var variants = []variant{
-	{"sotw-uniform-resend", xdslog.ModeSotW, frontend.Uniform, sotw.Resend},
-	{"sotw-pertype-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold},
-	{"delta", xdslog.ModeDelta, "", ""},
+	{"sotw-uniform-resend", xdslog.ModeSotW, frontend.Uniform, sotw.Resend, ""},
+	{"sotw-pertype-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold, ""},
+	{"delta", xdslog.ModeDelta, "", "", ""},
+	// The LinearCache per type behind a MuxCache (--cache linear): versions per type by
+	// construction and a NACK holds, so SotW is per-type and hold.
+	{"sotw-linear", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.LinearCache},
+	{"delta-linear", xdslog.ModeDelta, "", "", frontend.LinearCache},
 }
+
+// linear reports whether v serves from the LinearCaches.
+func (v variant) linear() bool { return v.cache == frontend.LinearCache }
 
 type harness struct {
 	t   *testing.T
@@ -69,8 +78,8 @@ type harness struct {
 	log *syncBuffer
 	rec *xdslog.Recorder
 	// cache is what pub feeds and fe serves (nil on a real control plane's harness).
-	cache cachev3.SnapshotCache
-	pub   *frontend.Publisher
+	cache cachev3.Cache
+	pub   frontend.StatePublisher
 	fe    frontend.FrontEnd
 	lis   *bufconn.Listener
 	// addr, when set, is a real control plane's 127.0.0.1 address to dial instead of lis.
@@ -85,10 +94,15 @@ func newHarness(t *testing.T, v variant) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
-	h.cache = frontend.NewSnapshotCache(nil)
-	var err error
-	h.pub, err = frontend.NewPublisher(frontend.PublisherConfig{Cache: h.cache, Recorder: h.rec, Strategy: v.versions})
-	require.NoError(t, err)
+	if v.linear() {
+		lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: h.rec})
+		h.cache, h.pub = lp.Cache(), lp
+	} else {
+		sc := frontend.NewSnapshotCache(nil)
+		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, Recorder: h.rec, Strategy: v.versions})
+		require.NoError(t, err)
+		h.cache, h.pub = sc, sp
+	}
 	h.fe = newTransport(t, ctx, v, h.cache, h.pub, h.rec)
 	h.lis = serve(t, h.fe)
 	t.Cleanup(cancel)
@@ -96,7 +110,7 @@ func newHarness(t *testing.T, v variant) *harness {
 }
 
 // newTransport builds v's transport on cache, naming what it sends with pub.
-func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub *frontend.Publisher, rec *xdslog.Recorder) frontend.FrontEnd {
+func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub frontend.StatePublisher, rec *xdslog.Recorder) frontend.FrontEnd {
 	t.Helper()
 	var (
 		fe  frontend.FrontEnd

@@ -49,7 +49,7 @@ func kinds(ev []xdslog.Event) []string {
 // policy so that a NACK is not immediately followed by a re-send (a re-send would make
 // the NACKed nonce stale, which is a different rule).
 func TestSotWRequestRules(t *testing.T) {
-	v := variant{"sotw-pertype-hold", xdslog.ModeSotW, "per-type", "hold"}
+	v := variant{"sotw-pertype-hold", xdslog.ModeSotW, "per-type", "hold", ""}
 	h := newHarness(t, v)
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -184,7 +184,7 @@ func (h *harness) eventsAfterLen(what, event string, want int) int {
 // does not exist (the spec expects removed_resources; go-control-plane sends nothing),
 // and a nonce never sent.
 func TestDeltaRequestRules(t *testing.T) {
-	h := newHarness(t, variant{"delta", xdslog.ModeDelta, "", ""})
+	h := newHarness(t, variant{"delta", xdslog.ModeDelta, "", "", ""})
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,15 @@ func runScenario(t *testing.T, v variant) {
 
 	// --- initial ---
 	set1 := h.publish("initial", resources.State{Version: "1", InventoryPort: portV1})
+	vers1 := h.pub.Versions()
+	if v.linear() {
+		// The LinearCache gives out its own versions: each type's counter (one per
+		// UpdateResources) behind the prefix of this instance, never the workbench's label.
+		for _, typ := range resources.Types {
+			assert.True(t, strings.HasSuffix(vers1[typ], ".1") && vers1[typ] != "1", "%s: LinearCache version %q", typ, vers1[typ])
+			assert.Equal(t, strings.TrimSuffix(vers1[resources.LDS], "1"), strings.TrimSuffix(vers1[typ], "1"), "one prefix for the instance")
+		}
+	}
 	stop := h.connect(client)
 	st := h.waitClient(client, "initial state accepted", func(s simclient.State) bool { return acceptedHashes(s, set1) })
 	ev := h.waitLog("four initial ACKs", func(ev []xdslog.Event) bool { return len(filter(ev, of("initial", xdslog.EventAck))) >= 4 })
@@ -45,11 +55,11 @@ func runScenario(t *testing.T, v variant) {
 		acks := filter(ev, ofType("initial", xdslog.EventAck, string(typ)))
 		require.Len(t, acks, 1, "%s: one initial ACK", typ)
 		assert.Equal(t, sends[0].Nonce, acks[0].Nonce, "%s: ACK answers the send's nonce", typ)
-		assert.Equal(t, "1", sends[0].Version, "%s: version_info / system_version_info", typ)
-		assert.Equal(t, "1", acks[0].SentVersion)
-		assert.Equal(t, "1", acks[0].Accepted())
+		assert.Equal(t, label(v, "1", vers1, typ), sends[0].Version, "%s: version_info / system_version_info", typ)
+		assert.Equal(t, label(v, "1", vers1, typ), acks[0].SentVersion)
+		assert.Equal(t, label(v, "1", vers1, typ), acks[0].Accepted())
 		for _, r := range set1.ByType[typ] {
-			want := "1"
+			want := label(v, "1", vers1, typ)
 			if !sotwMode {
 				want = r.Hash // delta: per-resource version is the content hash
 			}
@@ -58,12 +68,13 @@ func runScenario(t *testing.T, v variant) {
 			assert.Equal(t, r.Hash, sends[0].Resources[0].Hash, "recorded hash is the wire content hash")
 			assert.False(t, sends[0].Resources[0].IsRedundant())
 		}
-		assert.Equal(t, "1", st.VersionInfo[typ])
+		assert.Equal(t, label(v, "1", vers1, typ), st.VersionInfo[typ])
 	}
 	requireStatusMatches(t, h, client)
 
 	// --- port-change ---
 	set2 := h.publish("port-change", resources.State{Version: "2", InventoryPort: portV2})
+	vers2 := h.pub.Versions()
 	st = h.waitClient(client, "port change accepted", func(s simclient.State) bool {
 		if v.name == "sotw-uniform-resend" {
 			// The unchanged types arrive again under version 2: wait for all of them.
@@ -94,11 +105,15 @@ func runScenario(t *testing.T, v variant) {
 		for _, typ := range resources.Types {
 			assert.Equal(t, "2", st.Version(typ, set2.ByType[typ][0].Name))
 		}
-	case sotwMode: // per-type
+	case sotwMode: // per-type, and the LinearCache (only EDS's cache was updated)
 		require.Len(t, sends, 1, "per-type versions send only the changed type")
 		assert.Equal(t, "EDS", sends[0].Type)
-		assert.Equal(t, "2", sends[0].Version)
-		assert.Equal(t, "1", st.Version(resources.CDS, resources.ClusterName), "unchanged type keeps its version")
+		assert.Equal(t, label(v, "2", vers2, resources.EDS), sends[0].Version)
+		assert.Equal(t, label(v, "1", vers1, resources.CDS), st.Version(resources.CDS, resources.ClusterName), "unchanged type keeps its version")
+		if v.linear() {
+			assert.True(t, strings.HasSuffix(vers2[resources.EDS], ".2"), "EDS's cache moved once more: %s", vers2[resources.EDS])
+			assert.Equal(t, vers1[resources.CDS], vers2[resources.CDS], "an unchanged type's cache is not touched")
+		}
 	default:
 		require.Len(t, sends, 1, "delta sends exactly the changed resource")
 		assert.Equal(t, "EDS", sends[0].Type)
@@ -114,16 +129,17 @@ func runScenario(t *testing.T, v variant) {
 
 	// --- invalid-route ---
 	h.publish("invalid-route", resources.State{Version: "3", InventoryPort: portV2, InvalidRoute: true})
+	vers3 := h.pub.Versions()
 	h.waitClient(client, "route NACK", func(s simclient.State) bool { return s.Counters[resources.RDS].Nacks >= 1 })
 	ev = h.waitLog("nack recorded", func(ev []xdslog.Event) bool { return len(filter(ev, of("invalid-route", xdslog.EventNack))) >= 1 })
 	nack := filter(ev, of("invalid-route", xdslog.EventNack))[0]
 	assert.Equal(t, "RDS", nack.Type)
-	assert.Equal(t, "3", nack.SentVersion)
+	assert.Equal(t, label(v, "3", vers3, resources.RDS), nack.SentVersion)
 	assert.Equal(t, 1, nack.Repeat)
 	assert.Contains(t, nack.Error, "PathSpecifier")
 	if sotwMode {
 		// Per-type: the route last changed at version 1.
-		assert.Equal(t, goodRoute(v), nack.Accepted(), "a SotW NACK reports the last good version, never the rejected one")
+		assert.Equal(t, goodRoute(v, vers1), nack.Accepted(), "a SotW NACK reports the last good version, never the rejected one")
 	}
 	rdsSends := func() int { return len(filter(h.log.events(t), ofType("invalid-route", xdslog.EventSend, "RDS"))) }
 	if v.policy == sotw.Resend {
@@ -134,9 +150,11 @@ func runScenario(t *testing.T, v variant) {
 		nacks := filter(ev, ofType("invalid-route", xdslog.EventNack, "RDS"))
 		for i, n := range nacks[:5] {
 			assert.Equal(t, i+1, n.Repeat, "repeat counts the same rejected content")
-			assert.Equal(t, goodRoute(v), n.Accepted())
+			assert.Equal(t, goodRoute(v, vers1), n.Accepted())
 		}
 	} else {
+		// Hold; and the LinearCache, which records what it sent (not what was ACKed), so a
+		// NACK carrying the previous version finds nothing to re-send.
 		n := rdsSends()
 		assert.Never(t, func() bool { return rdsSends() != n }, 300*time.Millisecond, 10*time.Millisecond,
 			"nothing is re-sent after the NACK (%s)", v.name)
@@ -145,7 +163,7 @@ func runScenario(t *testing.T, v variant) {
 	st = client.State()
 	routeV := st.Version(resources.RDS, resources.RouteName)
 	if sotwMode {
-		assert.Equal(t, goodRoute(v), routeV, "accepted route stays the previous good one")
+		assert.Equal(t, goodRoute(v, vers1), routeV, "accepted route stays the previous good one")
 	} else {
 		assert.Equal(t, set2.Hashes(resources.RDS)[resources.RouteName], routeV)
 	}
@@ -154,12 +172,13 @@ func runScenario(t *testing.T, v variant) {
 
 	// --- recover ---
 	set4 := h.publish("recover", resources.State{Version: "4", InventoryPort: portV1})
+	vers4 := h.pub.Versions()
 	st = h.waitClient(client, "recovery accepted", func(s simclient.State) bool {
-		return acceptedHashes(s, set4) && s.VersionInfo[resources.RDS] == "4"
+		return acceptedHashes(s, set4) && s.VersionInfo[resources.RDS] == label(v, "4", vers4, resources.RDS)
 	})
 	if sotwMode {
-		assert.Equal(t, "4", st.Version(resources.RDS, resources.RouteName))
-		assert.Equal(t, "4", st.Version(resources.EDS, resources.ClusterName))
+		assert.Equal(t, label(v, "4", vers4, resources.RDS), st.Version(resources.RDS, resources.RouteName))
+		assert.Equal(t, label(v, "4", vers4, resources.EDS), st.Version(resources.EDS, resources.ClusterName))
 	} else {
 		assert.Equal(t, set4.Hashes(resources.EDS)[resources.ClusterName], st.Version(resources.EDS, resources.ClusterName))
 		// The recovered route has the content the client already runs: delta still sends
@@ -273,11 +292,24 @@ func sentNames(sends []xdslog.Event) []string {
 
 // goodRoute is the route's last good SotW version before the invalid route: the label of
 // the last publish that changed it.
-func goodRoute(v variant) string {
+func goodRoute(v variant, vers1 map[resources.Type]string) string {
+	if v.linear() {
+		return vers1[resources.RDS]
+	}
 	if v.versions == frontend.PerType {
 		return "1"
 	}
 	return "2"
+}
+
+// label is what a type's version_info (SotW) or system_version_info (delta) must be: the
+// workbench's label with the snapshot cache; with the LinearCache, that type's cache
+// version as the publisher reports it (vers, taken right after the publish).
+func label(v variant, snapshot string, vers map[resources.Type]string, typ resources.Type) string {
+	if v.linear() {
+		return vers[typ]
+	}
+	return snapshot
 }
 
 // streamOf returns the stream of the first send in step.

@@ -42,8 +42,10 @@ type Options struct {
 	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
 	Versions   frontend.VersionStrategy
 	NackPolicy sotw.NackPolicy
-	EnvoyBin   string // --envoy-bin
-	Steps      []string
+	// Cache is the library cache (frontend.SnapshotCache when empty).
+	Cache    frontend.Cache
+	EnvoyBin string // --envoy-bin
+	Steps    []string
 
 	XDSPort        int
 	ListenerPort   int
@@ -89,6 +91,7 @@ type RunInfo struct {
 	EnvoySource  string   `json:"envoy_source,omitempty"`
 	SotWVersions string   `json:"sotw_versions,omitempty"`
 	NackPolicy   string   `json:"nack_policy,omitempty"`
+	Cache        string   `json:"cache,omitempty"`
 	Started      string   `json:"started"`
 	Steps        []string `json:"steps"`
 	XDSAddr      string   `json:"xds_addr"`
@@ -291,6 +294,14 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
 		return nil, err
 	}
+	cache, err := frontend.ParseCache(string(o.Cache))
+	if err != nil {
+		return nil, err
+	}
+	if err := controlplane.CheckCacheOptions(cache, o.Mode, o.Versions, o.NackPolicy); err != nil {
+		return nil, err
+	}
+	o.Cache = cache
 	steps, err := scenario.Select(scenario.Teaching(), o.Steps)
 	if err != nil {
 		return nil, err
@@ -350,12 +361,18 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if o.Outage > 0 {
 		r.info.Outage = o.Outage.String()
 	}
+	r.info.Cache = string(o.Cache)
 	if o.Mode == xdslog.ModeSotW {
+		// What the cache does when the option is left unset.
+		defVersions, defPolicy := frontend.Uniform, sotw.Resend
+		if o.Cache == frontend.LinearCache {
+			defVersions, defPolicy = frontend.PerType, sotw.Hold
+		}
 		if r.info.SotWVersions == "" {
-			r.info.SotWVersions = string(frontend.Uniform)
+			r.info.SotWVersions = string(defVersions)
 		}
 		if r.info.NackPolicy == "" {
-			r.info.NackPolicy = string(sotw.Resend)
+			r.info.NackPolicy = string(defPolicy)
 		}
 	}
 	if client == ClientEnvoy {
@@ -530,7 +547,7 @@ func (r *Run) startControlPlane(port int) error {
 		xdslog.WithLabelBook(r.labels))
 	r.rec.SetStep(r.step)
 	cp, err := controlplane.Start(r.life, controlplane.Options{
-		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy,
+		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy, Cache: r.o.Cache,
 		Recorder: r.rec, Limits: r.o.Limits,
 	})
 	if err != nil {

@@ -3,9 +3,10 @@
 //
 // The state side is the Publisher: it turns a validated resource set into a library
 // snapshot with the right per-type versions, records the publish and sets it on a cache
-// it reaches through SnapshotSetter (NewSnapshotCache builds the library's). Whoever owns
-// the cache builds the one Publisher: experiments/controlplane for the CLI, a test
-// harness in tests.
+// it reaches through SnapshotSetter (NewSnapshotCache builds the library's). Beside it,
+// the LinearPublisher feeds a LinearCache per type behind a MuxCache, handing each type
+// only what changed; both are a StatePublisher. Whoever owns the cache builds the one
+// publisher: experiments/controlplane for the CLI, a test harness in tests.
 //
 // The transport side is the FrontEnd interface (an ADS server in one protocol on a
 // gRPC server) and what both transports share: the type check, the refusal of the other

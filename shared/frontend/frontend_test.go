@@ -145,3 +145,62 @@ func TestDescribeWire(t *testing.T) {
 	name, _ = DescribeWire(&anypb.Any{TypeUrl: "type.googleapis.com/nope", Value: []byte{1}})
 	assert.Equal(t, "?undecodable", name)
 }
+
+func TestParseCache(t *testing.T) {
+	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache} {
+		c, err := ParseCache(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, c)
+	}
+	_, err := ParseCache("lru")
+	assert.EqualError(t, err, `unknown cache "lru" (want snapshot or linear)`)
+}
+
+// TestLinearPublisher: each type's cache gets only what changed; an unchanged type's
+// version does not move; versions carry the instance prefix, and two publishers never
+// share one.
+func TestLinearPublisher(t *testing.T) {
+	p := NewLinearPublisher(LinearConfig{})
+	other := NewLinearPublisher(LinearConfig{})
+	assert.NotEqual(t, p.VersionPrefix(), other.VersionPrefix(), "a new instance, a new prefix")
+	assert.Equal(t, PerType, p.Strategy())
+	assert.Nil(t, p.Current())
+	pre := p.VersionPrefix()
+	for _, v := range p.Versions() {
+		assert.Equal(t, pre+"0", v)
+	}
+	set1 := publishLinear(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
+	assert.Same(t, set1, p.Current())
+	for _, v := range p.Versions() {
+		assert.Equal(t, pre+"1", v)
+	}
+	// One endpoint changes: only EDS's cache is updated, with that one resource.
+	publishLinear(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
+	v := p.Versions()
+	assert.Equal(t, pre+"2", v[resources.EDS])
+	for _, typ := range []resources.Type{resources.CDS, resources.LDS, resources.RDS} {
+		assert.Equal(t, pre+"1", v[typ], "%s untouched", typ)
+	}
+	eds := p.caches[resources.EDS]
+	assert.Equal(t, 3, eds.NumResources())
+	// The clusters go: CDS and EDS delete them, RDS and LDS are not touched.
+	publishLinear(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	v = p.Versions()
+	assert.Equal(t, pre+"3", v[resources.EDS])
+	assert.Equal(t, pre+"2", v[resources.CDS])
+	assert.Equal(t, pre+"1", v[resources.RDS])
+	assert.Zero(t, eds.NumResources())
+	assert.Zero(t, p.caches[resources.CDS].NumResources())
+	// The same content again changes nothing.
+	publishLinear(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	assert.Equal(t, v, p.Versions())
+	assert.Error(t, p.Publish(context.Background(), nil))
+}
+
+func publishLinear(t *testing.T, p *LinearPublisher, s resources.State) *resources.Set {
+	t.Helper()
+	set, err := resources.Build(s)
+	require.NoError(t, err)
+	require.NoError(t, p.Publish(context.Background(), set))
+	return set
+}

@@ -1,0 +1,242 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Cache is the library cache the control plane serves from (--cache).
+type Cache string
+
+const (
+	// SnapshotCache is go-control-plane's SnapshotCache: one snapshot per publish, the
+	// whole state versioned by the workbench's labels.
+	SnapshotCache Cache = "snapshot"
+	// LinearCache is one go-control-plane LinearCache per type, combined for ADS with a
+	// MuxCache: a publish hands each type only what changed, and each type's version is
+	// the cache's own counter behind a per-instance prefix.
+	LinearCache Cache = "linear"
+)
+
+// ParseCache validates a --cache value; empty is SnapshotCache.
+func ParseCache(s string) (Cache, error) {
+	switch Cache(s) {
+	case SnapshotCache, LinearCache:
+		return Cache(s), nil
+	case "":
+		return SnapshotCache, nil
+	}
+	return "", fmt.Errorf("unknown cache %q (want snapshot or linear)", s)
+}
+
+// StatePublisher is the state side as the control plane uses it, whichever cache it
+// feeds: Publisher (SnapshotCache) and LinearPublisher (LinearCache per type).
+type StatePublisher interface {
+	// Publish makes set the state served and records it.
+	Publish(ctx context.Context, set *resources.Set) error
+	// Current is the last published set (nil before the first publish).
+	Current() *resources.Set
+	// Versions are the per-type versions served: SotW version_info, delta
+	// system_version_info.
+	Versions() map[resources.Type]string
+	// Describe names and hashes a resource on the wire, for the transports.
+	Describe(a *anypb.Any) (name, hash string)
+	// Strategy is how SotW type versions move.
+	Strategy() VersionStrategy
+}
+
+var (
+	_ StatePublisher = (*Publisher)(nil)
+	_ StatePublisher = (*LinearPublisher)(nil)
+)
+
+// LinearConfig configures NewLinearPublisher.
+type LinearConfig struct {
+	// Recorder records each publish (nil: not recorded).
+	Recorder *xdslog.Recorder
+	// VersionPrefix goes before every version the caches give out (NewVersionPrefix when
+	// empty). It must differ per control-plane instance, so that a restarted server
+	// never gives out a version an earlier one did (contour#6250): the library answers
+	// a request whose version lacks its prefix with everything it holds.
+	VersionPrefix string
+}
+
+// NewVersionPrefix returns a prefix no other start of this machine's control plane
+// has used: the start time in nanoseconds, base 36, and a dot ("mh3k2x0a1b.").
+func NewVersionPrefix() string {
+	n := time.Now().UnixNano()
+	for {
+		last := lastPrefix.Load()
+		if n <= last {
+			n = last + 1
+		}
+		if lastPrefix.CompareAndSwap(last, n) {
+			return strconv.FormatInt(n, 36) + "."
+		}
+	}
+}
+
+// lastPrefix makes two starts in one process within a clock tick differ too.
+var lastPrefix atomic.Int64
+
+// LinearPublisher feeds one go-control-plane LinearCache per type, combined for ADS in a
+// MuxCache that both transports serve. A publish diffs the new set against the current
+// one per type by content hash and calls UpdateResources on each changed type's cache
+// with only the changed and deleted names; unchanged types are not touched, so their
+// versions do not move. What the library then sends follows from the LinearCache: in
+// SotW, LDS and CDS responses carry the full state and RDS and EDS only the changed
+// resources; in delta, only the changed and removed ones.
+//
+// The versions are per type by construction (the cache's counter behind the prefix), so
+// only the PerType strategy can be honoured. The cache serves every node alike.
+type LinearPublisher struct {
+	rec    *xdslog.Recorder
+	prefix string
+	caches map[resources.Type]*cachev3.LinearCache
+	mux    *cachev3.MuxCache
+
+	mu       sync.Mutex
+	current  *resources.Set
+	counters map[resources.Type]uint64 // UpdateResources calls per type: the cache's version
+	names    map[string]string         // content hash -> name, current and previous set
+}
+
+// NewLinearPublisher builds the four caches, their mux and a publisher with nothing
+// published yet.
+func NewLinearPublisher(cfg LinearConfig) *LinearPublisher {
+	if cfg.VersionPrefix == "" {
+		cfg.VersionPrefix = NewVersionPrefix()
+	}
+	p := &LinearPublisher{
+		rec:      cfg.Recorder,
+		prefix:   cfg.VersionPrefix,
+		caches:   make(map[resources.Type]*cachev3.LinearCache, len(resources.Types)),
+		counters: make(map[resources.Type]uint64, len(resources.Types)),
+	}
+	byURL := make(map[string]cachev3.Cache, len(resources.Types))
+	for _, t := range resources.Types {
+		c := cachev3.NewLinearCache(t.URL(), cachev3.WithVersionPrefix(p.prefix), cachev3.WithLogger(DiscardLogger{}))
+		p.caches[t] = c
+		byURL[t.URL()] = c
+	}
+	p.mux = &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return r.GetTypeUrl() },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetTypeUrl() },
+		Caches:        byURL,
+	}
+	return p
+}
+
+// Cache is the MuxCache the transports serve.
+func (p *LinearPublisher) Cache() cachev3.Cache { return p.mux }
+
+// VersionPrefix is the prefix of every version this instance gives out.
+func (p *LinearPublisher) VersionPrefix() string { return p.prefix }
+
+// Strategy is PerType: a LinearCache's version moves only when its type changes.
+func (p *LinearPublisher) Strategy() VersionStrategy { return PerType }
+
+// Publish hands each type's cache what changed from the current set, recording the
+// publish first (exactly as Publisher does: UpdateResources may send at once).
+func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
+	if set == nil {
+		return fmt.Errorf("publish: nil resource set")
+	}
+	// The same check as Publisher: a set the snapshot cache would refuse is refused here.
+	if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
+		return fmt.Errorf("publish version %s: %w", set.Version, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed := set.ChangedTypes(p.current)
+	var published []xdslog.Resource
+	names := make(map[string]string)
+	for _, t := range resources.Types {
+		for _, r := range set.ByType[t] {
+			published = append(published, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
+			names[r.Hash] = r.Name
+		}
+	}
+	changedNames := make([]string, len(changed))
+	for i, t := range changed {
+		changedNames[i] = string(t)
+	}
+	p.rec.Publish(set.Version, published, changedNames)
+	for _, t := range changed {
+		var old map[string]string
+		if p.current != nil {
+			old = p.current.Hashes(t)
+		}
+		toUpdate := make(map[string]types.Resource)
+		for _, r := range set.ByType[t] {
+			if h, ok := old[r.Name]; !ok || h != r.Hash {
+				toUpdate[r.Name] = r.Resource
+			}
+		}
+		var toDelete []string
+		cur := set.Hashes(t)
+		for name := range old {
+			if _, ok := cur[name]; !ok {
+				toDelete = append(toDelete, name)
+			}
+		}
+		if err := p.caches[t].UpdateResources(toUpdate, toDelete); err != nil {
+			return fmt.Errorf("publish version %s: update %s: %w", set.Version, t, err)
+		}
+		p.counters[t]++
+	}
+	if p.current != nil {
+		for _, t := range resources.Types {
+			for _, r := range p.current.ByType[t] {
+				if _, ok := names[r.Hash]; !ok {
+					names[r.Hash] = r.Name
+				}
+			}
+		}
+	}
+	p.current, p.names = set, names
+	return nil
+}
+
+// Current returns the last published set (nil before the first publish).
+func (p *LinearPublisher) Current() *resources.Set {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current
+}
+
+// Versions returns each type's cache version: the prefix and the number of updates the
+// type's cache received (the LinearCache counts one per UpdateResources).
+func (p *LinearPublisher) Versions() map[resources.Type]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[resources.Type]string, len(resources.Types))
+	for _, t := range resources.Types {
+		out[t] = p.prefix + strconv.FormatUint(p.counters[t], 10)
+	}
+	return out
+}
+
+// Describe is Publisher.Describe over this publisher's sets. The LinearCache's delta
+// resource version is the same hash of the same bytes.
+func (p *LinearPublisher) Describe(a *anypb.Any) (name, hash string) {
+	hash = cachev3.HashResource(a.GetValue())
+	p.mu.Lock()
+	name, ok := p.names[hash]
+	p.mu.Unlock()
+	if ok {
+		return name, hash
+	}
+	return decodedName(a), hash
+}
