@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,10 @@ func TestHelperEnvoyParent(t *testing.T) {
 	require.NoError(t, os.WriteFile(tmp, []byte(strconv.Itoa(p.Pid())), 0o644))
 	require.NoError(t, os.Rename(tmp, pidFile))
 	<-p.Exited() // blocks until the parent test SIGKILLs this process
+	// Reaching here means Envoy exited on its own while this parent lived: say how, in a
+	// file the parent test reads (this process may be killed before it prints anything).
+	_ = os.WriteFile(pidFile+".exit", []byte(fmt.Sprintf("%v; %s", p.ExitErr(), p.diagnostics())), 0o644)
+	t.Fatalf("Envoy exited before its parent was killed: %v", p.ExitErr())
 }
 
 func TestCrashedParentLeavesNoEnvoy(t *testing.T) {
@@ -53,6 +58,8 @@ func TestCrashedParentLeavesNoEnvoy(t *testing.T) {
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperEnvoyParent$", "-test.count=1")
 	// The helper cannot clean up after being killed; its temp files go in our TempDir.
 	helper.Env = append(os.Environ(), helperEnv+"="+pidFile, "TMPDIR="+t.TempDir())
+	var helperOut bytes.Buffer
+	helper.Stdout, helper.Stderr = &helperOut, &helperOut
 	require.NoError(t, helper.Start())
 	helperDone := make(chan error, 1)
 	go func() { helperDone <- helper.Wait() }()
@@ -82,7 +89,11 @@ func TestCrashedParentLeavesNoEnvoy(t *testing.T) {
 		for {
 			var ws syscall.WaitStatus
 			pid, err := syscall.Wait4(envoyPid, &ws, syscall.WNOHANG, nil)
-			require.NoError(t, err, "Envoy should have been adopted by this process")
+			if err != nil {
+				early, _ := os.ReadFile(pidFile + ".exit")
+				require.NoError(t, err, "Envoy should have been adopted by this process (gone: %v; exited before the kill: %q); helper output:\n%s",
+					gone(envoyPid), early, helperOut.String())
+			}
 			if pid == envoyPid {
 				require.True(t, ws.Signaled(), "Envoy exit status %v", ws)
 				require.Equal(t, syscall.SIGKILL, ws.Signal(), "Pdeathsig kills Envoy")

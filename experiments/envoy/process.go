@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,14 +100,8 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	out := &tailBuffer{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Pdeathsig: if the workbench dies (even by SIGKILL) the kernel kills Envoy too.
-	// Linux ties it to the forking thread, which Go keeps alive unless the calling
-	// goroutine exits while locked to it (LockOSThread), so do not Start from one.
 	// Setpgid keeps a terminal's Ctrl-C from reaching Envoy before Stop can run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("start envoy %s: %w", opts.Binary.Path, err)
-	}
 	p := &Process{
 		cmd:     cmd,
 		tmpDir:  tmp,
@@ -119,10 +114,27 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		},
 	}
+	// Linux sends Pdeathsig when the forking *thread* dies, not the process
+	// (go.dev/issue/27505), and a Go thread can die while the process lives (a goroutine
+	// that exits locked to it takes it along). Envoy then got SIGKILL out of the blue: the
+	// cause of a TestCrashedParentLeavesNoEnvoy flake under `make flake`. So Envoy is
+	// forked from a goroutine that holds its thread until Envoy has exited; nothing else
+	// runs on that thread, so it lives exactly as long as Envoy needs it.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.exitErr = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("start envoy %s: %w", opts.Binary.Path, err)
+	}
 
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
