@@ -273,8 +273,23 @@ func runScenario(t *testing.T, v variant) {
 		}
 	} else {
 		assert.Equal(t, []string{resources.ClusterName}, cds.Removed)
-		ev = h.waitLog("EDS removal", func(ev []xdslog.Event) bool { return len(filter(ev, ofType("remove", xdslog.EventSend, "EDS"))) >= 1 })
-		assert.Equal(t, []string{resources.ClusterName}, filter(ev, ofType("remove", xdslog.EventSend, "EDS"))[0].Removed)
+		edsGone := func(ev []xdslog.Event) bool {
+			if len(filter(ev, ofType("remove", xdslog.EventSend, "EDS"))) >= 1 {
+				return true
+			}
+			// LinearCache: the publisher updates one type's cache after the other, so the
+			// client may act on the CDS removal and unsubscribe from the endpoints before
+			// the EDS cache drops them; then no EDS removal is owed (the SnapshotCache sets
+			// all types at once and always sends it).
+			return v.linear() && len(filter(ev, func(e xdslog.Event) bool {
+				return e.Step == "remove" && e.Type == "EDS" && e.Kind == xdslog.RequestUnsubscribe
+			})) >= 1
+		}
+		ev = h.waitLog("EDS removal", edsGone)
+		if eds := filter(ev, ofType("remove", xdslog.EventSend, "EDS")); len(eds) > 0 || !v.linear() {
+			require.NotEmpty(t, eds)
+			assert.Equal(t, []string{resources.ClusterName}, eds[0].Removed)
+		}
 	}
 	stop()
 }

@@ -137,6 +137,11 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 		}
 		return true
 	}, 30*time.Second, 50*time.Millisecond, "Envoy runs the three assignments")
+	// And the initial exchange is over (RDS comes last, after the listener): otherwise its
+	// late RDS send lands in the next step.
+	require.Eventually(t, func() bool {
+		return acks("initial", "LDS") >= 1 && acks("initial", "RDS") >= 1 && acks("initial", "CDS") >= 1
+	}, 30*time.Second, 20*time.Millisecond, "Envoy ACKed the initial state")
 
 	statsBefore, err := p.Stats(ctx)
 	require.NoError(t, err)
