@@ -160,19 +160,7 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	changed := set.ChangedTypes(p.current)
-	var published []xdslog.Resource
-	names := make(map[string]string)
-	for _, t := range resources.Types {
-		for _, r := range set.ByType[t] {
-			published = append(published, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
-			names[r.Hash] = r.Name
-		}
-	}
-	changedNames := make([]string, len(changed))
-	for i, t := range changed {
-		changedNames[i] = string(t)
-	}
-	p.rec.Publish(set.Version, published, changedNames)
+	recordPublish(p.rec, set, changed)
 	for _, t := range changed {
 		var old map[string]string
 		if p.current != nil {
@@ -196,16 +184,7 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 		}
 		p.counters[t]++
 	}
-	if p.current != nil {
-		for _, t := range resources.Types {
-			for _, r := range p.current.ByType[t] {
-				if _, ok := names[r.Hash]; !ok {
-					names[r.Hash] = r.Name
-				}
-			}
-		}
-	}
-	p.current, p.names = set, names
+	p.current, p.names = set, nameTable(set, p.current)
 	return nil
 }
 
@@ -231,12 +210,5 @@ func (p *LinearPublisher) Versions() map[resources.Type]string {
 // Describe is Publisher.Describe over this publisher's sets. The LinearCache's delta
 // resource version is the same hash of the same bytes.
 func (p *LinearPublisher) Describe(a *anypb.Any) (name, hash string) {
-	hash = cachev3.HashResource(a.GetValue())
-	p.mu.Lock()
-	name, ok := p.names[hash]
-	p.mu.Unlock()
-	if ok {
-		return name, hash
-	}
-	return decodedName(a), hash
+	return describe(&p.mu, &p.names, a)
 }

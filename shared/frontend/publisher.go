@@ -128,35 +128,64 @@ func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
 	if err != nil {
 		return fmt.Errorf("publish version %s: %w", set.Version, err)
 	}
+	// Record before setting: SetSnapshot may trigger sends at once, and the log must show
+	// the publish first.
+	recordPublish(p.rec, set, changed)
+	if err := p.cache.SetSnapshot(ctx, p.nodeID, snap); err != nil {
+		return fmt.Errorf("publish version %s: set snapshot: %w", set.Version, err)
+	}
+	p.current, p.versions, p.names = set, versions, nameTable(set, p.current)
+	return nil
+}
+
+// recordPublish writes the publish event both publishers write: every resource of set
+// with its content hash, and the types that changed.
+func recordPublish(rec *xdslog.Recorder, set *resources.Set, changed []resources.Type) {
 	var published []xdslog.Resource
-	names := make(map[string]string)
 	for _, t := range resources.Types {
 		for _, r := range set.ByType[t] {
 			published = append(published, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
-			names[r.Hash] = r.Name
 		}
 	}
 	changedNames := make([]string, len(changed))
 	for i, t := range changed {
 		changedNames[i] = string(t)
 	}
-	// Record before setting: SetSnapshot may trigger sends at once, and the log must show
-	// the publish first.
-	p.rec.Publish(set.Version, published, changedNames)
-	if err := p.cache.SetSnapshot(ctx, p.nodeID, snap); err != nil {
-		return fmt.Errorf("publish version %s: set snapshot: %w", set.Version, err)
-	}
-	if p.current != nil {
+	rec.Publish(set.Version, published, changedNames)
+}
+
+// nameTable maps content hash -> name for set and, where set lacks the content, the set
+// before it (a send of the old state may still be in flight): what Describe reads.
+func nameTable(set, prev *resources.Set) map[string]string {
+	names := make(map[string]string)
+	for _, s := range []*resources.Set{set, prev} {
+		if s == nil {
+			continue
+		}
 		for _, t := range resources.Types {
-			for _, r := range p.current.ByType[t] {
+			for _, r := range s.ByType[t] {
 				if _, ok := names[r.Hash]; !ok {
 					names[r.Hash] = r.Name
 				}
 			}
 		}
 	}
-	p.current, p.versions, p.names = set, versions, names
-	return nil
+	return names
+}
+
+// describe names and hashes a resource on the wire from a name table. The hash is
+// computed from the bytes sent (the library's delta version is the same function), so
+// what is recorded is what was sent; the name comes from the table, or from decoding
+// when the content is unknown.
+func describe(mu *sync.Mutex, names *map[string]string, a *anypb.Any) (name, hash string) {
+	hash = cachev3.HashResource(a.GetValue())
+	mu.Lock()
+	name, ok := (*names)[hash]
+	mu.Unlock()
+	if ok {
+		return name, hash
+	}
+	return decodedName(a), hash
 }
 
 // Current returns the last published set (nil before the first publish).
@@ -182,13 +211,4 @@ func (p *Publisher) Versions() map[resources.Type]string {
 // DescribeFunc for the transports. The hash is computed from the bytes sent (the
 // library's delta version is the same function), so what is recorded is what was sent;
 // the name comes from the published sets, or from decoding when the content is unknown.
-func (p *Publisher) Describe(a *anypb.Any) (name, hash string) {
-	hash = cachev3.HashResource(a.GetValue())
-	p.mu.Lock()
-	name, ok := p.names[hash]
-	p.mu.Unlock()
-	if ok {
-		return name, hash
-	}
-	return decodedName(a), hash
-}
+func (p *Publisher) Describe(a *anypb.Any) (name, hash string) { return describe(&p.mu, &p.names, a) }
