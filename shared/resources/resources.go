@@ -111,6 +111,13 @@ type State struct {
 	Clusters int
 	// EndpointPorts overrides the endpoint port of scaled cluster i.
 	EndpointPorts map[int]int
+	// RouteTargets points route i of the scaled state (path /quote/<i>) at cluster
+	// RouteTargets[i] instead of cluster i.
+	RouteTargets map[int]int
+	// ServerName, when set, is the HTTP connection manager's server_name: the value of the
+	// "server" header Envoy writes on every response (default "envoy"). It is the one
+	// listener setting a change of which the data plane shows.
+	ServerName string
 }
 
 // Resource is one built resource with its name and content hash (the library's delta
@@ -165,6 +172,11 @@ func Build(s State) (*Set, error) {
 	}
 	if s.Clusters < 0 {
 		return nil, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
+	}
+	for i, j := range s.RouteTargets {
+		if s.Clusters <= 0 || i < 0 || i >= s.Clusters || j < 0 || j >= s.Clusters {
+			return nil, fmt.Errorf("build version %s: route %d -> cluster %d outside the scaled state", s.Version, i, j)
+		}
 	}
 	for i, p := range s.EndpointPorts {
 		if s.Clusters <= 0 || i < 0 || i >= s.Clusters {
@@ -412,6 +424,7 @@ func buildListener(s State) (*listener.Listener, error) {
 			ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerCfg},
 		}},
 		AlwaysSetRequestIdInResponse: true,
+		ServerName:                   s.ServerName,
 	}
 	if s.AccessLogPath != "" {
 		al, err := deterministicAny(&fileal.FileAccessLog{
@@ -448,13 +461,14 @@ func buildListener(s State) (*listener.Listener, error) {
 	}, nil
 }
 
-func routeTo(path, clusterName string, invalid bool) *route.Route {
+// routeTo is the route named name matching path exactly and sending to clusterName.
+func routeTo(path, name, clusterName string, invalid bool) *route.Route {
 	match := &route.RouteMatch{PathSpecifier: &route.RouteMatch_Path{Path: path}}
 	if invalid {
 		match = &route.RouteMatch{} // no path specifier: fails RouteValidationError.Match
 	}
 	return &route.Route{
-		Name:  clusterName,
+		Name:  name,
 		Match: match,
 		Action: &route.Route_Route{Route: &route.RouteAction{
 			ClusterSpecifier: &route.RouteAction_Cluster{Cluster: clusterName},
@@ -467,11 +481,15 @@ func buildRoute(s State) *route.RouteConfiguration {
 	if s.Clusters <= 0 {
 		// Exact path match: the query string is not part of :path matching, so
 		// /quote?sku=paper matches.
-		routes = []*route.Route{routeTo(QuotePath, ClusterName, s.InvalidRoute)}
+		routes = []*route.Route{routeTo(QuotePath, ClusterName, ClusterName, s.InvalidRoute)}
 	} else {
 		routes = make([]*route.Route, s.Clusters)
 		for i := range routes {
-			routes[i] = routeTo(ScaledPath(i), ScaledClusterName(i), s.InvalidRoute && i == 0)
+			target := i
+			if j, ok := s.RouteTargets[i]; ok {
+				target = j
+			}
+			routes[i] = routeTo(ScaledPath(i), ScaledClusterName(i), ScaledClusterName(target), s.InvalidRoute && i == 0)
 		}
 	}
 	return &route.RouteConfiguration{

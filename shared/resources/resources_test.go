@@ -176,3 +176,32 @@ func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
 		assert.Len(t, ours.GetVersionMap(typ.URL()), 1)
 	}
 }
+
+// The route and listener workloads of lab bench: a route pointed at another cluster, and
+// the HTTP connection manager's server_name, each change exactly one resource.
+func TestRouteTargetsAndServerName(t *testing.T) {
+	base := State{Version: "1", InventoryPort: 18080, Clusters: 3}
+	moved := base
+	moved.Version, moved.RouteTargets = "2", map[int]int{1: 2}
+	a, b := build(t, base), build(t, moved)
+	assert.Equal(t, []Type{RDS}, b.ChangedTypes(a))
+	rs := b.ByType[RDS][0].Resource.(*route.RouteConfiguration).GetVirtualHosts()[0].GetRoutes()
+	assert.Equal(t, ScaledClusterName(2), rs[1].GetRoute().GetCluster(), "route 1 goes to cluster 2")
+	assert.Equal(t, ScaledClusterName(1), rs[1].GetName(), "the route keeps its own name")
+	assert.Equal(t, ScaledClusterName(2), rs[2].GetRoute().GetCluster())
+
+	named := base
+	named.Version, named.ServerName = "3", "lab-2"
+	c := build(t, named)
+	assert.Equal(t, []Type{LDS}, c.ChangedTypes(a))
+	m := &hcm.HttpConnectionManager{}
+	require.NoError(t, c.ByType[LDS][0].Resource.(*listener.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(m))
+	assert.Equal(t, "lab-2", m.GetServerName())
+
+	for _, bad := range []map[int]int{{3: 0}, {0: 3}, {-1: 0}} {
+		s := base
+		s.RouteTargets = bad
+		_, err := Build(s)
+		assert.ErrorContains(t, err, "outside the scaled state", "%v", bad)
+	}
+}
