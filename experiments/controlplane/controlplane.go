@@ -327,9 +327,10 @@ func (c *ControlPlane) Limits() Limits { return c.limits }
 // ActiveStreams returns how many ADS streams are being served now.
 func (c *ControlPlane) ActiveStreams() int { return int(c.active.Load()) }
 
-// Publish builds s and makes it the state served to the node.
+// Publish makes s the state served to the node. It rebuilds only what s changes from the
+// state served now (resources.Rebuild), so a change costs O(what changed) up to the cache.
 func (c *ControlPlane) Publish(ctx context.Context, s resources.State) (*resources.Set, error) {
-	set, err := resources.Build(s)
+	set, err := resources.Rebuild(c.pub.Current(), s)
 	if err != nil {
 		return nil, fmt.Errorf("publish version %s: %w", s.Version, err)
 	}

@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -203,4 +204,145 @@ func publishLinear(t *testing.T, p *LinearPublisher, s resources.State) *resourc
 	require.NoError(t, err)
 	require.NoError(t, p.Publish(context.Background(), set))
 	return set
+}
+
+// statePublisher makes a publisher of either cache that records into buf.
+func statePublisher(t testing.TB, cache Cache, buf *bytes.Buffer) StatePublisher {
+	rec := xdslog.NewRecorder(buf, xdslog.ModeDelta)
+	if cache == LinearCache {
+		return NewLinearPublisher(LinearConfig{Recorder: rec})
+	}
+	p, err := NewPublisher(PublisherConfig{Cache: NewSnapshotCache(nil), Recorder: rec, Strategy: PerType})
+	require.NoError(t, err)
+	return p
+}
+
+// The first publish lists every resource; each later one only what it added, modified
+// and deleted; a reader's model rebuilds the published state from them. Both publishers
+// write the same events, whether the set was rebuilt from the current one or built whole.
+func TestPublishEventsAreIncremental(t *testing.T) {
+	for _, cache := range []Cache{SnapshotCache, LinearCache} {
+		for _, rebuild := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/rebuild=%v", cache, rebuild), func(t *testing.T) {
+				var buf bytes.Buffer
+				p := statePublisher(t, cache, &buf)
+				states := []resources.State{
+					{Version: "1", InventoryPort: 18080, Clusters: 3},
+					{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}},
+					{Version: "3", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{1: 18081}},
+					{Version: "4", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{1: 18081}},
+				}
+				for _, s := range states {
+					var (
+						set *resources.Set
+						err error
+					)
+					if rebuild {
+						set, err = resources.Rebuild(p.Current(), s)
+					} else {
+						set, err = resources.Build(s)
+					}
+					require.NoError(t, err)
+					require.NoError(t, p.Publish(context.Background(), set))
+				}
+				ev, _, err := xdslog.Read(&buf)
+				require.NoError(t, err)
+				require.Len(t, ev, 4)
+				assert.False(t, ev[0].Incremental)
+				assert.Len(t, ev[0].Resources, 8, "the first publish in full: 3+3 clusters and endpoints, a listener, a route")
+				assert.True(t, ev[1].Incremental)
+				assert.Equal(t, []string{"EDS/inventory-0001"}, typeNames(ev[1].Resources))
+				assert.Empty(t, ev[1].Deleted)
+				assert.Equal(t, []string{"RDS/quote-route"}, typeNames(ev[2].Resources))
+				assert.Equal(t, []string{"CDS/inventory-0002", "EDS/inventory-0002"}, typeNames(ev[2].Deleted))
+				assert.Len(t, ev[2].Deleted[0].Hash, 64, "a deletion names the content it removes")
+				assert.Equal(t, []string{"CDS", "EDS", "RDS"}, ev[2].Changed)
+				assert.True(t, ev[3].Incremental)
+				assert.Empty(t, ev[3].Resources, "nothing changed")
+				assert.Empty(t, ev[3].Changed)
+
+				m := xdslog.NewModel(nil)
+				for _, e := range ev {
+					m.Observe(e)
+				}
+				for name, want := range map[string]bool{"inventory-0000": true, "inventory-0001": true, "inventory-0002": false} {
+					has, ok := m.Published("CDS", name)
+					assert.True(t, ok)
+					assert.Equal(t, want, has, name)
+				}
+			})
+		}
+	}
+}
+
+func typeNames(rs xdslog.Resources) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Type+"/"+r.Name)
+	}
+	return out
+}
+
+// The name table holds the published state and what the last publish replaced, no more:
+// a long run of publishes does not grow it.
+func TestNameTableStaysBounded(t *testing.T) {
+	for _, cache := range []Cache{SnapshotCache, LinearCache} {
+		var buf bytes.Buffer
+		p := statePublisher(t, cache, &buf)
+		var set *resources.Set
+		for i := range 200 {
+			var err error
+			set, err = resources.Rebuild(p.Current(), resources.State{Version: fmt.Sprint(i + 1), InventoryPort: 18080, Clusters: 5, EndpointPorts: map[int]int{i % 5: 18081 + i%7}})
+			require.NoError(t, err)
+			require.NoError(t, p.Publish(context.Background(), set))
+		}
+		var names *nameTable
+		switch p := p.(type) {
+		case *Publisher:
+			names = &p.names
+		case *LinearPublisher:
+			names = &p.names
+		}
+		// Each publish moves two endpoints: the new override and the one it drops.
+		assert.LessOrEqual(t, len(names.byHash), 12+2, "%s: 12 resources published and the two the last publish replaced", cache)
+		// What was sent of the state before the last publish is still named.
+		for _, r := range set.ByType[resources.EDS] {
+			any, err := anypb.New(r.Resource)
+			require.NoError(t, err)
+			name, hash := p.Describe(any)
+			assert.Equal(t, r.Name, name)
+			assert.Equal(t, r.Hash, hash)
+		}
+	}
+}
+
+// BenchmarkPublishEndpoint is one endpoint change at N = 10,000 made and published the way
+// the control plane does (Rebuild, then Publish, recorded), per cache, with no client
+// connected: what the workbench itself costs per change.
+func BenchmarkPublishEndpoint(b *testing.B) {
+	for _, cache := range []Cache{SnapshotCache, LinearCache} {
+		b.Run(string(cache), func(b *testing.B) {
+			var buf bytes.Buffer
+			p := statePublisher(b, cache, &buf)
+			state := func(i int) resources.State {
+				return resources.State{Version: fmt.Sprint(i), InventoryPort: 18080, Clusters: 10_000, EndpointPorts: map[int]int{0: 18081 + i%2}}
+			}
+			set, err := resources.Build(state(0))
+			require.NoError(b, err)
+			require.NoError(b, p.Publish(context.Background(), set))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				buf.Reset()
+				set, err := resources.Rebuild(p.Current(), state(i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Publish(context.Background(), set); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

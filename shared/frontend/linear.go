@@ -109,7 +109,7 @@ type LinearPublisher struct {
 	mu       sync.Mutex
 	current  *resources.Set
 	counters map[resources.Type]uint64 // UpdateResources calls per type: the cache's version
-	names    map[string]string         // content hash -> name, current and previous set
+	names    nameTable
 }
 
 // NewLinearPublisher builds the four caches, their mux and a publisher with nothing
@@ -148,44 +148,52 @@ func (p *LinearPublisher) VersionPrefix() string { return p.prefix }
 func (p *LinearPublisher) Strategy() VersionStrategy { return PerType }
 
 // Publish hands each type's cache what changed from the current set, recording the
-// publish first (exactly as Publisher does: UpdateResources may send at once).
+// publish first (exactly as Publisher does: UpdateResources may send at once). A set
+// rebuilt from the current one (resources.Rebuild) carries its change, so the publish
+// costs O(what changed); any other set is compared whole and checked as the snapshot
+// cache would check it.
 func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 	if set == nil {
 		return fmt.Errorf("publish: nil resource set")
 	}
-	// The same check as Publisher: a set the snapshot cache would refuse is refused here.
-	if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
-		return fmt.Errorf("publish version %s: %w", set.Version, err)
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	changed := set.ChangedTypes(p.current)
-	recordPublish(p.rec, set, changed)
-	for _, t := range changed {
-		var old map[string]string
-		if p.current != nil {
-			old = p.current.Hashes(t)
+	if !set.RebuiltFrom(p.current) {
+		// The same check as Publisher: a set the snapshot cache would refuse is refused here.
+		if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
+			return fmt.Errorf("publish version %s: %w", set.Version, err)
 		}
-		toUpdate := make(map[string]types.Resource)
-		for _, r := range set.ByType[t] {
-			if h, ok := old[r.Name]; !ok || h != r.Hash {
-				toUpdate[r.Name] = r.Resource
-			}
+	}
+	change := resources.Diff(p.current, set)
+	recordPublish(p.rec, set, p.current == nil, change)
+	byType := map[resources.Type]*typeUpdate{}
+	for _, e := range change.Edits {
+		u := byType[e.Type]
+		if u == nil {
+			u = &typeUpdate{toUpdate: map[string]types.Resource{}}
+			byType[e.Type] = u
 		}
-		var toDelete []string
-		cur := set.Hashes(t)
-		for name := range old {
-			if _, ok := cur[name]; !ok {
-				toDelete = append(toDelete, name)
-			}
+		if e.New != nil {
+			u.toUpdate[e.Name] = e.New.Resource
+		} else {
+			u.toDelete = append(u.toDelete, e.Name)
 		}
-		if err := p.caches[t].UpdateResources(toUpdate, toDelete); err != nil {
+	}
+	for _, t := range change.Types() {
+		if err := p.caches[t].UpdateResources(byType[t].toUpdate, byType[t].toDelete); err != nil {
 			return fmt.Errorf("publish version %s: update %s: %w", set.Version, t, err)
 		}
 		p.counters[t]++
 	}
-	p.current, p.names = set, nameTable(set, p.current)
+	p.current = set
+	p.names.advance(change)
 	return nil
+}
+
+// typeUpdate is one type's UpdateResources arguments.
+type typeUpdate struct {
+	toUpdate map[string]types.Resource
+	toDelete []string
 }
 
 // Current returns the last published set (nil before the first publish).
@@ -209,6 +217,4 @@ func (p *LinearPublisher) Versions() map[resources.Type]string {
 
 // Describe is Publisher.Describe over this publisher's sets. The LinearCache's delta
 // resource version is the same hash of the same bytes.
-func (p *LinearPublisher) Describe(a *anypb.Any) (name, hash string) {
-	return describe(&p.mu, &p.names, a)
-}
+func (p *LinearPublisher) Describe(a *anypb.Any) (name, hash string) { return p.names.describe(a) }

@@ -80,7 +80,7 @@ type Publisher struct {
 	mu       sync.Mutex
 	current  *resources.Set
 	versions map[resources.Type]string
-	names    map[string]string // content hash -> resource name, current and previous set
+	names    nameTable
 }
 
 // NewPublisher validates cfg and returns a publisher with nothing published yet.
@@ -111,7 +111,8 @@ func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	changed := set.ChangedTypes(p.current)
+	change := resources.Diff(p.current, set)
+	changed := change.Types()
 	versions := resources.UniformVersions(set.Version)
 	if p.strategy == PerType && p.current != nil {
 		changedSet := map[resources.Type]bool{}
@@ -130,58 +131,84 @@ func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
 	}
 	// Record before setting: SetSnapshot may trigger sends at once, and the log must show
 	// the publish first.
-	recordPublish(p.rec, set, changed)
+	recordPublish(p.rec, set, p.current == nil, change)
 	if err := p.cache.SetSnapshot(ctx, p.nodeID, snap); err != nil {
 		return fmt.Errorf("publish version %s: set snapshot: %w", set.Version, err)
 	}
-	p.current, p.versions, p.names = set, versions, nameTable(set, p.current)
+	p.current, p.versions = set, versions
+	p.names.advance(change)
 	return nil
 }
 
-// recordPublish writes the publish event both publishers write: every resource of set
-// with its content hash, and the types that changed.
-func recordPublish(rec *xdslog.Recorder, set *resources.Set, changed []resources.Type) {
-	var published []xdslog.Resource
-	for _, t := range resources.Types {
-		for _, r := range set.ByType[t] {
-			published = append(published, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
-		}
+// recordPublish writes the publish event both publishers write: the first in full
+// (every resource of set with its content hash), each later one as its change (what was
+// added or modified, and what was deleted), with the types that changed.
+func recordPublish(rec *xdslog.Recorder, set *resources.Set, first bool, change resources.Change) {
+	types := change.Types()
+	changed := make([]string, len(types))
+	for i, t := range types {
+		changed[i] = string(t)
 	}
-	changedNames := make([]string, len(changed))
-	for i, t := range changed {
-		changedNames[i] = string(t)
-	}
-	rec.Publish(set.Version, published, changedNames)
-}
-
-// nameTable maps content hash -> name for set and, where set lacks the content, the set
-// before it (a send of the old state may still be in flight): what Describe reads.
-func nameTable(set, prev *resources.Set) map[string]string {
-	names := make(map[string]string)
-	for _, s := range []*resources.Set{set, prev} {
-		if s == nil {
-			continue
-		}
+	if first {
+		var all []xdslog.Resource
 		for _, t := range resources.Types {
-			for _, r := range s.ByType[t] {
-				if _, ok := names[r.Hash]; !ok {
-					names[r.Hash] = r.Name
-				}
+			for _, r := range set.ByType[t] {
+				all = append(all, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
 			}
 		}
+		rec.Publish(set.Version, all, changed)
+		return
 	}
-	return names
+	var updated, deleted []xdslog.Resource
+	for _, e := range change.Edits {
+		if e.New != nil {
+			updated = append(updated, xdslog.Resource{Type: string(e.Type), Name: e.Name, Hash: e.New.Hash})
+		} else {
+			deleted = append(deleted, xdslog.Resource{Type: string(e.Type), Name: e.Name, Hash: e.Old.Hash})
+		}
+	}
+	rec.PublishChange(set.Version, updated, deleted, changed)
 }
 
-// describe names and hashes a resource on the wire from a name table. The hash is
-// computed from the bytes sent (the library's delta version is the same function), so
-// what is recorded is what was sent; the name comes from the table, or from decoding
-// when the content is unknown.
-func describe(mu *sync.Mutex, names *map[string]string, a *anypb.Any) (name, hash string) {
+// nameTable maps content hash -> resource name for the published set and, where it lacks
+// the content, the set before it (a send of the old state may still be in flight): what
+// Describe reads. It moves by each publish's change, so a publish costs O(what changed).
+type nameTable struct {
+	mu     sync.Mutex
+	byHash map[string]string
+	// retired are the hashes the last publish replaced or deleted: named one publish more.
+	retired []string
+}
+
+// advance applies one publish's change.
+func (n *nameTable) advance(c resources.Change) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byHash == nil {
+		n.byHash = map[string]string{}
+	}
+	for _, h := range n.retired {
+		delete(n.byHash, h)
+	}
+	n.retired = n.retired[:0]
+	for _, e := range c.Edits {
+		if e.New != nil {
+			n.byHash[e.New.Hash] = e.Name
+		}
+		if e.Old != nil {
+			n.retired = append(n.retired, e.Old.Hash)
+		}
+	}
+}
+
+// describe names and hashes a resource on the wire. The hash is computed from the bytes
+// sent (the library's delta version is the same function), so what is recorded is what
+// was sent; the name comes from the table, or from decoding when the content is unknown.
+func (n *nameTable) describe(a *anypb.Any) (name, hash string) {
 	hash = cachev3.HashResource(a.GetValue())
-	mu.Lock()
-	name, ok := (*names)[hash]
-	mu.Unlock()
+	n.mu.Lock()
+	name, ok := n.byHash[hash]
+	n.mu.Unlock()
 	if ok {
 		return name, hash
 	}
@@ -211,4 +238,4 @@ func (p *Publisher) Versions() map[resources.Type]string {
 // DescribeFunc for the transports. The hash is computed from the bytes sent (the
 // library's delta version is the same function), so what is recorded is what was sent;
 // the name comes from the published sets, or from decoding when the content is unknown.
-func (p *Publisher) Describe(a *anypb.Any) (name, hash string) { return describe(&p.mu, &p.names, a) }
+func (p *Publisher) Describe(a *anypb.Any) (name, hash string) { return p.names.describe(a) }

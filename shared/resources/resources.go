@@ -6,6 +6,7 @@ package resources
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -135,6 +136,13 @@ type Set struct {
 	ByType  map[Type][]Resource
 	// Invalid names the resources that deliberately fail validation (the invalid route).
 	Invalid []string
+
+	// state is what the set was built from; id numbers it; parent and change, for a set
+	// made by Rebuild, name the set it was rebuilt from and what differs from it.
+	state  State
+	id     uint64
+	parent uint64
+	change *Change
 }
 
 // ClusterNames returns the cluster names of a state, in order.
@@ -158,47 +166,17 @@ func ScaledPath(i int) string { return fmt.Sprintf("%s/%d", QuotePath, i) }
 // Build validates s and builds its resources. Every resource passes ValidateAll except
 // the deliberately invalid route; the snapshot made from them passes Consistent.
 func Build(s State) (*Set, error) {
-	if s.Version == "" {
-		return nil, fmt.Errorf("build state: empty version label")
+	s, err := checkState(s)
+	if err != nil {
+		return nil, err
 	}
-	if s.ListenerPort == 0 {
-		s.ListenerPort = DefaultListener
-	}
-	if err := loopback.ValidatePort(s.ListenerPort); err != nil {
-		return nil, fmt.Errorf("build version %s: listener: %w", s.Version, err)
-	}
-	if err := loopback.ValidatePort(s.InventoryPort); err != nil {
-		return nil, fmt.Errorf("build version %s: inventory endpoint: %w", s.Version, err)
-	}
-	if s.Clusters < 0 {
-		return nil, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
-	}
-	for i, j := range s.RouteTargets {
-		if s.Clusters <= 0 || i < 0 || i >= s.Clusters || j < 0 || j >= s.Clusters {
-			return nil, fmt.Errorf("build version %s: route %d -> cluster %d outside the scaled state", s.Version, i, j)
-		}
-	}
-	for i, p := range s.EndpointPorts {
-		if s.Clusters <= 0 || i < 0 || i >= s.Clusters {
-			return nil, fmt.Errorf("build version %s: endpoint override for cluster %d outside the scaled state", s.Version, i)
-		}
-		if err := loopback.ValidatePort(p); err != nil {
-			return nil, fmt.Errorf("build version %s: cluster %d endpoint: %w", s.Version, i, err)
-		}
-	}
-
-	set := &Set{Version: s.Version, ByType: map[Type][]Resource{}}
+	set := &Set{Version: s.Version, ByType: map[Type][]Resource{}, state: s, id: setIDs.Add(1)}
 	add := func(t Type, name string, r types.Resource, mustValidate bool) error {
-		if mustValidate {
-			if err := validate(r); err != nil {
-				return fmt.Errorf("build version %s: %s %q: %w", s.Version, t, name, err)
-			}
-		}
-		h, err := Hash(r)
+		res, err := builtResource(s.Version, t, name, r, mustValidate)
 		if err != nil {
-			return fmt.Errorf("build version %s: hash %s %q: %w", s.Version, t, name, err)
+			return err
 		}
-		set.ByType[t] = append(set.ByType[t], Resource{Type: t, Name: name, Hash: h, Resource: r})
+		set.ByType[t] = append(set.ByType[t], res)
 		return nil
 	}
 
@@ -239,6 +217,55 @@ func Build(s State) (*Set, error) {
 		return nil, fmt.Errorf("build version %s: %w", s.Version, err)
 	}
 	return set, nil
+}
+
+// checkState validates s and returns it with defaults filled and its maps copied (a set
+// keeps the state it was built from, for Rebuild, and the caller may reuse its maps).
+func checkState(s State) (State, error) {
+	if s.Version == "" {
+		return s, fmt.Errorf("build state: empty version label")
+	}
+	if s.ListenerPort == 0 {
+		s.ListenerPort = DefaultListener
+	}
+	if err := loopback.ValidatePort(s.ListenerPort); err != nil {
+		return s, fmt.Errorf("build version %s: listener: %w", s.Version, err)
+	}
+	if err := loopback.ValidatePort(s.InventoryPort); err != nil {
+		return s, fmt.Errorf("build version %s: inventory endpoint: %w", s.Version, err)
+	}
+	if s.Clusters < 0 {
+		return s, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
+	}
+	for i, j := range s.RouteTargets {
+		if s.Clusters <= 0 || i < 0 || i >= s.Clusters || j < 0 || j >= s.Clusters {
+			return s, fmt.Errorf("build version %s: route %d -> cluster %d outside the scaled state", s.Version, i, j)
+		}
+	}
+	for i, p := range s.EndpointPorts {
+		if s.Clusters <= 0 || i < 0 || i >= s.Clusters {
+			return s, fmt.Errorf("build version %s: endpoint override for cluster %d outside the scaled state", s.Version, i)
+		}
+		if err := loopback.ValidatePort(p); err != nil {
+			return s, fmt.Errorf("build version %s: cluster %d endpoint: %w", s.Version, i, err)
+		}
+	}
+	s.EndpointPorts, s.RouteTargets = maps.Clone(s.EndpointPorts), maps.Clone(s.RouteTargets)
+	return s, nil
+}
+
+// builtResource validates (when asked) and hashes one freshly built resource.
+func builtResource(version string, t Type, name string, r types.Resource, mustValidate bool) (Resource, error) {
+	if mustValidate {
+		if err := validate(r); err != nil {
+			return Resource{}, fmt.Errorf("build version %s: %s %q: %w", version, t, name, err)
+		}
+	}
+	h, err := Hash(r)
+	if err != nil {
+		return Resource{}, fmt.Errorf("build version %s: hash %s %q: %w", version, t, name, err)
+	}
+	return Resource{Type: t, Name: name, Hash: h, Resource: r}, nil
 }
 
 // UniformVersions gives every type the same version label.
@@ -285,51 +312,30 @@ func (s *Set) Hashes(t Type) map[string]string {
 // ChangedTypes lists the types whose content differs between prev and s (all types when
 // prev is nil), in Types order.
 func (s *Set) ChangedTypes(prev *Set) []Type {
-	var out []Type
-	for _, t := range Types {
-		if prev == nil || !sameHashes(prev.Hashes(t), s.Hashes(t)) {
-			out = append(out, t)
-		}
+	if prev == nil {
+		return slices.Clone(Types)
 	}
-	return out
-}
-
-func sameHashes(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	return Diff(prev, s).Types()
 }
 
 // Describe says in a few words what changed from prev to s (for `lab serve`).
 func (s *Set) Describe(prev *Set) string {
-	changed := s.ChangedTypes(prev)
-	if len(changed) == 0 {
+	c := Diff(prev, s)
+	if c.Empty() {
 		return "no content change"
 	}
-	parts := make([]string, 0, len(changed))
-	for _, t := range changed {
+	var parts []string
+	for _, t := range c.Types() {
 		var names []string
-		old := map[string]string{}
-		if prev != nil {
-			old = prev.Hashes(t)
-		}
-		cur := s.Hashes(t)
-		for n, h := range cur {
-			if oh, ok := old[n]; !ok {
-				names = append(names, "+"+n)
-			} else if oh != h {
-				names = append(names, "~"+n)
-			}
-		}
-		for n := range old {
-			if _, ok := cur[n]; !ok {
-				names = append(names, "-"+n)
+		for _, e := range c.Edits {
+			switch {
+			case e.Type != t:
+			case e.Old == nil:
+				names = append(names, "+"+e.Name)
+			case e.New == nil:
+				names = append(names, "-"+e.Name)
+			default:
+				names = append(names, "~"+e.Name)
 			}
 		}
 		slices.Sort(names)

@@ -105,8 +105,12 @@ type Event struct {
 	Held        map[string]string `json:"held,omitempty"`
 	HeldUnknown bool              `json:"held_unknown,omitempty"`
 	// LatestNonce is the latest nonce sent for the type when a request is stale.
-	LatestNonce     string            `json:"latest_nonce,omitempty"`
-	Resources       Resources         `json:"resources,omitempty"`
+	LatestNonce string    `json:"latest_nonce,omitempty"`
+	Resources   Resources `json:"resources,omitempty"`
+	// Incremental marks a publish that lists only what changed: Resources the added and
+	// modified resources, Deleted the ones gone (with the hash they had).
+	Incremental     bool              `json:"incremental,omitempty"`
+	Deleted         Resources         `json:"deleted,omitempty"`
 	Changed         []string          `json:"changed,omitempty"`
 	Names           []string          `json:"names,omitempty"`
 	InitialVersions map[string]string `json:"initial_versions,omitempty"`

@@ -14,11 +14,9 @@ import (
 // applies events. These state rules live here and nowhere else.
 type Model struct {
 	streams map[streamKey]*streamState
-	// published is the last publish's resources; publishedSet indexes them by type and
-	// name, built on first use (requests that name resources are rare, publishes of
-	// 20,000 resources are not).
-	published    []Resource
-	publishedSet map[string]map[string]bool
+	// published is the published state by type and name: set whole by a full publish and
+	// edited by an incremental one (nil until the first full publish).
+	published map[string]map[string]bool
 	labels       *LabelBook
 	// last is the most recently opened stream; its held table outlives the stream, so a
 	// reader can say what the client held at the end of a step (Held).
@@ -101,7 +99,7 @@ func (m *Model) typ(server int, id int64, typ string) *typeState {
 func (m *Model) Observe(e Event) {
 	switch e.Event {
 	case EventPublish:
-		m.published, m.publishedSet = e.Resources, nil
+		m.publish(e)
 	case EventStreamOpen:
 		m.last = m.stream(e.Server, e.Stream)
 	case EventStreamClose:
@@ -215,21 +213,33 @@ func (m *Model) apply(mode, typ string, t *typeState, s *sent) {
 	}
 }
 
-// Published reports whether the last publish had typ/name; ok is false before any publish.
+// publish applies a publish event: a full one lists the whole state, an incremental one
+// only what it added or modified (Resources) and deleted (Deleted). An incremental publish
+// with no full one before it (a log cut at the front) leaves the state unknown.
+func (m *Model) publish(e Event) {
+	if !e.Incremental {
+		m.published = map[string]map[string]bool{}
+	} else if m.published == nil {
+		return
+	}
+	for _, x := range e.Resources {
+		if m.published[x.Type] == nil {
+			m.published[x.Type] = map[string]bool{}
+		}
+		m.published[x.Type][x.Name] = true
+	}
+	for _, x := range e.Deleted {
+		delete(m.published[x.Type], x.Name)
+	}
+}
+
+// Published reports whether the published state has typ/name; ok is false before any
+// full publish.
 func (m *Model) Published(typ, name string) (has, ok bool) {
 	if m.published == nil {
 		return false, false
 	}
-	if m.publishedSet == nil {
-		m.publishedSet = map[string]map[string]bool{}
-		for _, x := range m.published {
-			if m.publishedSet[x.Type] == nil {
-				m.publishedSet[x.Type] = map[string]bool{}
-			}
-			m.publishedSet[x.Type][x.Name] = true
-		}
-	}
-	return m.publishedSet[typ][name], true
+	return m.published[typ][name], true
 }
 
 // Redundant reports whether the client on (server, stream) holds exactly hash for name:
