@@ -17,7 +17,7 @@ type Model struct {
 	// published is the published state by type and name: set whole by a full publish and
 	// edited by an incremental one (nil until the first full publish).
 	published map[string]map[string]bool
-	labels       *LabelBook
+	labels    *LabelBook
 	// last is the most recently opened stream; its held table outlives the stream, so a
 	// reader can say what the client held at the end of a step (Held).
 	last *streamState
