@@ -103,7 +103,7 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DeltaDiscoveryRequest) err
 	if err != nil {
 		return err
 	}
-	q := xdslog.DeltaRequest{Subscribe: req.GetResourceNamesSubscribe(), Unsubscribe: req.GetResourceNamesUnsubscribe(),
+	q := xdslog.DeltaRequest{Node: req.GetNode().GetId(), Subscribe: req.GetResourceNamesSubscribe(), Unsubscribe: req.GetResourceNamesUnsubscribe(),
 		Initial: req.GetInitialResourceVersions(), Nonce: req.GetResponseNonce()}
 	if req.GetErrorDetail() != nil {
 		msg := req.GetErrorDetail().GetMessage()

@@ -133,7 +133,7 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
-	q := xdslog.SotWRequest{Names: req.GetResourceNames(), VersionInfo: req.GetVersionInfo(), Nonce: req.GetResponseNonce()}
+	q := xdslog.SotWRequest{Node: req.GetNode().GetId(), Names: req.GetResourceNames(), VersionInfo: req.GetVersionInfo(), Nonce: req.GetResponseNonce()}
 	if req.GetErrorDetail() != nil {
 		msg := req.GetErrorDetail().GetMessage()
 		q.Error = &msg

@@ -117,6 +117,11 @@ type Options struct {
 	Addr string
 	// NodeID is the node served (resources.NodeID when empty).
 	NodeID string
+	// Fleet serves every node the same state, whatever its node ID: K proxies, each with
+	// its own ID (lab bench --envoys). NodeID must then be empty. The LinearCache serves
+	// every node alike anyway; the SnapshotCache is keyed on one group
+	// (frontend.NewFleetSnapshotCache).
+	Fleet bool
 	// Versions is the SotW version strategy; must be empty in delta mode.
 	Versions frontend.VersionStrategy
 	// NackPolicy is the SotW NACK policy; must be empty in delta mode.
@@ -186,6 +191,9 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
 		}
 	}
+	if o.Fleet && o.NodeID != "" {
+		return fail(fmt.Errorf("node ID %q with a fleet: a fleet serves every node", o.NodeID))
+	}
 	cacheKind, err := frontend.ParseCache(string(o.Cache))
 	if err != nil {
 		return fail(err)
@@ -224,8 +232,11 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			policy = sotw.Hold
 		}
 	} else {
-		sc := frontend.NewSnapshotCache(nil)
-		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: o.NodeID, Recorder: o.Recorder, Strategy: o.Versions})
+		sc, node := frontend.NewSnapshotCache(nil), o.NodeID
+		if o.Fleet {
+			sc, node = frontend.NewFleetSnapshotCache(nil), frontend.FleetKey
+		}
+		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: node, Recorder: o.Recorder, Strategy: o.Versions})
 		if err != nil {
 			return fail(err)
 		}

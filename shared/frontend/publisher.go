@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -51,6 +52,27 @@ func NewSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
 		logger = DiscardLogger{}
 	}
 	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
+}
+
+// FleetKey is the one snapshot key of a fleet cache (NewFleetSnapshotCache): a
+// Publisher serving a fleet publishes to it.
+const FleetKey = "fleet"
+
+// fleetHash keys every node on FleetKey, so that K proxies with their own node IDs share
+// one snapshot, as identically configured proxies do (Contour's ConstantHash,
+// internal/xds/v3/hash.go, does the same). The LinearCache needs no such thing: it serves
+// every node alike.
+type fleetHash struct{}
+
+func (fleetHash) ID(*core.Node) string { return FleetKey }
+
+// NewFleetSnapshotCache is NewSnapshotCache serving every node from the snapshot
+// published for FleetKey, whatever its node ID.
+func NewFleetSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
+	if logger == nil {
+		logger = DiscardLogger{}
+	}
+	return cachev3.NewSnapshotCache(true, fleetHash{}, logger)
 }
 
 // PublisherConfig configures NewPublisher.

@@ -98,7 +98,9 @@ type Event struct {
 	// names the published state lacks, and for a SotW resume the content the server maps
 	// the resumed label to (Held) or that it cannot (HeldUnknown). Removed doubles as the
 	// names removed from the subscription.
-	Kind        string            `json:"kind,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	// Node is the node ID, on the first request event of a stream that names one.
+	Node        string            `json:"node,omitempty"`
 	Added       []string          `json:"added,omitempty"`
 	Wildcard    bool              `json:"wildcard,omitempty"`
 	Missing     []string          `json:"missing,omitempty"`

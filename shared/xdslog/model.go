@@ -31,6 +31,7 @@ type streamKey struct {
 type streamState struct {
 	key   streamKey
 	types map[string]*typeState
+	node  string // the node ID its first request named
 }
 
 type typeState struct {
@@ -148,6 +149,9 @@ func (m *Model) Observe(e Event) {
 }
 
 func (m *Model) request(e Event) {
+	if e.Node != "" {
+		m.stream(e.Server, e.Stream).node = e.Node
+	}
 	t := m.typ(e.Server, e.Stream, e.Type)
 	t.known = true
 	t.names = slices.Clone(e.Names)
@@ -231,6 +235,15 @@ func (m *Model) publish(e Event) {
 	for _, x := range e.Deleted {
 		delete(m.published[x.Type], x.Name)
 	}
+}
+
+// Node is the node ID the stream's first request named ("" when none did, or the stream
+// is unknown).
+func (m *Model) Node(server int, stream int64) string {
+	if s, ok := m.streams[streamKey{server, stream}]; ok {
+		return s.node
+	}
+	return ""
 }
 
 // Published reports whether the published state has typ/name; ok is false before any

@@ -54,6 +54,8 @@ type Recorder struct {
 	// WithLogSize); past maxBytes storms are condensed (storm.go).
 	written  int64
 	maxBytes int64
+	// node is the node ID of the request being recorded, for its request event.
+	node string
 }
 
 // Option configures a Recorder.

@@ -14,6 +14,8 @@ import (
 
 // SotWRequest is one SotW DiscoveryRequest as the recorder needs it.
 type SotWRequest struct {
+	// Node is the request's node ID ("" when it carries no node).
+	Node        string
 	Names       []string
 	VersionInfo string
 	Nonce       string
@@ -37,6 +39,8 @@ func (r *Recorder) SotW(stream int64, typ string, q SotWRequest) Event {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.node = q.Node
+	defer func() { r.node = "" }()
 	t := r.typeLocked(stream, typ)
 	names := slices.Sorted(slices.Values(q.Names))
 	if t.latest != "" && q.Nonce != t.latest {
@@ -103,6 +107,8 @@ func (r *Recorder) staleLocked(stream int64, typ string, t *typeState, names []s
 
 // DeltaRequest is one DeltaDiscoveryRequest as the recorder needs it.
 type DeltaRequest struct {
+	// Node is the request's node ID ("" when it carries no node).
+	Node                   string
 	Subscribe, Unsubscribe []string
 	Initial                map[string]string
 	Nonce                  string
@@ -118,6 +124,8 @@ func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.node = q.Node
+	defer func() { r.node = "" }()
 	t := r.typeLocked(stream, typ)
 	var fb Event
 	if q.Nonce != "" {
@@ -188,10 +196,15 @@ func (r *Recorder) changeLocked(t *typeState, e Event) {
 	r.requestLocked(t, e)
 }
 
-// requestLocked writes a request event; Names is the whole subscription after it.
+// requestLocked writes a request event; Names is the whole subscription after it. The
+// first request event of a stream that names a node carries it (node), so a reader can
+// tell K proxies' streams apart.
 func (r *Recorder) requestLocked(t *typeState, e Event) {
 	e.Event = EventRequest
 	e.Names = orEmpty(slices.Clone(e.Names))
+	if r.node != "" && r.model.Node(r.server, e.Stream) == "" {
+		e.Node = r.node
+	}
 	r.flushStormLocked(e.Stream, e.Type, t, true)
 	r.emitLocked(e)
 }
