@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,11 +118,13 @@ type Options struct {
 	Addr string
 	// NodeID is the node served (resources.NodeID when empty).
 	NodeID string
-	// Fleet serves every node the same state, whatever its node ID: K proxies, each with
-	// its own ID (lab bench --envoys). NodeID must then be empty. The LinearCache serves
-	// every node alike anyway; the SnapshotCache is keyed on one group
-	// (frontend.NewFleetSnapshotCache).
-	Fleet bool
+	// Nodes, when set, serves one state per node ID, each published on its own
+	// (PublisherFor): K Envoys on one machine need K listener ports, and the listener is
+	// part of the state (lab bench --envoys). NodeID must then be empty. SnapshotCache:
+	// one cache keyed on node ID and a publisher per node. LinearCache: a LinearPublisher
+	// (four LinearCaches) per node behind a MuxCache that classifies requests by node ID
+	// (the library's server fills in the node of a stream's later requests).
+	Nodes []string
 	// Versions is the SotW version strategy; must be empty in delta mode.
 	Versions frontend.VersionStrategy
 	// NackPolicy is the SotW NACK policy; must be empty in delta mode.
@@ -142,7 +145,9 @@ type ControlPlane struct {
 	addr   string
 	port   int
 	limits Limits
-	pub    frontend.StatePublisher
+	pub    frontend.StatePublisher // the first node's
+	pubs   map[string]frontend.StatePublisher
+	nodes  []string
 	cache  frontend.Cache
 	fe     frontend.FrontEnd
 	rec    *xdslog.Recorder
@@ -191,8 +196,11 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
 		}
 	}
-	if o.Fleet && o.NodeID != "" {
-		return fail(fmt.Errorf("node ID %q with a fleet: a fleet serves every node", o.NodeID))
+	if len(o.Nodes) > 0 && o.NodeID != "" {
+		return fail(fmt.Errorf("node ID %q with per-node states: give the nodes only", o.NodeID))
+	}
+	if err := checkNodes(o.Nodes); err != nil {
+		return fail(err)
 	}
 	cacheKind, err := frontend.ParseCache(string(o.Cache))
 	if err != nil {
@@ -216,32 +224,47 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	// The state: one cache and its one publisher. Delta's system_version_info is the
 	// label and its resource versions are hashes, so in delta mode Versions is empty and
 	// the strategy is Uniform.
-	var (
-		cache cachev3.Cache
-		pub   frontend.StatePublisher
-	)
+	nodes, perNode := o.Nodes, len(o.Nodes) > 0
+	if !perNode {
+		nodes = []string{o.NodeID}
+	}
+	pubs := make(map[string]frontend.StatePublisher, len(nodes))
+	var cache cachev3.Cache
 	policy := o.NackPolicy
 	if cacheKind == frontend.LinearCache {
 		// One LinearCache per type behind a MuxCache, its versions behind a prefix of
 		// this start alone. A LinearCache records what it sent, not what was ACKed, so
 		// a NACK never makes it re-send: the SotW transport presents the rejected version
 		// (Hold) so that this holds even for a client that had nothing before.
-		lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: o.Recorder})
-		cache, pub = lp.Cache(), lp
+		byNode := make(map[string]cachev3.Cache, len(nodes))
+		for _, n := range nodes {
+			lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: o.Recorder, Node: n})
+			pubs[n], byNode[n], cache = lp, lp.Cache(), lp.Cache()
+		}
+		if perNode {
+			cache = &cachev3.MuxCache{
+				Classify:      func(r *cachev3.Request) string { return r.GetNode().GetId() },
+				ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetNode().GetId() },
+				Caches:        byNode,
+			}
+		}
 		if o.Mode == xdslog.ModeSotW {
 			policy = sotw.Hold
 		}
 	} else {
-		sc, node := frontend.NewSnapshotCache(nil), o.NodeID
-		if o.Fleet {
-			sc, node = frontend.NewFleetSnapshotCache(nil), frontend.FleetKey
+		sc := frontend.NewSnapshotCache(nil)
+		for _, n := range nodes {
+			sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: perNode})
+			if err != nil {
+				return fail(err)
+			}
+			pubs[n] = sp
 		}
-		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: node, Recorder: o.Recorder, Strategy: o.Versions})
-		if err != nil {
-			return fail(err)
-		}
-		cache, pub = sc, sp
+		cache = sc
 	}
+	// Resources on the wire are named by the first node's publisher: every node's state
+	// has the same names, and content it does not know is named by decoding it.
+	pub := pubs[nodes[0]]
 	// The transport, serving that cache.
 	feCtx, cancel := context.WithCancel(context.Background())
 	var fe frontend.FrontEnd
@@ -264,6 +287,8 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		port:      lis.Addr().(*net.TCPAddr).Port,
 		limits:    limits,
 		pub:       pub,
+		pubs:      pubs,
+		nodes:     nodes,
 		cache:     cacheKind,
 		fe:        fe,
 		rec:       o.Recorder,
@@ -306,7 +331,35 @@ func (c *ControlPlane) Port() int { return c.port }
 // FrontEnd returns the transport being served.
 func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
 
-// Publisher returns the publisher of the state served: what was published last
+// PublisherFor returns the publisher of one node's state (nil for a node not served one).
+// Without Options.Nodes the one node is Options.NodeID as given ("" for the default).
+func (c *ControlPlane) PublisherFor(node string) frontend.StatePublisher { return c.pubs[node] }
+
+// Nodes lists the nodes with a state of their own (Options.Nodes), in the order given.
+func (c *ControlPlane) Nodes() []string {
+	if len(c.pubs) == 1 && c.nodes[0] == "" {
+		return nil
+	}
+	return slices.Clone(c.nodes)
+}
+
+// checkNodes refuses empty and repeated node IDs.
+func checkNodes(nodes []string) error {
+	seen := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if n == "" {
+			return errors.New("an empty node ID among the nodes")
+		}
+		if seen[n] {
+			return fmt.Errorf("node %q listed twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// Publisher returns the publisher of the state served (with Options.Nodes, the first
+// node's; see PublisherFor): what was published last
 // (Current, Versions) and Publish for a set built elsewhere.
 func (c *ControlPlane) Publisher() frontend.StatePublisher { return c.pub }
 

@@ -6,70 +6,88 @@ import (
 	"testing"
 	"time"
 
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// newFleetHarness is newHarness with a snapshot cache that serves every node ID from one
-// snapshot (frontend.NewFleetSnapshotCache); the LinearCache variants serve every node
-// anyway and are left as they are.
-func newFleetHarness(t *testing.T, v variant) *harness {
-	h := newHarness(t, v)
-	if v.linear() {
-		return h
-	}
-	sc := frontend.NewFleetSnapshotCache(nil)
-	sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: frontend.FleetKey, Recorder: h.rec, Strategy: v.versions})
-	require.NoError(t, err)
-	h.cache, h.pub = sc, sp
-	h.fe = newTransport(t, h.ctx, v, h.cache, h.pub, h.rec)
-	h.lis = serve(t, h.fe)
-	return h
-}
+var proxies = []string{"proxy-0", "proxy-1", "proxy-2"}
 
-// TestFleetServesEveryNode: three clients with their own node IDs all reach the published
-// state and the next one, under either cache, and the first request event of each stream
-// names its node, so a reader can tell the proxies apart (lab bench --envoys).
-func TestFleetServesEveryNode(t *testing.T) {
+// TestOneStatePerNode: a control plane with a state per node (lab bench --envoys) serves
+// each of three clients its own listener port and the same clusters, under either cache;
+// a change published to every node reaches each; the first request event of each stream
+// names its node and each publish event the node it was for.
+func TestOneStatePerNode(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			h := newFleetHarness(t, v)
-			set1 := h.publish("initial", resources.State{Version: "1", InventoryPort: portV1, Clusters: 2})
-			var clients []*simclient.Client
-			for i := range 3 {
-				c, err := simclient.New(v.mode, fmt.Sprintf("proxy-%d", i))
+			leakcheck.Verify(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+			h.rec = xdslog.NewRecorder(h.log, v.mode)
+			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
+				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies})
+			require.NoError(t, err)
+			t.Cleanup(func() { cancel(); cp.Stop() })
+			h.addr = cp.Addr()
+			assert.Equal(t, proxies, cp.Nodes())
+
+			publishAll := func(step string, s resources.State) map[string]*resources.Set {
+				h.rec.SetStep(step)
+				sets := map[string]*resources.Set{}
+				for i, n := range proxies {
+					st := s
+					st.ListenerPort = 20100 + i
+					set, err := resources.Rebuild(cp.PublisherFor(n).Current(), st)
+					require.NoError(t, err)
+					require.NoError(t, cp.PublisherFor(n).Publish(ctx, set))
+					sets[n] = set
+				}
+				return sets
+			}
+			sets1 := publishAll("initial", resources.State{Version: "1", InventoryPort: portV1, Clusters: 2})
+			clients := map[string]*simclient.Client{}
+			for _, n := range proxies {
+				c, err := simclient.New(v.mode, n)
 				require.NoError(t, err)
-				clients = append(clients, c)
+				clients[n] = c
 				defer h.connect(c)()
 			}
-			for i, c := range clients {
-				h.waitClient(c, fmt.Sprintf("proxy-%d initial", i), func(s simclient.State) bool { return acceptedHashes(s, set1) })
+			for i, n := range proxies {
+				s := h.waitClient(clients[n], n+" initial", func(s simclient.State) bool { return acceptedHashes(s, sets1[n]) })
+				l := s.Accepted[resources.LDS][resources.ListenerName].Resource.(*listener.Listener)
+				assert.EqualValues(t, 20100+i, l.GetAddress().GetSocketAddress().GetPortValue(), "%s runs its own listener port", n)
 			}
-			set2 := h.publish("update", resources.State{Version: "2", InventoryPort: portV1, Clusters: 2, EndpointPorts: map[int]int{1: portV2}})
-			for i, c := range clients {
-				h.waitClient(c, fmt.Sprintf("proxy-%d update", i), func(s simclient.State) bool { return acceptedHashes(s, set2) })
+			sets2 := publishAll("update", resources.State{Version: "2", InventoryPort: portV1, Clusters: 2, EndpointPorts: map[int]int{1: portV2}})
+			for _, n := range proxies {
+				h.waitClient(clients[n], n+" update", func(s simclient.State) bool { return acceptedHashes(s, sets2[n]) })
 			}
 
 			ev := h.log.events(t)
 			nodes, server := map[int64][]string{}, 0
+			published := map[string][]string{}
 			for _, e := range ev {
-				if e.Event == xdslog.EventRequest && e.Node != "" {
+				switch {
+				case e.Event == xdslog.EventRequest && e.Node != "":
 					nodes[e.Stream] = append(nodes[e.Stream], e.Node)
 					server = e.Server
+				case e.Event == xdslog.EventPublish:
+					published[e.Step] = append(published[e.Step], e.Node)
 				}
 			}
+			assert.Equal(t, map[string][]string{"initial": proxies, "update": proxies}, published, "a publish event per node")
 			require.Len(t, nodes, 3, "three streams, each naming its node")
 			seen := map[string]bool{}
 			for stream, ns := range nodes {
 				require.Len(t, ns, 1, "stream %d names its node once: %v", stream, ns)
 				seen[ns[0]] = true
 			}
-			assert.Equal(t, map[string]bool{"proxy-0": true, "proxy-1": true, "proxy-2": true}, seen)
+			assert.Len(t, seen, 3)
 			m := xdslog.NewModel(nil)
 			for _, e := range ev {
 				m.Observe(e)
@@ -81,21 +99,50 @@ func TestFleetServesEveryNode(t *testing.T) {
 	}
 }
 
-// A snapshot cache keyed on node ID (the default) serves only the node published to: a
-// proxy with another ID waits for ever. This is why --envoys needs the fleet cache.
-func TestSnapshotCacheKeyedOnNodeServesOnlyThatNode(t *testing.T) {
-	v := variants[0]
-	h := newHarness(t, v)
-	h.publish("initial", resources.State{Version: "1", InventoryPort: portV1})
-	other, err := simclient.New(v.mode, "another-proxy")
-	require.NoError(t, err)
-	defer h.connect(other)()
-	h.waitLog("the other proxy's CDS request", func(ev []xdslog.Event) bool {
-		return len(filter(ev, ofType("initial", xdslog.EventRequest, "CDS"))) == 1
-	})
-	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
-	defer cancel()
-	_, err = other.WaitFor(ctx, func(s simclient.State) bool { return len(s.Accepted[resources.CDS]) > 0 })
-	assert.Error(t, err, "nothing is sent to a node with no snapshot")
-	assert.Empty(t, filter(h.log.events(t), of("initial", xdslog.EventSend)))
+// A proxy whose node ID has no state of its own is served nothing, under either cache:
+// the SnapshotCache has no snapshot for it, and the MuxCache no cache.
+func TestUnknownNodeIsServedNothing(t *testing.T) {
+	for _, v := range []variant{variants[0], variants[3]} {
+		t.Run(v.name, func(t *testing.T) {
+			leakcheck.Verify(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+			h.rec = xdslog.NewRecorder(h.log, v.mode)
+			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
+				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies[:1]})
+			require.NoError(t, err)
+			t.Cleanup(func() { cancel(); cp.Stop() })
+			h.addr = cp.Addr()
+			set, err := resources.Build(resources.State{Version: "1", InventoryPort: portV1})
+			require.NoError(t, err)
+			require.NoError(t, cp.PublisherFor(proxies[0]).Publish(ctx, set))
+			assert.Nil(t, cp.PublisherFor("another-proxy"))
+
+			other, err := simclient.New(v.mode, "another-proxy")
+			require.NoError(t, err)
+			defer h.connect(other)()
+			h.waitLog("the other proxy's CDS request", func(ev []xdslog.Event) bool {
+				return len(filter(ev, ofType("", xdslog.EventRequest, "CDS"))) == 1
+			})
+			// Nothing can arrive later either: no publish follows. The short wait only
+			// gives a wrong send the chance to show.
+			wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer wcancel()
+			_, err = other.WaitFor(wctx, func(s simclient.State) bool { return len(s.Accepted[resources.CDS]) > 0 })
+			assert.Error(t, err, "nothing is sent to a node with no state")
+			assert.Empty(t, filter(h.log.events(t), of("", xdslog.EventSend)))
+		})
+	}
+}
+
+func TestNodesRefused(t *testing.T) {
+	for _, o := range []controlplane.Options{
+		{Nodes: []string{"a", "a"}},
+		{Nodes: []string{"a", ""}},
+		{Nodes: []string{"a"}, NodeID: "b"},
+	} {
+		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeDelta)
+		_, err := controlplane.Start(context.Background(), o)
+		assert.Error(t, err, fmt.Sprint(o.Nodes))
+	}
 }

@@ -70,6 +70,9 @@ type LinearConfig struct {
 	// never gives out a version an earlier one did (contour#6250): the library answers
 	// a request whose version lacks its prefix with everything it holds.
 	VersionPrefix string
+	// Node, when the control plane serves one state per node, is the node whose state
+	// this publisher holds: the publish events name it.
+	Node string
 }
 
 // NewVersionPrefix returns a prefix no other start of this machine's control plane
@@ -102,6 +105,7 @@ var lastPrefix atomic.Int64
 // only the PerType strategy can be honoured. The cache serves every node alike.
 type LinearPublisher struct {
 	rec    *xdslog.Recorder
+	node   string
 	prefix string
 	caches map[resources.Type]*cachev3.LinearCache
 	mux    *cachev3.MuxCache
@@ -120,6 +124,7 @@ func NewLinearPublisher(cfg LinearConfig) *LinearPublisher {
 	}
 	p := &LinearPublisher{
 		rec:      cfg.Recorder,
+		node:     cfg.Node,
 		prefix:   cfg.VersionPrefix,
 		caches:   make(map[resources.Type]*cachev3.LinearCache, len(resources.Types)),
 		counters: make(map[resources.Type]uint64, len(resources.Types)),
@@ -165,7 +170,7 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 		}
 	}
 	change := resources.Diff(p.current, set)
-	recordPublish(p.rec, set, p.current == nil, change)
+	recordPublish(p.rec, p.node, set, p.current == nil, change)
 	byType := map[resources.Type]*typeUpdate{}
 	for _, e := range change.Edits {
 		u := byType[e.Type]

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -54,27 +53,6 @@ func NewSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
 	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
 }
 
-// FleetKey is the one snapshot key of a fleet cache (NewFleetSnapshotCache): a
-// Publisher serving a fleet publishes to it.
-const FleetKey = "fleet"
-
-// fleetHash keys every node on FleetKey, so that K proxies with their own node IDs share
-// one snapshot, as identically configured proxies do (Contour's ConstantHash,
-// internal/xds/v3/hash.go, does the same). The LinearCache needs no such thing: it serves
-// every node alike.
-type fleetHash struct{}
-
-func (fleetHash) ID(*core.Node) string { return FleetKey }
-
-// NewFleetSnapshotCache is NewSnapshotCache serving every node from the snapshot
-// published for FleetKey, whatever its node ID.
-func NewFleetSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
-	if logger == nil {
-		logger = DiscardLogger{}
-	}
-	return cachev3.NewSnapshotCache(true, fleetHash{}, logger)
-}
-
 // PublisherConfig configures NewPublisher.
 type PublisherConfig struct {
 	// Cache receives the snapshots; required.
@@ -86,6 +64,9 @@ type PublisherConfig struct {
 	// Strategy says how type versions move (Uniform when empty). Delta resources are
 	// versioned by content hash whatever the strategy; it moves system_version_info.
 	Strategy VersionStrategy
+	// PerNode says the control plane serves one state per node (one publisher each): the
+	// publish events then name NodeID.
+	PerNode bool
 }
 
 // Publisher is the state side of the control plane: the one place a validated resource
@@ -96,6 +77,7 @@ type PublisherConfig struct {
 type Publisher struct {
 	cache    SnapshotSetter
 	nodeID   string
+	recNode  string // the node the publish events name ("" for the one state served)
 	rec      *xdslog.Recorder
 	strategy VersionStrategy
 
@@ -117,7 +99,11 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if cfg.NodeID == "" {
 		cfg.NodeID = resources.NodeID
 	}
-	return &Publisher{cache: cfg.Cache, nodeID: cfg.NodeID, rec: cfg.Recorder, strategy: strategy}, nil
+	p := &Publisher{cache: cfg.Cache, nodeID: cfg.NodeID, rec: cfg.Recorder, strategy: strategy}
+	if cfg.PerNode {
+		p.recNode = cfg.NodeID
+	}
+	return p, nil
 }
 
 // NodeID returns the node served.
@@ -153,7 +139,7 @@ func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
 	}
 	// Record before setting: SetSnapshot may trigger sends at once, and the log must show
 	// the publish first.
-	recordPublish(p.rec, set, p.current == nil, change)
+	recordPublish(p.rec, p.recNode, set, p.current == nil, change)
 	if err := p.cache.SetSnapshot(ctx, p.nodeID, snap); err != nil {
 		return fmt.Errorf("publish version %s: set snapshot: %w", set.Version, err)
 	}
@@ -164,8 +150,9 @@ func (p *Publisher) Publish(ctx context.Context, set *resources.Set) error {
 
 // recordPublish writes the publish event both publishers write: the first in full
 // (every resource of set with its content hash), each later one as its change (what was
-// added or modified, and what was deleted), with the types that changed.
-func recordPublish(rec *xdslog.Recorder, set *resources.Set, first bool, change resources.Change) {
+// added or modified, and what was deleted), with the types that changed; node names the
+// node when each node has its own state.
+func recordPublish(rec *xdslog.Recorder, node string, set *resources.Set, first bool, change resources.Change) {
 	types := change.Types()
 	changed := make([]string, len(types))
 	for i, t := range types {
@@ -178,7 +165,7 @@ func recordPublish(rec *xdslog.Recorder, set *resources.Set, first bool, change 
 				all = append(all, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
 			}
 		}
-		rec.Publish(set.Version, all, changed)
+		rec.Emit(xdslog.Event{Event: xdslog.EventPublish, Node: node, Version: set.Version, Resources: all, Changed: changed})
 		return
 	}
 	var updated, deleted []xdslog.Resource
@@ -189,7 +176,7 @@ func recordPublish(rec *xdslog.Recorder, set *resources.Set, first bool, change 
 			deleted = append(deleted, xdslog.Resource{Type: string(e.Type), Name: e.Name, Hash: e.Old.Hash})
 		}
 	}
-	rec.PublishChange(set.Version, updated, deleted, changed)
+	rec.Emit(xdslog.Event{Event: xdslog.EventPublish, Node: node, Version: set.Version, Incremental: true, Resources: updated, Deleted: deleted, Changed: changed})
 }
 
 // nameTable maps content hash -> resource name for the published set and, where it lacks

@@ -99,7 +99,8 @@ type Event struct {
 	// the resumed label to (Held) or that it cannot (HeldUnknown). Removed doubles as the
 	// names removed from the subscription.
 	Kind string `json:"kind,omitempty"`
-	// Node is the node ID, on the first request event of a stream that names one.
+	// Node is the node ID: on the first request event of a stream that names one, and on
+	// a publish when the control plane serves one state per node.
 	Node        string            `json:"node,omitempty"`
 	Added       []string          `json:"added,omitempty"`
 	Wildcard    bool              `json:"wildcard,omitempty"`

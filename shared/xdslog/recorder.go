@@ -195,13 +195,6 @@ func (r *Recorder) Publish(version string, res []Resource, changed []string) {
 	r.Emit(Event{Event: EventPublish, Version: version, Resources: res, Changed: changed})
 }
 
-// PublishChange records a new desired state by what differs from the one published
-// before it: the resources added or modified, and the ones deleted. A control plane
-// publishes in full first; at 20,000 resources a full listing per change would cost more
-// than the change itself.
-func (r *Recorder) PublishChange(version string, updated, deleted []Resource, changed []string) {
-	r.Emit(Event{Event: EventPublish, Version: version, Incremental: true, Resources: updated, Deleted: deleted, Changed: changed})
-}
 
 func (r *Recorder) typeLocked(stream int64, typ string) *typeState {
 	return r.model.typ(r.server, stream, typ)
