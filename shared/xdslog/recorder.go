@@ -195,7 +195,6 @@ func (r *Recorder) Publish(version string, res []Resource, changed []string) {
 	r.Emit(Event{Event: EventPublish, Version: version, Resources: res, Changed: changed})
 }
 
-
 func (r *Recorder) typeLocked(stream int64, typ string) *typeState {
 	return r.model.typ(r.server, stream, typ)
 }
