@@ -141,7 +141,8 @@ func (r *configRun) run(ctx context.Context) error {
 		return err
 	}
 
-	// Initial state: cluster 0 on endpoint A, every workload alike.
+	// Initial state: N clusters, cluster 0 on endpoint A (workloadStep says what the
+	// route and listener workloads set besides).
 	init, err := r.measure(ctx, "initial", 0)
 	r.cfg.Initial = init
 	if err != nil {

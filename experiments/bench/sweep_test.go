@@ -440,3 +440,19 @@ func TestMeter(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, m.streamsOpened())
 }
+
+// TestReadOldReport: a bench.json from before the cache and workload axes (the committed
+// docs/bench run) reads as the snapshot cache and the endpoint workload, and renders.
+func TestReadOldReport(t *testing.T) {
+	rep, err := ReadReport(filepath.Join("..", "..", "docs", "bench", "bench.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Configs)
+	for _, c := range rep.Configs {
+		assert.Equal(t, string(frontend.SnapshotCache), c.Cache)
+		assert.Equal(t, WorkloadEndpoint, c.Workload)
+	}
+	assert.Equal(t, []string{"snapshot"}, rep.Options.Caches)
+	assert.Equal(t, []string{WorkloadEndpoint}, rep.Options.Workloads)
+	assert.Contains(t, rep.Markdown(), "| endpoint | snapshot | 10000 | delta |")
+	assert.Contains(t, svgSeries(t, rep.SVG()), "endpoint-time-sotw-per-type")
+}

@@ -94,9 +94,10 @@ type proof struct {
 
 const noBackend = -1
 
-// workloadStep is step i of workload w at N = n: i = 0 is the initial state (the same
-// scaled state for every workload: N clusters, cluster 0 on backend A, every other
-// cluster on the dead port), i >= 1 the i-th change. It only describes the desired state;
+// workloadStep is step i of workload w at N = n: i = 0 is the initial state (N
+// clusters, cluster 0 on backend A, every other cluster on the dead port; besides, the
+// route workload puts cluster 1 on backend B and the listener workload names the
+// server), i >= 1 the i-th change. It only describes the desired state;
 // configRun.publish builds it.
 func workloadStep(w string, n, i int, p ports) wstep {
 	st := resources.State{
