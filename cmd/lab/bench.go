@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -29,38 +32,59 @@ var (
 type benchOptions struct {
 	bench    bench.Options
 	versions []string
+	caches   []string
 	given    func(flag string) bool // cobra's Changed
 }
 
 func defaultBenchOptions() benchOptions {
 	return benchOptions{
 		bench: bench.Options{
-			Clusters: bench.DefaultClusters,
-			Clients:  1,
-			Client:   bench.ClientEnvoy,
-			Modes:    bench.DefaultModes,
-			Repeat:   bench.DefaultRepeat,
-			Timeout:  bench.DefaultTimeout,
+			Clusters:  bench.DefaultClusters,
+			Clients:   1,
+			Client:    bench.ClientEnvoy,
+			Modes:     bench.DefaultModes,
+			Workloads: bench.DefaultWorkloads,
+			Repeat:    bench.DefaultRepeat,
+			Timeout:   bench.DefaultTimeout,
 		},
 		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
+		caches:   []string{string(frontend.SnapshotCache)},
 		given:    func(string) bool { return false },
 	}
 }
 
-func newBenchCmd() *cobra.Command {
+func newBenchCmd() *cobra.Command { return newBenchCmdWith(runBench) }
+
+// newBenchCmdWith parses the flags into bench options and hands them to run (tests pass
+// their own to see the options).
+func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.Writer) error) *cobra.Command {
 	o := defaultBenchOptions()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure how SotW's and delta's cost grows with the number of clusters and clients",
-		Long: `For each cluster count N and each protocol (SotW with each version strategy, and
-delta), starts a control plane on 127.0.0.1 with its own xds.log
-(xds-<series>-N<N>.log), connects the client (real Envoy with --concurrency 1, or the
-simulated Envoy), publishes the scaled state (clusters inventory-0000..N-1, one route
-/quote/<i> each) and waits for the full ACK; then, --repeat times, moves ONE endpoint of
-ONE cluster between two loopback backends and measures: responses, resources, redundant
-resources and bytes sent; publish to last send and to the client's ACK; with Envoy,
-publish to the first request on /quote/<i> answered by the new endpoint, Envoy's CPU
-and RSS; and this process's CPU and heap.
+		Long: `For each workload, each cluster count N and each series (a library cache, and SotW with
+each version strategy or delta), starts a control plane on 127.0.0.1 with its own
+xds.log (xds-<series>-N<N>.log; xds-<workload>-<series>-N<N>.log but for the endpoint
+workload), connects the client (real Envoy with --concurrency 1, or the simulated
+Envoy), publishes the scaled state (clusters inventory-0000..N-1, one route /quote/<i>
+each) and waits for the full ACK; then, --repeat times, makes the workload's change and
+measures: responses, resources, redundant and removed resources and bytes sent; publish
+to last send and to the client's ACK; with Envoy, publish to the first request that
+shows the change, Envoy's CPU and RSS; and this process's CPU and heap.
+
+Workloads (--workload): endpoint moves cluster 0's endpoint between two loopback
+backends (the proof: /quote/0 answered by the new one); cluster-add adds one cluster
+with its endpoint and route per repeat (its path answered by its backend);
+cluster-remove removes the last cluster with its endpoint and route (its path gets
+Envoy's own 404); route points /quote/0 at cluster 1 and back (the other backend
+answers); listener changes the HTTP connection manager's server_name (the server
+header of an answer, on a new connection).
+
+Caches (--cache): snapshot is go-control-plane's SnapshotCache (series sotw-uniform,
+sotw-per-type, delta, as bench.json always named them); linear is a LinearCache per type
+behind a MuxCache (series sotw-per-type/linear, delta/linear). A LinearCache versions
+each type itself, so SotW with uniform versions is not run under it: a note says so,
+and --cache linear with --sotw-versions uniform alone is refused.
 
 With --clients K (simulated only) K fan-out clients share one node and the figures are
 totals over all of them; these clients speak ADS like Envoy but ACK without validating,
@@ -74,7 +98,11 @@ Envoy log).`,
   lab bench --client sim --clusters 10,1000 --repeat 3
 
   # fan-out: one change pushed to 100 clients, delta vs SotW per-type
-  lab bench --client sim --clients 100 --clusters 100,1000 --sotw-versions per-type`,
+  lab bench --client sim --clients 100 --clusters 100,1000 --sotw-versions per-type
+
+  # both caches, every workload, against real Envoy
+  lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
+    --workload endpoint,cluster-add,cluster-remove,route,listener --repeat 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed
@@ -84,9 +112,7 @@ Envoy log).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			bo.Progress = newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
-			_, err = bench.Run(ctx, bo)
-			return err
+			return run(ctx, bo, newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
 		},
 	}
 	f := cmd.Flags()
@@ -95,8 +121,10 @@ Envoy log).`,
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientSim}}, "client", "data plane: envoy or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
-	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type")
-	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "single-endpoint changes per configuration, "+benchRepeatRange.String())
+	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
+	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "library caches: snapshot, linear")
+	f.Var(choiceListValue{&o.bench.Workloads, parseWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
+	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "changes per configuration, "+benchRepeatRange.String()+" (cluster-remove: below every cluster count)")
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
@@ -110,6 +138,25 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	b.SotWVersions = nil
 	for _, v := range o.versions {
 		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
+	}
+	b.Caches = nil
+	for _, c := range o.caches {
+		b.Caches = append(b.Caches, frontend.Cache(c))
+	}
+	if slices.Equal(o.caches, []string{string(frontend.LinearCache)}) && slices.Contains(b.Modes, xdslog.ModeSotW) &&
+		slices.Equal(o.versions, []string{string(frontend.Uniform)}) {
+		return b, badFlag("sotw-versions", "uniform", "needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
+	}
+	for _, w := range b.Workloads {
+		if len(b.Clusters) == 0 {
+			break // Validate names the missing --clusters
+		}
+		switch {
+		case w == bench.WorkloadRoute && slices.Min(b.Clusters) < 2:
+			return b, badFlag("clusters", joinCounts(b.Clusters), "the route workload points route 0 at cluster 1 (want every count at least 2)")
+		case w == bench.WorkloadClusterRemove && slices.Min(b.Clusters) <= b.Repeat:
+			return b, badFlag("repeat", strconv.Itoa(b.Repeat), "the cluster-remove workload removes one cluster per repeat and keeps one (want below every --clusters count, the smallest is %d)", slices.Min(b.Clusters))
+		}
 	}
 	if b.Clients > 1 && b.Client != bench.ClientSim {
 		return b, badFlag("clients", strconv.Itoa(b.Clients), "more than one client needs --client sim (the bench runs one Envoy)")
@@ -127,6 +174,30 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// runBench runs the sweep with progress to progress; bench.Run prints the tables and
+// says where the files are.
+func runBench(ctx context.Context, o bench.Options, progress io.Writer) error {
+	o.Progress = progress
+	_, err := bench.Run(ctx, o)
+	return err
+}
+
+// parseWorkload is one --workload name.
+func parseWorkload(s string) error {
+	if !slices.Contains(bench.Workloads, s) {
+		return fmt.Errorf("unknown workload (want %s)", orList(bench.Workloads))
+	}
+	return nil
+}
+
+func joinCounts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // parseVersionStrategy is one SotW version strategy; "" (the library's default) is not a

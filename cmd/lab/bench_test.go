@@ -2,17 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/shared/frontend"
 )
 
-func runBench(t *testing.T, args ...string) (string, error) {
+func execBench(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	root := newRootCmd()
@@ -50,10 +56,24 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"timeout negative":     {[]string{"--timeout", "-1m"}, "--timeout -1m: outside 1s-1h"},
 		"timeout word":         {[]string{"--timeout", "later"}, "--timeout later: not a duration (want 1s-1h, e.g. 45s or 2m)"},
 		"positional argument":  {[]string{"extra"}, "extra: unexpected argument (usage: lab bench [flags])"},
+		"unknown cache":        {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot or linear)"},
+		"one unknown cache":    {[]string{"--cache", "snapshot,lru"}, "--cache snapshot,lru: lru: unknown cache (want snapshot or linear)"},
+		"cache twice":          {[]string{"--cache", "linear,linear"}, "--cache linear,linear: linear is listed twice"},
+		"cache empty":          {[]string{"--cache", ""}, `--cache "": empty (want snapshot or linear)`},
+		"unknown workload":     {[]string{"--workload", "cluster-move"}, "--workload cluster-move: unknown workload (want endpoint, cluster-add, cluster-remove, route or listener)"},
+		"one unknown workload": {[]string{"--workload", "route,cluster-move"}, "--workload route,cluster-move: cluster-move: unknown workload (want endpoint, cluster-add, cluster-remove, route or listener)"},
+		"workload twice":       {[]string{"--workload", "route,endpoint,route"}, "--workload route,endpoint,route: route is listed twice"},
+		"linear uniform": {[]string{"--cache", "linear", "--modes", "sotw", "--sotw-versions", "uniform"},
+			"--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)"},
+		"linear uniform with delta": {[]string{"--cache", "linear", "--sotw-versions", "uniform"},
+			"--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)"},
+		"route on one cluster": {[]string{"--workload", "route", "--clusters", "1,10"}, "--clusters 1,10: the route workload points route 0 at cluster 1 (want every count at least 2)"},
+		"remove them all": {[]string{"--workload", "endpoint,cluster-remove", "--clusters", "5,100", "--repeat", "5"},
+			"--repeat 5: the cluster-remove workload removes one cluster per repeat and keeps one (want below every --clusters count, the smallest is 5)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
-			stdout, err := runBench(t, append(tc.args, "--out", out)...)
+			stdout, err := execBench(t, append(tc.args, "--out", out)...)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
 			assert.Empty(t, stdout, "nothing started")
@@ -69,7 +89,7 @@ func TestBenchRefusesUsedOut(t *testing.T) {
 	out := t.TempDir()
 	old := filepath.Join(out, "xds-delta-N5.log")
 	require.NoError(t, os.WriteFile(old, []byte("from an earlier bench\n"), 0o644))
-	stdout, err := runBench(t, "--client", "sim", "--clusters", "5", "--repeat", "1", "--modes", "delta", "--out", out)
+	stdout, err := execBench(t, "--client", "sim", "--clusters", "5", "--repeat", "1", "--modes", "delta", "--out", out)
 	require.Error(t, err)
 	assert.Equal(t, "--out "+out+": already holds a file (xds-delta-N5.log) (want a new or empty directory)", err.Error())
 	assert.Empty(t, stdout, "nothing started")
@@ -79,15 +99,15 @@ func TestBenchRefusesUsedOut(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "bench.json")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	_, err = runBench(t, "--client", "sim", "--out", file)
+	_, err = execBench(t, "--client", "sim", "--out", file)
 	assert.EqualError(t, err, "--out "+file+": not a directory (want a new or empty directory)")
 }
 
 func TestBenchSimulatedRun(t *testing.T) {
 	out := t.TempDir()
-	stdout, err := runBench(t, "--client", "sim", "--clusters", "5", "--repeat", "1", "--modes", "delta,sotw", "--sotw-versions", "per-type", "--out", out)
+	stdout, err := execBench(t, "--client", "sim", "--clusters", "5", "--repeat", "1", "--modes", "delta,sotw", "--sotw-versions", "per-type", "--out", out)
 	require.NoError(t, err, stdout)
-	for _, want := range []string{"[N=5 delta] initial:", "[N=5 sotw-per-type] repeat 1/1:", "What one single-endpoint change sends", "SotW ÷ delta"} {
+	for _, want := range []string{"[endpoint N=5 delta] initial:", "[endpoint N=5 sotw-per-type] repeat 1/1:", "What one change sends", "SotW ÷ delta"} {
 		assert.Contains(t, stdout, want)
 	}
 	for _, f := range []string{"bench.json", "bench.md", "bench.svg", "xds-delta-N5.log", "xds-sotw-per-type-N5.log"} {
@@ -111,4 +131,99 @@ func TestBenchSimulatedRun(t *testing.T) {
 func TestBenchHelpHasExample(t *testing.T) {
 	cmd := newBenchCmd()
 	assert.Contains(t, cmd.Example, "lab bench --client envoy --clusters 10,100,1000,10000 --repeat 5")
+	assert.Contains(t, cmd.Example, "--cache snapshot,linear")
+}
+
+// parseBench runs `lab bench args` up to the run function and returns the options it
+// was given.
+func parseBench(t *testing.T, args ...string) bench.Options {
+	t.Helper()
+	var got *bench.Options
+	cmd := newBenchCmdWith(func(_ context.Context, o bench.Options, _ io.Writer) error {
+		got = &o
+		return nil
+	})
+	cmd.SetArgs(append(args, "--out", t.TempDir()))
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got, "the run function was called")
+	return *got
+}
+
+// TestBenchCacheAndWorkloadFlags: the defaults are today's bench (the snapshot cache,
+// the endpoint change); lists keep their order.
+func TestBenchCacheAndWorkloadFlags(t *testing.T) {
+	o := parseBench(t)
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache}, o.Caches)
+	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
+
+	o = parseBench(t, "--cache", "linear,snapshot", "--workload", "listener,cluster-add")
+	assert.Equal(t, []frontend.Cache{frontend.LinearCache, frontend.SnapshotCache}, o.Caches)
+	assert.Equal(t, []string{bench.WorkloadListener, bench.WorkloadClusterAdd}, o.Workloads)
+
+	// Linear alone with the default strategies (both): accepted, uniform is skipped.
+	o = parseBench(t, "--cache", "linear")
+	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions)
+}
+
+// TestRunBenchLinear calls the run function directly: the linear series run, the
+// skipped uniform one is a note, and bench.json records cache and workload.
+func TestRunBenchLinear(t *testing.T) {
+	out := t.TempDir()
+	var progress bytes.Buffer
+	err := runBench(context.Background(), bench.Options{
+		Clusters: []int{5}, Client: bench.ClientSim, Modes: bench.DefaultModes, SotWVersions: bench.DefaultVersions,
+		Caches: []frontend.Cache{frontend.LinearCache}, Workloads: []string{bench.WorkloadClusterRemove}, Repeat: 1, Out: out,
+	}, &progress)
+	require.NoError(t, err, progress.String())
+	assert.Contains(t, progress.String(), "bench: note: sotw-uniform is not run with --cache linear")
+	rep, err := bench.ReadReport(filepath.Join(out, "bench.json"))
+	require.NoError(t, err)
+	var got []string
+	for _, c := range rep.Configs {
+		got = append(got, c.Workload+" "+c.Cache+" "+c.Series)
+	}
+	assert.Equal(t, []string{"cluster-remove linear sotw-per-type/linear", "cluster-remove linear delta/linear"}, got)
+	for _, f := range []string{"xds-cluster-remove-sotw-per-type-linear-N5.log", "xds-cluster-remove-delta-linear-N5.log"} {
+		assert.FileExists(t, filepath.Join(out, f))
+	}
+}
+
+// TestMakeBench: `make bench` runs both caches, every series, the endpoint and
+// cluster-add workloads up to N = 10,000, with flags lab bench accepts.
+func TestMakeBench(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, value, ok := strings.Cut(line, "?="); ok && strings.HasPrefix(name, "BENCH_") {
+			vars["$("+strings.TrimSpace(name)+")"] = strings.TrimSpace(value)
+		}
+	}
+	_, target, ok := strings.Cut(string(b), "\nbench: ")
+	require.True(t, ok, "Makefile has a bench target")
+	target, _, _ = strings.Cut(target, "\n\n")
+	target = strings.ReplaceAll(target, "\\\n", " ")
+	var args []string
+	for _, line := range strings.Split(target, "\n") {
+		if _, cmd, ok := strings.Cut(line, "$(LAB) bench "); ok {
+			// --out is the evidence directory with a date; parseBench gives its own.
+			cmd, _, _ = strings.Cut(cmd, " --out ")
+			for _, f := range strings.Fields(cmd) {
+				if v, ok := vars[f]; ok {
+					f = v
+				}
+				args = append(args, f)
+			}
+		}
+	}
+	require.NotEmpty(t, args, "the bench target runs lab bench")
+	o := parseBench(t, args...)
+	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, o.Caches)
+	assert.Equal(t, []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, o.Workloads)
+	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
+	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions, "every SotW strategy")
+	assert.Equal(t, 10_000, slices.Max(o.Clusters))
 }

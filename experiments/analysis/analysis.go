@@ -326,11 +326,15 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		}
 		if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
 			names := make([]string, len(e.Resources))
+			sent := make(map[string]bool, len(e.Resources))
 			for i, r := range e.Resources {
 				names[i] = r.Name
+				sent[r.Name] = true
 			}
+			// A set, not a scan per name: a SotW CDS response at 10,000 clusters would
+			// otherwise cost 10^8 comparisons under the recorder's lock.
 			for _, n := range a.lastSet[k] {
-				if !slices.Contains(names, n) {
+				if !sent[n] {
 					f.RemovedByAbsence++
 					info.Absent = append(info.Absent, n)
 					st.AbsentNames = addName(st.AbsentNames, e.Type, n)

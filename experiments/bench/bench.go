@@ -1,12 +1,14 @@
 // Package bench measures how each xDS protocol's cost grows with the number of resources
-// and clients (`lab bench`). For every cluster count N and every protocol (SotW with each
-// version strategy, delta) it starts a control plane on loopback with an xds.log
-// recorder, brings a client (real Envoy, the simulated Envoy, or K fan-out clients) to
-// full ACK of the scaled state, then changes one endpoint of one cluster several times and
-// measures each change: what was sent (from the recorder's events), how long the control
-// plane and the client took, the CPU and memory both sides used and, with Envoy, when the
-// new endpoint first answered a real request. Results go to bench.json, bench.md and an
-// SVG chart, and a table is printed.
+// and clients (`lab bench`). For every workload, every cluster count N and every series
+// (a library cache, SotW with each version strategy the cache can honour, delta) it
+// starts a control plane on loopback with an xds.log recorder, brings a client (real
+// Envoy, the simulated Envoy, or K fan-out clients) to full ACK of the scaled state, then
+// makes the workload's change several times (move an endpoint, add or remove a cluster,
+// retarget a route, change the listener) and measures each change: what was sent (from
+// the recorder's events), how long the control plane and the client took, the CPU and
+// memory both sides used and, with Envoy, when a real request first showed the change
+// (the new backend answering, Envoy's 404, the new server header). Results go to
+// bench.json, bench.md and an SVG chart, and a table is printed.
 package bench
 
 import (
@@ -21,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -50,7 +53,7 @@ var (
 	DefaultVersions = []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}
 )
 
-// DefaultRepeat is how many single-endpoint changes each configuration measures.
+// DefaultRepeat is how many changes each configuration measures.
 const DefaultRepeat = 5
 
 // DefaultTimeout bounds one configuration (start, initial state, every repeat). Envoy
@@ -69,8 +72,15 @@ type Options struct {
 	// Modes are "sotw" and/or "delta".
 	Modes []string
 	// SotWVersions are the SotW version strategies to measure (ignored without sotw).
+	// The LinearCache versions each type itself, so with it only per-type runs: uniform
+	// is skipped for it (a progress note says so), and refused when nothing else would
+	// measure it.
 	SotWVersions []frontend.VersionStrategy
-	// Repeat is how many single-endpoint changes each configuration measures.
+	// Caches are the library caches to measure (DefaultCaches when empty).
+	Caches []frontend.Cache
+	// Workloads are the changes to measure (DefaultWorkloads when empty).
+	Workloads []string
+	// Repeat is how many changes each configuration measures.
 	Repeat int
 	// Out is the output directory (DefaultOut() when empty).
 	Out string
@@ -151,6 +161,47 @@ func (o *Options) Validate() error {
 	if o.Repeat < 1 || o.Repeat > MaxRepeat {
 		return fmt.Errorf("--repeat: %d is outside 1..%d", o.Repeat, MaxRepeat)
 	}
+	if len(o.Caches) == 0 {
+		o.Caches = slices.Clone(DefaultCaches)
+	}
+	seenCache := map[frontend.Cache]bool{}
+	for _, c := range o.Caches {
+		if c == "" {
+			return errors.New("--cache: empty cache name (want snapshot or linear)")
+		}
+		if _, err := frontend.ParseCache(string(c)); err != nil {
+			return fmt.Errorf("--cache: unknown cache %q (want snapshot or linear)", c)
+		}
+		if seenCache[c] {
+			return fmt.Errorf("--cache: %s is listed twice", c)
+		}
+		seenCache[c] = true
+	}
+	if seenMode[xdslog.ModeSotW] && len(o.Caches) == 1 && o.Caches[0] == frontend.LinearCache &&
+		len(o.SotWVersions) == 1 && o.SotWVersions[0] == frontend.Uniform {
+		return errors.New("--sotw-versions: uniform needs the snapshot cache: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
+	}
+	if len(o.Workloads) == 0 {
+		o.Workloads = slices.Clone(DefaultWorkloads)
+	}
+	seenW := map[string]bool{}
+	for _, w := range o.Workloads {
+		if err := parseWorkload(w); err != nil {
+			return fmt.Errorf("--workload: %w", err)
+		}
+		if seenW[w] {
+			return fmt.Errorf("--workload: %s is listed twice", w)
+		}
+		seenW[w] = true
+	}
+	// What the workloads need of N: the route workload retargets route 0 at cluster 1;
+	// cluster-remove removes one cluster per repeat and keeps cluster 0.
+	if seenW[WorkloadRoute] && o.Clusters[0] < 2 {
+		return fmt.Errorf("--clusters: the route workload points route 0 at cluster 1, so every count must be at least 2 (got %d)", o.Clusters[0])
+	}
+	if seenW[WorkloadClusterRemove] && o.Clusters[0] <= o.Repeat {
+		return fmt.Errorf("--repeat: the cluster-remove workload removes one cluster per repeat and keeps at least one, so --repeat %d needs every cluster count above %d (got %d)", o.Repeat, o.Repeat, o.Clusters[0])
+	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("--timeout: %s is negative", o.Timeout)
 	}
@@ -163,25 +214,55 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// series is one line of the chart: a protocol with, for SotW, its version strategy.
+// series is one line of the chart: a library cache and a protocol with, for SotW, its
+// version strategy. With the snapshot cache the names are the ones bench.json always had
+// ("sotw-uniform", "sotw-per-type", "delta"), so earlier reports stay comparable; the
+// LinearCache's carry it ("sotw-per-type/linear", "delta/linear").
 type series struct {
 	name     string
+	cache    frontend.Cache
 	mode     string
 	versions frontend.VersionStrategy
 }
 
-func (o *Options) series() []series {
-	var out []series
-	for _, m := range o.Modes {
-		if m == xdslog.ModeDelta {
-			out = append(out, series{name: "delta", mode: m})
-			continue
-		}
-		for _, v := range o.SotWVersions {
-			out = append(out, series{name: "sotw-" + string(v), mode: m, versions: v})
+// file is the series name as it appears in file names ("sotw-per-type-linear").
+func (s series) file() string { return strings.ReplaceAll(s.name, "/", "-") }
+
+func seriesName(cache frontend.Cache, mode string, versions frontend.VersionStrategy) string {
+	name := mode
+	if mode == xdslog.ModeSotW {
+		name += "-" + string(versions)
+	}
+	if cache != frontend.SnapshotCache {
+		name += "/" + string(cache)
+	}
+	return name
+}
+
+// series lists the series to run, cache by cache in --cache order, and the notes that
+// say what was skipped: SotW with uniform versions under the LinearCache, which versions
+// each type itself (controlplane.CheckCacheOptions refuses it).
+func (o *Options) series() ([]series, []string) {
+	var (
+		out   []series
+		notes []string
+	)
+	for _, c := range o.Caches {
+		for _, m := range o.Modes {
+			if m == xdslog.ModeDelta {
+				out = append(out, series{name: seriesName(c, m, ""), cache: c, mode: m})
+				continue
+			}
+			for _, v := range o.SotWVersions {
+				if controlplane.CheckCacheOptions(c, m, v, "") != nil {
+					notes = append(notes, fmt.Sprintf("%s is not run with --cache %s: each LinearCache versions its own type, so SotW under it is per-type only", seriesName(frontend.SnapshotCache, m, v), c))
+					continue
+				}
+				out = append(out, series{name: seriesName(c, m, v), cache: c, mode: m, versions: v})
+			}
 		}
 	}
-	return out
+	return out, notes
 }
 
 // env is what every configuration of a sweep shares.
@@ -189,8 +270,8 @@ type env struct {
 	o        *Options
 	bin      envoy.Binary
 	backends [2]*identity
-	// deadPort is where every cluster but the changed one points: nothing listens there,
-	// and Envoy never connects to it since only /quote/<changed> is requested.
+	// deadPort is where every cluster but the probed ones points: nothing listens there,
+	// and Envoy never connects to it since only the probed paths are requested.
 	deadPort int
 	progress io.Writer
 }
@@ -240,7 +321,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	e.deadPort = dead
 
 	rep := newReport(&o, e.bin)
-	ser := o.series()
+	ser, notes := o.series()
 	names := make([]string, len(ser))
 	for i, s := range ser {
 		names[i] = s.name
@@ -253,20 +334,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		client = "simulated Envoy (in-process)"
 	}
-	e.say("bench: %d configuration(s): N %s x %s; %s; %d repeat(s); output %s",
-		len(o.Clusters)*len(ser), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
+	e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
+		len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
+	for _, n := range notes {
+		e.say("bench: note: %s", n)
+	}
 	start := time.Now()
 	var failed []string
-	for _, n := range o.Clusters {
-		for _, s := range ser {
-			if ctx.Err() != nil {
-				break
-			}
-			cfg := e.runConfig(ctx, s, n)
-			rep.Configs = append(rep.Configs, cfg)
-			if cfg.Error != "" {
-				failed = append(failed, fmt.Sprintf("%s N=%d: %s", s.name, n, cfg.Error))
-				e.say("[N=%d %s] FAILED: %s", n, s.name, cfg.Error)
+	for _, w := range o.Workloads {
+		for _, n := range o.Clusters {
+			for _, s := range ser {
+				if ctx.Err() != nil {
+					break
+				}
+				cfg := e.runConfig(ctx, w, s, n)
+				rep.Configs = append(rep.Configs, cfg)
+				if cfg.Error != "" {
+					failed = append(failed, fmt.Sprintf("%s %s N=%d: %s", w, s.name, n, cfg.Error))
+					e.say("[%s N=%d %s] FAILED: %s", w, n, s.name, cfg.Error)
+				}
 			}
 		}
 	}

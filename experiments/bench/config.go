@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -23,6 +23,7 @@ const calibrationRequests = 50
 // configRun is one configuration in progress.
 type configRun struct {
 	e   *env
+	w   string
 	s   series
 	n   int
 	cfg *Config
@@ -33,31 +34,33 @@ type configRun struct {
 	logFile *os.File
 	m       *meter
 	cl      *clients
-	prev    *resources.Set
-	// changed is the index of the cluster whose endpoint moves.
-	changed      int
+	// prev is the last published set (nil before the first publish).
+	prev         *resources.Set
 	listenerPort int
 }
 
-// runConfig measures one (N, series) configuration; failures are kept in Config.Error so
-// the rest of the sweep still runs and the partial figures are still reported.
-func (e *env) runConfig(ctx context.Context, s series, n int) *Config {
+// runConfig measures one (workload, N, series) configuration; failures are kept in
+// Config.Error so the rest of the sweep still runs and the partial figures are still
+// reported.
+func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config {
 	started := time.Now()
 	cfg := &Config{
-		Series: s.name, Mode: s.mode, Versions: string(s.versions), N: n, Clients: e.o.Clients,
-		// Cluster 0, because its route is the first of the virtual host: Envoy matches
-		// routes in order, so a probe of /quote/<i> costs Envoy O(i) CPU (the last route's
-		// cost is in envoy_cpu_per_request_last_route_us), and hundreds of probes during
-		// one update would otherwise swamp the update's own Envoy CPU. Which cluster
-		// changes does not matter to either protocol.
-		ChangedCluster: 0,
+		Series: s.name, Cache: string(s.cache), Workload: w, Mode: s.mode, Versions: string(s.versions), N: n, Clients: e.o.Clients,
+		// Cluster 0 for the endpoint, route and listener workloads, because its route is
+		// the first of the virtual host: Envoy matches routes in order, so a probe of
+		// /quote/<i> costs Envoy O(i) CPU (the last route's cost is in
+		// envoy_cpu_per_request_last_route_us), and hundreds of probes during one update
+		// would otherwise swamp the update's own Envoy CPU. Which cluster changes does not
+		// matter to either protocol. cluster-add and cluster-remove change the last one
+		// (each sample names its own path).
+		ChangedCluster: changedCluster(w, n),
 	}
 	cfg.Path = resources.ScaledPath(cfg.ChangedCluster)
 	cfg.Client = e.o.Client
 	if e.o.Clients > 1 {
 		cfg.Client = clientAckOnly
 	}
-	r := &configRun{e: e, s: s, n: n, cfg: cfg, changed: cfg.ChangedCluster}
+	r := &configRun{e: e, w: w, s: s, n: n, cfg: cfg}
 	ctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
 	defer cancel()
 	err := r.run(ctx)
@@ -77,7 +80,19 @@ func (e *env) runConfig(ctx context.Context, s series, n int) *Config {
 	return cfg
 }
 
-func (r *configRun) stem() string { return fmt.Sprintf("%s-N%d", r.s.name, r.n) }
+// stem names the configuration's files: "sotw-uniform-N1000" for the endpoint workload
+// (the names bench always used), "<workload>-<series>-N<N>" for the others.
+func (r *configRun) stem() string {
+	st := fmt.Sprintf("%s-N%d", r.s.file(), r.n)
+	if r.w != WorkloadEndpoint {
+		st = r.w + "-" + st
+	}
+	return st
+}
+
+func (r *configRun) say(format string, args ...any) {
+	r.e.say("[%s N=%d %s] "+format, append([]any{r.w, r.n, r.s.name}, args...)...)
+}
 
 func (r *configRun) run(ctx context.Context) error {
 	e := r.e
@@ -94,7 +109,7 @@ func (r *configRun) run(ctx context.Context) error {
 	r.rec = xdslog.NewRecorder(f, r.s.mode, xdslog.WithObserver(r.m.observe))
 	// Default limits: 2,048 streams cover MaxClients, and every fan-out client has its own
 	// connection, so the per-connection stream limit never applies.
-	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec}
+	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache}
 	if r.s.mode == xdslog.ModeSotW {
 		opts.Versions = r.s.versions
 	}
@@ -109,7 +124,12 @@ func (r *configRun) run(ctx context.Context) error {
 			return err
 		}
 	}
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), listenerPort: r.listenerPort}
+	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), listenerPort: r.listenerPort,
+		// Envoy replaces its listener on an LDS change and drains the old one, whose
+		// connections keep the old configuration meanwhile: a kept-alive probe would see
+		// the old server name. Every probe of this workload opens its own connection, so
+		// it reaches the listener Envoy accepts new connections on.
+		freshConnections: r.w == WorkloadListener}
 	r.cl, err = startClients(ctx, spec)
 	if err != nil {
 		return err
@@ -120,19 +140,17 @@ func (r *configRun) run(ctx context.Context) error {
 	if err := r.m.waitSubscribed(ctx, e.o.Clients); err != nil {
 		return err
 	}
-	say := func(format string, args ...any) {
-		e.say("[N=%d %s] "+format, append([]any{r.n, r.s.name}, args...)...)
-	}
 
-	// Initial state: the changed cluster starts on endpoint A.
-	init, err := r.measure(ctx, "initial", "1", 0)
+	// Initial state: N clusters, cluster 0 on endpoint A (workloadStep says what the
+	// route and listener workloads set besides).
+	init, err := r.measure(ctx, "initial", 0)
 	r.cfg.Initial = init
 	if err != nil {
 		return fmt.Errorf("initial state: %w", err)
 	}
-	say("initial: %s", init.brief())
+	r.say("initial: %s", init.brief())
 	if r.cl.proc != nil {
-		if c, err := r.calibrate(ctx, r.cfg.Path, calibrationRequests); err == nil {
+		if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
 			r.cfg.EnvoyProbeCPUUS = &c
 		}
 		// The last route shows what the linear route match costs a request at this N.
@@ -141,13 +159,12 @@ func (r *configRun) run(ctx context.Context) error {
 		}
 	}
 	for i := 1; i <= e.o.Repeat; i++ {
-		// Alternate B, A, B, ...: every repeat is a real endpoint change.
-		s, err := r.measure(ctx, "update-"+strconv.Itoa(i), strconv.Itoa(i+1), i%2)
+		s, err := r.measure(ctx, "update-"+strconv.Itoa(i), i)
 		if err != nil {
 			return fmt.Errorf("repeat %d: %w", i, err)
 		}
 		r.cfg.Updates = append(r.cfg.Updates, s)
-		say("repeat %d/%d: %s", i, e.o.Repeat, s.brief())
+		r.say("repeat %d/%d: %s", i, e.o.Repeat, s.brief())
 	}
 	r.cfg.StreamsOpened = r.m.streamsOpened()
 	return nil
@@ -179,18 +196,42 @@ func (r *configRun) close() error {
 	return errors.Join(errs...)
 }
 
-// measure publishes one state and waits until every client ACKed it and, with Envoy, the
-// changed cluster's path is answered by backend b (0: A, 1: B).
-func (r *configRun) measure(ctx context.Context, step, version string, b int) (Sample, error) {
-	backend := r.e.backends[b]
-	state := resources.State{
-		Version: version, ListenerPort: r.listenerPort, InventoryPort: r.e.deadPort,
-		Clusters: r.n, EndpointPorts: map[int]int{r.changed: backend.port},
+// publish builds state and makes it the state served: the one place a configuration
+// turns a desired state into resources. It fills the sample's build and publish times,
+// both from t0. The Build line is the one that becomes resources.Rebuild(r.prev, state).
+func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.Time, s *Sample) (*resources.Set, error) {
+	set, err := resources.Build(state)
+	if err != nil {
+		return nil, fmt.Errorf("build version %s: %w", state.Version, err)
 	}
-	if state.ListenerPort == 0 {
-		state.ListenerPort = resources.DefaultListener
+	s.BuildMS = ms(time.Since(t0))
+	if err := r.cp.Publisher().Publish(ctx, set); err != nil {
+		return nil, fmt.Errorf("publish version %s: %w", state.Version, err)
 	}
-	s := Sample{Step: step, Version: version, EndpointPort: backend.port, Backend: backend.name}
+	s.PublishMS = ms(time.Since(t0))
+	return set, nil
+}
+
+// ports are where this configuration's states point.
+func (r *configRun) ports() ports {
+	p := ports{listener: r.listenerPort, dead: r.e.deadPort, backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
+	if p.listener == 0 {
+		p.listener = resources.DefaultListener
+	}
+	return p
+}
+
+// measure publishes step i of the workload (0: the initial state) and waits until every
+// client ACKed what it is owed and let go of what went away and, with Envoy, a request
+// shows the change (the step's proof).
+func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, error) {
+	ws := workloadStep(r.w, r.n, i, r.ports())
+	state, pf := ws.state, ws.proof
+	s := Sample{Step: step, Version: state.Version, Clusters: state.Clusters, Path: pf.path, Expect: r.describeProof(pf), ServerName: pf.server}
+	if pf.backend != noBackend {
+		b := r.e.backends[pf.backend]
+		s.EndpointPort, s.Backend = b.port, b.name
+	}
 	// Collect the previous step's garbage now rather than inside this step's window.
 	heap()
 	cpu0, err := selfCPU()
@@ -213,39 +254,50 @@ func (r *configRun) measure(ctx context.Context, step, version string, b int) (S
 	r.rec.SetStep(step)
 
 	type dpResult struct {
-		at    time.Time
-		polls int
-		err   error
+		answer Answer
+		at     time.Time
+		polls  int
+		err    error
 	}
 	var dp chan dpResult
 	t0 := time.Now()
-	// ControlPlane.Publish in two timed halves: the builders (validate and hash every
-	// resource), then the publisher (snapshot, consistency check, publish event, and the
-	// library's cache update, which for delta hashes every resource again).
-	set, err := resources.Build(state)
+	// Timed in two halves: the builders (validate and hash every resource), then the
+	// publisher (snapshot or per-type cache updates, consistency check, publish event,
+	// and the library's cache update, which for delta hashes every resource again).
+	set, err := r.publish(ctx, state, t0, &s)
 	if err != nil {
-		return s, fmt.Errorf("build version %s: %w", version, err)
+		return s, err
 	}
-	s.BuildMS = ms(time.Since(t0))
-	if err := r.cp.Publisher().Publish(ctx, set); err != nil {
-		return s, fmt.Errorf("publish version %s: %w", version, err)
-	}
-	s.PublishMS = ms(time.Since(t0))
 	// Probe only once the state is published: nothing can change in Envoy before the
 	// first send, and probes during a build (half a second at N = 10,000) would only add
 	// Envoy CPU to the update's figure.
 	if r.cl.proc != nil {
 		dp = make(chan dpResult, 1)
 		go func() {
-			at, polls, err := r.cl.awaitBackend(ctx, r.cfg.Path, backend.name)
-			dp <- dpResult{at, polls, err}
+			a, at, polls, err := r.cl.awaitProof(ctx, pf.path, r.backendName(pf), pf.server)
+			dp <- dpResult{a, at, polls, err}
 		}()
 	}
 	types := expectedTypes(r.s, set, r.prev)
+	dropped := droppedNames(set, r.prev)
 	r.prev = set
 	s.Expected = types
-	lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, version, types)
+	for t, names := range dropped {
+		for _, n := range names {
+			s.AwaitedUnsubscribes = append(s.AwaitedUnsubscribes, t+"/"+n)
+		}
+	}
+	slices.Sort(s.AwaitedUnsubscribes)
+	// Each type must be ACKed at the publisher's version for it: the label with the
+	// snapshot cache, the type's own cache version with the LinearCache.
+	versions := map[string]string{}
+	for t, v := range r.cp.Publisher().Versions() {
+		versions[string(t)] = v
+	}
+	lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, versions, types, dropped)
 	if err != nil {
+		// A probe still running ends with ctx, which runConfig cancels; its channel is
+		// buffered.
 		return s, err
 	}
 	s.AckMS = ms(lastAck.Sub(t0))
@@ -255,7 +307,7 @@ func (r *configRun) measure(ctx context.Context, step, version string, b int) (S
 			return s, res.err
 		}
 		v := ms(res.at.Sub(t0))
-		s.DataPlaneMS, s.Polls = &v, res.polls
+		s.DataPlaneMS, s.Polls, s.Answer = &v, res.polls, &res.answer
 	}
 	cpu1, err := selfCPU()
 	if err != nil {
@@ -282,11 +334,10 @@ func (r *configRun) measure(ctx context.Context, step, version string, b int) (S
 		s.EnvoyRxBytes, s.EnvoyTxBytes = &rx, &tx
 	}
 	if r.cl.sim != nil {
-		// The simulated data plane: where would /quote/<i> go with what the client runs.
-		got := r.cl.sim.Route(r.cfg.Path)
-		s.SimulatedEndpoint = got.Endpoint
-		if want := loopback.Addr(backend.port); got.Endpoint != want {
-			return s, fmt.Errorf("simulated client ACKed version %s but routes %s to %q, want %s", version, r.cfg.Path, got.Endpoint, want)
+		// The simulated data plane: what a request on the path would get with what the
+		// client runs.
+		if err := r.checkSimulated(&s, pf, state.Version); err != nil {
+			return s, err
 		}
 	}
 	s.HeapInuse, s.HeapAlloc = heap()
@@ -309,19 +360,44 @@ func (r *configRun) measure(ctx context.Context, step, version string, b int) (S
 	return s, nil
 }
 
-// expectedTypes are the types every client must ACK at the new version: all four at first
-// and for SotW with uniform versions (the label moves on every type), else the types whose
-// content changed (SotW per-type keeps the others' versions; delta sends nothing for them).
-func expectedTypes(s series, set, prev *resources.Set) []string {
-	ts := resources.Types
-	if prev != nil && !(s.mode == xdslog.ModeSotW && s.versions == frontend.Uniform) {
-		ts = set.ChangedTypes(prev)
+// backendName is the name of the backend a proof wants ("" for Envoy's own 404).
+func (r *configRun) backendName(pf proof) string {
+	if pf.backend == noBackend {
+		return ""
 	}
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
+	return r.e.backends[pf.backend].name
+}
+
+// describeProof says what a step waits for in the data plane, for bench.json.
+func (r *configRun) describeProof(pf proof) string {
+	if pf.backend == noBackend {
+		return "HTTP 404 from Envoy (no route)"
 	}
-	return out
+	d := r.e.backends[pf.backend].name + " answers"
+	if pf.server != "" {
+		d += ", server: " + pf.server
+	}
+	return d
+}
+
+// checkSimulated asks the simulated client what a request on the proof's path would get
+// and refuses a step it ACKed but does not run.
+func (r *configRun) checkSimulated(s *Sample, pf proof, version string) error {
+	got := r.cl.sim.Route(pf.path)
+	s.SimulatedEndpoint, s.SimulatedStatus, s.SimulatedServer = got.Endpoint, got.Status, got.Server
+	if pf.backend == noBackend {
+		if got.Status != 404 {
+			return fmt.Errorf("simulated client ACKed version %s but answers %s with %d (%s), want 404 (no route)", version, pf.path, got.Status, got.Flags)
+		}
+		return nil
+	}
+	if want := loopback.Addr(r.e.backends[pf.backend].port); got.Endpoint != want {
+		return fmt.Errorf("simulated client ACKed version %s but routes %s to %q, want %s", version, pf.path, got.Endpoint, want)
+	}
+	if pf.server != "" && got.Server != pf.server {
+		return fmt.Errorf("simulated client ACKed version %s but its listener's server name is %q, want %q", version, got.Server, pf.server)
+	}
+	return nil
 }
 
 type cpuReading struct {
@@ -342,7 +418,7 @@ func (r *configRun) calibrate(ctx context.Context, path string, requests int) (f
 		return 0, err
 	}
 	for i := 0; i < requests; i++ {
-		if _, err := r.cl.ask(ctx, path); err != nil && !isHTTPStatus(err) {
+		if _, err := r.cl.ask(ctx, path); err != nil {
 			return 0, err
 		}
 	}

@@ -99,6 +99,8 @@ type clientSpec struct {
 	dir          string
 	name         string // file stem, e.g. "sotw-uniform-N1000"
 	listenerPort int
+	// freshConnections: every data-plane probe opens its own connection to Envoy.
+	freshConnections bool
 }
 
 func startClients(ctx context.Context, s clientSpec) (*clients, error) {
@@ -120,7 +122,7 @@ func startClients(ctx context.Context, s clientSpec) (*clients, error) {
 			return nil, err
 		}
 		c.proc = p
-		c.http = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+		c.http = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableKeepAlives: s.freshConnections}}
 		c.admin = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 		if err := c.quietEnvoy(ctx); err != nil {
 			_ = c.stop(ctx)
@@ -228,27 +230,47 @@ func (c *clients) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// ask sends one request through Envoy and returns the backend that answered ("" when
-// Envoy answered itself, e.g. 503 before the cluster has endpoints).
-func (c *clients) ask(ctx context.Context, path string) (string, error) {
+// Answer is what one request through Envoy got.
+type Answer struct {
+	Status int `json:"status"`
+	// Backend is the backend that answered ("" when Envoy answered itself, e.g. 503
+	// before the cluster has endpoints, or 404 with no route).
+	Backend string `json:"backend,omitempty"`
+	// Server is the "server" header: the listener's server_name, "envoy" by default.
+	Server string `json:"server,omitempty"`
+}
+
+func (a Answer) String() string {
+	s := fmt.Sprintf("HTTP %d", a.Status)
+	if a.Backend != "" {
+		s += " from " + a.Backend
+	} else {
+		s += " from Envoy"
+	}
+	if a.Server != "" {
+		s += ", server: " + a.Server
+	}
+	return s
+}
+
+// ask sends one request through Envoy. Any HTTP answer is an answer; the error is for
+// requests that got none (or a backend answer that contradicts itself).
+func (c *clients) ask(ctx context.Context, path string) (Answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(c.listenerPort)+path, nil)
 	if err != nil {
-		return "", fmt.Errorf("build request %s: %w", path, err)
+		return Answer{}, fmt.Errorf("build request %s: %w", path, err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", err
+		return Answer{}, err
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", httpStatusError(resp.StatusCode)
+	a := Answer{Status: resp.StatusCode, Backend: resp.Header.Get(identityHeader), Server: resp.Header.Get("Server")}
+	if a.Backend != "" && strings.TrimSpace(string(body)) != a.Backend {
+		return a, fmt.Errorf("body %q does not match %s %q", body, identityHeader, a.Backend)
 	}
-	name := resp.Header.Get(identityHeader)
-	if strings.TrimSpace(string(body)) != name {
-		return "", fmt.Errorf("body %q does not match %s %q", body, identityHeader, name)
-	}
-	return name, nil
+	return a, nil
 }
 
 // xdsWireStats are Envoy's byte counters of its connection to the control plane (the
@@ -291,43 +313,47 @@ func (c *clients) wire(ctx context.Context) (rx, tx int64, err error) {
 	return rx, tx, nil
 }
 
-// httpStatusError is an answer from Envoy that is not the backend's 200.
-type httpStatusError int
-
-func (e httpStatusError) Error() string { return fmt.Sprintf("HTTP %d", int(e)) }
-
-func isHTTPStatus(err error) bool {
-	var h httpStatusError
-	return errors.As(err, &h)
-}
-
 // pollInterval spaces data-plane probes. Each probe costs Envoy some CPU, which lands in
 // the update's Envoy CPU figure, so probes are spaced rather than back to back; the
 // resulting resolution of the publish-to-data-plane time is this interval.
 const pollInterval = 2 * time.Millisecond
 
-// awaitBackend polls path until want answers and returns when it first did and how many
-// requests it took.
-func (c *clients) awaitBackend(ctx context.Context, path, want string) (time.Time, int, error) {
+// awaitProof polls path until the answer proves the change and returns that answer,
+// when it came and how many requests it took: a 200 from backend (with the server header
+// server, when given), or, with backend "", Envoy's own 404 (the route is gone).
+func (c *clients) awaitProof(ctx context.Context, path, backend, server string) (Answer, time.Time, int, error) {
+	want := "404 from Envoy"
+	if backend != "" {
+		want = backend
+		if server != "" {
+			want += " with server " + server
+		}
+	}
+	ok := func(a Answer) bool {
+		if backend == "" {
+			return a.Status == http.StatusNotFound && a.Backend == ""
+		}
+		return a.Status == http.StatusOK && a.Backend == backend && (server == "" || a.Server == server)
+	}
 	polls := 0
 	var last error
 	last = errors.New("no request sent")
 	for {
 		polls++
 		got, err := c.ask(ctx, path)
-		if err == nil && got == want {
-			return time.Now(), polls, nil
+		if err == nil && ok(got) {
+			return got, time.Now(), polls, nil
 		}
 		if err != nil {
 			last = err
 		} else {
-			last = fmt.Errorf("answered by %s", got)
+			last = fmt.Errorf("answered %s", got)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, polls, fmt.Errorf("waiting for %s to answer %s after %d request(s): %w (last: %v)", want, path, polls, ctx.Err(), last)
+			return Answer{}, time.Time{}, polls, fmt.Errorf("waiting for %s on %s after %d request(s): %w (last: %v)", want, path, polls, ctx.Err(), last)
 		case <-c.proc.Exited():
-			return time.Time{}, polls, fmt.Errorf("envoy exited while waiting for %s on %s: %v", want, path, c.proc.ExitErr())
+			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy exited while waiting for %s on %s: %v", want, path, c.proc.ExitErr())
 		case <-time.After(pollInterval):
 		}
 	}

@@ -41,6 +41,9 @@ type meter struct {
 	// when the ACK was observed; lastSend is when each step's last send was.
 	acked    map[streamType]ackSeen
 	lastSend map[string]time.Time
+	// dropped is, per stream and type, the step in which the client last unsubscribed
+	// from each name (a request or a stale request that removed it).
+	dropped map[streamType]map[string]string
 }
 
 type ackSeen struct {
@@ -56,6 +59,7 @@ func newMeter() *meter {
 		requested: map[int64]map[string]bool{},
 		acked:     map[streamType]ackSeen{},
 		lastSend:  map[string]time.Time{},
+		dropped:   map[streamType]map[string]string{},
 	}
 }
 
@@ -74,11 +78,20 @@ func (m *meter) observe(e xdslog.Event) {
 	case xdslog.EventStreamClose:
 		delete(m.open, e.Stream)
 		delete(m.requested, e.Stream)
+		for k := range m.dropped {
+			if k.stream == e.Stream {
+				delete(m.dropped, k)
+			}
+		}
 	case xdslog.EventRequest:
 		if m.requested[e.Stream] == nil {
 			m.requested[e.Stream] = map[string]bool{}
 		}
 		m.requested[e.Stream][e.Type] = true
+		m.drop(e)
+	case xdslog.EventStale:
+		// The library ignores it, but the client has let go of what it removed.
+		m.drop(e)
 	case xdslog.EventSend:
 		m.lastSend[e.Step] = now
 	case xdslog.EventAck:
@@ -89,6 +102,20 @@ func (m *meter) observe(e xdslog.Event) {
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
+}
+
+// drop records the names a request removed from the client's subscription.
+func (m *meter) drop(e xdslog.Event) {
+	if len(e.Removed) == 0 {
+		return
+	}
+	k := streamType{e.Stream, e.Type}
+	if m.dropped[k] == nil {
+		m.dropped[k] = map[string]string{}
+	}
+	for _, n := range e.Removed {
+		m.dropped[k][n] = e.Step
+	}
 }
 
 // wait blocks until cond (called with the meter locked) holds or ctx ends.
@@ -127,15 +154,24 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 }
 
 // waitConverged waits until k streams are open and every one has ACKed a response of
-// version for each of types; it returns when the last of those ACKs was observed. A NACK
-// in step ends the wait at once: the bench publishes only valid states, so a NACK is a
-// failure, and waiting for the deadline would only hide it.
-func (m *meter) waitConverged(ctx context.Context, step string, k int, version string, types []string) (time.Time, error) {
+// each of types at its version in versions, and has unsubscribed in this step from every
+// name in dropped (type -> names); it returns when the last of those ACKs was observed.
+// A NACK in step ends the wait at once: the bench publishes only valid states, so a NACK
+// is a failure, and waiting for the deadline would only hide it.
+func (m *meter) waitConverged(ctx context.Context, step string, k int, versions map[string]string, types []string, dropped map[string][]string) (time.Time, error) {
 	var (
 		last    time.Time
 		nackErr string
 	)
-	err := m.wait(ctx, fmt.Sprintf("%d client(s) to ACK version %s of %v", k, version, types), func() bool {
+	what := make([]string, len(types))
+	for i, t := range types {
+		what[i] = t + "@" + versions[t]
+	}
+	desc := fmt.Sprintf("%d client(s) to ACK %v", k, what)
+	if len(dropped) > 0 {
+		desc += fmt.Sprintf(" and unsubscribe from %v", dropped)
+	}
+	err := m.wait(ctx, desc, func() bool {
 		if st := m.acc.Step(step); st != nil && st.Total.Nacks > 0 {
 			nackErr = st.NackErrors[0]
 			return true
@@ -147,18 +183,28 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, version s
 		for s := range m.open {
 			for _, t := range types {
 				a, ok := m.acked[streamType{s, t}]
-				if !ok || a.version != version {
+				if !ok || a.version != versions[t] {
 					return false
 				}
 				if a.at.After(last) {
 					last = a.at
 				}
 			}
+			for t, names := range dropped {
+				for _, n := range names {
+					if m.dropped[streamType{s, t}][n] != step {
+						return false
+					}
+				}
+			}
 		}
 		return true
 	})
 	if err == nil && nackErr != "" {
-		return time.Time{}, fmt.Errorf("a client NACKed version %s: %s", version, nackErr)
+		return time.Time{}, fmt.Errorf("a client NACKed in step %s: %s", step, nackErr)
+	}
+	if err == nil && last.IsZero() {
+		last = time.Now() // nothing to ACK: converged when the unsubscribes were seen
 	}
 	return last, err
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -36,9 +37,9 @@ func (t table) markdown(b *strings.Builder) {
 	}
 	b.WriteString("| " + strings.Join(t.head, " | ") + " |\n")
 	sep := make([]string, len(t.head))
-	for i := range sep {
+	for i, h := range t.head {
 		sep[i] = "---:"
-		if i < 2 {
+		if leftColumns[h] {
 			sep[i] = "---"
 		}
 	}
@@ -47,6 +48,9 @@ func (t table) markdown(b *strings.Builder) {
 		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
 }
+
+// leftColumns are the columns of names, left-aligned in Markdown; figures align right.
+var leftColumns = map[string]bool{"workload": true, "cache": true, "series": true}
 
 // fmtBytes uses decimal units (kB = 1000 B), as network figures usually are.
 func fmtBytes(v float64) string {
@@ -136,15 +140,26 @@ func (r *Report) tables() []table {
 		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
 	}
 
+	// Every table starts with what identifies a configuration.
+	ident := []string{"workload", "cache", "N", "series"}
+	idOf := func(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
+
 	note := fmt.Sprintf("Median over %d repeat(s), %s. bytes: protobuf size of the responses as the control plane recorded them. CDS..RDS: responses×resources per response.", r.Options.Repeat, clients)
-	head := []string{"N", "series", "responses", "resources", "redundant", "bytes"}
+	head := append(slices.Clone(ident), "responses", "resources", "redundant", "removed", "bytes")
 	if hasEnvoy {
 		note += " Envoy rx/tx: bytes on Envoy's xDS connection by its own counters (gRPC and HTTP/2 framing included; tx is Envoy's requests and ACKs)."
 		head = append(head, "Envoy rx", "Envoy tx")
 	}
-	sent := table{title: "What one single-endpoint change sends", note: note, head: append(head, "CDS", "EDS", "LDS", "RDS")}
+	if wl := r.workloads(); len(wl) > 0 {
+		var docs []string
+		for _, w := range wl {
+			docs = append(docs, w+": "+workloadDoc[w])
+		}
+		note += " Workloads: " + strings.Join(docs, "; ") + "."
+	}
+	sent := table{title: "What one change sends", note: note, head: append(head, "CDS", "EDS", "LDS", "RDS")}
 	for _, c := range ok {
-		row := []string{fmt.Sprint(c.N), c.Series, cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "bytes", false)}
+		row := append(idOf(c), cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "removed", false), cell(c, "bytes", false))
 		if hasEnvoy {
 			row = append(row, cell(c, "envoy_rx_bytes", false), cell(c, "envoy_tx_bytes", false))
 		}
@@ -155,9 +170,9 @@ func (r *Report) tables() []table {
 	}
 	out = append(out, sent)
 
-	timeHead := []string{"N", "series", "build ms", "build+publish ms", "to last send ms", "to last ACK ms"}
+	timeHead := append(slices.Clone(ident), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
 	if hasEnvoy {
-		timeHead = append(timeHead, "to new endpoint ms")
+		timeHead = append(timeHead, "to data plane ms")
 	}
 	timeHead = append(timeHead, "CP CPU ms", "CP heap")
 	if hasEnvoy {
@@ -165,15 +180,15 @@ func (r *Report) tables() []table {
 	}
 	cp := "CP = this process: the control plane and its recorder, plus the simulated clients, which run in-process."
 	if hasEnvoy {
-		cp = "CP = this process: the control plane and its recorder, plus the data-plane probes. Envoy CPU includes the probes: polls × envoy_cpu_per_probe_us in bench.json."
+		cp = "to data plane: until a request through Envoy showed the change (the workload's proof). CP = this process: the control plane and its recorder, plus the data-plane probes. Envoy CPU includes the probes: polls × envoy_cpu_per_probe_us in bench.json."
 	}
 	times := table{
-		title: "How long one single-endpoint change takes, and what it costs",
+		title: "How long one change takes, and what it costs",
 		note:  "Median [min–max] over the repeats, from the moment before the control plane builds the new state. " + cp,
 		head:  timeHead,
 	}
 	for _, c := range ok {
-		row := []string{fmt.Sprint(c.N), c.Series, cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true)}
+		row := append(idOf(c), cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true))
 		if hasEnvoy {
 			row = append(row, cell(c, "data_plane_ms", true))
 		}
@@ -199,15 +214,15 @@ func (r *Report) tables() []table {
 			keys = append(keys, "envoy_cpu_ms")
 		}
 		rt := table{
-			title: "SotW ÷ delta at each N (ratio of medians, same run)",
-			head:  []string{"N", "series"},
+			title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
+			head:  slices.Clone(ident),
 		}
 		for _, k := range keys {
 			m, _ := MetricByKey(k)
 			rt.head = append(rt.head, m.Label)
 		}
 		for _, x := range r.Ratios {
-			row := []string{fmt.Sprint(x.N), x.Series}
+			row := []string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}
 			for _, k := range keys {
 				if v, ok := x.Ratios[k]; ok {
 					row = append(row, fmtRatio(v))
@@ -225,13 +240,13 @@ func (r *Report) tables() []table {
 		if hasEnvoy {
 			keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
 		}
-		gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: []string{"series", "N"}}
+		gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: []string{"workload", "series", "N"}}
 		for _, k := range keys {
 			m, _ := MetricByKey(k)
 			gt.head = append(gt.head, m.Label)
 		}
 		for _, g := range r.Growth {
-			row := []string{g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}
+			row := []string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}
 			for _, k := range keys {
 				if v, ok := g.Ratios[k]; ok {
 					row = append(row, fmtRatio(v))
@@ -241,11 +256,10 @@ func (r *Report) tables() []table {
 			}
 			gt.rows = append(gt.rows, row)
 		}
-		// The growth table's first column is the series, so swap the alignment hint.
 		out = append(out, gt)
 	}
 
-	initHead := []string{"N", "series", "responses", "resources", "bytes", "build+publish ms", "to full ACK ms"}
+	initHead := append(slices.Clone(ident), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
 	if hasEnvoy {
 		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
 	}
@@ -253,7 +267,7 @@ func (r *Report) tables() []table {
 	it := table{title: "Initial state: full push to a connected, empty client", head: initHead}
 	for _, c := range ok {
 		s := c.Initial
-		row := []string{fmt.Sprint(c.N), c.Series, sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms")}
+		row := append(idOf(c), sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms"))
 		if hasEnvoy {
 			row = append(row, sampleCell(s, "data_plane_ms"), sampleCell(s, "envoy_rx_bytes"), sampleCell(s, "envoy_cpu_ms"), sampleCell(s, "envoy_rss"))
 		}
@@ -261,6 +275,17 @@ func (r *Report) tables() []table {
 		it.rows = append(it.rows, row)
 	}
 	out = append(out, it)
+	return out
+}
+
+// workloads lists the report's workloads in run order.
+func (r *Report) workloads() []string {
+	var out []string
+	for _, c := range r.Configs {
+		if !slices.Contains(out, c.Workload) {
+			out = append(out, c.Workload)
+		}
+	}
 	return out
 }
 
@@ -286,7 +311,7 @@ func (r *Report) failures() []string {
 	var out []string
 	for _, c := range r.Configs {
 		if c.Error != "" {
-			out = append(out, fmt.Sprintf("%s N=%d: %s", c.Series, c.N, c.Error))
+			out = append(out, fmt.Sprintf("%s %s N=%d: %s", c.Workload, c.Series, c.N, c.Error))
 		}
 	}
 	return out
@@ -305,6 +330,7 @@ func (r *Report) header() []string {
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
 		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
 		fmt.Sprintf("client: %s; %d repeat(s) per configuration", client, r.Options.Repeat),
+		fmt.Sprintf("workloads: %s; caches: %s", strings.Join(r.Options.Workloads, ", "), strings.Join(r.Options.Caches, ", ")),
 	}
 }
 
@@ -335,7 +361,7 @@ func (r *Report) Markdown() string {
 	for _, l := range r.header() {
 		b.WriteString("- " + l + "\n")
 	}
-	b.WriteString("\n![bytes and time to converge against N](bench.svg)\n")
+	b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
 	for _, t := range r.tables() {
 		t.markdown(&b)
 	}
@@ -355,9 +381,12 @@ func (s Sample) brief() string {
 	if s.Redundant > 0 {
 		fmt.Fprintf(&b, " (%d redundant)", s.Redundant)
 	}
+	if s.Removed > 0 {
+		fmt.Fprintf(&b, ", %d removed", s.Removed)
+	}
 	fmt.Fprintf(&b, ", %s; last ACK %s ms", fmtBytes(float64(s.Bytes)), fmtMS(s.AckMS))
 	if s.DataPlaneMS != nil {
-		fmt.Fprintf(&b, ", %s answers after %s ms", s.Backend, fmtMS(*s.DataPlaneMS))
+		fmt.Fprintf(&b, ", %s on %s after %s ms", s.Expect, s.Path, fmtMS(*s.DataPlaneMS))
 	}
 	fmt.Fprintf(&b, "; CP CPU %s ms", fmtMS(s.CPUMS))
 	if s.EnvoyCPUMS != nil {

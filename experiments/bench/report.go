@@ -10,17 +10,33 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// Sample is one publish (the initial state or one single-endpoint change) in one
+// Sample is one publish (the initial state or one change of the workload) in one
 // configuration. Times are from the moment before the control plane built the state.
 type Sample struct {
-	Step         string `json:"step"`
-	Version      string `json:"version"`
+	Step    string `json:"step"`
+	Version string `json:"version"`
+	// Clusters is how many clusters the published state has (N, except while clusters
+	// are added or removed).
+	Clusters int `json:"state_clusters"`
+	// Path is the path whose answer proves the change; Expect says what it must be.
+	Path   string `json:"path"`
+	Expect string `json:"expect"`
+	// EndpointPort and Backend are the backend that must answer on Path (0 and "" when
+	// Envoy itself must answer 404).
 	EndpointPort int    `json:"endpoint_port"`
 	Backend      string `json:"backend"`
-	// Expected are the types every client had to ACK at Version.
+	// ServerName is the "server" header the answer must carry (listener workload).
+	ServerName string `json:"server_name,omitempty"`
+	// Expected are the types every client had to ACK, each at the publisher's version
+	// for it (the label with the snapshot cache, the type's cache version with linear).
 	Expected []string `json:"expected_types"`
+	// AwaitedUnsubscribes are the resources ("EDS/inventory-0009") the state dropped
+	// that every client had to unsubscribe from before the step was over.
+	AwaitedUnsubscribes []string `json:"awaited_unsubscribes,omitempty"`
 
 	// What the control plane sent in this step, from the recorder's send events, totalled
 	// over every client. Bytes is the protobuf size of each response (gRPC and HTTP/2
@@ -44,12 +60,17 @@ type Sample struct {
 	LastSendMS float64 `json:"last_send_ms"`
 	// AckMS: until the last client ACKed the last expected type.
 	AckMS float64 `json:"ack_ms"`
-	// DataPlaneMS (Envoy): until the first request on the changed cluster's path answered
-	// from the new endpoint; Polls is how many requests that took.
+	// DataPlaneMS (Envoy): until the first request on Path got what Expect says (the new
+	// backend, Envoy's 404, the new server header); Polls is how many requests that took.
 	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
 	Polls       int      `json:"polls,omitempty"`
-	// SimulatedEndpoint (simulated client): where its accepted state routes the path.
+	// Answer (Envoy) is that first answer that showed the change.
+	Answer *Answer `json:"answer,omitempty"`
+	// SimulatedEndpoint, SimulatedStatus and SimulatedServer (simulated client): where
+	// its accepted state routes Path, the status it would answer, and the server header.
 	SimulatedEndpoint string `json:"simulated_endpoint,omitempty"`
+	SimulatedStatus   int    `json:"simulated_status,omitempty"`
+	SimulatedServer   string `json:"simulated_server,omitempty"`
 
 	// CPUMS is this process's CPU over the step: the control plane, the recorder and, with
 	// simulated clients, the clients too.
@@ -69,14 +90,21 @@ type Sample struct {
 	EnvoyTxBytes *int64 `json:"envoy_tx_bytes,omitempty"`
 }
 
-// Config is one (N, series) configuration.
+// Config is one (workload, N, series) configuration.
 type Config struct {
-	Series         string `json:"series"`
-	Mode           string `json:"mode"`
-	Versions       string `json:"sotw_versions,omitempty"`
-	N              int    `json:"clusters"`
-	Clients        int    `json:"clients"`
-	Client         string `json:"client"`
+	Series string `json:"series"`
+	// Cache is the library cache (snapshot or linear); Workload the change measured.
+	// Reports written before both existed read as snapshot and endpoint (ReadReport).
+	Cache    string `json:"cache"`
+	Workload string `json:"workload"`
+	Mode     string `json:"mode"`
+	Versions string `json:"sotw_versions,omitempty"`
+	N        int    `json:"clusters"`
+	Clients  int    `json:"clients"`
+	Client   string `json:"client"`
+	// ChangedCluster and Path: the cluster the first change touches and its path (the
+	// endpoint, route and listener workloads change cluster 0 every time; cluster-add
+	// and cluster-remove a new one each repeat, named in each sample's path).
 	ChangedCluster int    `json:"changed_cluster"`
 	Path           string `json:"path"`
 	Log            string `json:"xds_log"`
@@ -104,20 +132,24 @@ type Stat struct {
 	Count  int     `json:"count"`
 }
 
-// Ratio is, at one N, a SotW series' median divided by delta's, per metric.
+// Ratio is, for one workload at one N, a SotW series' median divided by the median of
+// delta with the same cache, per metric.
 type Ratio struct {
-	N      int                `json:"clusters"`
-	Series string             `json:"series"`
-	Ratios map[string]float64 `json:"ratios"`
+	Workload string             `json:"workload"`
+	Cache    string             `json:"cache"`
+	N        int                `json:"clusters"`
+	Series   string             `json:"series"`
+	Ratios   map[string]float64 `json:"ratios"`
 }
 
-// Growth is, for one series, the median at the largest N divided by the median at the
-// smallest N.
+// Growth is, for one series and workload, the median at the largest N divided by the
+// median at the smallest N.
 type Growth struct {
-	Series string             `json:"series"`
-	FromN  int                `json:"from_clusters"`
-	ToN    int                `json:"to_clusters"`
-	Ratios map[string]float64 `json:"ratios"`
+	Workload string             `json:"workload"`
+	Series   string             `json:"series"`
+	FromN    int                `json:"from_clusters"`
+	ToN      int                `json:"to_clusters"`
+	Ratios   map[string]float64 `json:"ratios"`
 }
 
 // Host describes the machine and its load.
@@ -137,6 +169,8 @@ type RunOptions struct {
 	Client       string   `json:"client"`
 	Modes        []string `json:"modes"`
 	SotWVersions []string `json:"sotw_versions"`
+	Caches       []string `json:"caches"`
+	Workloads    []string `json:"workloads"`
 	Repeat       int      `json:"repeat"`
 }
 
@@ -158,7 +192,10 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	r := &Report{
 		Started: time.Now().UTC().Format(time.RFC3339),
 		Host:    host(),
-		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Repeat: o.Repeat},
+		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat},
+	}
+	for _, c := range o.Caches {
+		r.Options.Caches = append(r.Options.Caches, string(c))
 	}
 	if slices.Contains(o.Modes, "sotw") {
 		for _, v := range o.SotWVersions {
@@ -215,13 +252,14 @@ var Metrics = []Metric{
 	{"responses", "responses sent", "", always(func(s Sample) float64 { return float64(s.Responses) })},
 	{"bytes", "bytes sent", "B", always(func(s Sample) float64 { return float64(s.Bytes) })},
 	{"redundant", "redundant resources", "", always(func(s Sample) float64 { return float64(s.Redundant) })},
+	{"removed", "resources removed", "", always(func(s Sample) float64 { return float64(s.Removed) })},
 	{"envoy_rx_bytes", "bytes received by Envoy", "B", optInt(func(s Sample) *int64 { return s.EnvoyRxBytes })},
 	{"envoy_tx_bytes", "bytes sent by Envoy", "B", optInt(func(s Sample) *int64 { return s.EnvoyTxBytes })},
 	{"build_ms", "build", "ms", always(func(s Sample) float64 { return s.BuildMS })},
 	{"publish_ms", "build+publish", "ms", always(func(s Sample) float64 { return s.PublishMS })},
 	{"last_send_ms", "publish to last send", "ms", always(func(s Sample) float64 { return s.LastSendMS })},
 	{"ack_ms", "publish to last ACK", "ms", always(func(s Sample) float64 { return s.AckMS })},
-	{"data_plane_ms", "publish to new endpoint answering", "ms", opt(func(s Sample) *float64 { return s.DataPlaneMS })},
+	{"data_plane_ms", "publish to the change answering via Envoy", "ms", opt(func(s Sample) *float64 { return s.DataPlaneMS })},
 	{"cp_cpu_ms", "control-plane CPU", "ms", always(func(s Sample) float64 { return s.CPUMS })},
 	{"heap_inuse", "control-plane heap in use", "B", always(func(s Sample) float64 { return float64(s.HeapInuse) })},
 	{"envoy_cpu_ms", "Envoy CPU", "ms", opt(func(s Sample) *float64 { return s.EnvoyCPUMS })},
@@ -283,27 +321,28 @@ var ratioMetrics = func() []string {
 	return out
 }()
 
-func find(cfgs []*Config, series string, n int) *Config {
+func find(cfgs []*Config, workload, series string, n int) *Config {
 	for _, c := range cfgs {
-		if c.Series == series && c.N == n && c.Error == "" {
+		if c.Workload == workload && c.Series == series && c.N == n && c.Error == "" {
 			return c
 		}
 	}
 	return nil
 }
 
-// ratios divides each SotW series' medians by delta's at the same N, from the same run.
+// ratios divides each SotW series' medians by those of delta with the same cache, for
+// the same workload at the same N, from the same run.
 func ratios(cfgs []*Config) []Ratio {
 	var out []Ratio
 	for _, c := range cfgs {
 		if c.Mode != "sotw" || c.Error != "" {
 			continue
 		}
-		d := find(cfgs, "delta", c.N)
+		d := find(cfgs, c.Workload, seriesName(frontend.Cache(c.Cache), xdslog.ModeDelta, ""), c.N)
 		if d == nil {
 			continue
 		}
-		r := Ratio{N: c.N, Series: c.Series, Ratios: map[string]float64{}}
+		r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
 		for _, k := range ratioMetrics {
 			a, ok1 := c.Summary[k]
 			b, ok2 := d.Summary[k]
@@ -316,37 +355,39 @@ func ratios(cfgs []*Config) []Ratio {
 	return out
 }
 
-// growth compares each series' largest N with its smallest.
+// growth compares each series' largest N with its smallest, per workload.
 func growth(cfgs []*Config) []Growth {
-	var order []string
-	lo, hi := map[string]*Config{}, map[string]*Config{}
+	type key struct{ workload, series string }
+	var order []key
+	lo, hi := map[key]*Config{}, map[key]*Config{}
 	for _, c := range cfgs {
 		if c.Error != "" {
 			continue
 		}
-		if _, ok := lo[c.Series]; !ok {
-			order = append(order, c.Series)
-			lo[c.Series], hi[c.Series] = c, c
+		k := key{c.Workload, c.Series}
+		if _, ok := lo[k]; !ok {
+			order = append(order, k)
+			lo[k], hi[k] = c, c
 		}
-		if c.N < lo[c.Series].N {
-			lo[c.Series] = c
+		if c.N < lo[k].N {
+			lo[k] = c
 		}
-		if c.N > hi[c.Series].N {
-			hi[c.Series] = c
+		if c.N > hi[k].N {
+			hi[k] = c
 		}
 	}
 	var out []Growth
-	for _, s := range order {
-		a, b := lo[s], hi[s]
+	for _, k := range order {
+		a, b := lo[k], hi[k]
 		if a.N == b.N {
 			continue
 		}
-		g := Growth{Series: s, FromN: a.N, ToN: b.N, Ratios: map[string]float64{}}
-		for _, k := range ratioMetrics {
-			x, ok1 := a.Summary[k]
-			y, ok2 := b.Summary[k]
+		g := Growth{Workload: k.workload, Series: k.series, FromN: a.N, ToN: b.N, Ratios: map[string]float64{}}
+		for _, m := range ratioMetrics {
+			x, ok1 := a.Summary[m]
+			y, ok2 := b.Summary[m]
 			if ok1 && ok2 && x.Median > 0 {
-				g.Ratios[k] = y.Median / x.Median
+				g.Ratios[m] = y.Median / x.Median
 			}
 		}
 		out = append(out, g)
@@ -382,6 +423,35 @@ func ReadReport(path string) (*Report, error) {
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	// Reports from before the cache and workload axes measured the snapshot cache and
+	// the endpoint change.
+	for _, c := range r.Configs {
+		if c.Cache == "" {
+			c.Cache = string(frontend.SnapshotCache)
+		}
+		if c.Workload == "" {
+			c.Workload = WorkloadEndpoint
+		}
+	}
+	for i := range r.Ratios {
+		if r.Ratios[i].Cache == "" {
+			r.Ratios[i].Cache = string(frontend.SnapshotCache)
+		}
+		if r.Ratios[i].Workload == "" {
+			r.Ratios[i].Workload = WorkloadEndpoint
+		}
+	}
+	for i := range r.Growth {
+		if r.Growth[i].Workload == "" {
+			r.Growth[i].Workload = WorkloadEndpoint
+		}
+	}
+	if len(r.Options.Caches) == 0 {
+		r.Options.Caches = []string{string(frontend.SnapshotCache)}
+	}
+	if len(r.Options.Workloads) == 0 {
+		r.Options.Workloads = []string{WorkloadEndpoint}
 	}
 	return &r, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
-// Chart geometry. The SVG is self-contained: no scripts, fonts or external references,
-// so it opens offline and renders the same on GitHub.
+// Chart geometry: one row of two panels per workload, then the legend. The SVG is
+// self-contained: no scripts, fonts or external references, so it opens offline and
+// renders the same on GitHub.
 const (
 	panelW   = 470.0
 	panelH   = 340.0
@@ -18,32 +20,46 @@ const (
 	marginB  = 60.0
 	gapX     = 40.0
 	legendH  = 40.0
+	rowH     = marginT + panelH + marginB
 	chartW   = marginL + panelW + gapX + marginL + panelW + 20
-	chartH   = marginT + panelH + marginB + legendH
 	fontAttr = `font-family="sans-serif"`
 )
 
 // seriesColors tell the series apart; so do dash patterns and marker shapes (see style),
 // for readers and printers without colour.
-var seriesColors = map[string]string{"sotw-uniform": "#d62728", "sotw-per-type": "#ff7f0e", "delta": "#1f77b4"}
-
-var fallbackColors = []string{"#2ca02c", "#9467bd", "#8c564b", "#e377c2"}
-
-// Panel is one chart panel: a metric against N.
-type Panel struct {
-	ID     string
-	Title  string
-	Metric string
-	Unit   string
+var seriesColors = map[string]string{
+	"sotw-uniform": "#d62728", "sotw-per-type": "#ff7f0e", "delta": "#1f77b4",
+	"sotw-per-type/linear": "#9467bd", "delta/linear": "#2ca02c",
 }
 
-// Panels returns the two panels: bytes per update, and time to converge (the new endpoint
-// answering through Envoy when every configuration has that figure, else the last ACK).
-func (r *Report) Panels() [2]Panel {
+var fallbackColors = []string{"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
+
+// Panel is one chart panel: a metric against N, for one workload.
+type Panel struct {
+	ID       string
+	Workload string
+	Title    string
+	Metric   string
+	Unit     string
+}
+
+// proofTitle is what the data-plane time of each workload waits for.
+var proofTitle = map[string]string{
+	WorkloadEndpoint:      "new endpoint answers",
+	WorkloadClusterAdd:    "new cluster's path answers",
+	WorkloadClusterRemove: "removed path gets 404",
+	WorkloadRoute:         "other backend answers",
+	WorkloadListener:      "new server header",
+}
+
+// Panels returns the two panels of one workload: bytes per change, and time to converge
+// (the change seen through Envoy when every configuration of the workload has that
+// figure, else the last ACK).
+func (r *Report) Panels(workload string) [2]Panel {
 	timeKey, timeTitle := "ack_ms", "publish → last ACK (ms)"
 	has := false
 	for _, c := range r.Configs {
-		if c.Error != "" {
+		if c.Error != "" || c.Workload != workload {
 			continue
 		}
 		if _, ok := c.Summary["data_plane_ms"]; !ok {
@@ -53,16 +69,20 @@ func (r *Report) Panels() [2]Panel {
 		has = true
 	}
 	if has {
-		timeKey, timeTitle = "data_plane_ms", "publish → new endpoint answers via Envoy (ms)"
+		timeKey, timeTitle = "data_plane_ms", "publish → "+proofTitle[workload]+" via Envoy (ms)"
 	}
-	bytesTitle := "bytes sent per single-endpoint change"
+	change := workloadChange[workload]
+	if change == "" {
+		change = "change"
+	}
+	bytesTitle := "bytes sent per " + change
 	if r.Options.Clients > 1 {
-		bytesTitle = fmt.Sprintf("bytes sent to all %d clients per change", r.Options.Clients)
+		bytesTitle = fmt.Sprintf("bytes sent to all %d clients per %s", r.Options.Clients, change)
 		timeTitle = "publish → last client's ACK (ms)"
 	}
 	return [2]Panel{
-		{ID: "bytes", Title: bytesTitle, Metric: "bytes", Unit: "B"},
-		{ID: "time", Title: timeTitle, Metric: timeKey, Unit: "ms"},
+		{ID: workload + "-bytes", Workload: workload, Title: workload + ": " + bytesTitle, Metric: "bytes", Unit: "B"},
+		{ID: workload + "-time", Workload: workload, Title: workload + ": " + timeTitle, Metric: timeKey, Unit: "ms"},
 	}
 }
 
@@ -77,15 +97,18 @@ func (r *Report) SeriesNames() []string {
 	return out
 }
 
+// SeriesID is a series name as it appears in the SVG's ids ("sotw-per-type-linear").
+func SeriesID(series string) string { return strings.ReplaceAll(series, "/", "-") }
+
 type point struct {
 	n             int
 	med, min, max float64
 }
 
-func (r *Report) points(series, metric string) []point {
+func (r *Report) points(workload, series, metric string) []point {
 	var out []point
 	for _, c := range r.Configs {
-		if c.Series != series || c.Error != "" {
+		if c.Workload != workload || c.Series != series || c.Error != "" {
 			continue
 		}
 		if st, ok := c.Summary[metric]; ok && st.Median > 0 {
@@ -124,12 +147,18 @@ func esc(s string) string {
 	return b.String()
 }
 
-// SVG draws bench.svg: two log-log panels, one line per series, with min–max whiskers.
+// SVG draws bench.svg: for each workload a row of two log-log panels, one line per
+// series, with min–max whiskers.
 func (r *Report) SVG() []byte {
+	workloads := r.workloads()
+	if len(workloads) == 0 {
+		workloads = []string{WorkloadEndpoint}
+	}
+	chartH := float64(len(workloads))*rowH + legendH
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", chartW, chartH, chartW, chartH, fontAttr)
-	fmt.Fprintf(&b, "<title>lab bench: bytes and time to converge against the number of clusters</title>\n")
+	fmt.Fprintf(&b, "<title>lab bench: bytes and time to converge against the number of clusters, per workload (%s)</title>\n", esc(strings.Join(workloads, ", ")))
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
 	names := r.SeriesNames()
 	colors := map[string]string{}
@@ -145,84 +174,93 @@ func (r *Report) SVG() []byte {
 		ns = append(ns, float64(c.N))
 	}
 	xlo, xhi := logRange(ns)
-	for pi, p := range r.Panels() {
-		x0 := marginL + float64(pi)*(panelW+gapX+marginL)
-		y0 := marginT
-		var vals []float64
-		for _, s := range names {
-			for _, pt := range r.points(s, p.Metric) {
-				vals = append(vals, pt.min, pt.max, pt.med)
+	for wi, w := range workloads {
+		for pi, p := range r.Panels(w) {
+			x0 := marginL + float64(pi)*(panelW+gapX+marginL)
+			y0 := float64(wi)*rowH + marginT
+			var vals []float64
+			for _, s := range names {
+				for _, pt := range r.points(w, s, p.Metric) {
+					vals = append(vals, pt.min, pt.max, pt.med)
+				}
 			}
-		}
-		ylo, yhi := logRange(vals)
-		px := func(n float64) float64 { return x0 + (math.Log10(n)-xlo)/(xhi-xlo)*panelW }
-		py := func(v float64) float64 {
-			if v <= 0 {
-				v = math.Pow(10, ylo)
+			ylo, yhi := logRange(vals)
+			px := func(n float64) float64 { return x0 + (math.Log10(n)-xlo)/(xhi-xlo)*panelW }
+			py := func(v float64) float64 {
+				if v <= 0 {
+					v = math.Pow(10, ylo)
+				}
+				return y0 + panelH - (math.Log10(v)-ylo)/(yhi-ylo)*panelH
 			}
-			return y0 + panelH - (math.Log10(v)-ylo)/(yhi-ylo)*panelH
-		}
-		fmt.Fprintf(&b, `<g id="panel-%s">`+"\n", p.ID)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
-		for d := xlo; d <= xhi; d++ {
-			x := px(math.Pow(10, d))
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
-		}
-		for d := ylo; d <= yhi; d++ {
-			y := py(math.Pow(10, d))
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
-		for _, s := range names {
-			pts := r.points(s, p.Metric)
-			if len(pts) == 0 {
-				continue
+			fmt.Fprintf(&b, `<g id="panel-%s" data-workload="%s">`+"\n", esc(p.ID), esc(w))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
+			for d := xlo; d <= xhi; d++ {
+				x := px(math.Pow(10, d))
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
 			}
-			col := colors[s]
-			fmt.Fprintf(&b, `<g id="%s-%s" class="series" data-series="%s">`+"\n", p.ID, esc(s), esc(s))
-			var poly []string
-			for _, pt := range pts {
-				poly = append(poly, fmt.Sprintf("%.1f,%.1f", px(float64(pt.n)), py(pt.med)))
+			for d := ylo; d <= yhi; d++ {
+				y := py(math.Pow(10, d))
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
 			}
-			dash, shape := style(s)
-			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", joinSpace(poly), col, dash)
-			for _, pt := range pts {
-				x := px(float64(pt.n))
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x, py(pt.min), x, py(pt.max), col)
-				tip := fmt.Sprintf("%s N=%d: median %s (min %s, max %s)", s, pt.n, format(p.Unit, pt.med), format(p.Unit, pt.min), format(p.Unit, pt.max))
-				marker(&b, shape, x, py(pt.med), col, tip)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
+			for _, s := range names {
+				pts := r.points(w, s, p.Metric)
+				if len(pts) == 0 {
+					continue
+				}
+				col := colors[s]
+				fmt.Fprintf(&b, `<g id="%s-%s" class="series" data-series="%s" data-workload="%s">`+"\n", esc(p.ID), esc(SeriesID(s)), esc(s), esc(w))
+				var poly []string
+				for _, pt := range pts {
+					poly = append(poly, fmt.Sprintf("%.1f,%.1f", px(float64(pt.n)), py(pt.med)))
+				}
+				dash, shape := style(s)
+				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", joinSpace(poly), col, dash)
+				for _, pt := range pts {
+					x := px(float64(pt.n))
+					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x, py(pt.min), x, py(pt.max), col)
+					tip := fmt.Sprintf("%s %s N=%d: median %s (min %s, max %s)", w, s, pt.n, format(p.Unit, pt.med), format(p.Unit, pt.min), format(p.Unit, pt.max))
+					marker(&b, shape, x, py(pt.med), col, tip)
+				}
+				b.WriteString("</g>\n")
 			}
 			b.WriteString("</g>\n")
 		}
-		b.WriteString("</g>\n")
 	}
 	// Legend.
-	ly := marginT + panelH + marginB + 10
+	ly := float64(len(workloads))*rowH + 10
 	lx := marginL
 	for _, s := range names {
 		dash, shape := style(s)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+28, ly, colors[s], dash)
 		marker(&b, shape, lx+14, ly, colors[s], s)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
-		lx += 150
+		lx += 34 + 7*float64(len(s)) + 20
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">median of the repeats; whiskers: min–max</text>`+"\n", lx+10, ly+4)
 	b.WriteString("</svg>\n")
 	return b.Bytes()
 }
 
-// style is a series' dash pattern (an SVG attribute, or "") and marker shape.
+// style is a series' dash pattern (an SVG attribute, or "") and marker shape: the
+// shape says the protocol and version strategy, a dotted line the LinearCache.
 func style(series string) (dash, shape string) {
-	switch series {
+	base, cache, linear := strings.Cut(series, "/")
+	switch base {
 	case "sotw-uniform":
-		return "", "square"
+		shape = "square"
 	case "sotw-per-type":
-		return ` stroke-dasharray="6 3"`, "triangle"
+		shape, dash = "triangle", ` stroke-dasharray="6 3"`
+	default:
+		shape = "circle"
 	}
-	return "", "circle"
+	if linear && cache != "" {
+		dash = ` stroke-dasharray="2 3"`
+	}
+	return dash, shape
 }
 
 // marker draws one data point with its tooltip.

@@ -51,50 +51,57 @@ func sweep(t *testing.T, o Options) (*Report, string, string) {
 	return rep, o.Out, out.String()
 }
 
-// checkStructure asserts what a single-endpoint change must send in each protocol; these
-// are facts of the protocols and the library, independent of timing.
+// checkStructure asserts what every change must send in each series, from wantSent
+// (the xDS rules and the caches' behaviour); these are facts of the protocols and the
+// library, independent of timing.
 func checkStructure(t *testing.T, rep *Report, clients int) {
 	t.Helper()
 	for _, c := range rep.Configs {
-		name := c.Series + " N=" + itoa(c.N)
+		name := c.Workload + " " + c.Series + " N=" + itoa(c.N)
 		require.Empty(t, c.Error, name)
 		require.Len(t, c.Updates, rep.Options.Repeat, name)
-		// The initial state reaches every client in full in every protocol.
+		// The initial state reaches every client in full in every protocol and cache.
 		for typ, want := range map[string]int{"CDS": c.N, "EDS": c.N, "LDS": 1, "RDS": 1} {
 			assert.Equal(t, clients*want, c.Initial.ByType[typ].Resources, "%s initial %s resources", name, typ)
 		}
+		assert.Zero(t, c.Initial.Nacks, name)
 		for i, s := range c.Updates {
 			what := name + " " + s.Step
 			assert.Zero(t, s.Nacks, what)
 			assert.Zero(t, s.Unmatched, what)
-			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], s.Backend, what)
-			switch c.Series {
-			case "delta":
-				// Exactly one resource per client, whatever N is.
-				assert.Equal(t, clients, s.Responses, what)
-				assert.Equal(t, clients, s.Resources, what)
-				assert.Equal(t, TypeTally{Responses: clients, Resources: clients, Bytes: s.Bytes}, s.ByType["EDS"], what)
-				assert.Len(t, s.ByType, 1, what)
-				assert.Zero(t, s.Redundant, what)
-			case "sotw-uniform":
-				// Every type again: N clusters, N endpoints, the listener and the route.
-				for typ, want := range map[string]int{"CDS": c.N, "EDS": c.N, "LDS": 1, "RDS": 1} {
-					assert.Equal(t, clients, s.ByType[typ].Responses, "%s %s responses", what, typ)
-					assert.Equal(t, clients*want, s.ByType[typ].Resources, "%s %s resources", what, typ)
-				}
-				assert.Equal(t, clients*(2*c.N+2), s.Resources, what)
-				assert.Equal(t, clients*(2*c.N+1), s.Redundant, what, "all but the changed endpoint were already accepted")
-			case "sotw-per-type":
-				// Only EDS moves, but SotW re-sends the whole type.
-				assert.Len(t, s.ByType, 1, what)
-				assert.Equal(t, clients, s.ByType["EDS"].Responses, what)
-				assert.Equal(t, clients*c.N, s.ByType["EDS"].Resources, what)
-				assert.Equal(t, clients*(c.N-1), s.Redundant, what)
-			default:
-				t.Fatalf("unexpected series %q", c.Series)
-			}
+			checkSent(t, what, wantSent(c.Workload, c.Cache, c.Mode, c.Versions, c.N, i+1), s, clients)
 		}
 	}
+}
+
+// checkSent compares one step's tallies with what it must send, per type, times the
+// number of clients.
+func checkSent(t *testing.T, what string, want map[string]sent, s Sample, clients int) {
+	t.Helper()
+	var types []string
+	total := TypeTally{}
+	for typ, w := range want {
+		got, ok := s.ByType[typ]
+		if w.maybe && !ok {
+			continue // a removal the cache does not always owe, not sent this time
+		}
+		types = append(types, typ)
+		exp := TypeTally{Responses: clients * w.responses, Resources: clients * w.resources, Redundant: clients * w.redundant, Removed: clients * w.removed, Bytes: got.Bytes}
+		assert.Equal(t, exp, got, "%s %s", what, typ)
+		total.Responses += exp.Responses
+		total.Resources += exp.Resources
+		total.Redundant += exp.Redundant
+		total.Removed += exp.Removed
+	}
+	got := make([]string, 0, len(s.ByType))
+	for typ := range s.ByType {
+		got = append(got, typ)
+	}
+	assert.ElementsMatch(t, types, got, "%s: types sent", what)
+	assert.Equal(t, total.Responses, s.Responses, what)
+	assert.Equal(t, total.Resources, s.Resources, what)
+	assert.Equal(t, total.Redundant, s.Redundant, what)
+	assert.Equal(t, total.Removed, s.Removed, what)
 }
 
 func itoa(n int) string { return strings.TrimSpace(fmtCount(float64(n))) }
@@ -113,9 +120,9 @@ func checkFiles(t *testing.T, rep *Report, dir string) {
 	svg, err := os.ReadFile(filepath.Join(dir, "bench.svg"))
 	require.NoError(t, err)
 	groups := svgSeries(t, svg)
-	for _, s := range rep.SeriesNames() {
+	for _, c := range rep.Configs {
 		for _, p := range []string{"bytes", "time"} {
-			assert.Contains(t, groups, p+"-"+s, "bench.svg has no %s line for %s", p, s)
+			assert.Contains(t, groups, c.Workload+"-"+p+"-"+SeriesID(c.Series), "bench.svg has no %s line for %s %s", p, c.Workload, c.Series)
 		}
 	}
 	assert.NotContains(t, string(svg), "<script")
@@ -125,6 +132,10 @@ func checkFiles(t *testing.T, rep *Report, dir string) {
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "SotW ÷ delta")
 	assert.Contains(t, string(md), "](bench.svg)")
+	for _, c := range rep.Configs {
+		// Every configuration's row names its workload, cache, N and series.
+		assert.Contains(t, string(md), "| "+c.Workload+" | "+c.Cache+" | "+itoa(c.N)+" | "+c.Series+" |")
+	}
 
 	for _, c := range rep.Configs {
 		ev, st, err := xdslog.ReadFile(filepath.Join(dir, c.Log))
@@ -190,13 +201,17 @@ func TestSweepSimulated(t *testing.T) {
 	checkStructure(t, rep, 1)
 	checkFiles(t, rep, dir)
 	for _, c := range rep.Configs {
-		for _, s := range c.Updates {
+		assert.Equal(t, frontend.SnapshotCache, frontend.Cache(c.Cache), "the default cache")
+		assert.Equal(t, WorkloadEndpoint, c.Workload, "the default workload")
+		for i, s := range c.Updates {
+			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], s.Backend)
 			assert.Contains(t, s.SimulatedEndpoint, ":", "the simulated client routes the changed path")
 			assert.Nil(t, s.DataPlaneMS, "no data-plane time without Envoy")
 		}
+		assert.FileExists(t, filepath.Join(dir, "xds-"+c.Series+"-N"+itoa(c.N)+".log"), "the endpoint workload keeps its file names")
 	}
-	assert.Contains(t, progress, "[N=10 delta] repeat 1/1:")
-	assert.Contains(t, progress, "[N=100 sotw-per-type] initial:")
+	assert.Contains(t, progress, "[endpoint N=10 delta] repeat 1/1:")
+	assert.Contains(t, progress, "[endpoint N=100 sotw-per-type] initial:")
 	assert.Contains(t, progress, "SotW ÷ delta")
 	// SotW/delta ratios are computed from the same run at every N.
 	require.Len(t, rep.Ratios, 4)
@@ -230,6 +245,10 @@ func TestSweepEnvoy(t *testing.T) {
 	checkFiles(t, rep, dir)
 	for _, c := range rep.Configs {
 		assert.Equal(t, "/quote/0", c.Path)
+		for i, s := range c.Updates {
+			require.NotNil(t, s.Answer, "%s %s", c.Series, s.Step)
+			assert.Equal(t, Answer{Status: 200, Backend: []string{"endpoint-b", "endpoint-a"}[i%2], Server: "envoy"}, *s.Answer, "%s %s", c.Series, s.Step)
+		}
 		// The new endpoint answered a real request through Envoy, every time.
 		for _, s := range append([]Sample{c.Initial}, c.Updates...) {
 			require.NotNil(t, s.DataPlaneMS, "%s %s: no request answered by %s", c.Series, s.Step, s.Backend)
@@ -270,6 +289,17 @@ func TestValidate(t *testing.T) {
 		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, "--sotw-versions: unknown"},
 		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, "--sotw-versions"},
 		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, "--timeout"},
+		"unknown cache":     {func(o *Options) { o.Caches = []frontend.Cache{"lru"} }, `--cache: unknown cache "lru"`},
+		"empty cache":       {func(o *Options) { o.Caches = []frontend.Cache{""} }, "--cache: empty"},
+		"duplicate cache":   {func(o *Options) { o.Caches = []frontend.Cache{"linear", "linear"} }, "--cache: linear is listed twice"},
+		"linear uniform": {func(o *Options) {
+			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+		}, "--sotw-versions: uniform needs the snapshot cache"},
+		"unknown workload":   {func(o *Options) { o.Workloads = []string{"cluster-move"} }, `--workload: unknown workload "cluster-move"`},
+		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, "--workload: route is listed twice"},
+		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, "--clusters: the route workload"},
+		"remove too many": {func(o *Options) { o.Clusters, o.Repeat, o.Workloads = []int{3, 10}, 3, []string{"cluster-remove"} },
+			"--repeat: the cluster-remove workload removes one cluster per repeat"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()
@@ -287,10 +317,36 @@ func TestValidate(t *testing.T) {
 	assert.Equal(t, 1, o.Clients)
 	assert.Equal(t, DefaultTimeout, o.Timeout)
 	assert.Contains(t, o.Out, filepath.Join("experiments", "evidence", "bench"))
-	assert.Equal(t, []string{"delta"}, namesOf(o.series()))
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache}, o.Caches, "the default cache")
+	assert.Equal(t, []string{WorkloadEndpoint}, o.Workloads, "the default workload")
+	ser, notes := o.series()
+	assert.Equal(t, []string{"delta"}, namesOf(ser))
+	assert.Empty(t, notes)
 	o = good()
 	require.NoError(t, o.Validate())
-	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta"}, namesOf(o.series()))
+	ser, notes = o.series()
+	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta"}, namesOf(ser))
+	assert.Empty(t, notes)
+
+	// Both caches: the snapshot series keep their names, uniform is skipped for linear
+	// with one note.
+	o = good()
+	o.Caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}
+	require.NoError(t, o.Validate())
+	ser, notes = o.series()
+	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta", "sotw-per-type/linear", "delta/linear"}, namesOf(ser))
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "sotw-uniform is not run with --cache linear")
+	for _, s := range ser {
+		assert.NotContains(t, s.file(), "/", "a series names files")
+	}
+	// Linear alone with both strategies: per-type runs, uniform is a note, not an error.
+	o = good()
+	o.Caches = []frontend.Cache{frontend.LinearCache}
+	require.NoError(t, o.Validate())
+	ser, notes = o.series()
+	assert.Equal(t, []string{"sotw-per-type/linear", "delta/linear"}, namesOf(ser))
+	assert.Len(t, notes, 1)
 }
 
 func namesOf(s []series) []string {
@@ -343,7 +399,27 @@ func TestMeter(t *testing.T) {
 	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-1", Stream: 1, Type: "EDS", Version: "2", Bytes: 100,
 		Resources: []xdslog.Resource{{Name: "a", Redundant: &red}, {Name: "b", Redundant: &fresh}}})
 	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "2"})
-	_, err := m.waitConverged(ctx, "update-1", 1, "2", []string{"EDS"})
+	eds2 := map[string]string{"EDS": "2"}
+	_, err := m.waitConverged(ctx, "update-1", 1, eds2, []string{"EDS"}, nil)
+	require.NoError(t, err)
+	// An ACK at another version is not convergence (a cancelled context: the condition
+	// is checked once).
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	_, err = m.waitConverged(done, "update-1", 1, map[string]string{"EDS": "mh3.2"}, []string{"EDS"}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// Names that went away: converged once the client unsubscribed in this step, by a
+	// request or a stale one (the library ignores it; the client let go all the same).
+	gone := map[string][]string{"EDS": {"a", "c"}}
+	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
+	require.ErrorIs(t, err, context.Canceled, "nothing unsubscribed yet")
+	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "initial", Stream: 1, Type: "EDS", Removed: []string{"c"}})
+	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"a"}})
+	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
+	require.ErrorIs(t, err, context.Canceled, "c went in another step")
+	ev(xdslog.Event{Event: xdslog.EventStale, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"c"}})
+	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
 	require.NoError(t, err)
 	v := m.step("update-1")
 	assert.Equal(t, TypeTally{Responses: 1, Resources: 2, Redundant: 1, Bytes: 100}, v.ByType["EDS"])
@@ -352,7 +428,7 @@ func TestMeter(t *testing.T) {
 	// A NACK ends the wait with its message instead of running into the deadline.
 	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-2", Stream: 1, Type: "EDS", Version: "3"})
 	ev(xdslog.Event{Event: xdslog.EventNack, Step: "update-2", Stream: 1, Type: "EDS", SentVersion: "3", Error: "bad endpoint"})
-	_, err = m.waitConverged(ctx, "update-2", 1, "3", []string{"EDS"})
+	_, err = m.waitConverged(ctx, "update-2", 1, map[string]string{"EDS": "3"}, []string{"EDS"}, nil)
 	require.ErrorContains(t, err, "bad endpoint")
 	require.NoError(t, ctx.Err(), "the NACK ended the wait, not the deadline")
 
@@ -360,7 +436,23 @@ func TestMeter(t *testing.T) {
 	ev(xdslog.Event{Event: xdslog.EventStreamClose, Stream: 1})
 	short, cancelShort := context.WithCancel(context.Background())
 	cancelShort()
-	_, err = m.waitConverged(short, "update-1", 1, "2", []string{"EDS"})
+	_, err = m.waitConverged(short, "update-1", 1, eds2, []string{"EDS"}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, m.streamsOpened())
+}
+
+// TestReadOldReport: a bench.json from before the cache and workload axes (the committed
+// docs/bench run) reads as the snapshot cache and the endpoint workload, and renders.
+func TestReadOldReport(t *testing.T) {
+	rep, err := ReadReport(filepath.Join("..", "..", "docs", "bench", "bench.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Configs)
+	for _, c := range rep.Configs {
+		assert.Equal(t, string(frontend.SnapshotCache), c.Cache)
+		assert.Equal(t, WorkloadEndpoint, c.Workload)
+	}
+	assert.Equal(t, []string{"snapshot"}, rep.Options.Caches)
+	assert.Equal(t, []string{WorkloadEndpoint}, rep.Options.Workloads)
+	assert.Contains(t, rep.Markdown(), "| endpoint | snapshot | 10000 | delta |")
+	assert.Contains(t, svgSeries(t, rep.SVG()), "endpoint-time-sotw-per-type")
 }

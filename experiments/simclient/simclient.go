@@ -255,6 +255,24 @@ func referencesLocked(acc map[resources.Type]map[string]Entry) (rds, eds []strin
 	return slices.Compact(rds), slices.Compact(eds)
 }
 
+// serverNameLocked is the server_name of the accepted listener's HTTP connection manager,
+// or Envoy's default "envoy".
+func serverNameLocked(acc map[resources.Type]map[string]Entry) string {
+	l, ok := acc[resources.LDS][resources.ListenerName].Resource.(*listener.Listener)
+	if !ok {
+		return ""
+	}
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			m := &hcm.HttpConnectionManager{}
+			if f.GetTypedConfig().UnmarshalTo(m) == nil && m.GetServerName() != "" {
+				return m.GetServerName()
+			}
+		}
+	}
+	return "envoy"
+}
+
 // ---- SotW ----
 
 func (c *Client) runSotW(ctx context.Context, client discovery.AggregatedDiscoveryServiceClient) error {
@@ -524,6 +542,9 @@ type Result struct {
 	Flags    string // Envoy response flags: NR, NC, UH, or "-"
 	Cluster  string
 	Endpoint string // 127.0.0.1:PORT
+	// Server is the "server" header Envoy would write on the answer: the listener's
+	// HTTP connection manager server_name, "envoy" when unset ("" with no listener).
+	Server string
 	// Simulated is always true: no proxy forwarded anything.
 	Simulated bool
 }
@@ -547,6 +568,7 @@ func (c *Client) Route(path string) Result {
 		res.Status = 0 // connection refused: nothing listens
 		return res
 	}
+	res.Server = serverNameLocked(acc)
 	rc, ok := acc[resources.RDS][rds[0]].Resource.(*route.RouteConfiguration)
 	if !ok {
 		return res

@@ -226,18 +226,47 @@ func (r *Recorder) missingLocked(typ string, names []string) []string {
 	return out
 }
 
+// diff returns the names of after missing from before (in after's order) and those of
+// before missing from after (in before's order). A SotW EDS request names every cluster,
+// so at 10,000 clusters a scan per name would cost 10^8 comparisons under the recorder's
+// lock; past a few names the lookups go through sets.
 func diff(before, after []string) (added, removed []string) {
+	if len(before) <= smallList && len(after) <= smallList {
+		for _, n := range after {
+			if !slices.Contains(before, n) {
+				added = append(added, n)
+			}
+		}
+		for _, n := range before {
+			if !slices.Contains(after, n) {
+				removed = append(removed, n)
+			}
+		}
+		return added, removed
+	}
+	inBefore, inAfter := nameSet(before), nameSet(after)
 	for _, n := range after {
-		if !slices.Contains(before, n) {
+		if !inBefore[n] {
 			added = append(added, n)
 		}
 	}
 	for _, n := range before {
-		if !slices.Contains(after, n) {
+		if !inAfter[n] {
 			removed = append(removed, n)
 		}
 	}
 	return added, removed
+}
+
+// smallList is the length up to which a linear scan beats building a set.
+const smallList = 16
+
+func nameSet(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 func orEmpty(names []string) []string {

@@ -1,6 +1,7 @@
 package xdslog
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +90,28 @@ func TestUnsubscribedIsNotHeld(t *testing.T) {
 		r.Send(1, "EDS", "3", "3", res("inventory", "e1"), nil, 10)
 		assert.False(t, lastSend(t, read(t, buf)).Resources[0].IsRedundant(), "stale=%v: needed again, not redundant", stale)
 	}
+}
+
+// TestDiff: the scan (short lists) and the set (long ones, a SotW EDS request names every
+// cluster) give the same answer, in the same order.
+func TestDiff(t *testing.T) {
+	names := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("c%05d", i))
+		}
+		return out
+	}
+	for _, n := range []int{3, smallList, 1000} {
+		before, after := names(0, n), names(1, n+2) // c0 goes, c<n> and c<n+1> come
+		added, removed := diff(before, after)
+		assert.Equal(t, names(n, n+2), added, "n=%d", n)
+		assert.Equal(t, names(0, 1), removed, "n=%d", n)
+		added, removed = diff(after, after)
+		assert.Empty(t, added, "n=%d", n)
+		assert.Empty(t, removed, "n=%d", n)
+	}
+	added, removed := diff(nil, []string{"b", "a"})
+	assert.Equal(t, []string{"b", "a"}, added, "in after's order")
+	assert.Empty(t, removed)
 }

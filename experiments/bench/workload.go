@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// Workloads (--workload): what one measured change does to the scaled state.
+const (
+	// WorkloadEndpoint moves cluster 0's endpoint between backends A and B.
+	WorkloadEndpoint = "endpoint"
+	// WorkloadClusterAdd adds one cluster with its endpoint and its route per change
+	// (N, N+1, ...); the new cluster's endpoint alternates between B and A.
+	WorkloadClusterAdd = "cluster-add"
+	// WorkloadClusterRemove removes the last cluster with its endpoint and its route per
+	// change (N, N-1, ...); its path must then get Envoy's own 404 (no route).
+	WorkloadClusterRemove = "cluster-remove"
+	// WorkloadRoute points route 0 (/quote/0) at cluster 1 (backend B) and back at
+	// cluster 0 (backend A), alternately.
+	WorkloadRoute = "route"
+	// WorkloadListener changes the HTTP connection manager's server_name, alternately;
+	// the "server" header of an answer shows which listener served it.
+	WorkloadListener = "listener"
+)
+
+// Workloads lists every workload, in the order the sweep runs them.
+var Workloads = []string{WorkloadEndpoint, WorkloadClusterAdd, WorkloadClusterRemove, WorkloadRoute, WorkloadListener}
+
+// DefaultWorkloads is today's bench: one endpoint change.
+var DefaultWorkloads = []string{WorkloadEndpoint}
+
+// DefaultCaches is today's bench: the snapshot cache.
+var DefaultCaches = []frontend.Cache{frontend.SnapshotCache}
+
+// serverNames are the listener workload's two server_names: the initial listener has
+// the first, odd changes the second.
+var serverNames = [2]string{"bench-server-a", "bench-server-b"}
+
+// workloadDoc says in a few words what each workload changes and what proves it, for the
+// report.
+var workloadDoc = map[string]string{
+	WorkloadEndpoint:      "cluster 0's endpoint moves between backends A and B; proof: /quote/0 answered by the new backend",
+	WorkloadClusterAdd:    "one cluster is added with its endpoint and route; proof: its path answered by its backend",
+	WorkloadClusterRemove: "the last cluster is removed with its endpoint and route; proof: its path gets Envoy's 404 (no route)",
+	WorkloadRoute:         "route /quote/0 alternates between cluster 1 (backend B) and cluster 0 (backend A); proof: the other backend answers",
+	WorkloadListener:      "the HTTP connection manager's server_name alternates; proof: the server header of an answer on /quote/0",
+}
+
+// workloadChange names one change of a workload in the report's titles.
+var workloadChange = map[string]string{
+	WorkloadEndpoint:      "single-endpoint change",
+	WorkloadClusterAdd:    "cluster added",
+	WorkloadClusterRemove: "cluster removed",
+	WorkloadRoute:         "route retargeted",
+	WorkloadListener:      "listener change",
+}
+
+// parseWorkload checks one --workload name.
+func parseWorkload(s string) error {
+	for _, w := range Workloads {
+		if s == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown workload %q (want endpoint, cluster-add, cluster-remove, route or listener)", s)
+}
+
+// ports are where a workload's states point: Envoy's listener, the port nothing listens
+// on (every cluster that is not probed), and backends A and B.
+type ports struct {
+	listener int
+	dead     int
+	backends [2]int
+}
+
+// wstep is one state of a workload and what proves the data plane runs it.
+type wstep struct {
+	state resources.State
+	proof proof
+}
+
+// proof is the data-plane evidence of a step: the answer a request to path must get.
+type proof struct {
+	path string
+	// backend is the index of the backend that must answer, or noBackend: Envoy itself
+	// must answer 404 (no route).
+	backend int
+	// server is the "server" header the answer must carry ("": not checked).
+	server string
+}
+
+const noBackend = -1
+
+// workloadStep is step i of workload w at N = n: i = 0 is the initial state (N
+// clusters, cluster 0 on backend A, every other cluster on the dead port; besides, the
+// route workload puts cluster 1 on backend B and the listener workload names the
+// server), i >= 1 the i-th change. It only describes the desired state;
+// configRun.publish builds it.
+func workloadStep(w string, n, i int, p ports) wstep {
+	st := resources.State{
+		Version: fmt.Sprint(i + 1), ListenerPort: p.listener, InventoryPort: p.dead,
+		Clusters: n, EndpointPorts: map[int]int{0: p.backends[0]},
+	}
+	ps := proof{path: resources.ScaledPath(0), backend: 0}
+	alt := i % 2 // 1, 0, 1, ...: every change is a real one
+	switch w {
+	case WorkloadEndpoint:
+		if i > 0 {
+			st.EndpointPorts[0] = p.backends[alt]
+			ps.backend = alt
+		}
+	case WorkloadClusterAdd:
+		// Cluster n+k-1 came with change k and keeps its endpoint: only the new one is new.
+		st.Clusters = n + i
+		for k := 1; k <= i; k++ {
+			st.EndpointPorts[n+k-1] = p.backends[k%2]
+		}
+		if i > 0 {
+			ps = proof{path: resources.ScaledPath(n + i - 1), backend: alt}
+		}
+	case WorkloadClusterRemove:
+		// The last cluster goes with its route; Validate keeps at least cluster 0.
+		st.Clusters = n - i
+		if i > 0 {
+			ps = proof{path: resources.ScaledPath(n - i), backend: noBackend}
+		}
+	case WorkloadRoute:
+		st.EndpointPorts[1] = p.backends[1]
+		if alt == 1 {
+			st.RouteTargets = map[int]int{0: 1}
+		}
+		ps.backend = alt
+	case WorkloadListener:
+		st.ServerName = serverNames[alt]
+		ps.server = serverNames[alt]
+	}
+	return wstep{state: st, proof: ps}
+}
+
+// changedCluster is the cluster whose endpoint, route or existence the workload's first
+// change touches (bench.json's changed_cluster).
+func changedCluster(w string, n int) int {
+	switch w {
+	case WorkloadClusterAdd:
+		return n
+	case WorkloadClusterRemove:
+		return n - 1
+	}
+	return 0
+}
+
+// wildcardType: LDS and CDS are subscribed by wildcard and are full state in SotW, so a
+// removal is a change the client is always told about (the full list, or delta's
+// removed_resources); RDS and EDS are subscribed by name.
+func wildcardType(t resources.Type) bool { return t == resources.LDS || t == resources.CDS }
+
+// expectedTypes are the types every client must ACK at the type's new version after set
+// replaces prev:
+//   - all four at first, and for SotW with uniform versions (every label moves);
+//   - else the types whose content changed (ChangedTypes), except, with the LinearCache,
+//     an RDS or EDS change that only removes resources: SotW cannot say so for a type
+//     subscribed by name (the LinearCache sends nothing), and in delta the publisher
+//     updates CDS before EDS, so a client that has already dropped the cluster's
+//     endpoints is owed nothing either (the SnapshotCache sets every type at once and
+//     always answers). Those removals are awaited as the client's unsubscribe instead
+//     (droppedNames).
+func expectedTypes(s series, set, prev *resources.Set) []string {
+	ts := resources.Types
+	if prev != nil && !(s.mode == xdslog.ModeSotW && s.versions == frontend.Uniform) {
+		ts = nil
+		for _, t := range set.ChangedTypes(prev) {
+			if s.cache == frontend.LinearCache && !wildcardType(t) && onlyRemovals(prev, set, t) {
+				continue
+			}
+			ts = append(ts, t)
+		}
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+// onlyRemovals reports whether type t lost resources from prev to set and nothing else.
+func onlyRemovals(prev, set *resources.Set, t resources.Type) bool {
+	old, cur := prev.Hashes(t), set.Hashes(t)
+	for name, h := range cur {
+		if oh, ok := old[name]; !ok || oh != h {
+			return false
+		}
+	}
+	return len(old) > len(cur)
+}
+
+// droppedNames are the RDS and EDS resources set no longer has: every client must stop
+// subscribing to them (Envoy does when the listener or cluster that referenced them goes)
+// before the step is over, or the unsubscribe, and any answer to it, would land in the
+// next step. Type -> names.
+func droppedNames(set, prev *resources.Set) map[string][]string {
+	if prev == nil {
+		return nil
+	}
+	var out map[string][]string
+	for _, t := range []resources.Type{resources.EDS, resources.RDS} {
+		cur := set.Hashes(t)
+		for _, r := range prev.ByType[t] {
+			if _, ok := cur[r.Name]; !ok {
+				if out == nil {
+					out = map[string][]string{}
+				}
+				out[string(t)] = append(out[string(t)], r.Name)
+			}
+		}
+	}
+	return out
+}
