@@ -198,9 +198,11 @@ func (r *configRun) close() error {
 
 // publish builds state and makes it the state served: the one place a configuration
 // turns a desired state into resources. It fills the sample's build and publish times,
-// both from t0. The Build line is the one that becomes resources.Rebuild(r.prev, state).
+// both from t0. The build is incremental (resources.Rebuild from the state served now),
+// as the control plane's own Publish is: only what the step changes is built, and the
+// publisher is handed that change.
 func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.Time, s *Sample) (*resources.Set, error) {
-	set, err := resources.Build(state)
+	set, err := resources.Rebuild(r.cp.Publisher().Current(), state)
 	if err != nil {
 		return nil, fmt.Errorf("build version %s: %w", state.Version, err)
 	}
