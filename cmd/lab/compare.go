@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -11,83 +13,168 @@ import (
 	"github.com/xds-workbench/lab/experiments/compare"
 )
 
-func newCompareCmd() *cobra.Command {
-	var format, out, step string
-	var sessionA, sessionB int
+// compareOptions are what `lab compare` was asked: newCompareCmd only parses the
+// command line into them, and runCompare does the work from them alone (tests call it
+// directly).
+type compareOptions struct {
+	// Runs are the RUN arguments in command-line order: labelled A, B, C, ...
+	Runs   []string
+	Format string
+	Out    string
+	Step   string
+	// SessionA and SessionB choose a session of RUN_A's and RUN_B's xds.log (0: it must
+	// hold one).
+	SessionA, SessionB int
+	Stdout, Stderr     io.Writer
+}
+
+func newCompareCmd() *cobra.Command { return newCompareCmdWith(runCompare) }
+
+// newCompareCmdWith parses the command line into compareOptions and hands them to run.
+func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
+	o := &compareOptions{Format: "text"}
 	cmd := &cobra.Command{
-		Use:   "compare RUN_A RUN_B",
-		Short: "Compare two runs side by side: step table, versions, findings, sequence diagrams",
-		Long: `compare reads two runs and shows them side by side: per scenario step, what each control
-plane sent (responses per type, resources, redundant ones, removals explicit or by absence),
-how the client answered (ACKs, NACKs, re-sends of rejected content), bytes, timings and the
-data-plane result; the per-resource versions at the end of every step; findings computed
-from those figures, each saying whether it is the protocol or an implementation (with
+		Use:   "compare RUN_A RUN_B [RUN...]",
+		Short: "Compare runs side by side: step table, versions, findings, sequence diagrams",
+		Long: `compare reads two or more runs and shows them side by side, a column per run: per scenario
+step, what each control plane sent (responses per type, resources, redundant ones,
+removals explicit or by absence), how the client answered (ACKs, NACKs, re-sends of
+rejected content), bytes, timings and the data-plane result; the per-resource versions
+at the end of every step; findings computed from those figures; and sequence diagrams
+(--step NAME, or every step in HTML).
+
+With two runs, every finding says whether it is the protocol or an implementation (with
 the xDS protocol section or the go-control-plane component as its source), under a
-headline naming what differed most; and sequence diagrams (--step NAME, or every step in
-HTML).
+headline naming what differed most.
 
-A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file.
-Runs with different steps are compared on the steps they share. A log that several
-lab serve sessions appended to is never merged: choose one with --session-a/--session-b.`,
-		Example: `  # the two runs of "make lab", as a text table
-  lab compare experiments/evidence/latest/sotw experiments/evidence/latest/delta
+With three or more, the columns are headed by what tells the runs apart (mode, cache, and
+the SotW options where they differ: "sotw · snapshot · uniform", "delta · linear"), and
+the findings are the SotW-vs-delta differences of every pair of a SotW and a delta run
+with the same cache, compared across the pairs: protocol only when every pair shows it
+alike with --cache snapshot and --cache linear, implementation (naming the
+SnapshotCache's or LinearCache's code) when the cache or another option changes it, and
+unattributed, in one line saying why, when the runs given do not cover both caches.
 
-  # one step with its sequence diagrams, as Markdown with Mermaid
+A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file;
+each run is given once. Runs with different steps are compared on the steps all of them
+share. A log that several lab serve sessions appended to is never merged: give it as
+RUN_A or RUN_B and choose one with --session-a/--session-b.`,
+		Example: `  # the runs of "make lab": SotW and delta with each cache, one text matrix
+  lab compare runs/sotw runs/delta runs/sotw-linear runs/delta-linear
+
+  # the same as one self-contained HTML report (no script, no network)
+  lab compare --format html --out report.html runs/sotw runs/delta runs/sotw-linear runs/delta-linear
+
+  # two runs, one step with its sequence diagrams, as Markdown with Mermaid
   lab compare --format markdown --step port-change runs/sotw runs/delta
-
-  # a self-contained HTML report (no script, no network)
-  lab compare --format html --out compare.html runs/sotw runs/delta
 
   # two bare logs
   lab compare sotw/xds.log delta/xds.log --format json`,
-		Args: twoRuns,
+		Args: atLeastTwoRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := compare.LoadSession("A", args[0], sessionA)
-			if err != nil {
-				return err
-			}
-			b, err := compare.LoadSession("B", args[1], sessionB)
-			if err != nil {
-				return err
-			}
-			rep, err := compare.Compare(a, b, compare.Options{Step: step})
-			if err != nil {
-				return err
-			}
-			var buf bytes.Buffer
-			if err := compare.Render(&buf, rep, format); err != nil {
-				return err
-			}
-			if out == "" {
-				_, err = cmd.OutOrStdout().Write(buf.Bytes())
-				return err
-			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-				return fmt.Errorf("write report: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%s, %d bytes)\n", out, format, buf.Len())
-			return nil
+			o.Runs, o.Stdout, o.Stderr = args, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return run(o)
 		},
 	}
 	f := cmd.Flags()
-	format = "text"
-	f.Var(choiceValue{&format, "format", compare.Formats}, "format", "output format: "+strings.Join(compare.Formats, ", "))
-	f.StringVar(&out, "out", "", "write the report to FILE instead of standard output")
-	f.StringVar(&step, "step", "", "show only this step, with its sequence diagrams")
+	f.Var(choiceValue{&o.Format, "format", compare.Formats}, "format", "output format: "+strings.Join(compare.Formats, ", "))
+	f.StringVar(&o.Out, "out", "", "write the report to FILE instead of standard output")
+	f.StringVar(&o.Step, "step", "", "show only this step, with its sequence diagrams")
 	// lab serve appends a session per start to the same xds.log; a log with several is
 	// refused unless one is chosen (the error says how many there are).
-	f.IntVar(&sessionA, "session-a", 0, "RUN_A's session, 1 for the first, when its xds.log holds several (lab serve appends one per start)")
-	f.IntVar(&sessionB, "session-b", 0, "RUN_B's session, likewise")
+	f.IntVar(&o.SessionA, "session-a", 0, "RUN_A's session, 1 for the first, when its xds.log holds several (lab serve appends one per start)")
+	f.IntVar(&o.SessionB, "session-b", 0, "RUN_B's session, likewise")
 	return cmd
 }
 
-// twoRuns wants exactly the two runs to compare.
-func twoRuns(cmd *cobra.Command, args []string) error {
-	switch len(args) {
-	case 2:
+// atLeastTwoRuns wants two or more runs to compare.
+func atLeastTwoRuns(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) >= 2:
 		return nil
-	case 0:
-		return fmt.Errorf("want two runs (usage: %s)", cmd.UseLine())
+	case len(args) == 0:
+		return fmt.Errorf("want two or more runs (usage: %s)", cmd.UseLine())
 	}
-	return fmt.Errorf("want two runs, got %d (usage: %s)", len(args), cmd.UseLine())
+	return fmt.Errorf("want two or more runs, got %d (usage: %s)", len(args), cmd.UseLine())
+}
+
+// runCompare loads the runs, compares them (two: the two-run report; more: the matrix)
+// and writes the report. Nothing is written unless every run loads and compares.
+func runCompare(o *compareOptions) error {
+	switch {
+	case len(o.Runs) < 2:
+		return fmt.Errorf("want two or more runs, got %d (usage: lab compare RUN_A RUN_B [RUN...])", len(o.Runs))
+	case len(o.Runs) > compare.MaxRuns:
+		return fmt.Errorf("want at most %d runs, got %d", compare.MaxRuns, len(o.Runs))
+	}
+	runs := make([]*compare.Run, len(o.Runs))
+	for i, path := range o.Runs {
+		var err error
+		if runs[i], err = compare.LoadSession(compare.RunLabel(i), path, sessionOf(o, i)); err != nil {
+			return err
+		}
+	}
+	// After loading: a log of several sessions given twice without --session-a/-b is
+	// better told how to choose them than that it was given twice.
+	if err := checkDistinctRuns(o, runs); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if len(runs) == 2 {
+		rep, err := compare.Compare(runs[0], runs[1], compare.Options{Step: o.Step})
+		if err != nil {
+			return err
+		}
+		if err := compare.Render(&buf, rep, o.Format); err != nil {
+			return err
+		}
+	} else {
+		m, err := compare.CompareMatrix(runs, compare.Options{Step: o.Step})
+		if err != nil {
+			return err
+		}
+		if err := compare.RenderMatrix(&buf, m, o.Format); err != nil {
+			return err
+		}
+	}
+	if o.Out == "" {
+		_, err := o.Stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	fmt.Fprintf(o.Stderr, "wrote %s (%s, %d bytes)\n", o.Out, o.Format, buf.Len())
+	return nil
+}
+
+func sessionOf(o *compareOptions, i int) int {
+	switch i {
+	case 0:
+		return o.SessionA
+	case 1:
+		return o.SessionB
+	}
+	return 0
+}
+
+// checkDistinctRuns refuses a run given twice (the same xds.log, by file identity, so a
+// directory and its xds.log, or two spellings of one path, count as one): a run beside
+// itself shows nothing and would count twice in a matrix. Two sessions of one log are
+// two runs.
+func checkDistinctRuns(o *compareOptions, runs []*compare.Run) error {
+	infos := make([]fs.FileInfo, len(runs))
+	for i, r := range runs {
+		fi, err := os.Stat(r.LogPath)
+		if err != nil {
+			return fmt.Errorf("run %s (%s): %w", r.Label, r.Path, err)
+		}
+		infos[i] = fi
+		for j := range i {
+			if os.SameFile(infos[j], fi) && sessionOf(o, j) == sessionOf(o, i) {
+				return fmt.Errorf("run %s (%s) is run %s (%s) again: give each run once", r.Label, r.Path, runs[j].Label, runs[j].Path)
+			}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,9 +76,9 @@ func TestCompareBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"compare"}, "want two runs (usage: lab compare RUN_A RUN_B [flags])"},
-		{[]string{"compare", sotwRunDir}, "want two runs, got 1 (usage: lab compare RUN_A RUN_B [flags])"},
-		{[]string{"compare", sotwRunDir, deltaRunDir, deltaRunDir}, "want two runs, got 3 (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare"}, "want two or more runs (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
+		{[]string{"compare", sotwRunDir}, "want two or more runs, got 1 (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
+		{[]string{"compare", sotwRunDir, deltaRunDir, deltaRunDir}, "run C (" + deltaRunDir + ") is run B (" + deltaRunDir + ") again: give each run once"},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", "pdf"}, `--format pdf: unknown format (want text, markdown, json or html)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", ""}, `--format "": unknown format (want text, markdown, json or html)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format"}, `--format: needs a value (see lab compare --help)`},
@@ -136,4 +137,167 @@ func TestCompareFormats(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(html), "<!DOCTYPE html>"))
 	assert.NotContains(t, string(html), "<script")
+}
+
+// The committed runs of the matrix: the teaching scenario with the LinearCaches, and the
+// scaled state with each cache (experiments/compare, generate_test.go).
+var (
+	sotwLinearRunDir  = filepath.Join("..", "..", "experiments", "compare", "testdata", "sotw-linear")
+	deltaLinearRunDir = filepath.Join("..", "..", "experiments", "compare", "testdata", "delta-linear")
+	sotwHoldRunDir    = filepath.Join("..", "..", "experiments", "compare", "testdata", "sotw-per-type-hold")
+	goldenDir         = filepath.Join("..", "..", "experiments", "compare", "testdata")
+)
+
+// compareRun calls runCompare as the command does, with stdout and stderr captured.
+func compareRun(t *testing.T, o compareOptions) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o.Stdout, o.Stderr = &out, &errOut
+	if o.Format == "" {
+		o.Format = "text"
+	}
+	err := runCompare(&o)
+	return out.String(), errOut.String(), err
+}
+
+// TestRunCompareMatrix: four runs, SotW and delta with each cache, give a column per run
+// and findings labelled across the pairs: the removal is the protocol (the same with both
+// caches), the port-change re-sends an implementation naming both caches' code.
+func TestRunCompareMatrix(t *testing.T) {
+	runs := []string{sotwRunDir, deltaRunDir, sotwLinearRunDir, deltaLinearRunDir}
+	out, errOut, err := compareRun(t, compareOptions{Runs: runs})
+	require.NoError(t, err)
+	assert.Empty(t, errOut)
+	for _, s := range []string{
+		"lab compare: A: sotw · snapshot · uniform · nack resend, B: delta · snapshot, C: sotw · linear ·\n  per-type · nack hold, D: delta · linear\n",
+		"| A: sotw · snapshot · uniform · nack resend",
+		"| D: delta · linear",
+		"SotW and delta pairs with the same cache: A vs B (snapshot), C vs D",
+		"remove-cluster, removal. Every pair, A vs B (snapshot), C vs D (linear): sotw",
+		"     protocol: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D)\n",
+		"port-change, redundant pushes. A vs B (snapshot): sotw re-sent unchanged LDS, RDS, CDS, delta",
+		"     implementation: the cache, --sotw-versions and --nack-policy differ between A vs B (snapshot)",
+		"pkg/cache/v3/linear.go",
+		"pkg/cache/v3/simple.go",
+	} {
+		assert.Contains(t, out, s)
+	}
+
+	// Only one cache: the labels cannot be decided, and every format says so.
+	out, _, err = compareRun(t, compareOptions{Runs: []string{sotwRunDir, deltaRunDir, sotwHoldRunDir}})
+	require.NoError(t, err)
+	assert.Contains(t, out, "\n     unattributed: only snapshot runs given\n")
+	assert.NotContains(t, out, "\n     protocol: ")
+
+	// HTML to a file, JSON to stdout.
+	file := filepath.Join(t.TempDir(), "report.html")
+	out, errOut, err = compareRun(t, compareOptions{Runs: runs, Format: "html", Out: file})
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "wrote "+file+" (html, ")
+	html, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(html), "<!DOCTYPE html>"))
+	assert.Equal(t, 4, strings.Count(string(html), `<th class="group" colspan="12">`), "a step-table column group per run")
+	assert.Contains(t, string(html), `<span class="attr attr-protocol">protocol</span>`)
+	assert.Contains(t, string(html), `<span class="attr attr-implementation">implementation</span>`)
+
+	out, _, err = compareRun(t, compareOptions{Runs: runs, Format: "json"})
+	require.NoError(t, err)
+	var m struct {
+		Runs []struct {
+			Label, Axes string
+		} `json:"runs"`
+		Findings []struct {
+			Step, Kind, Attribution, Basis string
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	require.Len(t, m.Runs, 4)
+	assert.Equal(t, "delta · linear", m.Runs[3].Axes)
+	labels := map[string]int{}
+	for _, f := range m.Findings {
+		labels[f.Attribution]++
+	}
+	assert.Positive(t, labels["protocol"])
+	assert.Positive(t, labels["implementation"])
+}
+
+// TestRunCompareTwoRunsUnchanged: with two runs, runCompare prints the two-run report,
+// byte for byte the committed goldens. It runs from the compare package's directory so
+// that the paths (and so the column widths) are the ones the goldens were rendered with.
+func TestRunCompareTwoRunsUnchanged(t *testing.T) {
+	t.Chdir(goldenDir)
+	t.Chdir("..")
+	for _, c := range []struct {
+		golden, format, step string
+	}{
+		{"golden.txt", "text", ""},
+		{"golden.md", "markdown", ""},
+		{"golden.json", "json", ""},
+		{"golden-invalid-route.txt", "text", "invalid-route"},
+	} {
+		out, _, err := compareRun(t, compareOptions{Runs: []string{"testdata/sotw", "testdata/delta"}, Format: c.format, Step: c.step})
+		require.NoError(t, err)
+		want, err := os.ReadFile(filepath.Join("testdata", c.golden))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), out, c.golden)
+	}
+	// And the matrix golden, for four runs.
+	out, _, err := compareRun(t, compareOptions{Runs: []string{"testdata/sotw", "testdata/delta", "testdata/sotw-linear", "testdata/delta-linear"}})
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join("testdata", "golden-matrix.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), out, "golden-matrix.txt")
+}
+
+// TestRunCompareBadInput: one run, a missing directory, a run given twice: one error line
+// naming the run, nothing printed, exit code 1.
+func TestRunCompareBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-run")
+	for _, c := range []struct {
+		name string
+		runs []string
+		want string
+	}{
+		{"one run", []string{sotwRunDir}, "want two or more runs, got 1 (usage: lab compare RUN_A RUN_B [RUN...])"},
+		{"missing directory", []string{sotwRunDir, deltaRunDir, missing}, "run C (" + missing + "): no such file or directory"},
+		{"a run twice", []string{sotwRunDir, deltaRunDir, sotwRunDir}, "run C (" + sotwRunDir + ") is run A (" + sotwRunDir + ") again: give each run once"},
+		{"a run and its xds.log", []string{sotwRunDir, filepath.Join(sotwRunDir, "xds.log")},
+			"run B (" + filepath.Join(sotwRunDir, "xds.log") + ") is run A (" + sotwRunDir + ") again: give each run once"},
+		{"too many", slices.Repeat([]string{sotwRunDir}, 27), "want at most 26 runs, got 27"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, err := compareRun(t, compareOptions{Runs: c.runs})
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Empty(t, out)
+			assert.Empty(t, errOut)
+
+			// Through the command and main's execute: one line, exit code 1.
+			root := newRootCmd()
+			var stdout, stderr bytes.Buffer
+			root.SetOut(&stdout)
+			root.SetErr(&stderr)
+			root.SetArgs(append([]string{"compare"}, c.runs...))
+			assert.Equal(t, 1, execute(root, &stderr))
+			assert.Equal(t, "lab compare: "+strings.Replace(c.want, " (usage: lab compare RUN_A RUN_B [RUN...])", " (usage: lab compare RUN_A RUN_B [RUN...] [flags])", 1)+"\n", stderr.String())
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+// TestCompareCmdParsesOnly: the command only turns the command line into options.
+func TestCompareCmdParsesOnly(t *testing.T) {
+	var got *compareOptions
+	cmd := newCompareCmdWith(func(o *compareOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"a", "b", "c", "--format", "html", "--out", "r.html", "--step", "recover", "--session-a", "2"})
+	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got)
+	assert.Equal(t, []string{"a", "b", "c"}, got.Runs)
+	assert.Equal(t, "html", got.Format)
+	assert.Equal(t, "r.html", got.Out)
+	assert.Equal(t, "recover", got.Step)
+	assert.Equal(t, 2, got.SessionA)
+	assert.Zero(t, got.SessionB)
 }

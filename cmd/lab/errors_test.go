@@ -22,7 +22,7 @@ func TestErrorsNameTheCommand(t *testing.T) {
 		{[]string{"bench", "--clusters", "abc"}, "lab bench: --clusters abc: not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
 		{[]string{"bench", "--repeat", "0"}, "lab bench: --repeat 0: outside 1-1000"},
 		{[]string{"bench", "--modes", "grpc"}, "lab bench: --modes grpc: unknown protocol (want sotw or delta)"},
-		{[]string{"compare"}, "lab compare: want two runs (usage: lab compare RUN_A RUN_B [flags])"},
+		{[]string{"compare"}, "lab compare: want two or more runs (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
 		{[]string{"compare", "a", "b", "--format", "pdf"}, "lab compare: --format pdf: unknown format (want text, markdown, json or html)"},
 		{[]string{"bootstrap", "--admin-port", "70000"}, "lab bootstrap: --admin-port 70000: outside 0-65535"},
 		{[]string{"bootstrap", "--mode", "grpc"}, "lab bootstrap: --mode grpc: unknown protocol (want sotw or delta)"},
@@ -47,7 +47,7 @@ func TestErrorsNameTheCommand(t *testing.T) {
 			code := execute(root, &stderr)
 			assert.Equal(t, 1, code)
 			assert.Equal(t, c.want+"\n", stderr.String())
-			assert.Regexp(t, `^lab `+regexp.QuoteMeta(c.args[0])+`: (--[a-z-]+( \S+)?: |want two runs|open xds.log)`, stderr.String())
+			assert.Regexp(t, `^lab `+regexp.QuoteMeta(c.args[0])+`: (--[a-z-]+( \S+)?: |want two or more runs|open xds.log)`, stderr.String())
 			assert.Equal(t, 1, strings.Count(stderr.String(), c.args[0]+":"), "the command is named once")
 			assert.Empty(t, stdout.String())
 		})

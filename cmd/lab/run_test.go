@@ -245,7 +245,7 @@ func TestMakeLabUsesFreePorts(t *testing.T) {
 			assert.Contains(t, line, " --free-ports", line)
 		}
 	}
-	assert.Equal(t, 3, runs)
+	assert.Equal(t, 5, runs, "SotW and delta with each cache, and SotW per-type/hold")
 }
 
 // TestRunPortInUse: a port already taken gives a one-line error naming the port, before

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -16,6 +17,15 @@ import (
 const (
 	AttrProtocol       = "protocol"
 	AttrImplementation = "implementation"
+	// AttrUnattributed is a matrix finding's label when the runs given cannot tell the
+	// protocol from the implementation (see attributeAcrossCaches).
+	AttrUnattributed = "unattributed"
+)
+
+// The library caches a run can serve from (run.json "cache").
+const (
+	cacheSnapshot = "snapshot"
+	cacheLinear   = "linear"
 )
 
 // Protocol sources: sections of the xDS protocol document.
@@ -70,6 +80,40 @@ const (
 		"unmatched, never guessed to be an ACK)"
 )
 
+// Implementation sources of a run served from the LinearCaches (--cache linear: one
+// go-control-plane LinearCache per type behind a MuxCache). The SnapshotCache sources
+// above would name the wrong code there: the same transports, but another cache decides
+// what is sent.
+const (
+	srcLinearReturned = "go-control-plane LinearCache (pkg/cache/v3/linear.go, computeResourceChange) sends a " +
+		"resource whose version differs from the one it returned on the stream, which after a NACK is the " +
+		"rejected one, not what the client runs"
+	srcLinearNewStream = "go-control-plane LinearCache (pkg/cache/v3/linear.go, CreateWatch) answers a new stream " +
+		"with every subscribed resource: the SotW server starts each stream's subscription with nothing returned " +
+		"(pkg/server/sotw/v3/ads.go, processADS), and a version_info without the cache's prefix is answered in full"
+	srcLinearNack = "go-control-plane LinearCache (pkg/cache/v3/linear.go, computeResourceChange) compares with what " +
+		"it returned on the stream, the rejected response, so a NACK changes nothing and nothing is re-sent until " +
+		"the next publish"
+	srcLinearSotwVersions = "go-control-plane LinearCache (pkg/cache/v3/linear.go) labels a type's SotW responses " +
+		"with its own counter, moved by each update of that type, behind a prefix per start of the control plane " +
+		"(shared/frontend, LinearPublisher)"
+	srcLinearDeltaVersions = "go-control-plane LinearCache (pkg/cache/v3/cached_resource.go, getResourceVersion) " +
+		"versions a delta resource by the SHA-256 of its bytes"
+	srcLinearDeltaInitial = "go-control-plane delta server (pkg/server/delta/v3/server.go, processDelta) seeds the " +
+		"subscription from initial_resource_versions and the LinearCache (pkg/cache/v3/linear.go, " +
+		"computeResourceChange) sends only the resources whose hash differs"
+)
+
+// Sources of the cache axis, for a matrix finding that the cache changes.
+const (
+	srcCacheAxis = "go-control-plane v0.14.0: the SnapshotCache (pkg/cache/v3/simple.go, createResponse and " +
+		"respondSOTWWatches) answers from the whole snapshot of a type whenever its version moves; the LinearCache " +
+		"(pkg/cache/v3/linear.go, computeResponse) from what changed against what it returned on the stream: LDS " +
+		"and CDS in full, RDS and EDS only the changed resources"
+	srcSnapshotOnlyOptions = "--sotw-versions uniform and --nack-policy resend need the SnapshotCache " +
+		"(experiments/controlplane, CheckCacheOptions)"
+)
+
 // Causes of a redundant resource, in the order their sources are listed.
 const (
 	causeFullState = iota // protocol: an LDS/CDS response carries the whole type
@@ -81,7 +125,23 @@ const (
 	numCauses
 )
 
-var causeSource = [numCauses]string{srcSpecGrouping, srcSnapshotWholeType, srcSnapshotNewStream, srcUniformLabels, srcLabelNotContent, srcDeltaSent}
+// causeSource is where a cause of redundancy is written, for the run's cache. With the
+// LinearCache an RDS/EDS resource or a moved label the client already runs is sent
+// because the cache compares with what it returned (rejected content counts), and a new
+// stream gets everything because its subscription starts empty; uniform labels cannot
+// occur there (refused), so their source stays the snapshot one.
+func causeSource(cause int, linear bool) string {
+	snapshot := [numCauses]string{srcSpecGrouping, srcSnapshotWholeType, srcSnapshotNewStream, srcUniformLabels, srcLabelNotContent, srcDeltaSent}
+	if linear {
+		switch cause {
+		case causeWholeType, causeLabel:
+			return srcLinearReturned
+		case causeNewStream:
+			return srcLinearNewStream
+		}
+	}
+	return snapshot[cause]
+}
 
 // attribution is a finding's verdict and where it comes from. Sides holds the part of
 // Source that concerns each run ("" when the source is about both), so that the headline
@@ -136,14 +196,30 @@ func sotwPolicy(r *Run) string {
 	return "resend"
 }
 
+// runCache is the run's --cache: "snapshot" when run.json does not say (runs older than
+// the option used the SnapshotCache, and so does a run without run.json, as with the
+// other options' defaults).
+func runCache(r *Run) string {
+	if r.Meta != nil && r.Meta.Cache != "" {
+		return r.Meta.Cache
+	}
+	return cacheSnapshot
+}
+
+func isLinear(r *Run) bool { return runCache(r) == cacheLinear }
+
 // attributeVersions: which versions move is the servers' labelling, never the protocol's
 // (a SotW version_info and a delta resource version are both opaque strings).
 func attributeVersions(runs [2]*Run) attribution {
 	var s sources
 	for i, r := range runs {
 		switch {
+		case r.Mode == xdslog.ModeDelta && isLinear(r):
+			s.add(i, srcLinearDeltaVersions)
 		case r.Mode == xdslog.ModeDelta:
 			s.add(i, srcDeltaVersions)
+		case isLinear(r):
+			s.add(i, srcLinearSotwVersions)
 		case sotwStrategy(r) == "per-type":
 			s.add(i, srcPerTypeLabels)
 		default:
@@ -153,21 +229,29 @@ func attributeVersions(runs [2]*Run) attribution {
 	return s.verdict(srcSpecAckNack)
 }
 
-// attributeRedundant names why each run re-sent content its client already ran. Only
-// the LDS/CDS full-state rule is the protocol's; everything else is a choice.
-func attributeRedundant(d [2]*detail) attribution {
+// attributeRedundant names why each run re-sent content its client already ran, of one
+// type (typ "" for every type). Only the LDS/CDS full-state rule is the protocol's;
+// everything else is a choice.
+func attributeRedundant(runs [2]*Run, d [2]*detail, typ string) attribution {
 	var s sources
 	protocol := false
 	for i, x := range d {
+		// Sources in cause order (never map order: the report must be the same every
+		// time), each cause counted over the types asked for.
 		for c := range numCauses {
-			if x.causes[c] == 0 {
-				continue
+			n := 0
+			for t, causes := range x.causes {
+				if typ == "" || t == typ {
+					n += causes[c]
+				}
 			}
-			if c == causeFullState {
+			switch {
+			case n == 0:
+			case c == causeFullState:
 				protocol = true
-				continue
+			default:
+				s.add(i, causeSource(c, isLinear(runs[i])))
 			}
-			s.add(i, causeSource[c])
 		}
 	}
 	if len(s.impl) == 0 && !protocol {
@@ -189,13 +273,17 @@ func attributeNack(runs [2]*Run, f [2]Figures) attribution {
 		switch {
 		case r.Mode == xdslog.ModeDelta:
 			s.add(i, srcDeltaSent)
+		case isLinear(r) && f[i].RejectedResends == 0:
+			s.add(i, srcLinearNack)
+		case isLinear(r):
+			s.add(i, srcLinearReturned)
 		case f[i].RejectedResends == 0 && sotwPolicy(r) == "hold":
 			s.add(i, srcHold)
 		default:
 			s.add(i, srcSnapshotNack)
-			if f[i].RejectedResends >= 2 { // a loop, not one re-send
-				s.add(i, srcRateLimit)
-			}
+		}
+		if r.Mode == xdslog.ModeSotW && f[i].RejectedResends >= 2 { // a loop, not one re-send
+			s.add(i, srcRateLimit)
 		}
 	}
 	return s.verdict(srcSpecAckNack)
@@ -220,9 +308,14 @@ func attributeReconnect(runs [2]*Run, d [2]*detail) attribution {
 		if re == nil {
 			continue
 		}
-		if r.Mode == xdslog.ModeDelta {
+		switch {
+		case r.Mode == xdslog.ModeDelta && isLinear(r):
+			s.add(i, srcLinearDeltaInitial)
+		case r.Mode == xdslog.ModeDelta:
 			s.add(i, srcDeltaInitial)
-		} else if re.Resources > 0 {
+		case re.Resources > 0 && isLinear(r):
+			s.add(i, srcLinearNewStream)
+		case re.Resources > 0:
 			s.add(i, srcSnapshotNewStream)
 		}
 	}
@@ -236,4 +329,176 @@ func attributeAnomaly(f Figures) attribution {
 		return attribution{attr: AttrImplementation, source: srcUnmatched}
 	}
 	return attribution{attr: AttrProtocol, source: srcSpecNonce}
+}
+
+// pairFacet is what one SotW/delta pair shows of a matrix finding: present when the
+// pair's two-run report has the finding (its shape and attribution), else the kind's
+// none-shape.
+type pairFacet struct {
+	pair    pairRef
+	present bool
+	shape   string
+	attr    attribution
+}
+
+// crossVerdict is a matrix finding's label, how the pairs decided it, and its source.
+type crossVerdict struct {
+	attr, basis, source string
+}
+
+// attributeAcrossCaches labels one SotW-vs-delta difference across the pairs of a
+// matrix. The rule: a difference is the protocol's only when every pair shows it alike,
+// with the SnapshotCache and with the LinearCache, and each pair's own attribution says
+// protocol; alike but attributed to an implementation in the pairs, it is the servers'
+// (not the cache's); when pairs show it differently, what tells those pairs apart changes
+// it: the cache alone (implementation, naming both caches' code), a SotW option or the
+// client with the same cache, or several at once (all implementation choices). It cannot
+// be decided when the pairs do not cover both caches (cov, from coverage) or when two
+// pairs run with the same options disagree (timing, not a choice). Pairs are compared
+// on their shapes (facet), never on figures that vary from run to run.
+func attributeAcrossCaches(obs []pairFacet, cov string) crossVerdict {
+	if cov != "" {
+		return crossVerdict{attr: AttrUnattributed, basis: cov}
+	}
+	// byCache names the pairs by cache: "the SnapshotCache (A vs B, C vs B) and the
+	// LinearCache (D vs E)".
+	byCache := func(list []pairFacet) string {
+		var parts []string
+		for _, c := range []struct{ cache, name string }{{cacheSnapshot, "SnapshotCache"}, {cacheLinear, "LinearCache"}} {
+			var names []string
+			for _, o := range list {
+				if o.pair.Cache == c.cache {
+					names = append(names, o.pair.Name)
+				}
+			}
+			if len(names) > 0 {
+				parts = append(parts, fmt.Sprintf("the %s (%s)", c.name, strings.Join(names, ", ")))
+			}
+		}
+		return andList(parts)
+	}
+	// Each pair's implementation sources, once each. A two-run source joins its parts
+	// with "; " (sources.verdict), and no part of a pair kind's source contains one.
+	var impl []string
+	addImpl := func(src string) {
+		for _, part := range strings.Split(src, "; ") {
+			if part != "" && !slices.Contains(impl, part) {
+				impl = append(impl, part)
+			}
+		}
+	}
+	allProtocol := true
+	for _, o := range obs {
+		if o.present && o.attr.attr != AttrProtocol {
+			allProtocol = false
+			addImpl(o.attr.source)
+		}
+	}
+	same := !slices.ContainsFunc(obs, func(o pairFacet) bool { return o.shape != obs[0].shape })
+	if same {
+		if allProtocol {
+			src := ""
+			for _, o := range obs {
+				if o.present {
+					src = o.attr.source
+					break
+				}
+			}
+			return crossVerdict{attr: AttrProtocol, basis: "the same in every pair, with " + byCache(obs), source: src}
+		}
+		return crossVerdict{attr: AttrImplementation, basis: "the same in every pair, with " + byCache(obs) +
+			", so not the cache's: the servers' choice either way", source: strings.Join(impl, "; ")}
+	}
+
+	type comparison struct {
+		a, b pairFacet
+		axes []string
+	}
+	var noise, cacheOnly, options, several, agreeOnCache []comparison
+	for i := range obs {
+		for j := i + 1; j < len(obs); j++ {
+			c := comparison{obs[i], obs[j], differingAxes(obs[i].pair, obs[j].pair)}
+			switch {
+			case obs[i].shape == obs[j].shape:
+				if slices.Equal(c.axes, []string{"the cache"}) {
+					agreeOnCache = append(agreeOnCache, c)
+				}
+			case len(c.axes) == 0:
+				noise = append(noise, c)
+			case slices.Equal(c.axes, []string{"the cache"}):
+				cacheOnly = append(cacheOnly, c)
+			case !slices.Contains(c.axes, "the cache"):
+				options = append(options, c)
+			default:
+				several = append(several, c)
+			}
+		}
+	}
+	if len(noise) > 0 {
+		c := noise[0]
+		return crossVerdict{attr: AttrUnattributed, basis: fmt.Sprintf("%s and %s were run with the same options and still differ "+
+			"(timing), so whose behaviour it is cannot be told", c.a.pair.Name, c.b.pair.Name)}
+	}
+	pairText := func(c comparison) string {
+		return fmt.Sprintf("%s (%s) and %s (%s)", c.a.pair.Name, c.a.pair.Cache, c.b.pair.Name, c.b.pair.Cache)
+	}
+	var basis string
+	cache := false
+	switch {
+	case len(cacheOnly) > 0:
+		cache = true
+		basis = "the cache changes it: " + pairText(cacheOnly[0]) + " differ in the cache alone"
+	case len(options) > 0:
+		verb := "change"
+		if len(options[0].axes) == 1 {
+			verb = "changes"
+		}
+		basis = fmt.Sprintf("%s %s it with the same cache: %s differ", andList(options[0].axes), verb, pairText(options[0]))
+		if len(agreeOnCache) > 0 {
+			basis += "; the cache does not: " + pairText(agreeOnCache[0]) + " agree"
+		}
+	default:
+		cache = true
+		c := several[0]
+		basis = fmt.Sprintf("%s differ between %s, and either may change it; all are implementation choices",
+			andList(c.axes), pairText(c))
+	}
+	var src []string
+	if cache {
+		src = append(src, srcCacheAxis)
+		for _, o := range obs {
+			if o.pair.Cache == cacheSnapshot && (o.pair.sotw.versions == "uniform" || o.pair.sotw.policy == "resend") {
+				src = append(src, srcSnapshotOnlyOptions)
+				break
+			}
+		}
+	}
+	return crossVerdict{attr: AttrImplementation, basis: basis, source: strings.Join(append(src, impl...), "; ")}
+}
+
+// differingAxes names what two pairs were run with differently: the cache, a SotW
+// option of their SotW runs, or the client of either run.
+func differingAxes(a, b pairRef) []string {
+	var out []string
+	if a.Cache != b.Cache {
+		out = append(out, "the cache")
+	}
+	if a.sotw.versions != b.sotw.versions {
+		out = append(out, "--sotw-versions")
+	}
+	if a.sotw.policy != b.sotw.policy {
+		out = append(out, "--nack-policy")
+	}
+	if a.sotw.client != b.sotw.client || a.delta.client != b.delta.client {
+		out = append(out, "the client")
+	}
+	return out
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(v []string) string {
+	if len(v) < 2 {
+		return strings.Join(v, "")
+	}
+	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
 }

@@ -38,12 +38,71 @@ func findChromium(t *testing.T) string {
 func TestHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	rep := report(t, sotwRun, deltaRun, Options{})
-	dir := t.TempDir()
-	page := filepath.Join(dir, "compare.html")
-	require.NoError(t, os.WriteFile(page, render(t, rep, "html"), 0o644))
-	url := "file://" + filepath.ToSlash(page)
+	run := browser(t, bin, render(t, rep, "html"))
 
-	run := func(args ...string) []byte {
+	assertRendered(t, run)
+
+	dom := string(run("--dump-dom"))
+	require.Contains(t, dom, "lab compare: A sotw vs B delta")
+	for _, s := range rep.SharedSteps {
+		assert.Contains(t, dom, "<h3>"+s+"</h3>", "the rendered DOM has the diagrams of step %s", s)
+		assert.Contains(t, dom, ">"+s+"</td>", "the rendered DOM has the table row of step %s", s)
+	}
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg "), "every diagram survived parsing")
+	assert.Contains(t, dom, `id="headline">`+rep.Headline.Text[:40], "the report opens with its headline")
+	assert.Contains(t, dom, "<code>inventory</code>", "code spans in findings are code elements")
+	assert.Equal(t, len(rep.Findings), strings.Count(dom, `<span class="attr attr-`), "every finding shows its attribution")
+}
+
+// TestMatrixHTMLInBrowser opens the 4-run matrix (SotW and delta with each cache) in
+// headless Chromium the same way: it renders, and the DOM Chromium built has a column
+// group per run in both tables, a row per step, a diagram per run and step, and every
+// finding with its label, among them a protocol and an implementation one.
+func TestMatrixHTMLInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	m := matrix(t, teaching4, Options{})
+	run := browser(t, bin, renderMatrix(t, m, "html"))
+
+	assertRendered(t, run)
+
+	dom := string(run("--dump-dom"))
+	require.Contains(t, dom, "<h1>lab compare: A: sotw · snapshot · uniform · nack resend, B: delta · snapshot, C: sotw · linear · per-type · nack hold, D: delta · linear</h1>")
+	for _, r := range m.Runs {
+		title := r.Label + ": " + r.Axes
+		assert.Contains(t, dom, `<th class="group" colspan="12">`+title+`</th>`, "the step table has a column group for %s", title)
+		assert.Contains(t, dom, `<th class="group" colspan="5">`+title+`</th>`, "the version table has a column group for %s", title)
+		assert.Contains(t, dom, "<figcaption>"+title+"</figcaption>", "diagrams are captioned by run")
+	}
+	steps := dom[strings.Index(dom, `<section id="steps">`):strings.Index(dom, `<section id="versions">`)]
+	for _, s := range m.SharedSteps {
+		assert.Contains(t, steps, "<td>"+s+"</td>", "the matrix has a row for %s", s)
+		assert.Contains(t, dom, "<h3>"+s+"</h3>")
+	}
+	assert.Equal(t, len(m.SharedSteps)+1, strings.Count(steps, "<tr><td>"), "a row per step and the total")
+	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(dom, "<svg "), "a diagram per run and step")
+
+	findings := dom[strings.Index(dom, `<section id="findings">`):strings.Index(dom, `<section id="notes">`)]
+	assert.Equal(t, len(m.Findings), strings.Count(findings, `<li class="finding"`))
+	assert.Equal(t, len(m.Findings), strings.Count(findings, `<span class="attr attr-`), "every finding shows its label")
+	rm := matrixFinding(t, m, "remove-cluster", "removal", "")
+	assert.Contains(t, findings, `<li class="finding" data-step="remove-cluster" data-kind="removal">`)
+	assert.Contains(t, findings, `<span class="attr attr-protocol">protocol</span>`+rm.Basis)
+	pc := matrixFinding(t, m, "port-change", "redundant", "LDS")
+	assert.Contains(t, findings, `<li class="finding" data-step="port-change" data-kind="redundant" data-types="LDS,RDS,CDS">`)
+	assert.Contains(t, findings, `<span class="attr attr-implementation">implementation</span>`+pc.Basis)
+	assert.Contains(t, findings, "pkg/cache/v3/linear.go")
+	assert.Equal(t, 2*len(m.Findings), strings.Count(findings, "<li>"), "every finding lists both pairs' own findings")
+}
+
+// browser writes page to a file and returns a function that runs headless Chromium on it
+// with extra arguments and returns its standard output.
+func browser(t *testing.T, bin string, page []byte) func(args ...string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "compare.html")
+	require.NoError(t, os.WriteFile(path, page, 0o644))
+	url := "file://" + filepath.ToSlash(path)
+	return func(args ...string) []byte {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		// A profile per invocation: concurrent test runs must not share Chromium's lock.
@@ -57,8 +116,13 @@ func TestHTMLInBrowser(t *testing.T) {
 		require.NoError(t, cmd.Run(), "chromium %v: %s", args, lastLines(stderr.String(), 5))
 		return stdout.Bytes()
 	}
+}
 
-	shot := filepath.Join(dir, "shot.png")
+// assertRendered takes a screenshot with run: it decodes as a PNG that is not one flat
+// colour.
+func assertRendered(t *testing.T, run func(args ...string) []byte) {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "shot.png")
 	run("--screenshot="+shot, "--window-size=1280,4000", "--hide-scrollbars")
 	data, err := os.ReadFile(shot)
 	require.NoError(t, err, "Chromium wrote no screenshot")
@@ -75,17 +139,6 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 	assert.Greater(t, len(colours), 8, "the screenshot is (nearly) one flat colour: nothing rendered")
-
-	dom := string(run("--dump-dom"))
-	require.Contains(t, dom, "lab compare: A sotw vs B delta")
-	for _, s := range rep.SharedSteps {
-		assert.Contains(t, dom, "<h3>"+s+"</h3>", "the rendered DOM has the diagrams of step %s", s)
-		assert.Contains(t, dom, ">"+s+"</td>", "the rendered DOM has the table row of step %s", s)
-	}
-	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg "), "every diagram survived parsing")
-	assert.Contains(t, dom, `id="headline">`+rep.Headline.Text[:40], "the report opens with its headline")
-	assert.Contains(t, dom, "<code>inventory</code>", "code spans in findings are code elements")
-	assert.Equal(t, len(rep.Findings), strings.Count(dom, `<span class="attr attr-`), "every finding shows its attribution")
 }
 
 func lastLines(s string, n int) string {

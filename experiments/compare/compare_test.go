@@ -90,6 +90,10 @@ func writeGoldens(t *testing.T) {
 		got := render(t, report(t, sotwRun, deltaRun, c.opt), c.format)
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", c.file), got, 0o644))
 	}
+	for _, c := range matrixGoldens {
+		got := renderMatrix(t, matrix(t, c.runs, c.opt), c.format)
+		require.NoError(t, os.WriteFile(filepath.Join("testdata", c.file), got, 0o644))
+	}
 }
 
 func firstDiff(want, got []byte) string {

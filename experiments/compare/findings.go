@@ -18,8 +18,9 @@ type detail struct {
 	explicit map[string][]string // type -> names in removed_resources
 	absence  map[string][]string // type -> names a SotW LDS/CDS response left out
 	re       *analysis.Reconnect
-	// causes counts redundant resources by why they were sent (cause* constants).
-	causes [numCauses]int
+	// causes counts, per type, redundant resources by why they were sent (cause*
+	// constants).
+	causes map[string]*[numCauses]int
 	// stale are the step's stale requests (SotW requests go-control-plane skipped).
 	stale []xdslog.Event
 }
@@ -65,7 +66,7 @@ func replayEvents(r *Run) *replayed {
 	get := func(step string) *detail {
 		d, ok := out.steps[step]
 		if !ok {
-			d = &detail{}
+			d = &detail{causes: map[string]*[numCauses]int{}}
 			out.steps[step] = d
 		}
 		return d
@@ -76,7 +77,7 @@ func replayEvents(r *Run) *replayed {
 		if len(info.Absent) > 0 {
 			out.absent[sendKey{typeKey{streamKey{e.Server, e.Stream}, e.Type}, e.Nonce}] = info.Absent
 		}
-		classifyRedundant(get(e.Step), e, info.OnNewStream && info.FirstOfType, info.TypeChanged, strategy)
+		classifyRedundant(get(e.Step), e, info.OnNewStream && info.FirstOfType, info.TypeChanged, len(info.Absent) > 0, strategy)
 	})
 	for _, e := range r.Events {
 		if e.Event == xdslog.EventStale {
@@ -99,11 +100,13 @@ func replayEvents(r *Run) *replayed {
 
 // classifyRedundant counts why a send carried content its client already ran. In SotW
 // the first send of a type on a reconnected stream is the cache answering a new stream;
-// a response mixing changed and unchanged resources is the full-state rule for LDS/CDS
-// (protocol) and the SnapshotCache's whole-type answer for RDS/EDS; a response with
-// nothing new moved only its label. In delta the server believed the client had
-// something else: it takes what it sent, even rejected, as delivered.
-func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged bool, strategy string) {
+// an LDS/CDS response that mixes changed and unchanged resources, or leaves a name out,
+// is the full-state rule (protocol: the unchanged rest must come along); an RDS/EDS one
+// mixing them is the SnapshotCache's whole-type answer; a response with nothing new
+// moved only its label. In delta the server believed the client had something else: it
+// takes what it sent, even rejected, as delivered. (attribution.go, causeSource, says
+// what each cause is with the run's cache.)
+func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged, removesByAbsence bool, strategy string) {
 	redundant := 0
 	for _, x := range e.Resources {
 		if x.IsRedundant() {
@@ -118,7 +121,7 @@ func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged bool
 		switch {
 		case firstOnFresh:
 			cause = causeNewStream
-		case redundant < len(e.Resources) && (e.Type == "LDS" || e.Type == "CDS"):
+		case (redundant < len(e.Resources) || removesByAbsence) && (e.Type == "LDS" || e.Type == "CDS"):
 			cause = causeFullState
 		case redundant < len(e.Resources):
 			cause = causeWholeType
@@ -128,7 +131,12 @@ func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged bool
 			cause = causeLabel
 		}
 	}
-	d.causes[cause] += redundant
+	c := d.causes[e.Type]
+	if c == nil {
+		c = new([numCauses]int)
+		d.causes[e.Type] = c
+	}
+	c[cause] += redundant
 }
 
 func appendNew(s []string, v string) []string {
@@ -140,14 +148,16 @@ func appendNew(s []string, v string) []string {
 
 // findings computes the report's findings for the compared steps. Each kind is emitted
 // only when the figures support it, and each says whether it shows the protocol or an
-// implementation, and where (attribution.go).
+// implementation, and where (attribution.go), and what it says in the terms a matrix of
+// runs compares (its facets).
 func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*analysis.Step) []Finding {
 	det := [2]map[string]*detail{details(runs[0]), details(runs[1])}
 	out := []Finding{}
-	add := func(step, kind string, a attribution, format string, args ...any) {
+	add := func(step, kind string, a attribution, facets []facet, format string, args ...any) {
 		out = append(out, Finding{Step: step, Kind: kind, Text: stepName(step) + ": " + fmt.Sprintf(format, args...),
-			Attribution: a.attr, Source: a.source, sides: a.sides})
+			Attribution: a.attr, Source: a.source, sides: a.sides, facets: facets})
 	}
+	one := func(shape string, a attribution) []facet { return []facet{{shape: shape, attr: a}} }
 	for i, s := range steps {
 		row, cp := rep.Rows[i], rep.Versions[i]
 		var st [2]*analysis.Step
@@ -163,23 +173,27 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 
 		// Versions: which tracked resources moved at this checkpoint.
 		if mv := [2][]string{movedTypes(cp.Runs[0]), movedTypes(cp.Runs[1])}; !slices.Equal(mv[0], mv[1]) {
-			add(s, "versions", attributeVersions(runs), "%s moved %s; %s moved %s",
+			a := attributeVersions(runs)
+			add(s, "versions", a, one(versionsShape(runs, mv), a), "%s moved %s; %s moved %s",
 				runs[0].Name(), movedText(mv[0], len(Tracked)), runs[1].Name(), movedText(mv[1], len(Tracked)))
 		}
 
 		// Redundant pushes.
 		if f[0].Redundant > 0 || f[1].Redundant > 0 {
-			add(s, "redundant", attributeRedundant(d), "%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
+			add(s, "redundant", attributeRedundant(runs, d, ""), redundantFacets(runs, st, d),
+				"%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
 		}
 
 		// NACKs and re-sends of rejected content.
 		if f[0].Nacks > 0 || f[1].Nacks > 0 {
-			add(s, "nack", attributeNack(runs, f), "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
+			a := attributeNack(runs, f)
+			add(s, "nack", a, one(nackShape(runs, f, st), a), "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
 		}
 
 		// Removals: explicit (delta removed_resources) or by absence (SotW LDS/CDS).
 		if f[0].RemovedExplicit+f[0].RemovedByAbsence+f[1].RemovedExplicit+f[1].RemovedByAbsence > 0 {
-			add(s, "removal", attribution{attr: AttrProtocol, source: srcSpecDeleting}, "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
+			a := attribution{attr: AttrProtocol, source: srcSpecDeleting}
+			add(s, "removal", a, one(removalShape(runs, d), a), "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
 		}
 
 		// Reconnects: what each control plane sent on the new stream.
@@ -190,27 +204,27 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 					what = fmt.Sprintf("after the control plane restarted (server %d)", x.re.Server)
 				}
 			}
-			add(s, "reconnect", attributeReconnect(runs, d), "%s, %s; %s", what, reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
+			a := attributeReconnect(runs, d)
+			add(s, "reconnect", a, one(reconnectShape(runs, d), a), "%s, %s; %s", what, reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
 		}
 
 		// Stale requests: skipped by the SotW server, so what they said did not happen there.
 		for j, r := range runs {
-			if len(d[j].stale) > 0 {
-				add(s, "stale", attribution{attr: AttrImplementation, source: srcStaleDropped}, "%s", staleText(r, d[j].stale))
+			if x, ok := staleFinding(r, s, d[j]); ok {
+				out = append(out, x)
 			}
 		}
 
 		// Data plane: only when the two answers differ.
 		if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
-			add(s, "dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, "the data plane answered differently: %s %s; %s %s",
+			add(s, "dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, nil, "the data plane answered differently: %s %s; %s %s",
 				runs[0].Name(), dpOrNone(a), runs[1].Name(), dpOrNone(b))
 		}
 
 		// Anomalies: feedback that matched nothing, sends never answered.
 		for j, r := range runs {
-			if f[j].Unmatched > 0 || f[j].Dropped > 0 {
-				add(s, "anomaly", attributeAnomaly(f[j]), "%s recorded %s and %s never answered before a stream closed",
-					r.Name(), count(f[j].Unmatched, "unmatched nonce"), count(f[j].Dropped, "send"))
+			if x, ok := anomalyFinding(r, s, f[j]); ok {
+				out = append(out, x)
 			}
 		}
 	}
@@ -237,6 +251,197 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 		out = append(out, Finding{Kind: "total", Text: text, Attribution: ex.attr.attr, Source: ex.attr.source, sides: ex.attr.sides})
 	}
 	return out
+}
+
+// staleFinding is one run's stale requests in a step, when it had any: the SotW server
+// skipped them. It concerns one run, so a two-run report and a matrix state it alike.
+func staleFinding(r *Run, step string, d *detail) (Finding, bool) {
+	if len(d.stale) == 0 {
+		return Finding{}, false
+	}
+	return Finding{Step: step, Kind: "stale", Text: stepName(step) + ": " + staleText(r, d.stale),
+		Attribution: AttrImplementation, Source: srcStaleDropped}, true
+}
+
+// anomalyFinding is one run's feedback that matched no send and sends never answered
+// in a step, when there were any.
+func anomalyFinding(r *Run, step string, f Figures) (Finding, bool) {
+	if f.Unmatched == 0 && f.Dropped == 0 {
+		return Finding{}, false
+	}
+	a := attributeAnomaly(f)
+	return Finding{Step: step, Kind: "anomaly", Attribution: a.attr, Source: a.source,
+		Text: stepName(step) + ": " + fmt.Sprintf("%s recorded %s and %s never answered before a stream closed",
+			r.Name(), count(f.Unmatched, "unmatched nonce"), count(f.Dropped, "send"))}, true
+}
+
+// A facet is one aspect of a two-run finding that a matrix of runs compares across pairs
+// (matrix.go): its key (the type, for redundant pushes; "" when the finding has one
+// aspect), its shape, and its attribution in that pair. The shape is what the finding
+// says with every figure that varies from run to run left out (bytes, how many NACKs a
+// storm had, nonces, versions), naming each side by its mode, so that two pairs showing
+// the same difference have equal shapes. A redundant shape holds typesMark where the
+// types go, so that facets of several types can be stated together.
+type facet struct {
+	key, shape string
+	attr       attribution
+}
+
+const typesMark = "{types}"
+
+// Finding kinds a matrix compares across pairs of a SotW and a delta run, in report
+// order; the others (stale, anomaly, dataplane, total) concern one run or one pair.
+var pairKinds = []string{"versions", "redundant", "nack", "removal", "reconnect"}
+
+// noneShape is a kind's shape in a pair that has no such finding in the step.
+func noneShape(kind string) string {
+	switch kind {
+	case "versions":
+		return "both moved the same tracked versions"
+	case "redundant":
+		return "neither re-sent unchanged " + typesMark
+	case "nack":
+		return "no NACK"
+	case "removal":
+		return "nothing removed"
+	case "reconnect":
+		return "no new stream"
+	}
+	return "no such finding"
+}
+
+func versionsShape(runs [2]*Run, mv [2][]string) string {
+	side := func(i int) string {
+		if len(mv[i]) == 0 {
+			return runs[i].Mode + " moved no tracked version"
+		}
+		return runs[i].Mode + " moved " + strings.Join(mv[i], ", ")
+	}
+	return side(0) + "; " + side(1)
+}
+
+// redundantFacets has one facet per type that either run re-sent unchanged in the step:
+// one response can re-send unchanged resources of one type for the protocol's reason
+// (LDS/CDS full state) and of another for the cache's, and a matrix must tell them apart.
+func redundantFacets(runs [2]*Run, st [2]*analysis.Step, d [2]*detail) []facet {
+	did := func(i int, t string) bool {
+		if st[i] == nil || st[i].Types[t] == nil {
+			return false
+		}
+		return st[i].Types[t].Redundant > 0
+	}
+	var out []facet
+	for _, t := range typesOf(st) {
+		a, b := did(0, t), did(1, t)
+		var shape string
+		switch {
+		case !a && !b:
+			continue
+		case a && b:
+			shape = runs[0].Mode + " and " + runs[1].Mode + " both re-sent unchanged " + typesMark
+		case a:
+			shape = runs[0].Mode + " re-sent unchanged " + typesMark + ", " + runs[1].Mode + " did not"
+		default:
+			shape = runs[1].Mode + " re-sent unchanged " + typesMark + ", " + runs[0].Mode + " did not"
+		}
+		out = append(out, facet{key: t, shape: shape, attr: attributeRedundant(runs, d, t)})
+	}
+	return out
+}
+
+// typesOf lists the types of the steps' figures: analysis.Types first, then any other
+// a log named, sorted.
+func typesOf(st [2]*analysis.Step) []string {
+	out := slices.Clone(analysis.Types)
+	var extra []string
+	for _, s := range st {
+		if s == nil {
+			continue
+		}
+		for t := range s.Types {
+			if !slices.Contains(out, t) && !slices.Contains(extra, t) {
+				extra = append(extra, t)
+			}
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+func nackShape(runs [2]*Run, f [2]Figures, st [2]*analysis.Step) string {
+	side := func(i int) string {
+		if f[i].Nacks == 0 {
+			return runs[i].Mode + " got no NACK"
+		}
+		var types []string
+		for _, t := range typesOf(st) {
+			if st[i] != nil && st[i].Types[t] != nil && st[i].Types[t].Nacks > 0 {
+				types = append(types, t)
+			}
+		}
+		if f[i].RejectedResends > 0 {
+			return fmt.Sprintf("%s NACKed %s and re-sent the rejected content", runs[i].Mode, strings.Join(types, ", "))
+		}
+		return fmt.Sprintf("%s NACKed %s and did not re-send it", runs[i].Mode, strings.Join(types, ", "))
+	}
+	return side(0) + "; " + side(1)
+}
+
+// removalShape says how each side removed which names, without the types: with the
+// LinearCaches, whether the delta EDS removal is explicit depends on timing (one type's
+// cache is updated after the other, and the client may unsubscribe first), while the
+// way a removal travels, by absence or explicitly, does not.
+func removalShape(runs [2]*Run, d [2]*detail) string {
+	side := func(i int) string {
+		var parts []string
+		for _, how := range []struct {
+			word  string
+			names map[string][]string
+		}{{"explicitly", d[i].explicit}, {"by absence", d[i].absence}} {
+			var names []string
+			for _, t := range sortedNameKeys(how.names) {
+				for _, n := range how.names[t] {
+					names = appendNew(names, n)
+				}
+			}
+			if len(names) > 0 {
+				slices.Sort(names)
+				parts = append(parts, fmt.Sprintf("removed %s %s", nameList(names, "names"), how.word))
+			}
+		}
+		if len(parts) == 0 {
+			return runs[i].Mode + " removed nothing"
+		}
+		return runs[i].Mode + " " + strings.Join(parts, " and ")
+	}
+	return side(0) + "; " + side(1)
+}
+
+func sortedNameKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func reconnectShape(runs [2]*Run, d [2]*detail) string {
+	side := func(i int) string {
+		re := d[i].re
+		switch {
+		case re == nil:
+			return runs[i].Mode + " opened no new stream"
+		case re.Responses == 0:
+			return runs[i].Mode + " sent nothing on the new stream"
+		case re.Resources == 0:
+			return runs[i].Mode + " sent no resource on the new stream"
+		case re.Redundant > 0:
+			return runs[i].Mode + " re-sent what the client already ran"
+		}
+		return runs[i].Mode + " sent only what the client did not run"
+	}
+	return side(0) + "; " + side(1)
 }
 
 // staleText lists a run's stale requests in a step, e.g. "A sotw got 1 stale request,

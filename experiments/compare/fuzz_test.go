@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzReadLog feeds arbitrary bytes through the whole path `lab compare` takes: read the
-// log, summarize it, compare it with a committed run, render every format. It must never
+// log, summarize it, compare it with a committed run and in a matrix with the LinearCache
+// runs, render every format. It must never
 // panic; it either fails with a one-line error or renders something. The seed corpus
 // (testdata/fuzz/FuzzReadLog) covers truncated lines, wrong field types, unknown events
 // and modes, empty input and small valid logs of both modes.
@@ -23,6 +24,14 @@ func FuzzReadLog(f *testing.F) {
 	other, err := Load("B", sotwRun)
 	if err != nil {
 		f.Fatal(err)
+	}
+	var linear []*Run
+	for i, p := range []string{sotwLinearRun, deltaLinearRun} {
+		r, err := Load(RunLabel(2+i), p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		linear = append(linear, r)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := FromLog("A", data)
@@ -51,6 +60,19 @@ func FuzzReadLog(f *testing.F) {
 				if _, err := Compare(pair[0], pair[1], Options{Step: s}); err != nil {
 					t.Fatalf("step %q: %v", s, err)
 				}
+			}
+		}
+		m, err := CompareMatrix(append([]*Run{a, other}, linear...), Options{})
+		if err != nil {
+			t.Fatalf("matrix of a readable log failed: %v", err)
+		}
+		for _, format := range Formats {
+			var buf bytes.Buffer
+			if err := RenderMatrix(&buf, m, format); err != nil {
+				t.Fatalf("render matrix %s: %v", format, err)
+			}
+			if buf.Len() == 0 {
+				t.Fatalf("render matrix %s: empty output", format)
 			}
 		}
 	})

@@ -2,17 +2,25 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -26,21 +34,38 @@ import (
 //	go test ./experiments/compare -run TestGolden -update             # goldens only
 var update = flag.Bool("update", false, "regenerate testdata/ (run directories and golden files)")
 
+// only limits TestGenerateTestdata -update to some run directories (comma list of their
+// testdata paths, e.g. sotw-linear,scaled/sotw), so that adding fixtures does not
+// re-record the committed ones (and the goldens drawn from them).
+var only = flag.String("only", "", "with -update: regenerate only these testdata run directories (comma list)")
+
+// wanted reports whether -only selects the fixture directory dir.
+func wanted(dir string) bool {
+	if *only == "" {
+		return true
+	}
+	return slices.Contains(strings.Split(*only, ","), dir)
+}
+
 // fixtures are the run directories TestGenerateTestdata writes: the scenario `lab run`
 // runs (experiments/runner on shared/scenario.Teaching, so there is one definition of
-// it), with the simulated client, in the three configurations `make lab` compares.
+// it), with the simulated client, in the configurations `make lab` compares: each
+// protocol with the SnapshotCache and with the LinearCache, and SotW per-type with hold.
 var fixtures = []struct {
 	dir        string
 	mode       string
 	versions   frontend.VersionStrategy
 	nackPolicy sotw.NackPolicy
+	cache      frontend.Cache
 	// stormNacks is how many NACKs the invalid-route step must have recorded before the
 	// run moves on to recover, whose publish ends the storm (0: no storm to wait for).
 	stormNacks int
 }{
-	{"sotw", xdslog.ModeSotW, frontend.Uniform, sotw.Resend, stormNacks},
-	{"delta", xdslog.ModeDelta, "", "", 0},
-	{"sotw-per-type-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold, 0},
+	{"sotw", xdslog.ModeSotW, frontend.Uniform, sotw.Resend, "", stormNacks},
+	{"delta", xdslog.ModeDelta, "", "", "", 0},
+	{"sotw-per-type-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold, "", 0},
+	{"sotw-linear", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.LinearCache, 0},
+	{"delta-linear", xdslog.ModeDelta, "", "", frontend.LinearCache, 0},
 }
 
 // stormNacks keeps the committed SotW NACK storm longer than a rendered diagram
@@ -66,9 +91,12 @@ func TestGenerateTestdata(t *testing.T) {
 		return
 	}
 	for _, fx := range fixtures {
+		if !wanted(fx.dir) {
+			continue
+		}
 		out := filepath.Join(t.TempDir(), fx.dir)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		o := runner.Options{Mode: fx.mode, Client: runner.ClientSim, Out: out, Versions: fx.versions, NackPolicy: fx.nackPolicy}
+		o := runner.Options{Mode: fx.mode, Client: runner.ClientSim, Out: out, Versions: fx.versions, NackPolicy: fx.nackPolicy, Cache: fx.cache}
 		if fx.stormNacks > 0 {
 			// The runner's own hook for holding a storm open: after invalid-route's
 			// checkpoint, before recover publishes.
@@ -84,20 +112,163 @@ func TestGenerateTestdata(t *testing.T) {
 		require.NoError(t, err, "lab run --client sim --mode %s for testdata/%s", fx.mode, fx.dir)
 		require.True(t, res.Passed, "testdata/%s: the run did not pass: %s", fx.dir, res.Failure)
 
-		dst := filepath.Join("testdata", fx.dir)
-		// Start from an empty directory: nothing of an older generator may linger.
-		require.NoError(t, os.RemoveAll(dst))
-		require.NoError(t, os.MkdirAll(dst, 0o755))
-		for _, name := range fixtureFiles {
-			data, err := os.ReadFile(filepath.Join(out, name))
-			require.NoError(t, err, "testdata/%s: the runner wrote no %s", fx.dir, name)
-			if name == "xds.log" {
-				require.Less(t, len(data), maxFixtureLog, "testdata/%s: xds.log of %d bytes: the NACK storm ran long; generate again", fx.dir, len(data))
-			}
-			require.NoError(t, os.WriteFile(filepath.Join(dst, name), data, 0o644), "write testdata/%s/%s", fx.dir, name)
+		commitFixture(t, out, fx.dir)
+	}
+	for _, fx := range scaledFixtures {
+		if dir := filepath.Join("scaled", fx.dir); wanted(dir) {
+			commitFixture(t, generateScaled(t, fx), dir)
 		}
 	}
 	writeGoldens(t)
+}
+
+// commitFixture copies the files Load reads from the run directory out to testdata/dir.
+func commitFixture(t *testing.T, out, dir string) {
+	t.Helper()
+	dst := filepath.Join("testdata", dir)
+	// Start from an empty directory: nothing of an older generator may linger.
+	require.NoError(t, os.RemoveAll(dst))
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	for _, name := range fixtureFiles {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err, "testdata/%s: the generator wrote no %s", dir, name)
+		if name == "xds.log" {
+			require.Less(t, len(data), maxFixtureLog, "testdata/%s: xds.log of %d bytes: the NACK storm ran long; generate again", dir, len(data))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dst, name), data, 0o644), "write testdata/%s/%s", dir, name)
+	}
+}
+
+// scaledFixtures are runs of a small scaled state (resources.State.Clusters: three
+// clusters, then four, then three again) in each protocol with each cache, SotW per-type
+// with hold so that the cache is all that differs. They show what one resource per type
+// cannot: with several resources of a type, which cache re-sends the unchanged ones.
+// The scenario has no runner of its own; generateScaled drives the control plane and the
+// simulated client directly.
+var scaledFixtures = []struct {
+	dir   string
+	mode  string
+	cache frontend.Cache
+}{
+	{"sotw", xdslog.ModeSotW, frontend.SnapshotCache},
+	{"delta", xdslog.ModeDelta, frontend.SnapshotCache},
+	{"sotw-linear", xdslog.ModeSotW, frontend.LinearCache},
+	{"delta-linear", xdslog.ModeDelta, frontend.LinearCache},
+}
+
+// scaledSteps are the scaled fixtures' steps: one endpoint of three changes (EDS), a
+// fourth cluster joins (CDS, RDS and a new EDS subscription), and it leaves again.
+var scaledSteps = []struct {
+	name  string
+	state resources.State
+}{
+	{"initial", resources.State{Version: "1", InventoryPort: 18080, Clusters: 3}},
+	{"one-endpoint", resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}}},
+	{"add-cluster", resources.State{Version: "3", InventoryPort: 18080, Clusters: 4, EndpointPorts: map[int]int{1: 18081}}},
+	{"remove-cluster", resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}}},
+}
+
+// generateScaled runs the scaled steps against a control plane on a free loopback port
+// with one simulated client, and returns the run directory (xds.log, run.json,
+// envoy.result NOT_RUN: no data plane was asked). Each step waits until the client runs
+// the published state and every send of the step is answered.
+func generateScaled(t *testing.T, fx struct {
+	dir   string
+	mode  string
+	cache frontend.Cache
+}) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), fx.dir)
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	logPath := filepath.Join(out, "xds.log")
+	f, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := controlplane.Options{Mode: fx.mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(f, fx.mode), Cache: fx.cache}
+	meta := compareMeta{Mode: fx.mode, Client: "simulated", Cache: string(fx.cache), Started: time.Now().UTC().Format(time.RFC3339Nano)}
+	if fx.mode == xdslog.ModeSotW {
+		o.Versions, o.NackPolicy = frontend.PerType, sotw.Hold
+		meta.SotwVersions, meta.NackPolicy = string(o.Versions), string(o.NackPolicy)
+	}
+	cp, err := controlplane.Start(ctx, o)
+	require.NoError(t, err)
+	defer cp.Stop()
+	client, err := simclient.New(fx.mode, "")
+	require.NoError(t, err)
+	conn, err := grpc.NewClient("passthrough:///"+cp.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	clientCtx, stopClient := context.WithCancel(ctx)
+	done := make(chan struct{})
+	defer func() { stopClient(); <-done }()
+	for i, st := range scaledSteps {
+		meta.Steps = append(meta.Steps, st.name)
+		cp.Recorder().SetStep(st.name)
+		set, err := cp.Publish(ctx, st.state)
+		require.NoError(t, err, "%s: publish %s", fx.dir, st.name)
+		if i == 0 {
+			go func() { defer close(done); _ = client.Run(clientCtx, conn) }()
+		}
+		_, err = client.WaitFor(ctx, func(s simclient.State) bool { return runs(s, set) })
+		require.NoError(t, err, "%s: the client runs the state of %s", fx.dir, st.name)
+		require.Eventually(t, func() bool { return answered(t, logPath, st.name) }, 30*time.Second, 5*time.Millisecond,
+			"%s: every send of %s answered", fx.dir, st.name)
+	}
+	data, err := json.MarshalIndent(meta, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "run.json"), append(data, '\n'), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "envoy.result"), []byte("NOT_RUN\n"), 0o644))
+	return out
+}
+
+// compareMeta is the run.json of a generated scaled run: the fields Load reads.
+type compareMeta struct {
+	Mode         string   `json:"mode"`
+	Client       string   `json:"client"`
+	SotwVersions string   `json:"sotw_versions,omitempty"`
+	NackPolicy   string   `json:"nack_policy,omitempty"`
+	Cache        string   `json:"cache"`
+	Started      string   `json:"started"`
+	Steps        []string `json:"steps"`
+}
+
+// runs reports whether the client runs every resource of set. LDS and CDS hold exactly
+// the set (full state); RDS and EDS may hold more: a SotW client keeps the endpoints of a
+// removed cluster until they are superseded, which no response says.
+func runs(s simclient.State, set *resources.Set) bool {
+	for _, typ := range resources.Types {
+		if (typ == resources.LDS || typ == resources.CDS) && len(s.Accepted[typ]) != len(set.ByType[typ]) {
+			return false
+		}
+		for _, r := range set.ByType[typ] {
+			if s.Accepted[typ][r.Name].Hash != r.Hash {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// answered reports whether the log holds an ACK or NACK for every send of step (it is
+// read while the recorder appends: a line being written is skipped until the next look).
+func answered(t *testing.T, path, step string) bool {
+	ev, _, err := xdslog.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	sends, answers := 0, 0
+	for _, e := range ev {
+		switch {
+		case e.Step != step:
+		case e.Event == xdslog.EventSend:
+			sends++
+		case e.Event == xdslog.EventAck || e.Event == xdslog.EventNack:
+			answers++
+		}
+	}
+	return sends > 0 && answers >= sends
 }
 
 // waitForNacks waits until the log at path holds n NACKs in step, for at most 30 s. The

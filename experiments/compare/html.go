@@ -251,13 +251,19 @@ func renderHTML(w io.Writer, rep *Report) error {
 	return htmlTemplate.Execute(w, v)
 }
 
-var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// The HTML pieces both reports share: the head up to the style sheet, the style sheet,
+// and the table and diagram-figure templates. The two-run report and the matrix are
+// assembled from them, so that they look alike (and the two-run report stays byte for
+// byte what it was before the matrix).
+const (
+	htmlHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #1b1f24; background: #fff; }
+`
+	htmlCSS = `body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #1b1f24; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 12px; }
 h2 { font-size: 18px; margin: 24px 0 8px; border-bottom: 1px solid #d0d7de; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
@@ -305,7 +311,25 @@ svg .k-stream_open line, svg .k-stream_open polygon, svg .k-stream_close line, s
 svg .k-dataplane line, svg .k-dataplane polygon { stroke: #bc4c00; fill: #bc4c00; }
 svg .k-publish rect { fill: #fff8c5; stroke: #d4a72c; }
 svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
-</style>
+`
+	// htmlShared defines "table" and "figure"; the newline between them is the one the
+	// two-run report has always ended with.
+	htmlShared = `{{define "table"}}<div class="scroll"><table>
+{{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
+{{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
+{{define "figure"}}<figure><figcaption>{{.Caption}}</figcaption>
+<svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
+{{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
+<line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
+{{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
+{{end}}</svg>
+</figure>{{end}}`
+)
+
+var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -338,22 +362,10 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 {{range .Diagrams}}
 <h3>{{.Step}}</h3>
 <div class="pair">{{range .SVG}}
-<figure><figcaption>{{.Caption}}</figcaption>
-<svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
-{{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
-<line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
-{{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
-{{end}}</svg>
-</figure>{{end}}
+{{template "figure" .}}{{end}}
 </div>
 {{end}}
 </section>
 </body>
 </html>
-{{define "table"}}<div class="scroll"><table>
-{{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
-{{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
-<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
-{{end}}</table></div>{{end}}
-`))
+` + htmlShared))

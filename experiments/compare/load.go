@@ -1,8 +1,13 @@
-// Package compare puts two recorded runs side by side: a table of per-step figures, the
+// Package compare puts recorded runs side by side: a table of per-step figures, the
 // per-resource versions at every checkpoint, findings computed from the data, and a
 // sequence diagram per step, rendered as text, Markdown (with Mermaid), JSON or one
 // self-contained HTML file. Every figure comes from analysis.Summarize or directly from
 // the recorded xds.log events, so `lab compare` can never disagree with summary.json.
+//
+// Two runs make a Report (Compare): every finding attributed to the protocol or an
+// implementation. Two or more make a Matrix (CompareMatrix), a column per run, whose
+// findings are the two-run findings of each SotW/delta pair with the same cache,
+// compared across the pairs: the protocol only when they hold with both caches.
 package compare
 
 import (
@@ -35,7 +40,7 @@ type Meta struct {
 // Run is one recorded run, loaded and summarized. It is not safe for concurrent use: the
 // first comparison or diagram caches its replay in it.
 type Run struct {
-	// Label is "A" or "B": the position on the command line.
+	// Label is "A", "B", "C", ...: the position on the command line (RunLabel).
 	Label string
 	// Path is the RUN argument as given (a directory or an xds.log file).
 	Path string
@@ -128,6 +133,10 @@ func fromLog(label string, data []byte, session int) (*Run, error) {
 	sessions := xdslog.Sessions(ev)
 	flag := "--session-" + strings.ToLower(label)
 	switch {
+	case session == 0 && len(sessions) > 1 && label != "A" && label != "B":
+		// Only the first two runs have a session flag: a matrix of serve sessions is rare,
+		// and a flag per letter would be 26 flags.
+		return nil, fmt.Errorf("xds.log holds %d sessions (each lab serve appends one); give it as RUN_A or RUN_B and choose one with --session-a or --session-b N (1-%d)", len(sessions), len(sessions))
 	case session == 0 && len(sessions) > 1:
 		return nil, fmt.Errorf("xds.log holds %d sessions (each lab serve appends one); choose one with %s N (1-%d)", len(sessions), flag, len(sessions))
 	case session < 0 || session > len(sessions):

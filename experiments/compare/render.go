@@ -67,11 +67,14 @@ type group struct {
 }
 
 // headerTable lists each run's origin and options.
-func headerTable(rep *Report) table {
-	t := table{Head: []string{"", "A", "B"}}
+func headerTable(rep *Report) table { return runsTable(rep.Runs[:], []string{"A", "B"}) }
+
+// runsTable lists each run's origin and options, a column per run headed by labels.
+func runsTable(runs []RunHeader, labels []string) table {
+	t := table{Head: append([]string{""}, labels...)}
 	row := func(name string, f func(h RunHeader) string) {
 		r := []cell{{Text: name}}
-		for _, h := range rep.Runs {
+		for _, h := range runs {
 			r = append(r, cell{Text: sanitize(f(h))})
 		}
 		t.Rows = append(t.Rows, r)
@@ -100,7 +103,7 @@ func headerTable(rep *Report) table {
 	row("--nack-policy", func(h RunHeader) string { return opt(h, h.NackPolicy, true) })
 	// Runs older than --cache have no cache in run.json (they used the snapshot cache);
 	// the row appears once a run says which.
-	if slices.ContainsFunc(rep.Runs[:], func(h RunHeader) bool { return h.Cache != "" }) {
+	if slices.ContainsFunc(runs, func(h RunHeader) bool { return h.Cache != "" }) {
 		row("--cache", func(h RunHeader) string {
 			if h.OptionsKnown && h.Cache == "" {
 				return "snapshot"
@@ -151,23 +154,47 @@ const labelLegend = "In the diagrams, n= is a nonce: which response a message be
 	"by absence)."
 
 func stepTable(rep *Report) table {
+	rows := make([]stepFigures, len(rep.Rows))
+	for i, r := range rep.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs[:]}
+	}
+	return figuresTable(runTitles(rep.Runs[:]), rows, rep.Total[:])
+}
+
+// stepFigures is one step's figures, a value per run.
+type stepFigures struct {
+	step string
+	runs []Figures
+}
+
+// figuresTable is the step table: a row per step and a total, a column group per run
+// titled by titles.
+func figuresTable(titles []string, rows []stepFigures, total []Figures) table {
 	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
-	for _, h := range rep.Runs {
-		t.Groups = append(t.Groups, group{runTitle(h), len(stepColumns)})
+	for _, title := range titles {
+		t.Groups = append(t.Groups, group{title, len(stepColumns)})
 		t.Head = append(t.Head, stepColumns...)
 	}
-	add := func(name string, f [2]Figures) {
+	add := func(name string, f []Figures) {
 		r := []cell{{Text: name}}
 		for _, x := range f {
 			r = append(r, figureCells(x)...)
 		}
 		t.Rows = append(t.Rows, r)
 	}
-	for _, row := range rep.Rows {
-		add(stepName(row.Step), row.Runs)
+	for _, row := range rows {
+		add(stepName(row.step), row.runs)
 	}
-	add("total", rep.Total)
+	add("total", total)
 	return t
+}
+
+func runTitles(runs []RunHeader) []string {
+	out := make([]string, len(runs))
+	for i, h := range runs {
+		out[i] = runTitle(h)
+	}
+	return out
 }
 
 func figureCells(f Figures) []cell {
@@ -226,17 +253,32 @@ func sentCell(m map[string]int) string {
 // versionTable shows the tracked resources' versions at each checkpoint; "*" marks a
 // version that moved since the run's previous checkpoint.
 func versionTable(rep *Report) table {
+	cps := make([]stepVersions, len(rep.Versions))
+	for i, cp := range rep.Versions {
+		cps[i] = stepVersions{cp.Step, cp.Runs[:]}
+	}
+	return versionsTable(runTitles(rep.Runs[:]), cps)
+}
+
+// stepVersions is one checkpoint's versions, a set per run.
+type stepVersions struct {
+	step string
+	runs []VersionSet
+}
+
+// versionsTable is the checkpoint table, a column group per run titled by titles.
+func versionsTable(titles []string, cps []stepVersions) table {
 	t := table{Groups: []group{{"", 1}}, Head: []string{"end of step"}}
-	for _, h := range rep.Runs {
-		t.Groups = append(t.Groups, group{runTitle(h), len(Tracked) + 1})
+	for _, title := range titles {
+		t.Groups = append(t.Groups, group{title, len(Tracked) + 1})
 		for _, tr := range Tracked {
 			t.Head = append(t.Head, tr.Type+" "+tr.Name)
 		}
 		t.Head = append(t.Head, "moved")
 	}
-	for _, cp := range rep.Versions {
-		r := []cell{{Text: stepName(cp.Step)}}
-		for _, vs := range cp.Runs {
+	for _, cp := range cps {
+		r := []cell{{Text: stepName(cp.step)}}
+		for _, vs := range cp.runs {
 			for _, v := range vs.Resources {
 				c := cell{Text: "-", Title: v.Version}
 				if v.Version != "" {

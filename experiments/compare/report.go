@@ -154,6 +154,8 @@ type Finding struct {
 	Source string `json:"source"`
 	// sides is the part of Source about run A and about run B (see attribution).
 	sides [2]string
+	// facets are what a matrix of runs compares of this finding (findings.go).
+	facets []facet
 }
 
 // Headline is the report's opening paragraph: the total (bytes, responses or NACKs)

@@ -1,0 +1,341 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+// RenderMatrix writes the matrix in format (text, markdown, json or html). The tables
+// are the two-run report's (runsTable, figuresTable, versionsTable) with a column group
+// per run, so that both read alike.
+func RenderMatrix(w io.Writer, m *Matrix, format string) error {
+	var err error
+	switch format {
+	case "text", "":
+		err = renderMatrixText(w, m)
+	case "markdown":
+		err = renderMatrixMarkdown(w, m)
+	case "json":
+		var b []byte
+		if b, err = json.MarshalIndent(m, "", "  "); err == nil {
+			_, err = w.Write(append(b, '\n'))
+		}
+	case "html":
+		err = renderMatrixHTML(w, m)
+	default:
+		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("render %s: %w", format, err)
+	}
+	return nil
+}
+
+// matrixLegend says how a matrix finding is labelled; every format shows it above the
+// findings.
+const matrixLegend = "Each finding is a SotW-vs-delta difference in one step as every pair of a SotW run and a " +
+	"delta run with the same cache shows it (without the figures that vary from run to run). It is the protocol " +
+	"only when every pair shows it alike with the SnapshotCache and with the LinearCache and each pair attributes " +
+	"it to the protocol; an implementation when the cache or another option changes it, or when both caches' " +
+	"servers made the same choice; unattributed when the runs given cannot tell (not both caches, or runs with " +
+	"the same options that disagree). Below each, every pair's own two-run finding."
+
+const notesLegend = "What concerns one run (stale requests, anomalies) or the data planes' answers, as a " +
+	"two-run report states it."
+
+func (m *Matrix) headers() []RunHeader {
+	out := make([]RunHeader, len(m.Runs))
+	for i, r := range m.Runs {
+		out[i] = r.RunHeader
+	}
+	return out
+}
+
+func (m *Matrix) labels() []string {
+	out := make([]string, len(m.Runs))
+	for i, r := range m.Runs {
+		out[i] = r.Label
+	}
+	return out
+}
+
+// titles head each run's column group: "A: sotw · snapshot · uniform".
+func (m *Matrix) titles() []string {
+	out := make([]string, len(m.Runs))
+	for i, r := range m.Runs {
+		out[i] = sanitize(r.Label + ": " + r.Axes)
+	}
+	return out
+}
+
+func (m *Matrix) title() string {
+	return "lab compare: " + strings.Join(m.titles(), ", ")
+}
+
+func (m *Matrix) tables() (runs, steps, versions table) {
+	rows := make([]stepFigures, len(m.Rows))
+	for i, r := range m.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs}
+	}
+	cps := make([]stepVersions, len(m.Versions))
+	for i, cp := range m.Versions {
+		cps[i] = stepVersions{cp.Step, cp.Runs}
+	}
+	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), rows, m.Total), versionsTable(m.titles(), cps)
+}
+
+// pairLine is one pair's observation under a finding: its two-run finding, or what it
+// shows when it has none.
+func pairLine(p PairObservation) string {
+	if p.Finding == "" {
+		return fmt.Sprintf("%s (%s): no such finding (%s)", p.Pair, p.Cache, p.Shape)
+	}
+	return fmt.Sprintf("%s (%s): %s", p.Pair, p.Cache, p.Finding)
+}
+
+// ---- text ----
+
+func renderMatrixText(w io.Writer, m *Matrix) error {
+	var b strings.Builder
+	runs, steps, versions := m.tables()
+	b.WriteString(wrap(sanitize(m.title()), 100, "", "  "))
+	b.WriteString("\n")
+	b.WriteString(wrap(sanitize(m.Summary), 100, "", ""))
+	b.WriteString("\n")
+	b.WriteString(wrap(labelLegend, 100, "", ""))
+	b.WriteString("\n")
+	writeTextTable(&b, runs)
+	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(m.SharedSteps)))
+	if m.Step != "" {
+		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
+	}
+	b.WriteString("\nSTEPS\n")
+	writeTextTable(&b, steps)
+	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString("\nVERSIONS\n")
+	writeTextTable(&b, versions)
+	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
+	b.WriteString("\nFINDINGS\n")
+	b.WriteString(wrap(matrixLegend, 100, "  ", "  "))
+	if len(m.Findings) == 0 {
+		b.WriteString("  none: no pair shows a SotW-vs-delta difference worth stating\n")
+	}
+	for i, f := range m.Findings {
+		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
+		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Basis)), 100, "     ", "       "))
+		if f.Source != "" {
+			b.WriteString(wrap("source: "+sanitize(f.Source), 100, "       ", "         "))
+		}
+		for _, p := range f.Pairs {
+			b.WriteString(wrap(sanitize(pairLine(p)), 100, "       - ", "         "))
+		}
+	}
+	b.WriteString("\nNOTES\n")
+	b.WriteString(wrap(notesLegend, 100, "  ", "  "))
+	if len(m.Notes) == 0 {
+		b.WriteString("  none\n")
+	}
+	for i, f := range m.Notes {
+		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
+		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
+	}
+	if m.Step != "" {
+		// One run after the other: side by side, N columns would not fit a terminal.
+		fmt.Fprintf(&b, "\nSEQUENCE %s\n", m.Step)
+		for _, d := range m.Diagrams {
+			for _, l := range textDiagram(d) {
+				b.WriteString(strings.TrimRight("  "+l, " ") + "\n")
+			}
+			b.WriteString("\n")
+		}
+	} else {
+		b.WriteString("\nsequence diagrams: lab compare --step NAME (text, markdown), or --format html for every step\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ---- Markdown ----
+
+func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
+	var b strings.Builder
+	runs, steps, versions := m.tables()
+	fmt.Fprintf(&b, "# %s\n\n", mdEscape(m.title()))
+	b.WriteString(mdEscape(sanitize(m.Summary)) + "\n\n")
+	b.WriteString(mdEscape(labelLegend) + "\n\n")
+	writeMDTable(&b, runs)
+	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(m.SharedSteps))))
+	if m.Step != "" {
+		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(m.Step))
+	}
+	b.WriteString("\n\n## Steps\n\n")
+	writeMDTable(&b, steps)
+	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Versions\n\n")
+	writeMDTable(&b, versions)
+	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
+	if len(m.Findings) == 0 {
+		b.WriteString("None: no pair shows a SotW-vs-delta difference worth stating.\n")
+	}
+	for i, f := range m.Findings {
+		// Sub-items are indented to the item's text, so that Markdown nests them.
+		marker := fmt.Sprintf("%d. ", i+1)
+		pad := strings.Repeat(" ", len(marker))
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)), pad,
+			mdEscape(f.Attribution), mdEscape(sanitize(f.Basis)))
+		if f.Source != "" {
+			fmt.Fprintf(&b, "%s- source: %s\n", pad, mdEscape(sanitize(f.Source)))
+		}
+		for _, p := range f.Pairs {
+			fmt.Fprintf(&b, "%s- %s\n", pad, mdEscapeKeepTicks(sanitize(pairLine(p))))
+		}
+	}
+	b.WriteString("\n## Notes\n\n" + mdEscape(notesLegend) + "\n\n")
+	if len(m.Notes) == 0 {
+		b.WriteString("None.\n")
+	}
+	for i, f := range m.Notes {
+		marker := fmt.Sprintf("%d. ", i+1)
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
+			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.Source)))
+	}
+	b.WriteString("\n## Sequence diagrams\n")
+	step := "\x00" // no step has this name: the first diagram opens a section
+	for _, d := range m.Diagrams {
+		if d.Step != step {
+			step = d.Step
+			fmt.Fprintf(&b, "\n### %s\n", mdEscape(stepName(step)))
+		}
+		fmt.Fprintf(&b, "\n#### %s %s\n\n", d.Run, mdEscape(m.axesOf(d.Run)))
+		writeMermaid(&b, d)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// axesOf is the axes of the run labelled label ("" when none is).
+func (m *Matrix) axesOf(label string) string {
+	for _, r := range m.Runs {
+		if r.Label == label {
+			return r.Axes
+		}
+	}
+	return ""
+}
+
+// ---- HTML ----
+
+type matrixView struct {
+	Title, Summary, Legend, MatrixLegend, NotesLegend string
+	Runs, Steps, Versions                             table
+	StepNote, VerNote, Shared, Selected               string
+	Simulated                                         bool
+	Findings                                          []matrixFindingView
+	Notes                                             []htmlFinding
+	Diagrams                                          []matrixDiagrams
+}
+
+type matrixFindingView struct {
+	Segments            []textSegment
+	Attribution, Basis  string
+	Source              string
+	Pairs               [][]textSegment
+	Kind, Step, TypeKey string
+}
+
+// matrixDiagrams is one step's diagrams, one per run.
+type matrixDiagrams struct {
+	Step string
+	SVG  []svgDiagram
+}
+
+func renderMatrixHTML(w io.Writer, m *Matrix) error {
+	runs, steps, versions := m.tables()
+	v := matrixView{Title: m.title(), Summary: m.Summary, Legend: labelLegend, MatrixLegend: matrixLegend, NotesLegend: notesLegend,
+		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegend, VerNote: versionLegend,
+		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step}
+	for _, r := range m.Runs {
+		v.Simulated = v.Simulated || r.Client == "simulated"
+	}
+	for _, f := range m.Findings {
+		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
+			Source: sanitize(f.Source), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
+		for _, p := range f.Pairs {
+			fv.Pairs = append(fv.Pairs, codeSegments(sanitize(pairLine(p))))
+		}
+		v.Findings = append(v.Findings, fv)
+	}
+	for _, f := range m.Notes {
+		v.Notes = append(v.Notes, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
+	}
+	for _, d := range m.Diagrams {
+		sd := layoutDiagram(d)
+		sd.Caption = sanitize(d.Run + ": " + m.axesOf(d.Run))
+		if n := len(v.Diagrams); n > 0 && v.Diagrams[n-1].Step == stepName(d.Step) {
+			v.Diagrams[n-1].SVG = append(v.Diagrams[n-1].SVG, sd)
+			continue
+		}
+		v.Diagrams = append(v.Diagrams, matrixDiagrams{Step: stepName(d.Step), SVG: []svgDiagram{sd}})
+	}
+	return matrixTemplate.Execute(w, v)
+}
+
+// matrixCSS is what the matrix adds to the shared style sheet: the third label and a
+// grid of one diagram per run.
+const matrixCSS = `.attr-unattributed { background: #eaeef2; color: #57606a; }
+.basis { font-size: 12px; }
+ul.pairs { margin: 2px 0 6px; padding-left: 20px; font-size: 12px; color: #3d444d; }
+.runs-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
+`
+
+var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + matrixCSS + `</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="headline" id="headline">{{.Summary}}</p>
+<p class="note" id="legend">{{.Legend}}</p>
+{{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
+<section id="runs">
+<h2>Runs</h2>
+{{template "table" .Runs}}
+<p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
+</section>
+<section id="steps">
+<h2>Steps</h2>
+{{template "table" .Steps}}
+<p class="note">{{.StepNote}}</p>
+</section>
+<section id="versions">
+<h2>Versions at each checkpoint</h2>
+{{template "table" .Versions}}
+<p class="note">{{.VerNote}}</p>
+</section>
+<section id="findings">
+<h2>Findings</h2>
+<p class="note">{{.MatrixLegend}}</p>
+{{if .Findings}}<ol>{{range .Findings}}
+<li class="finding" data-step="{{.Step}}" data-kind="{{.Kind}}"{{if .TypeKey}} data-types="{{.TypeKey}}"{{end}}>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src basis"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Basis}}</span>{{if .Source}}<br><span class="src">{{.Source}}</span>{{end}}
+<ul class="pairs">{{range .Pairs}}<li>{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}</li>{{end}}</ul></li>{{end}}
+</ol>{{else}}<p>None: no pair shows a SotW-vs-delta difference worth stating.</p>{{end}}
+</section>
+<section id="notes">
+<h2>Notes</h2>
+<p class="note">{{.NotesLegend}}</p>
+{{if .Notes}}<ol>{{range .Notes}}
+<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
+</ol>{{else}}<p>None.</p>{{end}}
+</section>
+<section id="diagrams">
+<h2>Sequence diagrams</h2>
+{{range .Diagrams}}
+<h3>{{.Step}}</h3>
+<div class="runs-grid">{{range .SVG}}
+{{template "figure" .}}{{end}}
+</div>
+{{end}}
+</section>
+</body>
+</html>
+` + htmlShared))
