@@ -128,6 +128,7 @@ Envoy log).`,
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
+	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
 	return cmd
 }
 

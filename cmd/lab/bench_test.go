@@ -227,3 +227,34 @@ func TestMakeBench(t *testing.T) {
 	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions, "every SotW strategy")
 	assert.Equal(t, 10_000, slices.Max(o.Clusters))
 }
+
+// --cpuprofile writes one profile per configuration, over its changes: a gzipped pprof
+// protobuf (what go tool pprof reads).
+func TestBenchCPUProfile(t *testing.T) {
+	out := t.TempDir()
+	stdout, err := execBench(t, "--client", "sim", "--clusters", "200", "--repeat", "20", "--modes", "delta", "--cache", "linear", "--cpuprofile", "--out", out)
+	require.NoError(t, err, stdout)
+	path := filepath.Join(out, "cpu-delta-linear-N200.pprof")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err, "files: %v", dirNames(t, out))
+	require.Greater(t, len(b), 2)
+	assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "gzip, as pprof writes it")
+	var profiles []string
+	for _, n := range dirNames(t, out) {
+		if strings.HasSuffix(n, ".pprof") {
+			profiles = append(profiles, n)
+		}
+	}
+	assert.Equal(t, []string{"cpu-delta-linear-N200.pprof"}, profiles, "one per configuration")
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}

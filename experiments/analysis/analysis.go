@@ -185,6 +185,7 @@ type Accumulator struct {
 	fresh     map[key]string // key.typ unused
 	sentOn    map[key]bool
 	onSend    func(xdslog.Event, SendInfo)
+	noHeld    bool // SkipHeldVersions
 }
 
 // NewAccumulator returns an empty accumulator.
@@ -197,6 +198,12 @@ func NewAccumulator() *Accumulator {
 // counts it (compare annotates diagrams and explains redundancy with it). Set it before
 // the first Observe.
 func (a *Accumulator) OnSend(fn func(xdslog.Event, SendInfo)) { a.onSend = fn }
+
+// SkipHeldVersions stops the accumulator from keeping, per step, what the client held when
+// the step ended (Step's Versions, compare's version table): that is a copy of every
+// resource the client holds at each step boundary, O(N) per change at N = 10,000, which
+// lab bench does not read. Call it before the first Observe.
+func (a *Accumulator) SkipHeldVersions() { a.noHeld = true }
 
 // Summarize computes the figures of a log. Events must be in log order.
 func Summarize(events []xdslog.Event) *Summary {
@@ -230,7 +237,7 @@ func (a *Accumulator) stepLocked(e xdslog.Event) *Step {
 		a.steps[e.Step] = st
 		a.sum.Steps = append(a.sum.Steps, st)
 	}
-	if a.cur != nil && a.cur != st {
+	if a.cur != nil && a.cur != st && !a.noHeld {
 		a.cur.Versions = a.model.Held() // what the client held when the step ended
 	}
 	a.cur = st
@@ -491,7 +498,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 	c.Versions = nil
 	if versions {
 		held := st.Versions
-		if st == a.cur {
+		if st == a.cur && !a.noHeld {
 			held = a.model.Held()
 		}
 		c.Versions = copyVersions(held)

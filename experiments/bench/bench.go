@@ -88,6 +88,10 @@ type Options struct {
 	EnvoyBin string
 	// Timeout bounds one configuration (DefaultTimeout when 0).
 	Timeout time.Duration
+	// CPUProfile writes cpu-<series>-N<N>.pprof per configuration into Out: this
+	// process's CPU over the changes (not the start or the initial push), to see where a
+	// change's control-plane CPU goes (`go tool pprof -top`).
+	CPUProfile bool
 	// Progress receives progress lines and the final table (nil: discarded). Its write
 	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer

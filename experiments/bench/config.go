@@ -149,6 +149,14 @@ func (r *configRun) run(ctx context.Context) error {
 		return fmt.Errorf("initial state: %w", err)
 	}
 	r.say("initial: %s", init.brief())
+	if r.e.o.CPUProfile {
+		// Only the changes: the initial push would swamp what one change costs.
+		stop, err := startCPUProfile(filepath.Join(r.e.o.Out, "cpu-"+r.stem()+".pprof"))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if r.cl.proc != nil {
 		if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
 			r.cfg.EnvoyProbeCPUUS = &c

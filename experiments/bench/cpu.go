@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -54,4 +56,23 @@ func processClock(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("clock_gettime for pid %d: %w", pid, err)
 	}
 	return time.Duration(ts.Nano()), nil
+}
+
+// startCPUProfile writes a CPU profile of this process to path until stop is called
+// (lab bench --cpuprofile). The forced collections the bench makes between changes
+// (heap figures) are in it too, as runtime.GC; the changes' own collections are not
+// told apart from them.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

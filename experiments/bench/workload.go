@@ -171,8 +171,9 @@ func expectedTypes(s series, set, prev *resources.Set) []string {
 	ts := resources.Types
 	if prev != nil && !(s.mode == xdslog.ModeSotW && s.versions == frontend.Uniform) {
 		ts = nil
-		for _, t := range set.ChangedTypes(prev) {
-			if s.cache == frontend.LinearCache && !wildcardType(t) && onlyRemovals(prev, set, t) {
+		change := resources.Diff(prev, set)
+		for _, t := range change.Types() {
+			if s.cache == frontend.LinearCache && !wildcardType(t) && onlyRemovals(change, t) {
 				continue
 			}
 			ts = append(ts, t)
@@ -185,15 +186,20 @@ func expectedTypes(s series, set, prev *resources.Set) []string {
 	return out
 }
 
-// onlyRemovals reports whether type t lost resources from prev to set and nothing else.
-func onlyRemovals(prev, set *resources.Set, t resources.Type) bool {
-	old, cur := prev.Hashes(t), set.Hashes(t)
-	for name, h := range cur {
-		if oh, ok := old[name]; !ok || oh != h {
+// onlyRemovals reports whether type t lost resources from prev to set and nothing else
+// (from the change: O(what changed)).
+func onlyRemovals(change resources.Change, t resources.Type) bool {
+	removed := false
+	for _, e := range change.Edits {
+		if e.Type != t {
+			continue
+		}
+		if e.New != nil {
 			return false
 		}
+		removed = true
 	}
-	return len(old) > len(cur)
+	return removed
 }
 
 // droppedNames are the RDS and EDS resources set no longer has: every client must stop
@@ -205,16 +211,14 @@ func droppedNames(set, prev *resources.Set) map[string][]string {
 		return nil
 	}
 	var out map[string][]string
-	for _, t := range []resources.Type{resources.EDS, resources.RDS} {
-		cur := set.Hashes(t)
-		for _, r := range prev.ByType[t] {
-			if _, ok := cur[r.Name]; !ok {
-				if out == nil {
-					out = map[string][]string{}
-				}
-				out[string(t)] = append(out[string(t)], r.Name)
-			}
+	for _, e := range resources.Diff(prev, set).Edits {
+		if e.New != nil || (e.Type != resources.EDS && e.Type != resources.RDS) {
+			continue
 		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[string(e.Type)] = append(out[string(e.Type)], e.Name)
 	}
 	return out
 }

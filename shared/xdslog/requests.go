@@ -135,18 +135,24 @@ func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
 		r.firstRequestLocked(stream, typ, t, slices.Sorted(slices.Values(q.Subscribe)), "", q.Initial)
 		return fb
 	}
-	set := map[string]bool{}
-	for _, n := range t.names {
-		set[n] = true
+	// A plain ACK or NACK changes no subscription: nothing to work out. Envoy subscribes
+	// EDS to every cluster by name, so rebuilding the subscription for each ACK would
+	// cost O(N) per response.
+	var added, removed, names []string
+	if len(q.Subscribe) > 0 || len(q.Unsubscribe) > 0 {
+		set := make(map[string]bool, len(t.names)+len(q.Subscribe))
+		for _, n := range t.names {
+			set[n] = true
+		}
+		for _, n := range q.Subscribe {
+			set[n] = true
+		}
+		for _, n := range q.Unsubscribe {
+			delete(set, n)
+		}
+		names = slices.Sorted(maps.Keys(set))
+		added, removed = diff(t.names, names)
 	}
-	for _, n := range q.Subscribe {
-		set[n] = true
-	}
-	for _, n := range q.Unsubscribe {
-		delete(set, n)
-	}
-	names := slices.Sorted(maps.Keys(set))
-	added, removed := diff(t.names, names)
 	if len(added) == 0 && len(removed) == 0 {
 		if fb.Event == "" && len(q.Subscribe) == 0 && len(q.Unsubscribe) == 0 {
 			r.requestLocked(t, Event{Stream: stream, Type: typ, Kind: RequestRepeat, Names: t.names, Wildcard: t.wildcard, Nonce: q.Nonce})
