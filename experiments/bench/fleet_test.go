@@ -283,6 +283,7 @@ func TestFleetReportRenders(t *testing.T) {
 	assert.Contains(t, md, "| endpoint | snapshot | 10 | delta | update-1 | 1→2 | ACK | 1.00 | 2.00 | 3.00 |")
 	assert.Contains(t, md, "| endpoint | snapshot | 10 | delta | initial | 1 | data plane | 22.0 | 23.0 | 24.0 |")
 	assert.Contains(t, md, "60.00 MB–62.00 MB")
+	assert.Contains(t, md, "]("+versionsSVG+")")
 	var text bytes.Buffer
 	rep.WriteTable(&text)
 	assert.Contains(t, text.String(), "Version distribution")
@@ -302,6 +303,7 @@ func TestFleetReportRenders(t *testing.T) {
 	// One Envoy: no fleet tables, no versions.svg.
 	c.Envoys, rep.Options.Envoys = 0, 0
 	assert.NotContains(t, rep.Markdown(), "Per proxy")
+	assert.NotContains(t, rep.Markdown(), versionsSVG)
 	dir = t.TempDir()
 	require.NoError(t, rep.WriteFiles(dir))
 	assert.NoFileExists(t, filepath.Join(dir, versionsSVG))

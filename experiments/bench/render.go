@@ -372,6 +372,9 @@ func (r *Report) Markdown() string {
 		b.WriteString("- " + l + "\n")
 	}
 	b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	if r.fleet() {
+		b.WriteString("\n![how many Envoys ran the new version against the time since the publish, by ACK and by the data plane](" + versionsSVG + ")\n")
+	}
 	for _, t := range r.tables() {
 		t.markdown(&b)
 	}
