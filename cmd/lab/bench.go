@@ -132,7 +132,7 @@ log, bootstrap and Envoy log).`,
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
-	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration, "+benchEnvoysRange.String()+", each its own node and listener (more than 1: --client envoy, one client each)")
+	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration, "+benchEnvoysRange.String()+", each its own node and listener (more than 1 needs --client envoy and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientSim}}, "client", "data plane: envoy or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
 	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
