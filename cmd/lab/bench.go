@@ -24,6 +24,7 @@ import (
 var (
 	benchClustersRange = intRange{1, bench.MaxClusters}
 	benchClientsRange  = intRange{1, bench.MaxClients}
+	benchEnvoysRange   = intRange{1, bench.MaxEnvoys}
 	benchRepeatRange   = intRange{1, bench.MaxRepeat}
 	benchTimeoutRange  = durationRange{time.Second, time.Hour}
 )
@@ -41,6 +42,7 @@ func defaultBenchOptions() benchOptions {
 		bench: bench.Options{
 			Clusters:  bench.DefaultClusters,
 			Clients:   1,
+			Envoys:    1,
 			Client:    bench.ClientEnvoy,
 			Modes:     bench.DefaultModes,
 			Workloads: bench.DefaultWorkloads,
@@ -88,9 +90,17 @@ and --cache linear with --sotw-versions uniform alone is refused.
 
 With --clients K (simulated only) K fan-out clients share one node and the figures are
 totals over all of them; these clients speak ADS like Envoy but ACK without validating,
-so the time to the last ACK measures the control plane and the wire. Results: a table
-here, and bench.json, bench.md and bench.svg in --out (with every xds log, bootstrap and
-Envoy log).`,
+so the time to the last ACK measures the control plane and the wire.
+
+With --envoys K (real Envoy only) K Envoys run side by side, each its own node
+(bench-envoy-0..K-1) with its own admin port, listener port and state (the same
+clusters, its own listener), all served by one control plane. Each change is measured
+per Envoy: publish to its ACK, and to a request through its own listener showing the
+change; the report adds p50, p99 and max over Envoys x repeats, each Envoy's RSS, and
+the version distribution: when the k-th Envoy ran the new version (versions.svg).
+
+Results: a table here, and bench.json, bench.md and bench.svg in --out (with every xds
+log, bootstrap and Envoy log).`,
 		Example: `  # the documented sweep: real Envoy, both protocols, 5 repeats
   lab bench --client envoy --clusters 10,100,1000,10000 --repeat 5
 
@@ -99,6 +109,9 @@ Envoy log).`,
 
   # fan-out: one change pushed to 100 clients, delta vs SotW per-type
   lab bench --client sim --clients 100 --clusters 100,1000 --sotw-versions per-type
+
+  # ten Envoys on one control plane: per-proxy times and the version distribution
+  lab bench --client envoy --envoys 10 --clusters 1000 --cache snapshot,linear --repeat 5
 
   # both caches, every workload, against real Envoy
   lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
@@ -119,6 +132,7 @@ Envoy log).`,
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
+	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration, "+benchEnvoysRange.String()+", each its own node and listener (more than 1 needs --client envoy and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientSim}}, "client", "data plane: envoy or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
 	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
@@ -158,6 +172,12 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 		case w == bench.WorkloadClusterRemove && slices.Min(b.Clusters) <= b.Repeat:
 			return b, badFlag("repeat", strconv.Itoa(b.Repeat), "the cluster-remove workload removes one cluster per repeat and keeps one (want below every --clusters count, the smallest is %d)", slices.Min(b.Clusters))
 		}
+	}
+	if b.Envoys > 1 && b.Clients > 1 {
+		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "cannot be combined with --clients %d (want several Envoys, or fan-out clients with --client sim)", b.Clients)
+	}
+	if b.Envoys > 1 && b.Client != bench.ClientEnvoy {
+		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "more than one Envoy needs --client envoy (got --client %s)", b.Client)
 	}
 	if b.Clients > 1 && b.Client != bench.ClientSim {
 		return b, badFlag("clients", strconv.Itoa(b.Clients), "more than one client needs --client sim (the bench runs one Envoy)")

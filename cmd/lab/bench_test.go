@@ -47,6 +47,13 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"too many clients":     {[]string{"--client", "sim", "--clients", "1001"}, "--clients 1001: outside 1-1000"},
 		"zero clients":         {[]string{"--client", "sim", "--clients", "0"}, "--clients 0: outside 1-1000"},
 		"fan-out with envoy":   {[]string{"--client", "envoy", "--clients", "2"}, "--clients 2: more than one client needs --client sim (the bench runs one Envoy)"},
+		"zero envoys":          {[]string{"--envoys", "0"}, "--envoys 0: outside 1-10"},
+		"too many envoys":      {[]string{"--envoys", "11"}, "--envoys 11: outside 1-10"},
+		"envoys word":          {[]string{"--envoys", "ten"}, "--envoys ten: not a whole number (want 1-10)"},
+		"envoys with clients":  {[]string{"--client", "sim", "--clients", "2", "--envoys", "3"}, "--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
+		"envoys with clients, envoy client": {[]string{"--clients", "2", "--envoys", "3"},
+			"--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
+		"envoys with sim":      {[]string{"--client", "sim", "--envoys", "2"}, "--envoys 2: more than one Envoy needs --client envoy (got --client sim)"},
 		"unknown client":       {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy or sim)"},
 		"unknown mode":         {[]string{"--modes", "sotw,incremental"}, "--modes sotw,incremental: incremental: unknown protocol (want sotw or delta)"},
 		"mode twice":           {[]string{"--modes", "delta,delta"}, "--modes delta,delta: delta is listed twice"},
@@ -190,9 +197,11 @@ func TestRunBenchLinear(t *testing.T) {
 	}
 }
 
-// TestMakeBench: `make bench` runs both caches, every series, the endpoint and
-// cluster-add workloads up to N = 10,000, with flags lab bench accepts.
-func TestMakeBench(t *testing.T) {
+// makeTargetArgs reads the lab bench command line of a Makefile target, with its
+// BENCH_* variables' defaults filled in and without --out (the evidence directory with a
+// date; parseBench gives its own).
+func makeTargetArgs(t *testing.T, name string) []string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
 	vars := map[string]string{}
@@ -201,14 +210,13 @@ func TestMakeBench(t *testing.T) {
 			vars["$("+strings.TrimSpace(name)+")"] = strings.TrimSpace(value)
 		}
 	}
-	_, target, ok := strings.Cut(string(b), "\nbench: ")
-	require.True(t, ok, "Makefile has a bench target")
+	_, target, ok := strings.Cut(string(b), "\n"+name+": ")
+	require.True(t, ok, "Makefile has a %s target", name)
 	target, _, _ = strings.Cut(target, "\n\n")
 	target = strings.ReplaceAll(target, "\\\n", " ")
 	var args []string
 	for _, line := range strings.Split(target, "\n") {
 		if _, cmd, ok := strings.Cut(line, "$(LAB) bench "); ok {
-			// --out is the evidence directory with a date; parseBench gives its own.
 			cmd, _, _ = strings.Cut(cmd, " --out ")
 			for _, f := range strings.Fields(cmd) {
 				if v, ok := vars[f]; ok {
@@ -218,14 +226,67 @@ func TestMakeBench(t *testing.T) {
 			}
 		}
 	}
-	require.NotEmpty(t, args, "the bench target runs lab bench")
-	o := parseBench(t, args...)
+	require.NotEmpty(t, args, "the %s target runs lab bench", name)
+	return args
+}
+
+// TestMakeBench: `make bench` runs both caches, every series, the endpoint and
+// cluster-add workloads up to N = 10,000, with flags lab bench accepts.
+func TestMakeBench(t *testing.T) {
+	o := parseBench(t, makeTargetArgs(t, "bench")...)
 	assert.Equal(t, bench.ClientEnvoy, o.Client)
 	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, o.Workloads)
 	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
 	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions, "every SotW strategy")
 	assert.Equal(t, 10_000, slices.Max(o.Clusters))
+	assert.Equal(t, 1, o.Envoys)
+}
+
+// TestMakeBenchFanout: `make bench-fanout` runs ten Envoys at N = 1,000, both caches,
+// the endpoint change, 5 repeats, with flags lab bench accepts.
+func TestMakeBenchFanout(t *testing.T) {
+	o := parseBench(t, makeTargetArgs(t, "bench-fanout")...)
+	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Equal(t, 10, o.Envoys)
+	assert.Equal(t, 1, o.Clients)
+	assert.Equal(t, []int{1000}, o.Clusters)
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, o.Caches)
+	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
+	assert.Equal(t, 5, o.Repeat)
+	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
+}
+
+// TestBenchEnvoysFlag: --envoys reaches the options; one Envoy is the default.
+func TestBenchEnvoysFlag(t *testing.T) {
+	assert.Equal(t, 1, parseBench(t).Envoys)
+	o := parseBench(t, "--envoys", "10", "--clusters", "1000")
+	assert.Equal(t, 10, o.Envoys)
+	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Contains(t, newBenchCmd().Example, "--envoys 10")
+}
+
+// TestRunBenchRefusesFleetWithoutEnvoy calls the run function directly: the library
+// refuses several Envoys without --client envoy, or beside fan-out clients, before it
+// starts anything or writes a file.
+func TestRunBenchRefusesFleetWithoutEnvoy(t *testing.T) {
+	for _, tc := range []struct {
+		o    bench.Options
+		want string
+	}{
+		{bench.Options{Client: bench.ClientSim, Envoys: 3}, "--envoys 3: more than one Envoy needs --client envoy"},
+		{bench.Options{Client: bench.ClientSim, Envoys: 3, Clients: 4}, "--envoys 3 with --clients 4"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		var progress bytes.Buffer
+		o := tc.o
+		o.Clusters, o.Modes, o.Repeat, o.Out = []int{5}, []string{"delta"}, 1, out
+		err := runBench(context.Background(), o, &progress)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.Empty(t, progress.String(), "nothing started")
+		assert.NoDirExists(t, out, "nothing written")
+	}
 }
 
 // --cpuprofile writes one profile per configuration, over its changes: a gzipped pprof

@@ -69,6 +69,11 @@ type Options struct {
 	Clients int
 	// Client is ClientEnvoy or ClientSim.
 	Client string
+	// Envoys is how many Envoys each configuration runs (1..MaxEnvoys; 0 means 1), with
+	// Client == ClientEnvoy: each its own node ID (FleetNodeID), admin port, listener
+	// port and state, all served by one control plane (controlplane.Options.Nodes). One
+	// Envoy is the bench as it always ran, on the control plane's one node.
+	Envoys int
 	// Modes are "sotw" and/or "delta".
 	Modes []string
 	// SotWVersions are the SotW version strategies to measure (ignored without sotw).
@@ -130,6 +135,18 @@ func (o *Options) Validate() error {
 	case ClientEnvoy, ClientSim:
 	default:
 		return fmt.Errorf("--client: unknown client %q (want envoy or sim)", o.Client)
+	}
+	if o.Envoys == 0 {
+		o.Envoys = 1
+	}
+	if o.Envoys < 1 || o.Envoys > MaxEnvoys {
+		return fmt.Errorf("--envoys: %d is outside 1..%d", o.Envoys, MaxEnvoys)
+	}
+	if o.Envoys > 1 && o.Clients > 1 {
+		return fmt.Errorf("--envoys %d with --clients %d: give one or the other (several Envoys, or fan-out clients with --client sim)", o.Envoys, o.Clients)
+	}
+	if o.Envoys > 1 && o.Client != ClientEnvoy {
+		return fmt.Errorf("--envoys %d: more than one Envoy needs --client envoy (got --client %s)", o.Envoys, o.Client)
 	}
 	if o.Clients > 1 && o.Client != ClientSim {
 		return fmt.Errorf("--clients %d: more than one client needs --client sim (the bench runs one Envoy)", o.Clients)
@@ -333,6 +350,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	client := o.Client
 	if o.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
+	} else if o.Client == ClientEnvoy && o.Envoys > 1 {
+		client = fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
 	} else if o.Client == ClientEnvoy {
 		client = e.bin.String()
 	} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -34,10 +35,29 @@ type configRun struct {
 	logFile *os.File
 	m       *meter
 	cl      *clients
-	// prev is the last published set (nil before the first publish).
-	prev         *resources.Set
-	listenerPort int
+	// prevVersion is the version the previous step published ("" before the first).
+	prevVersion string
+	// targets are the states this configuration publishes: one (the simulated and
+	// fan-out clients, one Envoy) or one per Envoy, each with its own listener port.
+	targets []*target
 }
+
+// target is one published state: the publisher of one node and what it last published.
+type target struct {
+	// node is the node ID the state is served to ("" for the control plane's one node);
+	// proxy is the Envoy served it (nil for simulated and fan-out clients).
+	node  string
+	pub   frontend.StatePublisher
+	proxy *proxy
+	// listenerPort is the port the state puts the listener on (the default without
+	// Envoy).
+	listenerPort int
+	// prev is the last published set (nil before the first publish).
+	prev *resources.Set
+}
+
+// FleetNodeID is the node ID of Envoy i of --envoys K > 1.
+func FleetNodeID(i int) string { return fmt.Sprintf("bench-envoy-%d", i) }
 
 // runConfig measures one (workload, N, series) configuration; failures are kept in
 // Config.Error so the rest of the sweep still runs and the partial figures are still
@@ -45,7 +65,7 @@ type configRun struct {
 func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config {
 	started := time.Now()
 	cfg := &Config{
-		Series: s.name, Cache: string(s.cache), Workload: w, Mode: s.mode, Versions: string(s.versions), N: n, Clients: e.o.Clients,
+		Series: s.name, Cache: string(s.cache), Workload: w, Mode: s.mode, Versions: string(s.versions), N: n, Clients: e.o.Clients * e.o.Envoys,
 		// Cluster 0 for the endpoint, route and listener workloads, because its route is
 		// the first of the virtual host: Envoy matches routes in order, so a probe of
 		// /quote/<i> costs Envoy O(i) CPU (the last route's cost is in
@@ -59,6 +79,9 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 	cfg.Client = e.o.Client
 	if e.o.Clients > 1 {
 		cfg.Client = clientAckOnly
+	}
+	if e.o.Envoys > 1 {
+		cfg.Envoys = e.o.Envoys
 	}
 	r := &configRun{e: e, w: w, s: s, n: n, cfg: cfg}
 	ctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
@@ -76,6 +99,9 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 		cfg.Error = err.Error()
 	}
 	cfg.Summary = summarize(cfg.Updates)
+	if cfg.Envoys > 1 {
+		cfg.PerProxy = perProxySummary(cfg.Updates)
+	}
 	cfg.DurationS = time.Since(started).Seconds()
 	return cfg
 }
@@ -113,18 +139,31 @@ func (r *configRun) run(ctx context.Context) error {
 	if r.s.mode == xdslog.ModeSotW {
 		opts.Versions = r.s.versions
 	}
+	// K Envoys on one machine need K listener ports, and the listener is part of the
+	// state: each Envoy gets a node ID and a state of its own (one Envoy keeps the
+	// control plane's one node, as the bench always ran it).
+	var proxies []proxySpec
+	if e.o.Client == ClientEnvoy {
+		for i := 0; i < e.o.Envoys; i++ {
+			port, err := loopback.FreePort()
+			if err != nil {
+				return fmt.Errorf("listener port for envoy %d: %w", i, err)
+			}
+			ps := proxySpec{listenerPort: port}
+			if e.o.Envoys > 1 {
+				ps.node = FleetNodeID(i)
+				opts.Nodes = append(opts.Nodes, ps.node)
+			}
+			proxies = append(proxies, ps)
+		}
+	}
 	// The control plane lives for the configuration; Stop in close ends it.
 	cp, err := controlplane.Start(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return err
 	}
 	r.cp = cp
-	if e.o.Client == ClientEnvoy {
-		if r.listenerPort, err = loopback.FreePort(); err != nil {
-			return err
-		}
-	}
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), listenerPort: r.listenerPort,
+	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
@@ -134,11 +173,25 @@ func (r *configRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.cl.proc != nil {
-		r.cfg.EnvoyLog = filepath.Base(r.cl.proc.LogPath())
-	}
-	if err := r.m.waitSubscribed(ctx, e.o.Clients); err != nil {
-		return err
+	if len(r.cl.proxies) == 0 {
+		r.targets = []*target{{pub: cp.Publisher(), listenerPort: resources.DefaultListener}}
+		if err := r.m.waitSubscribed(ctx, e.o.Clients); err != nil {
+			return err
+		}
+	} else {
+		var nodes []string
+		for _, p := range r.cl.proxies {
+			r.targets = append(r.targets, &target{node: p.node, pub: cp.PublisherFor(p.node), proxy: p, listenerPort: p.listenerPort})
+			r.cfg.Proxies = append(r.cfg.Proxies, ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.proc.AdminAddr(),
+				Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.proc.LogPath())})
+			nodes = append(nodes, p.nodeID())
+		}
+		r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
+		r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
+		r.cfg.PollIntervalAckedMS = ms(pollInterval)
+		if err := r.m.waitNodesSubscribed(ctx, nodes); err != nil {
+			return err
+		}
 	}
 
 	// Initial state: N clusters, cluster 0 on endpoint A (workloadStep says what the
@@ -157,7 +210,7 @@ func (r *configRun) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	if r.cl.proc != nil {
+	if len(r.cl.proxies) > 0 {
 		if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
 			r.cfg.EnvoyProbeCPUUS = &c
 		}
@@ -204,36 +257,60 @@ func (r *configRun) close() error {
 	return errors.Join(errs...)
 }
 
-// publish builds state and makes it the state served: the one place a configuration
-// turns a desired state into resources. It fills the sample's build and publish times,
-// both from t0. The build is incremental (resources.Rebuild from the state served now),
-// as the control plane's own Publish is: only what the step changes is built, and the
-// publisher is handed that change.
-func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.Time, s *Sample) (*resources.Set, error) {
-	set, err := resources.Rebuild(r.cp.Publisher().Current(), state)
-	if err != nil {
-		return nil, fmt.Errorf("build version %s: %w", state.Version, err)
+// publish builds state for every target (each with its own listener port) and makes
+// each the state served to its node: the one place a configuration turns a desired
+// state into resources. It fills the sample's build and publish times, both from t0;
+// it calls publishing(i) just before target i's state is handed to its publisher (its
+// Envoy can change from then on: the LinearCache sends each type as it updates it, so
+// an update can be ACKed before Publish returns), and published(i) once Publish has
+// returned. The build is incremental (resources.Rebuild from the state served now), as
+// the control plane's own Publish is: only what the step changes is built, K times for K
+// nodes, and each publisher is handed that change. Every state is built before the
+// first is published, so the nodes' publishes are as close together as they can be and
+// the version distribution shows the protocol, not the build loop.
+func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.Time, s *Sample, publishing, published func(i int)) ([]*resources.Set, error) {
+	sets := make([]*resources.Set, len(r.targets))
+	for i, tg := range r.targets {
+		st := state
+		st.ListenerPort = tg.listenerPort
+		set, err := resources.Rebuild(tg.pub.Current(), st)
+		if err != nil {
+			return nil, fmt.Errorf("build version %s%s: %w", state.Version, tg.forNode(), err)
+		}
+		sets[i] = set
 	}
 	s.BuildMS = ms(time.Since(t0))
-	if err := r.cp.Publisher().Publish(ctx, set); err != nil {
-		return nil, fmt.Errorf("publish version %s: %w", state.Version, err)
+	for i, tg := range r.targets {
+		if publishing != nil {
+			publishing(i)
+		}
+		if err := tg.pub.Publish(ctx, sets[i]); err != nil {
+			return nil, fmt.Errorf("publish version %s%s: %w", state.Version, tg.forNode(), err)
+		}
+		if published != nil {
+			published(i)
+		}
 	}
 	s.PublishMS = ms(time.Since(t0))
-	return set, nil
+	return sets, nil
 }
 
-// ports are where this configuration's states point.
-func (r *configRun) ports() ports {
-	p := ports{listener: r.listenerPort, dead: r.e.deadPort, backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
-	if p.listener == 0 {
-		p.listener = resources.DefaultListener
+// forNode names the target's node in an error (nothing for the one node).
+func (tg *target) forNode() string {
+	if tg.node == "" {
+		return ""
 	}
-	return p
+	return " for " + tg.node
+}
+
+// ports are where this configuration's states point (the listener is each target's).
+func (r *configRun) ports() ports {
+	return ports{listener: resources.DefaultListener, dead: r.e.deadPort, backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
 }
 
 // measure publishes step i of the workload (0: the initial state) and waits until every
 // client ACKed what it is owed and let go of what went away and, with Envoy, a request
-// shows the change (the step's proof).
+// through every Envoy's own listener shows the change (the step's proof).
 func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, error) {
 	ws := workloadStep(r.w, r.n, i, r.ports())
 	state, pf := ws.state, ws.proof
@@ -242,23 +319,24 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		b := r.e.backends[pf.backend]
 		s.EndpointPort, s.Backend = b.port, b.name
 	}
+	proxies := r.cl.proxies
 	// Collect the previous step's garbage now rather than inside this step's window.
 	heap()
 	cpu0, err := selfCPU()
 	if err != nil {
 		return s, err
 	}
-	var (
-		e0       cpuReading
-		rx0, tx0 int64
-	)
-	if r.cl.proc != nil {
-		// Read the slow byte counters first: the CPU readings bracket only the update.
-		if rx0, tx0, err = r.cl.wire(ctx); err != nil {
-			return s, err
+	e0 := make([]cpuReading, len(proxies))
+	rx0, tx0 := make([]int64, len(proxies)), make([]int64, len(proxies))
+	// Read the slow byte counters first: the CPU readings bracket only the update.
+	for k, p := range proxies {
+		if rx0[k], tx0[k], err = p.wire(ctx); err != nil {
+			return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
 		}
-		if e0, err = readEnvoyCPU(r.cl); err != nil {
-			return s, err
+	}
+	for k, p := range proxies {
+		if e0[k], err = readEnvoyCPU(p); err != nil {
+			return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
 		}
 	}
 	r.rec.SetStep(step)
@@ -269,79 +347,135 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		polls  int
 		err    error
 	}
-	var dp chan dpResult
+	dp := make([]chan dpResult, len(proxies))
+	// acked[k] closes when Envoy k's ACK is seen: its probes then go to full rate.
+	acked := make(map[string]chan struct{}, len(proxies))
+	for _, p := range proxies {
+		acked[p.nodeID()] = make(chan struct{})
+	}
+	publishedAt := make([]time.Time, len(r.targets))
+	slow := pollEvery(len(proxies))
 	t0 := time.Now()
 	// Timed in two halves: the builders (validate and hash every resource), then the
 	// publisher (snapshot or per-type cache updates, consistency check, publish event,
 	// and the library's cache update, which for delta hashes every resource again).
-	set, err := r.publish(ctx, state, t0, &s)
+	// Probe each Envoy only from its own publish on: nothing can change in it before,
+	// and probes during a build (half a second at N = 10,000) would only add Envoy CPU
+	// to the update's figure.
+	startProbe := func(k int) {
+		p := r.targets[k].proxy
+		if p == nil {
+			return
+		}
+		dp[k] = make(chan dpResult, 1)
+		go func() {
+			a, at, polls, err := p.awaitProof(ctx, pf.path, r.backendName(pf), pf.server, slow, acked[p.nodeID()])
+			dp[k] <- dpResult{a, at, polls, err}
+		}()
+	}
+	sets, err := r.publish(ctx, state, t0, &s, startProbe, func(k int) { publishedAt[k] = time.Now() })
 	if err != nil {
 		return s, err
 	}
-	// Probe only once the state is published: nothing can change in Envoy before the
-	// first send, and probes during a build (half a second at N = 10,000) would only add
-	// Envoy CPU to the update's figure.
-	if r.cl.proc != nil {
-		dp = make(chan dpResult, 1)
-		go func() {
-			a, at, polls, err := r.cl.awaitProof(ctx, pf.path, r.backendName(pf), pf.server)
-			dp <- dpResult{a, at, polls, err}
-		}()
+	// What each client owes: the states differ only in the listener port, so every
+	// node owes the same types, each at its own publisher's version (the label with the
+	// snapshot cache, the type's own cache version with the LinearCache).
+	wants := make([]want, len(r.targets))
+	for k, tg := range r.targets {
+		w := want{types: expectedTypes(r.s, sets[k], tg.prev), dropped: droppedNames(sets[k], tg.prev), versions: map[string]string{}}
+		for t, v := range tg.pub.Versions() {
+			w.versions[string(t)] = v
+		}
+		tg.prev = sets[k]
+		wants[k] = w
 	}
-	types := expectedTypes(r.s, set, r.prev)
-	dropped := droppedNames(set, r.prev)
-	r.prev = set
-	s.Expected = types
-	for t, names := range dropped {
+	s.Expected = wants[0].types
+	for t, names := range wants[0].dropped {
 		for _, n := range names {
 			s.AwaitedUnsubscribes = append(s.AwaitedUnsubscribes, t+"/"+n)
 		}
 	}
 	slices.Sort(s.AwaitedUnsubscribes)
-	// Each type must be ACKed at the publisher's version for it: the label with the
-	// snapshot cache, the type's own cache version with the LinearCache.
-	versions := map[string]string{}
-	for t, v := range r.cp.Publisher().Versions() {
-		versions[string(t)] = v
-	}
-	lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, versions, types, dropped)
-	if err != nil {
-		// A probe still running ends with ctx, which runConfig cancels; its channel is
-		// buffered.
-		return s, err
-	}
-	s.AckMS = ms(lastAck.Sub(t0))
-	if dp != nil {
-		res := <-dp
-		if res.err != nil {
-			return s, res.err
+	// A probe still running when a wait fails ends with ctx, which runConfig cancels;
+	// its channel is buffered.
+	if len(proxies) == 0 {
+		lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, wants[0])
+		if err != nil {
+			return s, err
 		}
-		v := ms(res.at.Sub(t0))
-		s.DataPlaneMS, s.Polls, s.Answer = &v, res.polls, &res.answer
+		s.AckMS = ms(lastAck.Sub(t0))
+	} else {
+		byNode := make(map[string]want, len(proxies))
+		for k, p := range proxies {
+			byNode[p.nodeID()] = wants[k]
+		}
+		conv, err := r.m.waitNodes(ctx, step, byNode, func(node string) { close(acked[node]) })
+		if err != nil {
+			return s, err
+		}
+		for k, p := range proxies {
+			c := conv[p.nodeID()]
+			ps := ProxySample{Node: p.nodeID(), Stream: c.stream, Versions: wants[k].versions, PublishedMS: ms(publishedAt[k].Sub(t0)), AckMS: ms(c.at.Sub(t0))}
+			s.Proxies = append(s.Proxies, ps)
+			s.AckMS = max(s.AckMS, ps.AckMS)
+		}
+		// The data plane of the fleet: every Envoy showed the change; the sample's
+		// figure is the last one's.
+		for k := range proxies {
+			res := <-dp[k]
+			if res.err != nil {
+				return s, res.err
+			}
+			ps := &s.Proxies[k]
+			v := ms(res.at.Sub(t0))
+			ps.DataPlaneMS, ps.Polls, ps.Answer = &v, res.polls, &res.answer
+			s.Polls += res.polls
+			if s.DataPlaneMS == nil || v > *s.DataPlaneMS {
+				last, answer := v, res.answer
+				s.DataPlaneMS, s.Answer = &last, &answer
+			}
+		}
 	}
 	cpu1, err := selfCPU()
 	if err != nil {
 		return s, err
 	}
 	s.CPUMS = ms(cpu1 - cpu0)
-	if r.cl.proc != nil {
-		e1, err := readEnvoyCPU(r.cl)
-		if err != nil {
-			return s, err
+	if len(proxies) > 0 {
+		// Envoy's CPU, RSS and wire bytes: each Envoy's, and their sum in the sample's
+		// own fields (one Envoy: the same figures as always).
+		var cpuSum, ticksSum float64
+		var rssSum, rxSum, txSum int64
+		for k, p := range proxies {
+			e1, err := readEnvoyCPU(p)
+			if err != nil {
+				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			}
+			cpu, ticks := ms(e1.cpu-e0[k].cpu), ms(e1.ticks-e0[k].ticks)
+			s.EnvoyCPUSource = e1.source
+			rss, err := p.proc.RSS()
+			if err != nil {
+				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			}
+			ps := &s.Proxies[k]
+			ps.EnvoyCPUMS, ps.EnvoyRSS = &cpu, &rss
+			cpuSum, ticksSum, rssSum = cpuSum+cpu, ticksSum+ticks, rssSum+rss
 		}
-		cpu, ticks := ms(e1.cpu-e0.cpu), ms(e1.ticks-e0.ticks)
-		s.EnvoyCPUMS, s.EnvoyCPUTicksMS, s.EnvoyCPUSource = &cpu, &ticks, e1.source
-		rss, err := r.cl.proc.RSS()
-		if err != nil {
-			return s, err
+		s.EnvoyCPUMS, s.EnvoyCPUTicksMS, s.EnvoyRSS = &cpuSum, &ticksSum, &rssSum
+		for k, p := range proxies {
+			rx1, tx1, err := p.wire(ctx)
+			if err != nil {
+				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			}
+			rx, tx := rx1-rx0[k], tx1-tx0[k]
+			s.Proxies[k].EnvoyRxBytes, s.Proxies[k].EnvoyTxBytes = &rx, &tx
+			rxSum, txSum = rxSum+rx, txSum+tx
 		}
-		s.EnvoyRSS = &rss
-		rx1, tx1, err := r.cl.wire(ctx)
-		if err != nil {
-			return s, err
+		s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
+		if len(proxies) > 1 {
+			s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
 		}
-		rx, tx := rx1-rx0, tx1-tx0
-		s.EnvoyRxBytes, s.EnvoyTxBytes = &rx, &tx
+		r.prevVersion = s.Version
 	}
 	if r.cl.sim != nil {
 		// The simulated data plane: what a request on the path would get with what the
@@ -415,24 +549,26 @@ type cpuReading struct {
 	source     string
 }
 
-func readEnvoyCPU(c *clients) (cpuReading, error) {
-	cpu, ticks, src, err := envoyCPU(c.proc)
+func readEnvoyCPU(p *proxy) (cpuReading, error) {
+	cpu, ticks, src, err := envoyCPU(p.proc)
 	return cpuReading{cpu, ticks, src}, err
 }
 
-// calibrate measures Envoy's CPU per request on path with no update in flight. Any HTTP
-// answer counts: the last route's cluster points at a port nothing listens on (503).
+// calibrate measures Envoy's CPU per request on path with no update in flight, on the
+// first Envoy (every Envoy runs the same routes). Any HTTP answer counts: the last
+// route's cluster points at a port nothing listens on (503).
 func (r *configRun) calibrate(ctx context.Context, path string, requests int) (float64, error) {
-	e0, err := readEnvoyCPU(r.cl)
+	p := r.cl.proxies[0]
+	e0, err := readEnvoyCPU(p)
 	if err != nil {
 		return 0, err
 	}
 	for i := 0; i < requests; i++ {
-		if _, err := r.cl.ask(ctx, path); err != nil {
+		if _, err := p.ask(ctx, path); err != nil {
 			return 0, err
 		}
 	}
-	e1, err := readEnvoyCPU(r.cl)
+	e1, err := readEnvoyCPU(p)
 	if err != nil {
 		return 0, err
 	}

@@ -67,17 +67,14 @@ func (b *identity) stop() {
 	<-b.done
 }
 
-// clients is the data plane of one configuration: real Envoy, one simulated Envoy, or K
-// fan-out clients.
+// clients is the data plane of one configuration: one or more real Envoys (proxies),
+// one simulated Envoy, or K fan-out clients.
 type clients struct {
 	kind string // ClientEnvoy, ClientSim or "ack-only"
 	k    int
 
-	// Envoy.
-	proc         *envoy.Process
-	listenerPort int
-	http         *http.Client // data-plane probes, through Envoy's listener
-	admin        *http.Client // Envoy's admin endpoints
+	// Envoy: one proxy per Envoy process, each with its own node ID and listener.
+	proxies []*proxy
 
 	// Simulated and fan-out clients.
 	sim    *simclient.Client
@@ -89,44 +86,51 @@ type clients struct {
 	runErr error
 }
 
+// proxy is one real Envoy of the data plane.
+type proxy struct {
+	// node is the node ID Envoy sends (its bootstrap's node.id).
+	node         string
+	listenerPort int
+	bootstrap    string // file name in the output directory
+	proc         *envoy.Process
+	http         *http.Client // data-plane probes, through this Envoy's listener
+	admin        *http.Client // this Envoy's admin endpoints
+}
+
 // clientSpec says which data plane to start against a control plane.
 type clientSpec struct {
-	kind         string
-	k            int
-	mode         string
-	xdsAddr      string
-	bin          envoy.Binary
-	dir          string
-	name         string // file stem, e.g. "sotw-uniform-N1000"
-	listenerPort int
+	kind    string
+	k       int
+	mode    string
+	xdsAddr string
+	bin     envoy.Binary
+	dir     string
+	name    string // file stem, e.g. "sotw-uniform-N1000"
+	// proxies are the Envoys to start (ClientEnvoy): one, with the default node ID and
+	// today's file names, or K with their own node IDs.
+	proxies []proxySpec
 	// freshConnections: every data-plane probe opens its own connection to Envoy.
 	freshConnections bool
 }
 
+// proxySpec is one Envoy to start: its node ID ("" for the bootstrap's default) and
+// the listener port its state puts the listener on.
+type proxySpec struct {
+	node         string
+	listenerPort int
+}
+
 func startClients(ctx context.Context, s clientSpec) (*clients, error) {
-	c := &clients{kind: s.kind, k: s.k, listenerPort: s.listenerPort}
+	c := &clients{kind: s.kind, k: s.k}
 	switch s.kind {
 	case ClientEnvoy:
-		cfg, err := bootstrap.Render(s.mode, bootstrap.Params{XDSAddr: s.xdsAddr})
-		if err != nil {
-			return nil, fmt.Errorf("render %s bootstrap: %w", s.mode, err)
-		}
-		bs := filepath.Join(s.dir, "bootstrap-"+s.name+".yaml")
-		if err := os.WriteFile(bs, cfg, 0o644); err != nil {
-			return nil, fmt.Errorf("write bootstrap: %w", err)
-		}
-		// One worker thread: the figures are per-thread work, comparable between runs on
-		// machines with different core counts.
-		p, err := envoy.Start(ctx, envoy.Options{Binary: s.bin, ConfigPath: bs, LogPath: filepath.Join(s.dir, "envoy-"+s.name+".log"), ExtraArgs: []string{"--concurrency", "1"}})
-		if err != nil {
-			return nil, err
-		}
-		c.proc = p
-		c.http = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableKeepAlives: s.freshConnections}}
-		c.admin = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-		if err := c.quietEnvoy(ctx); err != nil {
-			_ = c.stop(ctx)
-			return nil, err
+		for _, ps := range s.proxies {
+			p, err := startProxy(ctx, s, ps)
+			if err != nil {
+				_ = c.stop(ctx)
+				return nil, err
+			}
+			c.proxies = append(c.proxies, p)
 		}
 		return c, nil
 	case ClientSim, clientAckOnly:
@@ -174,23 +178,71 @@ func startClients(ctx context.Context, s clientSpec) (*clients, error) {
 	return c, nil
 }
 
+// startProxy writes one Envoy's bootstrap and starts it. One Envoy keeps the file names
+// the bench always used (bootstrap-<stem>.yaml, envoy-<stem>.log); each of K has its
+// node ID in them.
+func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error) {
+	stem := s.name
+	if ps.node != "" {
+		stem += "-" + ps.node
+	}
+	// The admin port is the kernel's choice (0), read back from Envoy's
+	// --admin-address-path: free by construction, with no window for another process
+	// to take it between choosing and binding.
+	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr})
+	if err != nil {
+		return nil, fmt.Errorf("render %s bootstrap for %s: %w", s.mode, orDefault(ps.node), err)
+	}
+	bs := filepath.Join(s.dir, "bootstrap-"+stem+".yaml")
+	if err := os.WriteFile(bs, cfg, 0o644); err != nil {
+		return nil, fmt.Errorf("write bootstrap for %s: %w", orDefault(ps.node), err)
+	}
+	// One worker thread: the figures are per-thread work, comparable between runs on
+	// machines with different core counts.
+	proc, err := envoy.Start(ctx, envoy.Options{Binary: s.bin, ConfigPath: bs, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}})
+	if err != nil {
+		return nil, fmt.Errorf("envoy %s: %w", orDefault(ps.node), err)
+	}
+	p := &proxy{
+		node: ps.node, listenerPort: ps.listenerPort, bootstrap: filepath.Base(bs), proc: proc,
+		http:  &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableKeepAlives: s.freshConnections}},
+		admin: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+	}
+	if err := p.quietEnvoy(ctx); err != nil {
+		_ = p.stop(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+// orDefault names a node in messages: its ID, or the bootstrap's default.
+func orDefault(node string) string {
+	if node == "" {
+		return bootstrap.DefaultNodeID
+	}
+	return node
+}
+
+// nodeID is the node ID the proxy's stream names.
+func (p *proxy) nodeID() string { return orDefault(p.node) }
+
 // quietEnvoy sets every Envoy logger to info, as in production. The process helper
 // starts Envoy with config:debug, which in SotW writes three lines per cluster on every
 // EDS update (30,000 lines an update at N = 10,000) and would bill that logging to SotW.
 // It runs before the first publish, so no update is measured at debug level.
-func (c *clients) quietEnvoy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.proc.AdminAddr()+"/logging?level=info", nil)
+func (p *proxy) quietEnvoy(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.proc.AdminAddr()+"/logging?level=info", nil)
 	if err != nil {
-		return fmt.Errorf("envoy log level: %w", err)
+		return fmt.Errorf("envoy %s log level: %w", p.nodeID(), err)
 	}
-	resp, err := c.admin.Do(req)
+	resp, err := p.admin.Do(req)
 	if err != nil {
-		return fmt.Errorf("envoy log level: %w", err)
+		return fmt.Errorf("envoy %s log level: %w", p.nodeID(), err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("envoy log level: POST /logging?level=info: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("envoy %s log level: POST /logging?level=info: HTTP %d", p.nodeID(), resp.StatusCode)
 	}
 	return nil
 }
@@ -202,24 +254,29 @@ func (c *clients) err() error {
 	if c.runErr != nil {
 		return c.runErr
 	}
-	if c.proc != nil {
+	for _, p := range c.proxies {
 		select {
-		case <-c.proc.Exited():
-			return fmt.Errorf("envoy exited: %v", c.proc.ExitErr())
+		case <-p.proc.Exited():
+			return fmt.Errorf("envoy %s exited: %v", p.nodeID(), p.proc.ExitErr())
 		default:
 		}
 	}
 	return nil
 }
 
+// stop stops every Envoy (at once: each takes a moment to drain) and the simulated and
+// fan-out clients; it returns once all of them are gone.
 func (c *clients) stop(ctx context.Context) error {
-	var errs []error
-	if c.proc != nil {
-		if err := c.proc.Stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		c.http.CloseIdleConnections()
+	errs := make([]error, len(c.proxies))
+	var wg sync.WaitGroup
+	for i, p := range c.proxies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.stop(ctx)
+		}()
 	}
+	wg.Wait()
 	if c.cancel != nil {
 		c.cancel()
 		c.wg.Wait()
@@ -228,6 +285,15 @@ func (c *clients) stop(ctx context.Context) error {
 		_ = conn.Close()
 	}
 	return errors.Join(errs...)
+}
+
+func (p *proxy) stop(ctx context.Context) error {
+	err := p.proc.Stop(ctx)
+	p.http.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("stop envoy %s: %w", p.nodeID(), err)
+	}
+	return nil
 }
 
 // Answer is what one request through Envoy got.
@@ -255,12 +321,12 @@ func (a Answer) String() string {
 
 // ask sends one request through Envoy. Any HTTP answer is an answer; the error is for
 // requests that got none (or a backend answer that contradicts itself).
-func (c *clients) ask(ctx context.Context, path string) (Answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(c.listenerPort)+path, nil)
+func (p *proxy) ask(ctx context.Context, path string) (Answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(p.listenerPort)+path, nil)
 	if err != nil {
 		return Answer{}, fmt.Errorf("build request %s: %w", path, err)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := p.http.Do(req)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -284,15 +350,15 @@ const (
 // wire reads Envoy's xDS connection byte counters. One filtered /stats query still walks
 // every stat, which takes seconds with 10,000 clusters, so it runs outside the measured
 // windows and gets its own generous timeout.
-func (c *clients) wire(ctx context.Context) (rx, tx int64, err error) {
+func (p *proxy) wire(ctx context.Context) (rx, tx int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	q := "/stats?filter=" + url.QueryEscape(`^cluster\.xds_cluster\.upstream_cx_(rx|tx)_bytes_total$`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.proc.AdminAddr()+q, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.proc.AdminAddr()+q, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("envoy wire bytes: %w", err)
 	}
-	resp, err := c.admin.Do(req)
+	resp, err := p.admin.Do(req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("envoy wire bytes: %w", err)
 	}
@@ -316,12 +382,23 @@ func (c *clients) wire(ctx context.Context) (rx, tx int64, err error) {
 // pollInterval spaces data-plane probes. Each probe costs Envoy some CPU, which lands in
 // the update's Envoy CPU figure, so probes are spaced rather than back to back; the
 // resulting resolution of the publish-to-data-plane time is this interval.
+//
+// With K Envoys each is polled every K intervals (pollEvery) until its stream has ACKed
+// the step, and every interval from then on: K Envoys polled every 2 ms throughout would
+// add a core's worth of requests on two cores and slow the very updates they time,
+// while the change shows in an Envoy's data plane around its ACK (Envoy applies a
+// response, then ACKs it), which is where the resolution matters.
 const pollInterval = 2 * time.Millisecond
 
-// awaitProof polls path until the answer proves the change and returns that answer,
-// when it came and how many requests it took: a 200 from backend (with the server header
-// server, when given), or, with backend "", Envoy's own 404 (the route is gone).
-func (c *clients) awaitProof(ctx context.Context, path, backend, server string) (Answer, time.Time, int, error) {
+// pollEvery is the interval between probes of one of k proxies before its ACK.
+func pollEvery(k int) time.Duration { return time.Duration(max(k, 1)) * pollInterval }
+
+// awaitProof polls path through this proxy's listener, every slow until acked is
+// closed and every pollInterval after, until the answer proves the change, and returns
+// that answer, when it came and how many requests it took: a 200 from backend (with the
+// server header server, when given), or, with backend "", Envoy's own 404 (the route is
+// gone).
+func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
 	want := "404 from Envoy"
 	if backend != "" {
 		want = backend
@@ -340,7 +417,7 @@ func (c *clients) awaitProof(ctx context.Context, path, backend, server string) 
 	last = errors.New("no request sent")
 	for {
 		polls++
-		got, err := c.ask(ctx, path)
+		got, err := p.ask(ctx, path)
 		if err == nil && ok(got) {
 			return got, time.Now(), polls, nil
 		}
@@ -351,10 +428,12 @@ func (c *clients) awaitProof(ctx context.Context, path, backend, server string) 
 		}
 		select {
 		case <-ctx.Done():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("waiting for %s on %s after %d request(s): %w (last: %v)", want, path, polls, ctx.Err(), last)
-		case <-c.proc.Exited():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy exited while waiting for %s on %s: %v", want, path, c.proc.ExitErr())
-		case <-time.After(pollInterval):
+			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s: waiting for %s on %s after %d request(s): %w (last: %v)", p.nodeID(), want, path, polls, ctx.Err(), last)
+		case <-p.proc.Exited():
+			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s exited while waiting for %s on %s: %v", p.nodeID(), want, path, p.proc.ExitErr())
+		case <-acked:
+			acked, slow = nil, pollInterval // poll at full rate from now on; check once more now
+		case <-time.After(slow):
 		}
 	}
 }

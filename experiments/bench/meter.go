@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,13 @@ type streamType struct {
 	typ    string
 }
 
+// ackKey is one version of one type ACKed on one stream.
+type ackKey struct {
+	stream  int64
+	typ     string
+	version string
+}
+
 // meter is the recorder's observer: it feeds the one analysis.Accumulator (the step
 // figures come from there) and keeps what the bench waits on, so it can wait on
 // convergence without re-reading a log that reaches hundreds of megabytes at N = 10,000.
@@ -37,18 +47,25 @@ type meter struct {
 	open      map[int64]bool
 	opened    int
 	requested map[int64]map[string]bool
-	// acked is, per stream and type, the sent version of the last ACKed response and
-	// when the ACK was observed; lastSend is when each step's last send was.
-	acked    map[streamType]ackSeen
+	// node is the node ID each stream's first request named (Envoy's node.id): how K
+	// proxies' streams are told apart.
+	node map[int64]string
+	// acked is, per stream and type, the sent version of the last ACKed response;
+	// firstAck is when each version of each type was first ACKed on a stream (the moment
+	// the client ran it: a later response at the same version, such as a SotW EDS answer
+	// to a wider subscription, does not move it); lastSend is when each step's last send
+	// was.
+	acked    map[streamType]string
+	firstAck map[ackKey]time.Time
 	lastSend map[string]time.Time
 	// dropped is, per stream and type, the step in which the client last unsubscribed
-	// from each name (a request or a stale request that removed it).
-	dropped map[streamType]map[string]string
+	// from each name (a request or a stale request that removed it), and when.
+	dropped map[streamType]map[string]dropSeen
 }
 
-type ackSeen struct {
-	version string
-	at      time.Time
+type dropSeen struct {
+	step string
+	at   time.Time
 }
 
 func newMeter() *meter {
@@ -57,9 +74,11 @@ func newMeter() *meter {
 		changed:   make(chan struct{}),
 		open:      map[int64]bool{},
 		requested: map[int64]map[string]bool{},
-		acked:     map[streamType]ackSeen{},
+		node:      map[int64]string{},
+		acked:     map[streamType]string{},
+		firstAck:  map[ackKey]time.Time{},
 		lastSend:  map[string]time.Time{},
-		dropped:   map[streamType]map[string]string{},
+		dropped:   map[streamType]map[string]dropSeen{},
 	}
 }
 
@@ -78,9 +97,20 @@ func (m *meter) observe(e xdslog.Event) {
 	case xdslog.EventStreamClose:
 		delete(m.open, e.Stream)
 		delete(m.requested, e.Stream)
+		delete(m.node, e.Stream)
 		for k := range m.dropped {
 			if k.stream == e.Stream {
 				delete(m.dropped, k)
+			}
+		}
+		for k := range m.acked {
+			if k.stream == e.Stream {
+				delete(m.acked, k)
+			}
+		}
+		for k := range m.firstAck {
+			if k.stream == e.Stream {
+				delete(m.firstAck, k)
 			}
 		}
 	case xdslog.EventRequest:
@@ -88,14 +118,21 @@ func (m *meter) observe(e xdslog.Event) {
 			m.requested[e.Stream] = map[string]bool{}
 		}
 		m.requested[e.Stream][e.Type] = true
-		m.drop(e)
+		if e.Node != "" {
+			m.node[e.Stream] = e.Node
+		}
+		m.drop(e, now)
 	case xdslog.EventStale:
 		// The library ignores it, but the client has let go of what it removed.
-		m.drop(e)
+		m.drop(e, now)
 	case xdslog.EventSend:
 		m.lastSend[e.Step] = now
 	case xdslog.EventAck:
-		m.acked[streamType{e.Stream, e.Type}] = ackSeen{version: e.SentVersion, at: now}
+		m.acked[streamType{e.Stream, e.Type}] = e.SentVersion
+		k := ackKey{e.Stream, e.Type, e.SentVersion}
+		if _, ok := m.firstAck[k]; !ok {
+			m.firstAck[k] = now
+		}
 	case xdslog.EventNack, xdslog.EventUnmatched:
 	default:
 		return
@@ -105,16 +142,16 @@ func (m *meter) observe(e xdslog.Event) {
 }
 
 // drop records the names a request removed from the client's subscription.
-func (m *meter) drop(e xdslog.Event) {
+func (m *meter) drop(e xdslog.Event, now time.Time) {
 	if len(e.Removed) == 0 {
 		return
 	}
 	k := streamType{e.Stream, e.Type}
 	if m.dropped[k] == nil {
-		m.dropped[k] = map[string]string{}
+		m.dropped[k] = map[string]dropSeen{}
 	}
 	for _, n := range e.Removed {
-		m.dropped[k][n] = e.Step
+		m.dropped[k][n] = dropSeen{step: e.Step, at: now}
 	}
 }
 
@@ -153,27 +190,92 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	})
 }
 
-// waitConverged waits until k streams are open and every one has ACKed a response of
-// each of types at its version in versions, and has unsubscribed in this step from every
-// name in dropped (type -> names); it returns when the last of those ACKs was observed.
-// A NACK in step ends the wait at once: the bench publishes only valid states, so a NACK
-// is a failure, and waiting for the deadline would only hide it.
-func (m *meter) waitConverged(ctx context.Context, step string, k int, versions map[string]string, types []string, dropped map[string][]string) (time.Time, error) {
+// waitNodesSubscribed waits until every node has an open stream that asked for
+// clusters.
+func (m *meter) waitNodesSubscribed(ctx context.Context, nodes []string) error {
+	return m.wait(ctx, fmt.Sprintf("%d proxies (%s) to request CDS", len(nodes), strings.Join(nodes, ", ")), func() bool {
+		for _, n := range nodes {
+			s, ok := m.streamOfLocked(n)
+			if !ok || !m.requested[s]["CDS"] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// want is what one client owes a step: an ACK of each of types at its version in
+// versions, and an unsubscribe in the step from every name in dropped (type -> names).
+type want struct {
+	versions map[string]string
+	types    []string
+	dropped  map[string][]string
+}
+
+func (w want) String() string {
+	what := make([]string, len(w.types))
+	for i, t := range w.types {
+		what[i] = t + "@" + w.versions[t]
+	}
+	s := fmt.Sprintf("ACK %v", what)
+	if len(w.dropped) > 0 {
+		s += fmt.Sprintf(" and unsubscribe from %v", w.dropped)
+	}
+	return s
+}
+
+// convergedLocked reports whether stream s has done what w asks in step, and when the
+// last of it was observed: the first ACK of each type's awaited version or, with
+// nothing to ACK, the last awaited unsubscribe (zero when w asks for nothing).
+func (m *meter) convergedLocked(s int64, step string, w want) (time.Time, bool) {
+	var last, lastDrop time.Time
+	for _, t := range w.types {
+		v := w.versions[t]
+		if m.acked[streamType{s, t}] != v {
+			return time.Time{}, false
+		}
+		if at := m.firstAck[ackKey{s, t, v}]; at.After(last) {
+			last = at
+		}
+	}
+	for t, names := range w.dropped {
+		for _, n := range names {
+			d, ok := m.dropped[streamType{s, t}][n]
+			if !ok || d.step != step {
+				return time.Time{}, false
+			}
+			if d.at.After(lastDrop) {
+				lastDrop = d.at
+			}
+		}
+	}
+	if len(w.types) == 0 {
+		last = lastDrop
+	}
+	return last, true
+}
+
+// nackedLocked is the first NACK message of step, if the step has a NACK. The bench
+// publishes only valid states, so a NACK is a failure, and waiting for the deadline
+// would only hide it.
+func (m *meter) nackedLocked(step string) (string, bool) {
+	if st := m.acc.Step(step); st != nil && st.Total.Nacks > 0 {
+		return st.NackErrors[0], true
+	}
+	return "", false
+}
+
+// waitConverged waits until k streams are open and every one has done what w asks in
+// step; it returns when the last of it was observed. A NACK in step ends the wait at
+// once.
+func (m *meter) waitConverged(ctx context.Context, step string, k int, w want) (time.Time, error) {
 	var (
 		last    time.Time
 		nackErr string
+		nacked  bool
 	)
-	what := make([]string, len(types))
-	for i, t := range types {
-		what[i] = t + "@" + versions[t]
-	}
-	desc := fmt.Sprintf("%d client(s) to ACK %v", k, what)
-	if len(dropped) > 0 {
-		desc += fmt.Sprintf(" and unsubscribe from %v", dropped)
-	}
-	err := m.wait(ctx, desc, func() bool {
-		if st := m.acc.Step(step); st != nil && st.Total.Nacks > 0 {
-			nackErr = st.NackErrors[0]
+	err := m.wait(ctx, fmt.Sprintf("%d client(s) to %s", k, w), func() bool {
+		if nackErr, nacked = m.nackedLocked(step); nacked {
 			return true
 		}
 		if len(m.open) < k {
@@ -181,32 +283,106 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, versions 
 		}
 		last = time.Time{}
 		for s := range m.open {
-			for _, t := range types {
-				a, ok := m.acked[streamType{s, t}]
-				if !ok || a.version != versions[t] {
-					return false
-				}
-				if a.at.After(last) {
-					last = a.at
-				}
+			at, ok := m.convergedLocked(s, step, w)
+			if !ok {
+				return false
 			}
-			for t, names := range dropped {
-				for _, n := range names {
-					if m.dropped[streamType{s, t}][n] != step {
-						return false
-					}
-				}
+			if at.After(last) {
+				last = at
 			}
 		}
 		return true
 	})
-	if err == nil && nackErr != "" {
+	if err == nil && nacked {
 		return time.Time{}, fmt.Errorf("a client NACKed in step %s: %s", step, nackErr)
 	}
 	if err == nil && last.IsZero() {
-		last = time.Now() // nothing to ACK: converged when the unsubscribes were seen
+		last = time.Now() // nothing awaited: converged as soon as asked
 	}
 	return last, err
+}
+
+// nodeConverged is when one proxy ran a step (its stream ACKed every awaited type at
+// its version and let go of what went away), and on which stream.
+type nodeConverged struct {
+	stream int64
+	at     time.Time
+}
+
+// waitNodes waits until every node in wants has an open stream (its newest, should it
+// have reconnected) that did what its want asks in step, and returns for each node when
+// that was observed. Each node's versions are its own publisher's. onConverged (when not
+// nil) is called once per node as soon as the wait sees it converge, with the meter
+// locked: it must only signal. A NACK in step ends the wait at once.
+func (m *meter) waitNodes(ctx context.Context, step string, wants map[string]want, onConverged func(node string)) (map[string]nodeConverged, error) {
+	told := map[string]bool{}
+	nodes := slices.Sorted(maps.Keys(wants))
+	var (
+		out     map[string]nodeConverged
+		nackErr string
+		nacked  bool
+		missing []string
+	)
+	desc := func() string {
+		d := fmt.Sprintf("%d proxies to run step %s", len(nodes), step)
+		if len(nodes) > 0 {
+			d += " (" + wants[nodes[0]].String() + ")"
+		}
+		return d
+	}
+	err := m.wait(ctx, desc(), func() bool {
+		if nackErr, nacked = m.nackedLocked(step); nacked {
+			return true
+		}
+		out = make(map[string]nodeConverged, len(nodes))
+		missing = missing[:0]
+		for _, n := range nodes {
+			s, ok := m.streamOfLocked(n)
+			if !ok {
+				missing = append(missing, n+" (no stream)")
+				continue
+			}
+			at, ok := m.convergedLocked(s, step, wants[n])
+			if !ok {
+				missing = append(missing, n)
+				continue
+			}
+			out[n] = nodeConverged{stream: s, at: at}
+			if onConverged != nil && !told[n] {
+				told[n] = true
+				onConverged(n)
+			}
+		}
+		return len(missing) == 0
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w; still waiting for %s", err, strings.Join(missing, ", "))
+	}
+	if nacked {
+		return nil, fmt.Errorf("a proxy NACKed in step %s: %s", step, nackErr)
+	}
+	now := time.Now()
+	for n, c := range out {
+		if c.at.IsZero() {
+			c.at = now // nothing awaited: converged as soon as asked
+			out[n] = c
+		}
+	}
+	return out, nil
+}
+
+// streamOfLocked is node's newest open stream.
+func (m *meter) streamOfLocked(node string) (int64, bool) {
+	var (
+		best  int64
+		found bool
+	)
+	for s := range m.open {
+		if m.node[s] == node && (!found || s > best) {
+			best, found = s, true
+		}
+	}
+	return best, found
 }
 
 // stepView is a copy of one step's tallies.

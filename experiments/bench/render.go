@@ -139,6 +139,9 @@ func (r *Report) tables() []table {
 	if r.Options.Clients > 1 {
 		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
 	}
+	if r.Options.Envoys > 1 {
+		clients = fmt.Sprintf("%d Envoys, totals over all of them", r.Options.Envoys)
+	}
 
 	// Every table starts with what identifies a configuration.
 	ident := []string{"workload", "cache", "N", "series"}
@@ -181,6 +184,9 @@ func (r *Report) tables() []table {
 	cp := "CP = this process: the control plane and its recorder, plus the simulated clients, which run in-process."
 	if hasEnvoy {
 		cp = "to data plane: until a request through Envoy showed the change (the workload's proof). CP = this process: the control plane and its recorder, plus the data-plane probes. Envoy CPU includes the probes: polls × envoy_cpu_per_probe_us in bench.json."
+	}
+	if r.Options.Envoys > 1 {
+		cp += " With several Envoys: to last ACK and to data plane are the last Envoy's (the per-proxy table has the others), Envoy CPU and RSS the sums over the Envoys."
 	}
 	times := table{
 		title: "How long one change takes, and what it costs",
@@ -259,6 +265,8 @@ func (r *Report) tables() []table {
 		out = append(out, gt)
 	}
 
+	out = append(out, r.fleetTables(ok)...)
+
 	initHead := append(slices.Clone(ident), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
 	if hasEnvoy {
 		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
@@ -321,6 +329,8 @@ func (r *Report) header() []string {
 	client := r.Options.Client
 	if r.Options.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", r.Options.Clients)
+	} else if r.Options.Envoys > 1 {
+		client = fmt.Sprintf("%d Envoys %s (--concurrency 1 each), each its own node, state and listener", r.Options.Envoys, r.EnvoyVersion)
 	} else if r.EnvoyVersion != "" {
 		client = "Envoy " + r.EnvoyVersion + " (--concurrency 1)"
 	} else if client == ClientSim {
@@ -362,6 +372,9 @@ func (r *Report) Markdown() string {
 		b.WriteString("- " + l + "\n")
 	}
 	b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	if r.fleet() {
+		b.WriteString("\n![how many Envoys ran the new version against the time since the publish, by ACK and by the data plane](" + versionsSVG + ")\n")
+	}
 	for _, t := range r.tables() {
 		t.markdown(&b)
 	}

@@ -88,6 +88,14 @@ type Sample struct {
 	// requests and ACKs (tx; a SotW EDS ACK repeats every subscribed name).
 	EnvoyRxBytes *int64 `json:"envoy_rx_bytes,omitempty"`
 	EnvoyTxBytes *int64 `json:"envoy_tx_bytes,omitempty"`
+
+	// Proxies (Envoy) are each Envoy's own figures, in --envoys order. With K > 1 the
+	// Envoy fields above are over the fleet: AckMS and DataPlaneMS the last Envoy's,
+	// Polls, CPU, RSS and wire bytes the sums, Answer the last Envoy's answer.
+	Proxies []ProxySample `json:"proxies,omitempty"`
+	// Distribution (K > 1) is how many Envoys ran the new version when, after the
+	// publish.
+	Distribution *Distribution `json:"version_distribution,omitempty"`
 }
 
 // Config is one (workload, N, series) configuration.
@@ -100,8 +108,21 @@ type Config struct {
 	Mode     string `json:"mode"`
 	Versions string `json:"sotw_versions,omitempty"`
 	N        int    `json:"clusters"`
-	Clients  int    `json:"clients"`
-	Client   string `json:"client"`
+	// Clients is how many clients the control plane served: --clients, or --envoys.
+	Clients int    `json:"clients"`
+	Client  string `json:"client"`
+	// Envoys is --envoys when above 1: that many Envoys, each its own node with its own
+	// state (the same clusters, its own listener port).
+	Envoys int `json:"envoys,omitempty"`
+	// Proxies (Envoy) describe each Envoy. PollIntervalMS is how often each was probed
+	// until its ACK (every K x 2 ms, so K Envoys cost the machine the probes of one),
+	// PollIntervalAckedMS how often after it: the resolution of its data-plane time.
+	Proxies             []ProxyInfo `json:"proxies,omitempty"`
+	PollIntervalMS      float64     `json:"poll_interval_ms,omitempty"`
+	PollIntervalAckedMS float64     `json:"poll_interval_after_ack_ms,omitempty"`
+	// PerProxy (K > 1) is p50, p99 and max of each per-proxy figure over the Envoys x
+	// the repeats (PerProxyMetrics).
+	PerProxy map[string]Percentiles `json:"per_proxy,omitempty"`
 	// ChangedCluster and Path: the cluster the first change touches and its path (the
 	// endpoint, route and listener workloads change cluster 0 every time; cluster-add
 	// and cluster-remove a new one each repeat, named in each sample's path).
@@ -166,6 +187,7 @@ type Host struct {
 type RunOptions struct {
 	Clusters     []int    `json:"clusters"`
 	Clients      int      `json:"clients"`
+	Envoys       int      `json:"envoys,omitempty"`
 	Client       string   `json:"client"`
 	Modes        []string `json:"modes"`
 	SotWVersions []string `json:"sotw_versions"`
@@ -193,6 +215,9 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 		Started: time.Now().UTC().Format(time.RFC3339),
 		Host:    host(),
 		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat},
+	}
+	if o.Envoys > 1 {
+		r.Options.Envoys = o.Envoys
 	}
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))
@@ -395,18 +420,23 @@ func growth(cfgs []*Config) []Growth {
 	return out
 }
 
-// WriteFiles writes bench.json, bench.md and bench.svg into dir.
+// WriteFiles writes bench.json, bench.md and bench.svg into dir, and with --envoys K > 1
+// versions.svg.
 func (r *Report) WriteFiles(dir string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode bench.json: %w", err)
 	}
 	var errs []error
-	for name, data := range map[string][]byte{
+	files := map[string][]byte{
 		"bench.json": append(b, '\n'),
 		"bench.md":   []byte(r.Markdown()),
 		"bench.svg":  r.SVG(),
-	} {
+	}
+	if r.fleet() {
+		files[versionsSVG] = r.VersionsSVG()
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", name, err))
 		}

@@ -80,6 +80,12 @@ func (r *Report) Panels(workload string) [2]Panel {
 		bytesTitle = fmt.Sprintf("bytes sent to all %d clients per %s", r.Options.Clients, change)
 		timeTitle = "publish → last client's ACK (ms)"
 	}
+	if r.Options.Envoys > 1 {
+		bytesTitle = fmt.Sprintf("bytes sent to all %d Envoys per %s", r.Options.Envoys, change)
+		if has {
+			timeTitle = "publish → " + proofTitle[workload] + " via the last Envoy (ms)"
+		}
+	}
 	return [2]Panel{
 		{ID: workload + "-bytes", Workload: workload, Title: workload + ": " + bytesTitle, Metric: "bytes", Unit: "B"},
 		{ID: workload + "-time", Workload: workload, Title: workload + ": " + timeTitle, Metric: timeKey, Unit: "ms"},

@@ -400,26 +400,26 @@ func TestMeter(t *testing.T) {
 		Resources: []xdslog.Resource{{Name: "a", Redundant: &red}, {Name: "b", Redundant: &fresh}}})
 	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "2"})
 	eds2 := map[string]string{"EDS": "2"}
-	_, err := m.waitConverged(ctx, "update-1", 1, eds2, []string{"EDS"}, nil)
+	_, err := m.waitConverged(ctx, "update-1", 1, want{versions: eds2, types: []string{"EDS"}})
 	require.NoError(t, err)
 	// An ACK at another version is not convergence (a cancelled context: the condition
 	// is checked once).
 	done, cancelDone := context.WithCancel(context.Background())
 	cancelDone()
-	_, err = m.waitConverged(done, "update-1", 1, map[string]string{"EDS": "mh3.2"}, []string{"EDS"}, nil)
+	_, err = m.waitConverged(done, "update-1", 1, want{versions: map[string]string{"EDS": "mh3.2"}, types: []string{"EDS"}})
 	require.ErrorIs(t, err, context.Canceled)
 
 	// Names that went away: converged once the client unsubscribed in this step, by a
 	// request or a stale one (the library ignores it; the client let go all the same).
 	gone := map[string][]string{"EDS": {"a", "c"}}
-	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
+	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
 	require.ErrorIs(t, err, context.Canceled, "nothing unsubscribed yet")
 	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "initial", Stream: 1, Type: "EDS", Removed: []string{"c"}})
 	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"a"}})
-	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
+	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
 	require.ErrorIs(t, err, context.Canceled, "c went in another step")
 	ev(xdslog.Event{Event: xdslog.EventStale, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"c"}})
-	_, err = m.waitConverged(done, "update-1", 1, eds2, []string{"EDS"}, gone)
+	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
 	require.NoError(t, err)
 	v := m.step("update-1")
 	assert.Equal(t, TypeTally{Responses: 1, Resources: 2, Redundant: 1, Bytes: 100}, v.ByType["EDS"])
@@ -428,7 +428,7 @@ func TestMeter(t *testing.T) {
 	// A NACK ends the wait with its message instead of running into the deadline.
 	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-2", Stream: 1, Type: "EDS", Version: "3"})
 	ev(xdslog.Event{Event: xdslog.EventNack, Step: "update-2", Stream: 1, Type: "EDS", SentVersion: "3", Error: "bad endpoint"})
-	_, err = m.waitConverged(ctx, "update-2", 1, map[string]string{"EDS": "3"}, []string{"EDS"}, nil)
+	_, err = m.waitConverged(ctx, "update-2", 1, want{versions: map[string]string{"EDS": "3"}, types: []string{"EDS"}})
 	require.ErrorContains(t, err, "bad endpoint")
 	require.NoError(t, ctx.Err(), "the NACK ended the wait, not the deadline")
 
@@ -436,7 +436,7 @@ func TestMeter(t *testing.T) {
 	ev(xdslog.Event{Event: xdslog.EventStreamClose, Stream: 1})
 	short, cancelShort := context.WithCancel(context.Background())
 	cancelShort()
-	_, err = m.waitConverged(short, "update-1", 1, eds2, []string{"EDS"}, nil)
+	_, err = m.waitConverged(short, "update-1", 1, want{versions: eds2, types: []string{"EDS"}})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, m.streamsOpened())
 }

@@ -1,0 +1,479 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// MaxEnvoys bounds --envoys: ten Envoys at N = 1,000 fit a 2-core, 24 GB machine
+// beside the control plane (about 130 MB of RSS each; an endpoint change costs the ten
+// about 13 ms of CPU in all).
+const MaxEnvoys = 10
+
+// ProxyInfo describes one Envoy of a configuration.
+type ProxyInfo struct {
+	// Node is the node ID it sends (bench-envoy-<i> with --envoys K > 1).
+	Node string `json:"node"`
+	// ListenerPort is where its own state puts its listener: the data-plane probes go
+	// there.
+	ListenerPort int    `json:"listener_port"`
+	AdminAddr    string `json:"admin_addr"`
+	Bootstrap    string `json:"bootstrap"`
+	EnvoyLog     string `json:"envoy_log"`
+}
+
+// ProxySample is one Envoy's figures in one step. Times are from the same moment as the
+// sample's (before the control plane built the new states).
+type ProxySample struct {
+	Node string `json:"node"`
+	// Stream is the ADS stream it ACKed on (the xds.log's stream id).
+	Stream int64 `json:"stream"`
+	// Versions are the versions it had to ACK, per type: its own publisher's.
+	Versions map[string]string `json:"versions"`
+	// PublishedMS: until its node's Publish returned. It can come after AckMS: the
+	// LinearCache sends each type as it updates it, before Publish returns.
+	PublishedMS float64 `json:"published_ms"`
+	// AckMS: until its stream ACKed every awaited type at its version (and let go of what
+	// went away): from then on it runs the new version, as xDS sees it.
+	AckMS float64 `json:"ack_ms"`
+	// DataPlaneMS: until the first request through its own listener showed the change;
+	// Polls is how many requests that took and Answer what the request got.
+	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
+	Polls       int      `json:"polls,omitempty"`
+	Answer      *Answer  `json:"answer,omitempty"`
+	// Its CPU over the step, RSS after it, and the bytes on its xDS connection.
+	EnvoyCPUMS   *float64 `json:"envoy_cpu_ms,omitempty"`
+	EnvoyRSS     *int64   `json:"envoy_rss_bytes,omitempty"`
+	EnvoyRxBytes *int64   `json:"envoy_rx_bytes,omitempty"`
+	EnvoyTxBytes *int64   `json:"envoy_tx_bytes,omitempty"`
+}
+
+// Distribution is which version the Envoys of a fleet ran, over time, in one step:
+// element k of AckedMS is when k+1 of them had ACKed the new version (K-k-1 still ran
+// From), element k of AnsweringMS when k+1 answered with the change through their own
+// listener. Seed 003 §13.2: watch this, not the total ACK count, since different
+// proxies briefly run different versions.
+type Distribution struct {
+	// From is the version the previous step published ("" for the initial state), To
+	// the step's.
+	From        string    `json:"from,omitempty"`
+	To          string    `json:"to"`
+	AckedMS     []float64 `json:"acked_ms"`
+	AnsweringMS []float64 `json:"answering_ms"`
+}
+
+// distributionOf sorts the Envoys' ACK and data-plane times of a step.
+func distributionOf(ps []ProxySample, from, to string) *Distribution {
+	d := &Distribution{From: from, To: to}
+	for _, p := range ps {
+		d.AckedMS = append(d.AckedMS, p.AckMS)
+		if p.DataPlaneMS != nil {
+			d.AnsweringMS = append(d.AnsweringMS, *p.DataPlaneMS)
+		}
+	}
+	slices.Sort(d.AckedMS)
+	slices.Sort(d.AnsweringMS)
+	return d
+}
+
+// At is how many Envoys ran the new version t ms after the publish: by their ACK, and by
+// the data plane.
+func (d *Distribution) At(t float64) (acked, answering int) {
+	count := func(v []float64) int {
+		n := 0
+		for _, x := range v {
+			if x <= t {
+				n++
+			}
+		}
+		return n
+	}
+	return count(d.AckedMS), count(d.AnsweringMS)
+}
+
+// spread is the window in which the fleet ran mixed versions: last minus first.
+func spread(v []float64) (float64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	return slices.Max(v) - slices.Min(v), true
+}
+
+// Percentiles are p50, p99 and max of one figure over the Envoys x the repeats. The
+// percentiles are nearest-rank: the smallest value at least p% of the values do not
+// exceed, always one of the values (p99 of fewer than 100 values is the max).
+type Percentiles struct {
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+	Count int     `json:"count"`
+}
+
+// percentile is the nearest-rank p-th percentile (0 < p <= 100) of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// percentilesOf is p50, p99 and max of v (false without values).
+func percentilesOf(v []float64) (Percentiles, bool) {
+	if len(v) == 0 {
+		return Percentiles{}, false
+	}
+	s := slices.Sorted(slices.Values(v))
+	return Percentiles{P50: percentile(s, 50), P99: percentile(s, 99), Max: s[len(s)-1], Count: len(s)}, true
+}
+
+// proxyMetric is one per-Envoy figure.
+type proxyMetric struct {
+	key, label, unit string
+	get              func(ProxySample) (float64, bool)
+}
+
+// PerProxyMetrics are the per-Envoy figures summarized in a configuration's per_proxy.
+var PerProxyMetrics = []proxyMetric{
+	{"ack_ms", "publish to this Envoy's ACK", "ms", func(p ProxySample) (float64, bool) { return p.AckMS, true }},
+	{"data_plane_ms", "publish to the change answering via this Envoy", "ms", func(p ProxySample) (float64, bool) {
+		if p.DataPlaneMS == nil {
+			return 0, false
+		}
+		return *p.DataPlaneMS, true
+	}},
+	{"envoy_cpu_ms", "this Envoy's CPU", "ms", func(p ProxySample) (float64, bool) {
+		if p.EnvoyCPUMS == nil {
+			return 0, false
+		}
+		return *p.EnvoyCPUMS, true
+	}},
+	{"envoy_rss", "this Envoy's RSS", "B", func(p ProxySample) (float64, bool) {
+		if p.EnvoyRSS == nil {
+			return 0, false
+		}
+		return float64(*p.EnvoyRSS), true
+	}},
+}
+
+// perProxySummary is each per-Envoy figure's percentiles over every Envoy of every
+// update.
+func perProxySummary(updates []Sample) map[string]Percentiles {
+	out := map[string]Percentiles{}
+	for _, m := range PerProxyMetrics {
+		var v []float64
+		for _, s := range updates {
+			for _, p := range s.Proxies {
+				if x, ok := m.get(p); ok {
+					v = append(v, x)
+				}
+			}
+		}
+		if p, ok := percentilesOf(v); ok {
+			out[m.key] = p
+		}
+	}
+	return out
+}
+
+// fleet reports whether any configuration ran more than one Envoy.
+func (r *Report) fleet() bool {
+	for _, c := range r.Configs {
+		if c.Envoys > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// versionsSVG is the version-distribution chart's file name.
+const versionsSVG = "versions.svg"
+
+// fleetTables are the report's blocks for --envoys K > 1: the per-proxy percentiles and
+// the version distribution.
+func (r *Report) fleetTables(ok []*Config) []table {
+	var fl []*Config
+	k := 0
+	for _, c := range ok {
+		if c.Envoys > 1 {
+			fl = append(fl, c)
+			k = max(k, c.Envoys)
+		}
+	}
+	if len(fl) == 0 {
+		return nil
+	}
+	ident := []string{"workload", "cache", "N", "series"}
+	idOf := func(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
+	pc := func(c *Config, key string, f func(Percentiles) float64) string {
+		p, ok := c.PerProxy[key]
+		if !ok {
+			return "-"
+		}
+		return fmtMS(f(p))
+	}
+	p50 := func(p Percentiles) float64 { return p.P50 }
+	p99 := func(p Percentiles) float64 { return p.P99 }
+	pmax := func(p Percentiles) float64 { return p.Max }
+	per := table{
+		title: fmt.Sprintf("Per proxy: %d Envoys, each its own node, state and listener", k),
+		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
+			"ACK: publish to that Envoy's ACK of every awaited type at its own publisher's version. "+
+			"data plane: publish to the first request through that Envoy's own listener showing the change (each Envoy probed every %s ms until its ACK, every %s ms after). "+
+			"spread: last Envoy minus first, median over the repeats: how long the fleet ran mixed versions. "+
+			"Envoy CPU: summed over the Envoys, median over the repeats; RSS: each Envoy's after the last change (min–max), and their sum.",
+			r.Options.Repeat, fmtMS(fl[0].PollIntervalMS), fmtMS(fl[0].PollIntervalAckedMS)),
+		head: append(slices.Clone(ident), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
+			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum"),
+	}
+	for _, c := range fl {
+		row := append(idOf(c), fmt.Sprint(c.Envoys),
+			pc(c, "ack_ms", p50), pc(c, "ack_ms", p99), pc(c, "ack_ms", pmax), spreadCell(c, false),
+			pc(c, "data_plane_ms", p50), pc(c, "data_plane_ms", p99), pc(c, "data_plane_ms", pmax), spreadCell(c, true),
+			cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
+		per.rows = append(per.rows, row)
+	}
+
+	dist := table{
+		title: "Version distribution: when the k-th Envoy ran the new version (ms after the publish)",
+		note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
+			"and by data plane (a request through its own listener showed the change). Column k/K: from that moment k Envoys ran the new version " +
+			"and K−k still the old one. " + versionsSVG + " draws the same as a step chart (median over the repeats).",
+		head: append(slices.Clone(ident), "step", "version", "by"),
+	}
+	for i := 1; i <= k; i++ {
+		dist.head = append(dist.head, fmt.Sprintf("%d/%d", i, k))
+	}
+	for _, c := range fl {
+		for _, s := range append([]Sample{c.Initial}, c.Updates...) {
+			d := s.Distribution
+			if d == nil {
+				continue
+			}
+			v := d.To
+			if d.From != "" {
+				v = d.From + "→" + d.To
+			}
+			for _, by := range []struct {
+				name string
+				at   []float64
+			}{{"ACK", d.AckedMS}, {"data plane", d.AnsweringMS}} {
+				row := append(idOf(c), s.Step, v, by.name)
+				for i := 0; i < k; i++ {
+					if i < len(by.at) {
+						row = append(row, fmtMS(by.at[i]))
+					} else {
+						row = append(row, "-")
+					}
+				}
+				dist.rows = append(dist.rows, row)
+			}
+		}
+	}
+	return []table{per, dist}
+}
+
+// spreadCell is the median over the updates of the window the fleet ran mixed versions
+// (by ACK, or by the data plane).
+func spreadCell(c *Config, dataPlane bool) string {
+	var v []float64
+	for _, s := range c.Updates {
+		if s.Distribution == nil {
+			continue
+		}
+		at := s.Distribution.AckedMS
+		if dataPlane {
+			at = s.Distribution.AnsweringMS
+		}
+		if x, ok := spread(at); ok {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return "-"
+	}
+	return fmtMS(statOf(v).Median)
+}
+
+// rssEachCell is the range of the Envoys' RSS after the last update.
+func rssEachCell(c *Config) string {
+	if len(c.Updates) == 0 {
+		return "-"
+	}
+	var v []float64
+	for _, p := range c.Updates[len(c.Updates)-1].Proxies {
+		if p.EnvoyRSS != nil {
+			v = append(v, float64(*p.EnvoyRSS))
+		}
+	}
+	if len(v) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	if lo == hi {
+		return fmtBytes(lo)
+	}
+	return fmtBytes(lo) + "–" + fmtBytes(hi)
+}
+
+// medianCurve is, for one configuration, the median over the updates of the moment the
+// k-th Envoy ran the new version (by ACK, or by the data plane), k = 1..K.
+func medianCurve(c *Config, dataPlane bool) []float64 {
+	var out []float64
+	for k := 0; ; k++ {
+		var v []float64
+		for _, s := range c.Updates {
+			if s.Distribution == nil {
+				continue
+			}
+			at := s.Distribution.AckedMS
+			if dataPlane {
+				at = s.Distribution.AnsweringMS
+			}
+			if k < len(at) {
+				v = append(v, at[k])
+			}
+		}
+		if len(v) == 0 {
+			return out
+		}
+		out = append(out, statOf(v).Median)
+	}
+}
+
+// VersionsSVG draws versions.svg: for each workload and N, how many of the K Envoys ran
+// the new version against the time since the publish, one step line per series by ACK
+// (solid) and one by the data plane (dashed): the median over the repeats of the moment
+// the k-th Envoy got there.
+func (r *Report) VersionsSVG() []byte {
+	type panelKey struct {
+		workload string
+		n        int
+	}
+	var keys []panelKey
+	k := 0
+	for _, c := range r.Configs {
+		if c.Envoys <= 1 || c.Error != "" {
+			continue
+		}
+		k = max(k, c.Envoys)
+		pk := panelKey{c.Workload, c.N}
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
+	}
+	const (
+		w, h     = 470.0, 260.0
+		ml, mt   = 60.0, 50.0
+		mb, gap  = 55.0, 40.0
+		perRow   = 2
+		legendHt = 40.0
+	)
+	rows := (len(keys) + perRow - 1) / perRow
+	if rows == 0 {
+		rows = 1
+	}
+	cw := float64(min(perRow, max(len(keys), 1)))*(ml+w+gap) + 20
+	chH := float64(rows)*(mt+h+mb) + legendHt
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", cw, chH, cw, chH, fontAttr)
+	fmt.Fprintf(&b, "<title>lab bench: how many of %d Envoys ran the new version, against the time since the publish</title>\n", k)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+	names := r.SeriesNames()
+	colors := map[string]string{}
+	for i, s := range names {
+		if c, ok := seriesColors[s]; ok {
+			colors[s] = c
+		} else {
+			colors[s] = fallbackColors[i%len(fallbackColors)]
+		}
+	}
+	for pi, pk := range keys {
+		x0 := ml + float64(pi%perRow)*(ml+w+gap)
+		y0 := float64(pi/perRow)*(mt+h+mb) + mt
+		var cfgs []*Config
+		xmax := 0.0
+		for _, c := range r.Configs {
+			if c.Workload == pk.workload && c.N == pk.n && c.Envoys > 1 && c.Error == "" {
+				cfgs = append(cfgs, c)
+				for _, dp := range []bool{false, true} {
+					for _, t := range medianCurve(c, dp) {
+						xmax = math.Max(xmax, t)
+					}
+				}
+			}
+		}
+		xmax = niceCeil(xmax * 1.05)
+		px := func(t float64) float64 { return x0 + t/xmax*w }
+		py := func(n float64) float64 { return y0 + h - n/float64(k)*h }
+		id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
+		fmt.Fprintf(&b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", esc(id), esc(pk.workload), pk.n)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+w/2, y0-20,
+			esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, w, h)
+		for i := 0; i <= 4; i++ {
+			t := xmax * float64(i) / 4
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", px(t), y0, px(t), y0+h)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", px(t), y0+h+16, esc(fmtMS(t)))
+		}
+		for n := 0; n <= k; n++ {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, py(float64(n)), x0+w, py(float64(n)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%d</text>`+"\n", x0-6, py(float64(n))+4, n)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">ms after the publish</text>`+"\n", x0+w/2, y0+h+36)
+		for _, c := range cfgs {
+			for _, dp := range []bool{false, true} {
+				curve := medianCurve(c, dp)
+				if len(curve) == 0 {
+					continue
+				}
+				by, dash := "ack", ""
+				if dp {
+					by, dash = "data-plane", ` stroke-dasharray="6 3"`
+				}
+				col := colors[c.Series]
+				fmt.Fprintf(&b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", esc(id), esc(SeriesID(c.Series)), by, esc(c.Series), by)
+				pts := []string{fmt.Sprintf("%.1f,%.1f", px(0), py(0))}
+				for i, t := range curve {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(t), py(float64(i))), fmt.Sprintf("%.1f,%.1f", px(t), py(float64(i+1))))
+				}
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xmax), py(float64(len(curve)))))
+				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), col, dash)
+				for i, t := range curve {
+					tip := fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, strings.ReplaceAll(by, "-", " "), i+1, k, strings.ReplaceAll(by, "-", " "), fmtMS(t))
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", px(t), py(float64(i+1)), col, esc(tip))
+				}
+				b.WriteString("</g>\n")
+			}
+		}
+		b.WriteString("</g>\n")
+	}
+	ly := float64(rows)*(mt+h+mb) + 10
+	lx := ml
+	for _, s := range names {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+28, ly, colors[s])
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
+		lx += 34 + 7*float64(len(s)) + 20
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">solid: by ACK; dashed: by the data plane</text>`+"\n", lx+10, ly+4)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v <= 0).
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
