@@ -168,7 +168,7 @@ func (r *configRun) run(ctx context.Context) error {
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
 		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener}
+		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.n)}
 	r.cl, err = startClients(ctx, spec)
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func (r *configRun) run(ctx context.Context) error {
 
 // close stops the clients and the control plane and closes the log.
 func (r *configRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.n))
 	defer cancel()
 	var errs []error
 	if r.cl != nil {

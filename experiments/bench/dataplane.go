@@ -111,6 +111,15 @@ type clientSpec struct {
 	proxies []proxySpec
 	// freshConnections: every data-plane probe opens its own connection to Envoy.
 	freshConnections bool
+	// stopGrace is how long each Envoy gets to exit after /quitquitquit (stopGrace(N)).
+	stopGrace time.Duration
+}
+
+// stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 4,000
+// clusters. At N = 100,000 Envoy took more than the fixed 10 s (and 5 s more after
+// SIGTERM) to exit, and was killed (docs/performance.md).
+func stopGrace(clusters int) time.Duration {
+	return 10*time.Second + time.Duration(clusters/4000)*time.Second
 }
 
 // proxySpec is one Envoy to start: its node ID ("" for the bootstrap's default) and
@@ -199,7 +208,7 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 	}
 	// One worker thread: the figures are per-thread work, comparable between runs on
 	// machines with different core counts.
-	proc, err := envoy.Start(ctx, envoy.Options{Binary: s.bin, ConfigPath: bs, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}})
+	proc, err := envoy.Start(ctx, envoy.Options{Binary: s.bin, ConfigPath: bs, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}, StopGrace: s.stopGrace})
 	if err != nil {
 		return nil, fmt.Errorf("envoy %s: %w", orDefault(ps.node), err)
 	}

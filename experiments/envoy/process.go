@@ -46,6 +46,10 @@ type Options struct {
 	LogPath string
 	// ExtraArgs are appended to the command line (e.g. "--concurrency", "1").
 	ExtraArgs []string
+	// StopGrace is how long Stop waits for Envoy to exit after /quitquitquit before it
+	// sends SIGTERM (10 s when 0). An Envoy holding 100,000 clusters takes longer than
+	// that to tear them down.
+	StopGrace time.Duration
 }
 
 // Process is a running Envoy. Stop (or Kill) it; it never outlives the parent process.
@@ -60,8 +64,9 @@ type Process struct {
 	exited  chan struct{}
 	exitErr error
 
-	stopOnce sync.Once
-	stopErr  error
+	stopOnce  sync.Once
+	stopErr   error
+	stopGrace time.Duration
 }
 
 // Start runs Envoy and returns once its admin listener answers. Readiness (initial xDS
@@ -103,11 +108,12 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	// Setpgid keeps a terminal's Ctrl-C from reaching Envoy before Stop can run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := &Process{
-		cmd:     cmd,
-		tmpDir:  tmp,
-		logPath: logPath,
-		output:  out,
-		exited:  make(chan struct{}),
+		cmd:       cmd,
+		tmpDir:    tmp,
+		logPath:   logPath,
+		output:    out,
+		exited:    make(chan struct{}),
+		stopGrace: opts.StopGrace,
 		client: &http.Client{
 			Timeout: 10 * time.Second,
 			// Never route admin calls through an HTTP proxy from the environment.
@@ -372,6 +378,10 @@ func (p *Process) stop(ctx context.Context) error {
 		return nil
 	}
 	// quitquitquit lets Envoy flush its access logs; the request may fail as it exits.
+	grace := p.stopGrace
+	if grace <= 0 {
+		grace = quitGrace
+	}
 	qctx, cancel := context.WithTimeout(ctx, quitGrace)
 	req, err := http.NewRequestWithContext(qctx, http.MethodPost, "http://"+p.adminAddr+"/quitquitquit", nil)
 	if err == nil {
@@ -381,7 +391,7 @@ func (p *Process) stop(ctx context.Context) error {
 		}
 	}
 	cancel()
-	if p.waitExit(ctx, quitGrace) {
+	if p.waitExit(ctx, grace) {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
