@@ -115,11 +115,12 @@ type clientSpec struct {
 	stopGrace time.Duration
 }
 
-// stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 4,000
-// clusters. At N = 100,000 Envoy took more than the fixed 10 s (and 5 s more after
-// SIGTERM) to exit, and was killed (docs/performance.md).
+// stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 1,000
+// clusters. At N = 100,000 Envoy's main loop exits at once on /quitquitquit, and the
+// process about 45 s later (docs/performance.md, "N = 100,000"); with less, it was
+// killed and the configuration failed after its figures were in.
 func stopGrace(clusters int) time.Duration {
-	return 10*time.Second + time.Duration(clusters/4000)*time.Second
+	return 10*time.Second + time.Duration(clusters/1000)*time.Second
 }
 
 // proxySpec is one Envoy to start: its node ID ("" for the bootstrap's default) and

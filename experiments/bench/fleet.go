@@ -276,17 +276,26 @@ func (r *Report) fleetTables(ok []*Config) []table {
 	return []table{per, dist}
 }
 
+// times is the moments the k-th Envoy ran the new version, by ACK or by the data plane;
+// ok is false for a step without a distribution (one Envoy).
+func (d *Distribution) times(dataPlane bool) (at []float64, ok bool) {
+	if d == nil {
+		return nil, false
+	}
+	if dataPlane {
+		return d.AnsweringMS, true
+	}
+	return d.AckedMS, true
+}
+
 // spreadCell is the median over the updates of the window the fleet ran mixed versions
 // (by ACK, or by the data plane).
 func spreadCell(c *Config, dataPlane bool) string {
 	var v []float64
 	for _, s := range c.Updates {
-		if s.Distribution == nil {
+		at, ok := s.Distribution.times(dataPlane)
+		if !ok {
 			continue
-		}
-		at := s.Distribution.AckedMS
-		if dataPlane {
-			at = s.Distribution.AnsweringMS
 		}
 		if x, ok := spread(at); ok {
 			v = append(v, x)
@@ -326,12 +335,9 @@ func medianCurve(c *Config, dataPlane bool) []float64 {
 	for k := 0; ; k++ {
 		var v []float64
 		for _, s := range c.Updates {
-			if s.Distribution == nil {
+			at, ok := s.Distribution.times(dataPlane)
+			if !ok {
 				continue
-			}
-			at := s.Distribution.AckedMS
-			if dataPlane {
-				at = s.Distribution.AnsweringMS
 			}
 			if k < len(at) {
 				v = append(v, at[k])
@@ -379,19 +385,9 @@ func (r *Report) VersionsSVG() []byte {
 	cw := float64(min(perRow, max(len(keys), 1)))*(ml+w+gap) + 20
 	chH := float64(rows)*(mt+h+mb) + legendHt
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", cw, chH, cw, chH, fontAttr)
-	fmt.Fprintf(&b, "<title>lab bench: how many of %d Envoys ran the new version, against the time since the publish</title>\n", k)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+	svgOpen(&b, cw, chH, fmt.Sprintf("lab bench: how many of %d Envoys ran the new version, against the time since the publish", k))
 	names := r.SeriesNames()
-	colors := map[string]string{}
-	for i, s := range names {
-		if c, ok := seriesColors[s]; ok {
-			colors[s] = c
-		} else {
-			colors[s] = fallbackColors[i%len(fallbackColors)]
-		}
-	}
+	colors := seriesColorMap(names)
 	for pi, pk := range keys {
 		x0 := ml + float64(pi%perRow)*(ml+w+gap)
 		y0 := float64(pi/perRow)*(mt+h+mb) + mt

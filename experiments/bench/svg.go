@@ -162,19 +162,9 @@ func (r *Report) SVG() []byte {
 	}
 	chartH := float64(len(workloads))*rowH + legendH
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", chartW, chartH, chartW, chartH, fontAttr)
-	fmt.Fprintf(&b, "<title>lab bench: bytes and time to converge against the number of clusters, per workload (%s)</title>\n", esc(strings.Join(workloads, ", ")))
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+	svgOpen(&b, chartW, chartH, fmt.Sprintf("lab bench: bytes and time to converge against the number of clusters, per workload (%s)", strings.Join(workloads, ", ")))
 	names := r.SeriesNames()
-	colors := map[string]string{}
-	for i, s := range names {
-		if c, ok := seriesColors[s]; ok {
-			colors[s] = c
-		} else {
-			colors[s] = fallbackColors[i%len(fallbackColors)]
-		}
-	}
+	colors := seriesColorMap(names)
 	var ns []float64
 	for _, c := range r.Configs {
 		ns = append(ns, float64(c.N))
@@ -307,4 +297,26 @@ func joinSpace(s []string) string {
 		b.WriteString(x)
 	}
 	return b.String()
+}
+
+// svgOpen writes the XML declaration, the svg element of w x h, its title and the white
+// background every chart starts with.
+func svgOpen(b *bytes.Buffer, w, h float64, title string) {
+	fmt.Fprintf(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" %s font-size="12">`+"\n", w, h, w, h, fontAttr)
+	fmt.Fprintf(b, "<title>%s</title>\n", esc(title))
+	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+}
+
+// seriesColorMap gives each series its fixed color, or one from the fallback palette.
+func seriesColorMap(names []string) map[string]string {
+	colors := make(map[string]string, len(names))
+	for i, s := range names {
+		if c, ok := seriesColors[s]; ok {
+			colors[s] = c
+		} else {
+			colors[s] = fallbackColors[i%len(fallbackColors)]
+		}
+	}
+	return colors
 }
