@@ -37,6 +37,7 @@ func freePorts(t *testing.T, n int) []int {
 	for len(out) < n {
 		p, err := loopback.FreePort()
 		require.NoError(t, err)
+		t.Cleanup(func() { loopback.Release(p) }) // after the run's own cleanups
 		if !seen[p] {
 			seen[p] = true
 			out = append(out, p)

@@ -290,6 +290,7 @@ func runSoak(t *testing.T, bin envoy.Binary, mode string, n int) soakResult {
 
 	listenerPort, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(listenerPort) })
 	o := defaultServeOptions()
 	o.mode = mode
 	o.xdsAddr = loopback.Addr(0)

@@ -339,6 +339,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer loopback.Release(dead) // after every configuration's Envoy is gone
 	e.deadPort = dead
 
 	rep := newReport(&o, e.bin)

@@ -23,13 +23,16 @@ const calibrationRequests = 50
 
 // configRun is one configuration in progress.
 type configRun struct {
-	e   *env
-	w   string
-	s   series
-	n   int
-	cfg *Config
-	cp  *controlplane.ControlPlane
-	rec *xdslog.Recorder
+	e *env
+	w string
+	s series
+	n int
+	// picked are the listener ports reserved for this configuration's Envoys, released
+	// when they are stopped.
+	picked []int
+	cfg    *Config
+	cp     *controlplane.ControlPlane
+	rec    *xdslog.Recorder
 	// logFile is the configuration's xds.log: unbuffered, one write per line, as the
 	// recorder expects.
 	logFile *os.File
@@ -149,6 +152,7 @@ func (r *configRun) run(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("listener port for envoy %d: %w", i, err)
 			}
+			r.picked = append(r.picked, port)
 			ps := proxySpec{listenerPort: port}
 			if e.o.Envoys > 1 {
 				ps.node = FleetNodeID(i)
@@ -253,6 +257,10 @@ func (r *configRun) close() error {
 		if err := r.logFile.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", r.cfg.Log, err))
 		}
+	}
+	// The Envoys that bound them are stopped (or killed) now.
+	for _, p := range r.picked {
+		loopback.Release(p)
 	}
 	return errors.Join(errs...)
 }

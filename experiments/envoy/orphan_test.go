@@ -32,6 +32,7 @@ func TestHelperEnvoyParent(t *testing.T) {
 	require.NoError(t, err)
 	unused, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(unused) })
 	p, err := Start(context.Background(), Options{
 		Binary:     bin,
 		ConfigPath: writeFile(t, "envoy.yaml", fmt.Sprintf(adsBootstrap, unused)),

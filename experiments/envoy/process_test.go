@@ -176,6 +176,7 @@ func TestEnvoyStaticRequestStatsDumpStop(t *testing.T) {
 	backendPort := startBackend(t)
 	listenerPort, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(listenerPort) })
 	accessLog := filepath.Join(t.TempDir(), "access.log")
 	config := fmt.Sprintf(staticBootstrap, listenerPort, yamlString(t, accessLog),
 		yamlString(t, resources.AccessLogFormat), backendPort)
@@ -263,6 +264,7 @@ func TestEnvoyKillAndTextReadouts(t *testing.T) {
 	bin := RequireOrSkip(t)
 	unused, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(unused) })
 	p := startEnvoy(t, bin, fmt.Sprintf(adsBootstrap, unused))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

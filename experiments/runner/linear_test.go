@@ -100,8 +100,10 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	backends.add(b)
 	lp, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(lp) })
 	other, err := loopback.FreePort()
 	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(other) })
 	acks := func(step, typ string) int {
 		if st := acc.Step(step); st != nil && st.Types[typ] != nil {
 			return st.Types[typ].Acks

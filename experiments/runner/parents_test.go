@@ -58,6 +58,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			backends.add(b)
 			lp, err := loopback.FreePort()
 			require.NoError(t, err)
+			t.Cleanup(func() { loopback.Release(lp) })
 			full := resources.State{InventoryPort: b.Port(), ListenerPort: lp}
 			step := func(name, version string, dropListener bool) {
 				t.Helper()

@@ -196,10 +196,12 @@ type Result struct {
 
 // Run is one run in progress; BeforeStep hooks get it to inject faults.
 type Run struct {
-	o        Options
-	dir      string
-	info     RunInfo
-	logFile  *os.File
+	o       Options
+	dir     string
+	info    RunInfo
+	logFile *os.File
+	// picked are the ports this run reserved (loopback.FreePort), released at teardown.
+	picked   []int
 	track    *tracker
 	cp       *controlplane.ControlPlane
 	rec      *xdslog.Recorder
@@ -407,6 +409,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			if *p, err = loopback.FreePort(); err != nil {
 				return err
 			}
+			r.picked = append(r.picked, *p)
 		}
 	}
 	for i, name := range []string{"v1", "v2"} {
@@ -572,6 +575,10 @@ func (r *Run) teardown() {
 	}
 	if r.logFile != nil {
 		_ = r.logFile.Close()
+	}
+	// Everything that bound or dialled them is stopped now.
+	for _, p := range r.picked {
+		loopback.Release(p)
 	}
 }
 

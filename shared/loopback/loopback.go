@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -112,8 +113,12 @@ func (e *InUseError) Unwrap() error { return e.Err }
 // kernel-picked port reused by another test's server drew a foreign Envoy's stream into
 // it (seen as a second ADS stream in the soak under `make flake`). Reserved ports are
 // never handed to two live workbench processes.
+//
+// A listener on a port Listen picked gives the port back (Release) when it is closed:
+// its server is done with it.
 func Listen(port int) (net.Listener, error) {
-	if port != 0 {
+	picked := port == 0
+	if !picked {
 		if err := ValidatePort(port); err != nil {
 			return nil, err
 		}
@@ -124,7 +129,13 @@ func Listen(port int) (net.Listener, error) {
 		}
 	}
 	l, err := net.Listen("tcp", Addr(port))
+	if err == nil && picked {
+		return &releasingListener{Listener: l, port: port}, nil
+	}
 	if err != nil {
+		if picked {
+			Release(port)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			e := &InUseError{Port: port, Err: err}
 			if h, ok := FindHolder(port); ok {
@@ -135,4 +146,17 @@ func Listen(port int) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", Addr(port), err)
 	}
 	return l, nil
+}
+
+// releasingListener releases its picked port once closed.
+type releasingListener struct {
+	net.Listener
+	port int
+	once sync.Once
+}
+
+func (l *releasingListener) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { Release(l.port) })
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,16 @@ import (
 func FreePort() (int, error) {
 	reserved.Lock()
 	defer reserved.Unlock()
+	// A port this process reserved and released is reused first (Release), unless
+	// something still listens on it.
+	for i, port := range reserved.free {
+		if l, err := net.Listen("tcp", Addr(port)); err == nil {
+			_ = l.Close()
+			reserved.free = slices.Delete(reserved.free, i, i+1)
+			reserved.inUse[port] = true
+			return port, nil
+		}
+	}
 	lo, hi := reserveRange()
 	if lo >= hi {
 		return kernelPort()
@@ -54,15 +65,34 @@ func FreePort() (int, error) {
 		}
 		_ = l.Close()
 		reserved.ports[port] = f
+		reserved.inUse[port] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("find a free port: none free in %d-%d", lo, hi-1)
 }
 
+// Release gives back a port FreePort handed out, once its user is done with it: the
+// server on it stopped and the Envoy that bound or dialled it is gone. The lock stays
+// with the process, so no other workbench process takes the port; FreePort hands it out
+// again in this process before it reserves a new one. Without it a long-lived process (a
+// test binary under -count, a long bench) kept every port it was ever given: the 10,000
+// of the range ran out under make flake. Releasing a port not handed out does nothing.
+func Release(port int) {
+	reserved.Lock()
+	defer reserved.Unlock()
+	if !reserved.inUse[port] {
+		return
+	}
+	delete(reserved.inUse, port)
+	reserved.free = append(reserved.free, port)
+}
+
 var reserved = struct {
 	sync.Mutex
 	ports map[int]*os.File // held locks, kept open for the life of the process
-}{ports: map[int]*os.File{}}
+	inUse map[int]bool     // handed out and not released
+	free  []int            // released, held, to hand out again
+}{ports: map[int]*os.File{}, inUse: map[int]bool{}}
 
 // lockPort takes the reservation of port, or reports that another process holds it.
 func lockPort(dir string, port int) (*os.File, bool) {
