@@ -31,14 +31,7 @@ func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLine
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-	addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) `)
-	serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
-		m := addrRE.FindStringSubmatch(out.text())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
+	addr = serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
 	send = func(line string) {
 		t.Helper()
 		_, err := io.WriteString(inW, line+"\n")

@@ -85,6 +85,22 @@ func serveWaitFor(t *testing.T, timeout time.Duration, what string, cond func() 
 	require.Eventually(t, cond, timeout, 10*time.Millisecond, "waiting for %s", what)
 }
 
+// serveAddr waits for the serving line ("ADS on 127.0.0.1:PORT ...") matching line, a
+// pattern whose one group is the address, and returns the address.
+func serveAddr(t *testing.T, out *serveLines, line string) string {
+	t.Helper()
+	re := regexp.MustCompile(line)
+	var addr string
+	serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
+		m := re.FindStringSubmatch(out.text())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
+}
+
 // The script mixes every state command with every bad one; each bad command must print
 // exactly one error line and leave the version alone.
 const serveScript = `port 18081
@@ -347,15 +363,7 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) `)
-			var addr string
-			serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
-				m := addrRE.FindStringSubmatch(out.text())
-				if m != nil {
-					addr = m[1]
-				}
-				return m != nil
-			})
+			addr := serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
 			clientCtx, stopClient := context.WithCancel(ctx)
 			defer stopClient()
 			serveClient(t, clientCtx, addr, mode)
@@ -458,15 +466,7 @@ func TestServeLinear(t *testing.T) {
 				_, err := io.WriteString(inW, line+"\n")
 				require.NoError(t, err)
 			}
-			addrRE := regexp.MustCompile(`ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
-			var addr string
-			serveWaitFor(t, 10*time.Second, "the serving line", func() bool {
-				m := addrRE.FindStringSubmatch(out.text())
-				if m != nil {
-					addr = m[1]
-				}
-				return m != nil
-			})
+			addr := serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
 			clientCtx, stopClient := context.WithCancel(ctx)
 			defer stopClient()
 			serveClient(t, clientCtx, addr, mode)

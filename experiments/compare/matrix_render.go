@@ -139,8 +139,7 @@ func renderMatrixText(w io.Writer, m *Matrix) error {
 		b.WriteString("  none\n")
 	}
 	for i, f := range m.Notes {
-		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
-		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
+		writeTextFinding(&b, i, f)
 	}
 	if m.Step != "" {
 		// One run after the other: side by side, N columns would not fit a terminal.

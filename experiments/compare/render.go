@@ -347,8 +347,7 @@ func renderText(w io.Writer, rep *Report) error {
 		b.WriteString("  none: the figures show no difference worth stating\n")
 	}
 	for i, f := range rep.Findings {
-		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
-		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
+		writeTextFinding(&b, i, f)
 	}
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "\nSEQUENCE %s\n", rep.Step)
@@ -358,6 +357,13 @@ func renderText(w io.Writer, rep *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTextFinding writes finding i of a text report: its text, numbered, then its
+// attribution and source, indented under it.
+func writeTextFinding(b *strings.Builder, i int, f Finding) {
+	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
+	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
 }
 
 func writeTextTable(b *strings.Builder, t table) {
