@@ -43,6 +43,13 @@ var KnownEvents = map[string]bool{
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
 }
 
+// Probe kinds (Event.Probe of a data-plane event).
+const (
+	ProbeRequest = "request"
+	ProbeWindow  = "window"
+	ProbeOutage  = "outage"
+)
+
 // Request kinds: what a request did to the subscription ("How the client specifies what
 // resources to return" in the xDS protocol doc).
 const (
@@ -151,6 +158,16 @@ type Event struct {
 	Client    string `json:"client,omitempty"` // "envoy" or "simulated"
 	Expected  string `json:"expected,omitempty"`
 	Correct   *bool  `json:"correct,omitempty"`
+	// Path is the request's path (with its query).
+	Path string `json:"path,omitempty"`
+	// Probe says why the request was sent: ProbeRequest (an expectation's request, sent
+	// until it gets its answer), ProbeWindow (a traffic-window probe, sent every few
+	// milliseconds for a whole step) or ProbeOutage (sent while the control plane is down).
+	Probe string `json:"probe,omitempty"`
+	// Represents, when 2 or more, says this event stands for that many probes with the
+	// same answer: a long traffic window keeps every failure but only a sample of its
+	// successes. 0 means 1.
+	Represents int `json:"represents,omitempty"`
 
 	// condensed marks a send the recorder folded into a storm summary (never written).
 	condensed bool
