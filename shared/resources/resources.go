@@ -25,7 +25,6 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/wellknown"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-workbench/lab/shared/loopback"
 )
@@ -143,6 +142,9 @@ type Set struct {
 	id     uint64
 	parent uint64
 	change *Change
+	// lenient sets (NewSet) may reference resources they do not hold; Snapshot does not
+	// require them to be consistent.
+	lenient bool
 }
 
 // ClusterNames returns the cluster names of a state, in order.
@@ -294,6 +296,9 @@ func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
 		snap.Resources[cachev3.GetResponseType(t.URL())] = cachev3.NewResources(v, items)
 		snap.VersionMap[t.URL()] = s.Hashes(t)
 	}
+	if s.lenient {
+		return snap, nil
+	}
 	if err := snap.Consistent(); err != nil {
 		return nil, fmt.Errorf("snapshot is not consistent: %w", err)
 	}
@@ -414,16 +419,21 @@ func adsSource() *core.ConfigSource {
 }
 
 func buildListener(s State) (*listener.Listener, error) {
+	return listenerFor(ListenerSpec{Name: ListenerName, Port: s.ListenerPort, RouteName: RouteName, StatPrefix: StatPrefix,
+		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath})
+}
+
+func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 	routerCfg, err := deterministicAny(&router.Router{})
 	if err != nil {
 		return nil, fmt.Errorf("pack router: %w", err)
 	}
 	m := &hcm.HttpConnectionManager{
 		CodecType:  hcm.HttpConnectionManager_AUTO,
-		StatPrefix: StatPrefix,
+		StatPrefix: s.StatPrefix,
 		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
 			ConfigSource:    adsSource(),
-			RouteConfigName: RouteName,
+			RouteConfigName: s.RouteName,
 		}},
 		HttpFilters: []*hcm.HttpFilter{{
 			Name:       wellknown.Router,
@@ -455,10 +465,10 @@ func buildListener(s State) (*listener.Listener, error) {
 		return nil, fmt.Errorf("pack http connection manager: %w", err)
 	}
 	return &listener.Listener{
-		Name: ListenerName,
+		Name: s.Name,
 		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
 			Address:       loopback.Host,
-			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.ListenerPort)},
+			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.Port)},
 		}}},
 		FilterChains: []*listener.FilterChain{{Filters: []*listener.Filter{{
 			Name:       wellknown.HTTPConnectionManager,
@@ -508,31 +518,8 @@ func buildRoute(s State) *route.RouteConfiguration {
 	}
 }
 
-func buildCluster(name string) *cluster.Cluster {
-	return &cluster.Cluster{
-		Name:                 name,
-		ConnectTimeout:       durationpb.New(1_000_000_000),
-		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
-		EdsClusterConfig: &cluster.Cluster_EdsClusterConfig{
-			EdsConfig:   adsSource(),
-			ServiceName: name,
-		},
-		LbPolicy: cluster.Cluster_ROUND_ROBIN,
-	}
-}
+func buildCluster(name string) *cluster.Cluster { return BuildCluster(ClusterSpec{Name: name}) }
 
 func buildEndpoints(name string, port int) *endpoint.ClusterLoadAssignment {
-	return &endpoint.ClusterLoadAssignment{
-		ClusterName: name,
-		Endpoints: []*endpoint.LocalityLbEndpoints{{
-			LbEndpoints: []*endpoint.LbEndpoint{{
-				HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
-					Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
-						Address:       loopback.Host,
-						PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port)},
-					}}},
-				}},
-			}},
-		}},
-	}
+	return BuildEndpoints(name, port)
 }

@@ -1,0 +1,177 @@
+package resources
+
+import (
+	"fmt"
+	"time"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcher "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+// The short forms: the common resources of a scenario, described by what differs
+// between them. Each builds the same resource the teaching state builds, so a scenario
+// written with short forms runs exactly what Build publishes.
+
+// ListenerSpec is an HTTP listener on loopback whose routes come from RDS over ADS.
+type ListenerSpec struct {
+	Name       string
+	Port       int
+	RouteName  string
+	StatPrefix string // StatPrefix when empty
+	// ServerName is the "server" header Envoy writes (default "envoy").
+	ServerName string
+	// AccessLogPath, when set, makes the listener write AccessLogFormat lines there.
+	AccessLogPath string
+}
+
+// BuildListener builds the listener l describes.
+func BuildListener(l ListenerSpec) (*listener.Listener, error) {
+	if l.StatPrefix == "" {
+		l.StatPrefix = StatPrefix
+	}
+	return listenerFor(l)
+}
+
+// ClusterSpec is an EDS cluster whose endpoints come over ADS.
+type ClusterSpec struct {
+	Name string
+	// ServiceName is the EDS resource the cluster subscribes to (the cluster name when
+	// empty).
+	ServiceName string
+	// ConnectTimeout is 1s when 0.
+	ConnectTimeout time.Duration
+	// InitialFetchTimeout bounds the cluster's warming on EDS (Envoy's default 15s when 0).
+	InitialFetchTimeout time.Duration
+}
+
+// BuildCluster builds the cluster c describes.
+func BuildCluster(c ClusterSpec) *cluster.Cluster {
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = time.Second
+	}
+	src := adsSource()
+	if c.InitialFetchTimeout > 0 {
+		src.InitialFetchTimeout = durationpb.New(c.InitialFetchTimeout)
+	}
+	svc := c.ServiceName
+	if svc == "" {
+		svc = c.Name
+	}
+	return &cluster.Cluster{
+		Name:                 c.Name,
+		ConnectTimeout:       durationpb.New(c.ConnectTimeout),
+		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+		EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: src, ServiceName: svc},
+		LbPolicy:             cluster.Cluster_ROUND_ROBIN,
+	}
+}
+
+// BuildEndpoints is the assignment name with one loopback endpoint per port, in order.
+func BuildEndpoints(name string, ports ...int) *endpoint.ClusterLoadAssignment {
+	lbs := make([]*endpoint.LbEndpoint, len(ports))
+	for i, p := range ports {
+		lbs[i] = &endpoint.LbEndpoint{HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
+			Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+				Address:       loopback.Host,
+				PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(p)},
+			}}},
+		}}}
+	}
+	cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
+	if len(lbs) > 0 {
+		cla.Endpoints = []*endpoint.LocalityLbEndpoints{{LbEndpoints: lbs}}
+	}
+	return cla
+}
+
+// RouteSpec is a route configuration with one virtual host matching every domain.
+type RouteSpec struct {
+	Name  string
+	Rules []RouteRule
+}
+
+// RouteRule is one route: a match and where it sends the request.
+type RouteRule struct {
+	// Name is the route's name (optional).
+	Name string
+	// Exactly one of Path (exact) and Prefix is set for a valid route; neither gives a
+	// match without a path specifier, which fails validation (the teaching invalid route).
+	Path, Prefix string
+	Headers      []HeaderMatch
+	// Exactly one of Cluster and Weighted.
+	Cluster  string
+	Weighted []WeightedCluster
+}
+
+// HeaderMatch matches a request header by exact value, or by presence when Exact is "".
+type HeaderMatch struct {
+	Name, Exact string
+}
+
+// WeightedCluster is one target of a weighted route.
+type WeightedCluster struct {
+	Cluster string
+	Weight  uint32
+}
+
+// BuildRoute builds the route configuration r describes.
+func BuildRoute(r RouteSpec) (*route.RouteConfiguration, error) {
+	routes := make([]*route.Route, 0, len(r.Rules))
+	for i, rule := range r.Rules {
+		rt, err := buildRule(rule)
+		if err != nil {
+			return nil, fmt.Errorf("route %d: %w", i+1, err)
+		}
+		routes = append(routes, rt)
+	}
+	return &route.RouteConfiguration{
+		Name:         r.Name,
+		VirtualHosts: []*route.VirtualHost{{Name: "quote", Domains: []string{"*"}, Routes: routes}},
+	}, nil
+}
+
+func buildRule(rule RouteRule) (*route.Route, error) {
+	match := &route.RouteMatch{}
+	switch {
+	case rule.Path != "" && rule.Prefix != "":
+		return nil, fmt.Errorf("both path and prefix")
+	case rule.Path != "":
+		match.PathSpecifier = &route.RouteMatch_Path{Path: rule.Path}
+	case rule.Prefix != "":
+		match.PathSpecifier = &route.RouteMatch_Prefix{Prefix: rule.Prefix}
+	}
+	for _, h := range rule.Headers {
+		hm := &route.HeaderMatcher{Name: h.Name}
+		if h.Exact != "" {
+			hm.HeaderMatchSpecifier = &route.HeaderMatcher_StringMatch{StringMatch: &matcher.StringMatcher{
+				MatchPattern: &matcher.StringMatcher_Exact{Exact: h.Exact}}}
+		} else {
+			hm.HeaderMatchSpecifier = &route.HeaderMatcher_PresentMatch{PresentMatch: true}
+		}
+		match.Headers = append(match.Headers, hm)
+	}
+	action := &route.RouteAction{}
+	switch {
+	case rule.Cluster != "" && len(rule.Weighted) > 0:
+		return nil, fmt.Errorf("both cluster and weighted clusters")
+	case rule.Cluster != "":
+		action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: rule.Cluster}
+	case len(rule.Weighted) > 0:
+		wc := &route.WeightedCluster{}
+		for _, w := range rule.Weighted {
+			wc.Clusters = append(wc.Clusters, &route.WeightedCluster_ClusterWeight{Name: w.Cluster, Weight: wrapperspb.UInt32(w.Weight)})
+		}
+		action.ClusterSpecifier = &route.RouteAction_WeightedClusters{WeightedClusters: wc}
+	default:
+		return nil, fmt.Errorf("no cluster")
+	}
+	return &route.Route{Name: rule.Name, Match: match, Action: &route.Route_Route{Route: action}}, nil
+}
