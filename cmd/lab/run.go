@@ -36,6 +36,8 @@ type runOptions struct {
 	// freePorts: every port flag not given takes a free loopback port instead of its
 	// default, so `make lab` works while the defaults are taken.
 	freePorts bool
+	// scenario is --scenario: a built-in name, a file, or "all" (the pack).
+	scenario string
 	// given reports whether a flag was on the command line (cobra's Changed).
 	given func(flag string) bool
 }
@@ -50,8 +52,9 @@ func defaultRunOptions() runOptions {
 			InventoryPorts: [2]int{18080, 18081},
 			StepTimeout:    45 * time.Second,
 		},
-		xdsAddr: "127.0.0.1:18000",
-		given:   func(string) bool { return false },
+		xdsAddr:  "127.0.0.1:18000",
+		scenario: "teaching",
+		given:    func(string) bool { return false },
 	}
 }
 
@@ -106,13 +109,21 @@ writes every file, and the exit code is the run's own.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed
-			ro, err := o.runnerOptions()
+			scs, err := o.scenarios()
+			if err != nil {
+				return err
+			}
+			ro, err := o.runnerOptions(scs[0])
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return run(ctx, ro, newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
+			progress := newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
+			if len(scs) == 1 && o.scenario != scenarioAll {
+				return run(ctx, ro, progress)
+			}
+			return runPack(ctx, ro, scs, run, progress)
 		},
 	}
 	f := cmd.Flags()
@@ -135,14 +146,16 @@ writes every file, and the exit code is the run's own.`,
 	f.Var(durationValue{&o.run.StepTimeout, stepTimeoutRange}, "step-timeout", "deadline for each step's waits, "+stepTimeoutRange.String())
 	f.Var(durationValue{&o.run.Outage, outageRange}, "outage", "keep the xDS server down this long in control-plane-restart, sending a request every 250ms, "+
 		outageRange.String()+" (0: one request, then restart)")
+	f.StringVar(&o.scenario, "scenario", o.scenario, "the scenario: a built-in name (lab scenarios lists them), a scenario file, or all (the whole pack)")
 	f.BoolVar(&o.run.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
 	return cmd
 }
 
 // runnerOptions checks what the flags could not check one by one and returns the
 // runner's options; nothing has started yet.
-func (o *runOptions) runnerOptions() (runner.Options, error) {
+func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error) {
 	r := o.run
+	r.Scenario = sc
 	if err := checkMode(r.Mode); err != nil {
 		return r, err
 	}
@@ -180,7 +193,7 @@ func (o *runOptions) runnerOptions() (runner.Options, error) {
 		return r, err
 	}
 	if len(r.Steps) > 0 {
-		if _, err := scenario.Select(scenario.Teaching(), r.Steps); err != nil {
+		if _, err := scenario.Select(sc.Steps, r.Steps); err != nil {
 			return r, badFlag("steps", strings.Join(r.Steps, ","), "%v", err)
 		}
 	}
@@ -216,4 +229,49 @@ func runRun(ctx context.Context, o runner.Options, progress io.Writer) error {
 		fmt.Fprintf(progress, "[%s] envoy.result: %s\n[%s] evidence: %s\n", o.Mode, res.EnvoyResult, o.Mode, res.Dir)
 	}
 	return err
+}
+
+// scenarioAll is the --scenario value that runs the whole pack.
+const scenarioAll = "all"
+
+// scenarios resolves --scenario; every file is parsed and checked before anything starts.
+func (o *runOptions) scenarios() ([]*scenario.Scenario, error) {
+	if o.scenario == scenarioAll {
+		if len(o.run.Steps) > 0 {
+			return nil, badFlag("steps", strings.Join(o.run.Steps, ","), "--steps selects steps of one scenario, not of --scenario all")
+		}
+		return scenario.Pack()
+	}
+	sc, err := scenario.Load(o.scenario)
+	if err != nil {
+		return nil, err
+	}
+	return []*scenario.Scenario{sc}, nil
+}
+
+// runPack runs each scenario in its own directory under the run directory, one after the
+// other, going on after a failure; it fails when any scenario did.
+func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, run func(context.Context, runner.Options, io.Writer) error, progress io.Writer) error {
+	base := ro.Out
+	if base == "" {
+		base = runner.DefaultOut(ro.Mode)
+	}
+	var failed []string
+	for i, sc := range scs {
+		if ctx.Err() != nil {
+			failed = append(failed, sc.Name+" (not run: interrupted)")
+			continue
+		}
+		o := ro
+		o.Scenario, o.Out = sc, filepath.Join(base, sc.Name)
+		fmt.Fprintf(progress, "[%s] scenario %d/%d %s: %s\n", ro.Mode, i+1, len(scs), sc.Name, sc.Description)
+		if err := run(ctx, o, progress); err != nil {
+			failed = append(failed, sc.Name)
+		}
+	}
+	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios passed; evidence under %s\n", ro.Mode, len(scs)-len(failed), len(scs), base)
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(scs), strings.Join(failed, ", "))
+	}
+	return nil
 }

@@ -202,7 +202,7 @@ func TestRunAcceptsLocalhost(t *testing.T) {
 	o.run.Mode = "sotw"
 	require.NoError(t, addrValue{p: &o.xdsAddr}.Set("localhost:18001"))
 	assert.Equal(t, "127.0.0.1:18001", o.xdsAddr)
-	ro, err := o.runnerOptions()
+	ro, err := o.runnerOptions(nil)
 	require.NoError(t, err)
 	assert.Equal(t, 18001, ro.XDSPort)
 }

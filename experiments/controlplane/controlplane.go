@@ -404,6 +404,15 @@ func (c *ControlPlane) Publish(ctx context.Context, s resources.State) (*resourc
 	return set, nil
 }
 
+// PublishSet makes set, built by the caller (a scenario's desired state), the state
+// served to the node.
+func (c *ControlPlane) PublishSet(ctx context.Context, set *resources.Set) error {
+	if err := c.pub.Publish(ctx, set); err != nil {
+		return fmt.Errorf("publish version %s: %w", set.Version, err)
+	}
+	return nil
+}
+
 // Stop ends every stream and the server. It is idempotent; when it returns, every
 // stream handler has returned and the listener is closed.
 func (c *ControlPlane) Stop() {

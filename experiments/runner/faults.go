@@ -6,15 +6,6 @@ import (
 	"fmt"
 )
 
-// stepRun is the state of the step in progress that the waits share: where its checks
-// go, and whether the proxy already died in it.
-type stepRun struct {
-	cp    *Checkpoint
-	check func(what string, ok bool, detail string)
-	// fault, once set, is the step's failure: the proxy died again after its restart.
-	fault error
-}
-
 // errProxyExited stops a wait so that the runner can deal with the dead proxy.
 var errProxyExited = errors.New("proxy exited")
 

@@ -167,7 +167,7 @@ func TestEnvoyKilledMidStep(t *testing.T) {
 
 			sum := readSummary(t, dir)
 			assert.Equal(t, "PASS", sum.Result)
-			assert.Len(t, sum.Steps, len(scenario.Teaching()))
+			assert.Len(t, sum.Steps, len(teachingSteps(t)))
 		})
 	}
 }
@@ -280,7 +280,7 @@ func TestPublishDuringReconnect(t *testing.T) {
 			require.NoError(t, err)
 			cpr := readCheckpoint(t, dir, "cp-restarted")
 			assert.Equal(t, "4.2", cpr.Version)
-			assert.Contains(t, cpr.VersionNote, `"4.1" (cluster removed) and then "4.2"`)
+			assert.Contains(t, cpr.VersionNote, `"4.1" then "4.2"`)
 			assertBackend(t, cpr.Request, 200, "v2")
 			for _, what := range []string{
 				`no send on the new server carried the intermediate version "4.1"`,
@@ -332,7 +332,7 @@ func TestPublishDuringReconnect(t *testing.T) {
 			// newest state's hashes.
 			updated := []string{"cluster.inventory."}
 			if mode == xdslog.ModeSotW {
-				updated = append(updated, "cluster_manager.cds.", "listener_manager.lds.", statRDS)
+				updated = append(updated, "cluster_manager.cds.", "listener_manager.lds.", "http.quote.rds.quote-route.")
 			}
 			for _, p := range updated {
 				assert.Equal(t, "4.2", cpr.EnvoyStats[p+"version_text"], p)
@@ -529,8 +529,8 @@ func TestNackStormBounded(t *testing.T) {
 	}
 	upd := readCheckpoint(t, dir, "updated")
 	recov := readCheckpoint(t, dir, "recovered")
-	before, _ := strconv.Atoi(upd.EnvoyStats[statRDS+"update_rejected"])
-	after, _ := strconv.Atoi(recov.EnvoyStats[statRDS+"update_rejected"])
+	before, _ := strconv.Atoi(upd.EnvoyStats["http.quote.rds.quote-route."+"update_rejected"])
+	after, _ := strconv.Atoi(recov.EnvoyStats["http.quote.rds.quote-route."+"update_rejected"])
 	assert.Equal(t, after-before, nacks, "every NACK Envoy counted is in xds.log")
 	assert.Greater(t, nacks, 20, "a storm, not a single NACK")
 

@@ -19,7 +19,6 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -40,7 +39,7 @@ func TestRunEnvoyLinear(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, res.Passed)
 			assert.Equal(t, "PASS", readLine(t, filepath.Join(dir, "envoy.result")))
-			for _, st := range scenario.Teaching() {
+			for _, st := range teachingSteps(t) {
 				c := readCheckpoint(t, dir, st.Checkpoint)
 				assert.True(t, c.Passed, "%s passed", st.Name)
 			}
@@ -118,7 +117,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	}
 
 	publish("initial", resources.State{Version: "1", InventoryPort: b.Port(), ListenerPort: lp, Clusters: 3})
-	p, err := newEnvoyProxy(bin, mode, t.TempDir(), cp.Addr(), 0, lp, backends)
+	p, err := newEnvoyProxy(bin, mode, t.TempDir(), cp.Addr(), 0, lp, backends, "")
 	require.NoError(t, err)
 	require.NoError(t, p.Start(ctx))
 	defer func() { _ = p.Stop(context.Background()) }()

@@ -25,6 +25,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/scenario"
 )
 
 // Observation is one request through the data plane, with every piece of evidence that
@@ -117,11 +118,16 @@ type proxy interface {
 	Start(ctx context.Context) error
 	// Stop ends the proxy cleanly (Envoy: /quitquitquit).
 	Stop(ctx context.Context) error
-	Request(ctx context.Context, requestID string) Observation
-	// Evidence returns the proxy's own view (Envoy stats and config dump); nil for the
-	// simulated client.
-	Stats(ctx context.Context) (map[string]string, error)
-	ConfigDump(ctx context.Context) ([]byte, error)
+	// Request sends one request and gathers every piece of evidence of who answered it
+	// (the body, the backend's own log, Envoy's access log).
+	Request(ctx context.Context, req scenario.Request, requestID string) Observation
+	// Probe sends one request and keeps only what the answer itself says (status and the
+	// backend named in the body): the traffic window sends many, and joins Envoy's
+	// access log once at the end.
+	Probe(ctx context.Context, req scenario.Request, requestID string) Observation
+	// Evidence is the proxy's own view (Envoy's stats and config dump); nil for the
+	// simulated client, which has none. Checks that need it are listed as not checked.
+	Evidence() evidence
 	// Exited is closed when the proxy process dies; ExitErr then says how.
 	Exited() <-chan struct{}
 	ExitErr() error
@@ -131,6 +137,12 @@ type proxy interface {
 	Hold(ctx context.Context) (release func() error, err error)
 	// PID is the proxy's process id (0 for the simulated client or when not running).
 	PID() int
+}
+
+// evidence is what real Envoy shows of itself through its admin interface.
+type evidence interface {
+	Stats(ctx context.Context) (map[string]string, error)
+	ConfigDump(ctx context.Context) ([]byte, error)
 }
 
 // backendSet is the inventory backends, shared by the run and its proxy: a fault test
@@ -172,12 +184,14 @@ type envoyProxy struct {
 	listenerPort int
 	backends     *backendSet
 	http         *http.Client
+	// configYAML is the scenario's bootstrap override (--config-yaml).
+	configYAML string
 
 	mu   sync.Mutex
 	proc *envoy.Process
 }
 
-func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, listenerPort int, backends *backendSet) (*envoyProxy, error) {
+func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
 	cfg, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: adminPort})
 	if err != nil {
 		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
@@ -188,7 +202,7 @@ func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, liste
 	}
 	return &envoyProxy{
 		bin: bin, bootstrap: path, logPath: filepath.Join(dir, "envoy.log"), accessLog: filepath.Join(dir, "access.log"),
-		listenerPort: listenerPort, backends: backends,
+		listenerPort: listenerPort, backends: backends, configYAML: configYAML,
 		http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	}, nil
 }
@@ -198,7 +212,11 @@ func (e *envoyProxy) Kind() string { return "envoy" }
 func (e *envoyProxy) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p, err := envoy.Start(ctx, envoy.Options{Binary: e.bin, ConfigPath: e.bootstrap, LogPath: e.logPath, ExtraArgs: []string{"--concurrency", "1"}})
+	args := []string{"--concurrency", "1"}
+	if e.configYAML != "" {
+		args = append(args, "--config-yaml", e.configYAML)
+	}
+	p, err := envoy.Start(ctx, envoy.Options{Binary: e.bin, ConfigPath: e.bootstrap, LogPath: e.logPath, ExtraArgs: args})
 	if err != nil {
 		return fmt.Errorf("start envoy: %w", err)
 	}
@@ -288,29 +306,48 @@ func (e *envoyProxy) ConfigDump(ctx context.Context) ([]byte, error) {
 	return p.ConfigDump(ctx, true)
 }
 
-func (e *envoyProxy) Request(ctx context.Context, requestID string) Observation {
-	path := resources.QuotePath + "?sku=paper"
-	o := Observation{RequestID: requestID, Path: path, At: time.Now().UTC().Format(time.RFC3339Nano)}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listenerPort)+path, nil)
+func (e *envoyProxy) Evidence() evidence { return e }
+
+func (e *envoyProxy) Probe(ctx context.Context, q scenario.Request, requestID string) Observation {
+	o, _ := e.send(ctx, q, requestID)
+	return o
+}
+
+// send sends one request through Envoy and reads the answer and the body's backend.
+func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID string) (Observation, bool) {
+	o := Observation{RequestID: requestID, Path: q.Path, At: time.Now().UTC().Format(time.RFC3339Nano)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listenerPort)+q.Path, nil)
 	if err != nil {
 		o.Error = err.Error()
 		o.Class = ClassNoResponse
-		return o
+		return o, false
+	}
+	for k, v := range q.Headers {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("x-request-id", requestID)
 	resp, err := e.http.Do(req)
 	if err != nil {
 		o.Error = err.Error()
 		o.Class = ClassNoResponse
-		return o
+		return o, false
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	o.Answered = time.Now().UTC()
 	o.Status = resp.StatusCode
-	var q inventory.Quote
-	if json.Unmarshal(body, &q) == nil && q.Backend != "" && q.RequestID == requestID {
-		o.BodyBackend = q.Backend
+	var quote inventory.Quote
+	if json.Unmarshal(body, &quote) == nil && quote.Backend != "" && quote.RequestID == requestID {
+		o.BodyBackend = quote.Backend
+	}
+	o.Class = Classify(o.Status, "")
+	return o, true
+}
+
+func (e *envoyProxy) Request(ctx context.Context, q scenario.Request, requestID string) Observation {
+	o, answered := e.send(ctx, q, requestID)
+	if !answered {
+		return o
 	}
 	for _, b := range e.backends.all() {
 		if _, ok, _ := b.Lookup(requestID); ok {
@@ -437,12 +474,14 @@ func (s *simProxy) Hold(ctx context.Context) (func() error, error) {
 	}, nil
 }
 
-func (s *simProxy) Stats(context.Context) (map[string]string, error) { return nil, nil }
+func (s *simProxy) Evidence() evidence { return nil }
 
-func (s *simProxy) ConfigDump(context.Context) ([]byte, error) { return nil, nil }
+func (s *simProxy) Probe(ctx context.Context, q scenario.Request, requestID string) Observation {
+	return s.Request(ctx, q, requestID)
+}
 
-func (s *simProxy) Request(_ context.Context, requestID string) Observation {
-	o := Observation{RequestID: requestID, Path: resources.QuotePath + "?sku=paper", At: time.Now().UTC().Format(time.RFC3339Nano), Simulated: true}
+func (s *simProxy) Request(_ context.Context, q scenario.Request, requestID string) Observation {
+	o := Observation{RequestID: requestID, Path: q.Path, At: time.Now().UTC().Format(time.RFC3339Nano), Simulated: true}
 	s.mu.Lock()
 	client := s.client
 	s.mu.Unlock()

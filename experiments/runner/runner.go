@@ -1,5 +1,7 @@
-// Package runner drives the scenario steps against one front end and one data plane (real
-// Envoy or the simulated client) and keeps the evidence: xds.log, a checkpoint per step
+// Package runner drives a scenario's steps (shared/scenario: a built-in one or a user's
+// file) against one front end and one data plane (real Envoy or the simulated client),
+// with one handler per action (actions.go) and one checker per kind of expectation
+// (expect.go, window.go), and keeps the evidence: xds.log, a checkpoint per step
 // (request, backend, access log, accepted versions, Envoy stats, config dump),
 // summary.json, envoy.result and run.exit. Those files are written even when a step fails
 // or the run is interrupted.
@@ -12,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +24,6 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
-	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -37,6 +39,8 @@ const (
 // Options configure a run. Zero ports pick free ones (tests); the CLI passes the
 // documented defaults.
 type Options struct {
+	// Scenario is what to run (the built-in teaching scenario when nil).
+	Scenario   *scenario.Scenario
 	Mode       string
 	Client     string // envoy, sim or auto
 	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
@@ -47,9 +51,11 @@ type Options struct {
 	EnvoyBin string // --envoy-bin
 	Steps    []string
 
-	XDSPort        int
-	ListenerPort   int
-	AdminPort      int
+	XDSPort      int
+	ListenerPort int
+	AdminPort    int
+	// InventoryPorts are the ports of the scenario's first two backends (0: free ones);
+	// any further backend gets a free port.
 	InventoryPorts [2]int
 	Limits         controlplane.Limits
 
@@ -67,23 +73,25 @@ type Options struct {
 	// NACK-storm test holds the storm open here).
 	AfterStep func(ctx context.Context, r *Run, step scenario.Step, cp *Checkpoint) error
 
-	// Outage is how long the control-plane-restart step keeps the xDS server down once
-	// the proxy has noticed (connected_state 0). Meanwhile a request is sent through the
+	// Outage, when set, is how long every restart-control-plane step keeps the xDS server
+	// down once the proxy has noticed (connected_state 0), whatever the file says. Meanwhile a request is sent through the
 	// proxy every OutageInterval and kept in the checkpoint: each must be answered from
 	// the last known good configuration. 0: one request, then restart at once.
 	Outage time.Duration
 	// OutageInterval spaces the outage requests (default 250ms).
 	OutageInterval time.Duration
-	// PublishDuringReconnect makes the control-plane-restart step change the state
-	// twice while the proxy is disconnected: the restarted server gets an intermediate
-	// state (the cluster removed, label <v>.1) and then the newest one (the endpoint on
-	// v2, label <v>.2) while the proxy is held (Hold) so it cannot reconnect in between.
-	// The step then expects the newest state: 200 from v2, and no send of <v>.1.
+	// PublishDuringReconnect makes the teaching scenario's control-plane-restart step
+	// change the state twice while the proxy is disconnected: the restarted server gets an
+	// intermediate state (the cluster removed) and then the newest one (the endpoint on
+	// v2) while the proxy is held (Hold) so it cannot reconnect in between. The step then
+	// expects the newest state: 200 from v2, and no send of the intermediate label.
 	PublishDuringReconnect bool
 }
 
 // RunInfo is run.json: what was run, with which options.
 type RunInfo struct {
+	Scenario     string   `json:"scenario,omitempty"`
+	ScenarioFile string   `json:"scenario_file,omitempty"`
 	Mode         string   `json:"mode"`
 	Client       string   `json:"client"` // "envoy" or "simulated"
 	EnvoyPath    string   `json:"envoy_path,omitempty"`
@@ -107,23 +115,35 @@ type RunInfo struct {
 
 // Check is one expectation and whether it held.
 type Check struct {
-	What   string `json:"what"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
+	What string `json:"what"`
+	OK   bool   `json:"ok"`
+	// Skipped: the data plane cannot show it (the simulated client has no stats or
+	// config dump); never counted as evidence.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // Checkpoint is one step's evidence file.
 type Checkpoint struct {
-	Step        string       `json:"step"`
-	Mode        string       `json:"mode"`
-	Client      string       `json:"client"`
-	Version     string       `json:"version"`
-	Proves      string       `json:"proves"`
-	StartedAt   string       `json:"started_at"`
-	PublishedAt string       `json:"published_at,omitempty"`
-	Request     *Observation `json:"request,omitempty"`
-	// Attempts counts data-plane requests until the expected answer (convergence).
-	Attempts int `json:"attempts"`
+	Step        string `json:"step"`
+	Action      string `json:"action,omitempty"`
+	Mode        string `json:"mode"`
+	Client      string `json:"client"`
+	Version     string `json:"version"`
+	Proves      string `json:"proves"`
+	StartedAt   string `json:"started_at"`
+	PublishedAt string `json:"published_at,omitempty"`
+	// Request and Attempts are the first request expectation's answer and how many
+	// requests it took (convergence); Requests lists every request expectation's.
+	Request  *Observation    `json:"request,omitempty"`
+	Attempts int             `json:"attempts"`
+	Requests []RequestResult `json:"requests,omitempty"`
+	// Window is the step's traffic window.
+	Window *WindowResult `json:"window,omitempty"`
+	// EnvoyStates are the config-dump states the step expected and saw.
+	EnvoyStates []string `json:"envoy_states,omitempty"`
+	// StatValues are the expected stats (or their rise over the step) as last read.
+	StatValues map[string]int64 `json:"stat_values,omitempty"`
 	// OutageRequest is the request sent while the control plane was down.
 	OutageRequest *Observation `json:"outage_request,omitempty"`
 	// Accepted is, per open stream, what the client accepted according to xds.log.
@@ -209,11 +229,16 @@ type Run struct {
 	server   int
 	proxy    proxy
 	backends *backendSet
-	state    resources.State
-	stats    map[string]string
-	step     string
-	steps    []StepResult
-	progress io.Writer
+	sc       *scenario.Scenario
+	// desired is the scenario's desired state; env what its resources take from the run.
+	desired *scenario.Desired
+	env     scenario.Env
+	// proxyStarted: the data plane was started (after the first publish).
+	proxyStarted bool
+	stats        map[string]string
+	step         string
+	steps        []StepResult
+	progress     io.Writer
 	// life bounds what lives for the whole run (control planes); a step's context would
 	// take a restarted server down with the step.
 	life context.Context
@@ -304,7 +329,18 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	o.Cache = cache
-	steps, err := scenario.Select(scenario.Teaching(), o.Steps)
+	sc := o.Scenario
+	if sc == nil {
+		if sc, err = scenario.Builtin("teaching"); err != nil {
+			return nil, err
+		}
+	}
+	if o.PublishDuringReconnect {
+		if sc, err = withPublishDuringReconnect(sc); err != nil {
+			return nil, err
+		}
+	}
+	steps, err := scenario.Select(sc.Steps, o.Steps)
 	if err != nil {
 		return nil, err
 	}
@@ -356,8 +392,8 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}}
-	r.info = RunInfo{Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc)}
+	r.info = RunInfo{Scenario: sc.Name, ScenarioFile: sc.File, Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun,
 		PublishDuringReconnect: o.PublishDuringReconnect}
 	if o.Outage > 0 {
@@ -404,7 +440,17 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	// listener is bound by Envoy later, and the control plane and backends are started
 	// again on the same port after a restart or outage, when a kernel-picked (ephemeral)
 	// port may have become another connection's source port (loopback.FreePort).
-	for _, p := range []*int{&r.o.ListenerPort, &r.o.XDSPort, &r.o.InventoryPorts[0], &r.o.InventoryPorts[1]} {
+	backendPorts := make([]int, len(r.sc.Backends))
+	for i := range backendPorts {
+		if i < len(r.o.InventoryPorts) {
+			backendPorts[i] = r.o.InventoryPorts[i]
+		}
+	}
+	ports := []*int{&r.o.ListenerPort, &r.o.XDSPort}
+	for i := range backendPorts {
+		ports = append(ports, &backendPorts[i])
+	}
+	for _, p := range ports {
 		if *p == 0 {
 			if *p, err = loopback.FreePort(); err != nil {
 				return err
@@ -412,13 +458,21 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			r.picked = append(r.picked, *p)
 		}
 	}
-	for i, name := range []string{"v1", "v2"} {
-		b, err := inventory.Start(name, r.o.InventoryPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"))
+	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
+	for i, name := range r.sc.Backends {
+		b, err := inventory.Start(name, backendPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"))
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
 		r.backends.add(b)
+		r.env.Backends[name] = b.Port()
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
+	}
+	if client == ClientEnvoy {
+		// Envoy writes the access log the evidence reads (response flags per request).
+		if r.env.AccessLog, err = filepath.Abs(filepath.Join(r.dir, "access.log")); err != nil {
+			return err
+		}
 	}
 	r.info.ListenerPort = r.o.ListenerPort
 	if err := r.startControlPlane(r.o.XDSPort); err != nil {
@@ -428,7 +482,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	r.info.XDSAddr = r.cp.Addr()
 	if client == ClientEnvoy {
 		adminPort := r.o.AdminPort
-		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends); err != nil {
+		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends, r.sc.Bootstrap); err != nil {
 			return err
 		}
 	} else {
@@ -439,7 +493,6 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	if err := writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info); err != nil {
 		return err
 	}
-	started := false
 	for i, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return r.interrupted(st.Name)
@@ -459,7 +512,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			return r.interrupted(st.Name)
 		}
 		t0 := time.Now()
-		cp, err := r.runStep(ctx, st, &started)
+		cp, err := r.runStep(ctx, st)
 		dur := float64(time.Since(t0).Microseconds()) / 1000
 		if cp != nil {
 			cp.DurationMS = dur
@@ -626,4 +679,25 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 		}
 	}
 	_ = writeFileAtomic(filepath.Join(r.dir, "run.exit"), []byte(fmt.Sprintf("%d\n", code)))
+}
+
+// withPublishDuringReconnect rewrites the teaching scenario's control-plane-restart step
+// for Options.PublishDuringReconnect: while Envoy is held, the restarted server publishes
+// the cluster removed and then the endpoint on v2; Envoy must end up on the newest only.
+func withPublishDuringReconnect(sc *scenario.Scenario) (*scenario.Scenario, error) {
+	if sc.Name != "teaching" {
+		return nil, fmt.Errorf("--publish-during-reconnect applies to the teaching scenario; in scenario %q give the restart-control-plane step a publish list with hold_envoy: true", sc.Name)
+	}
+	out := *sc
+	out.Steps = slices.Clone(sc.Steps)
+	for i, st := range out.Steps {
+		if st.Action != scenario.RestartControlPlane {
+			continue
+		}
+		st.Changes = []scenario.Change{{Version: "{prev}.1", Delete: []string{"inventory-v1"}}, {Version: "{prev}.2", Upsert: []string{"inventory-v2"}}}
+		st.HoldEnvoy = true
+		st.Expect.Requests = []scenario.RequestExpect{{Request: scenario.Request{Path: "/quote?sku=paper"}, Status: 200, Backend: "v2"}}
+		out.Steps[i] = st
+	}
+	return &out, nil
 }

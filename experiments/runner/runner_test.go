@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
-	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -78,7 +77,7 @@ func TestRunEnvoy(t *testing.T) {
 			for _, f := range []string{"xds.log", "run.json", "summary.json", "envoy.log", "access.log", "inventory-v1.log", "inventory-v2.log", "bootstrap.yaml"} {
 				assert.FileExists(t, filepath.Join(dir, f))
 			}
-			for _, st := range scenario.Teaching() {
+			for _, st := range teachingSteps(t) {
 				assert.FileExists(t, filepath.Join(dir, st.Name+"-config.json"))
 			}
 			ev := logEvents(t, dir)
@@ -105,10 +104,10 @@ func TestRunEnvoy(t *testing.T) {
 			assertBackend(t, rej.Request, 200, "v2")
 			assert.GreaterOrEqual(t, rej.NacksInStep, 1)
 			assert.Contains(t, rej.NackError, "path_specifier")
-			rejBefore, _ := strconv.Atoi(updated.EnvoyStats[statRDS+"update_rejected"])
-			rejAfter, _ := strconv.Atoi(rej.EnvoyStats[statRDS+"update_rejected"])
+			rejBefore, _ := strconv.Atoi(updated.EnvoyStats["http.quote.rds.quote-route."+"update_rejected"])
+			rejAfter, _ := strconv.Atoi(rej.EnvoyStats["http.quote.rds.quote-route."+"update_rejected"])
 			assert.Greater(t, rejAfter, rejBefore, "Envoy's RDS update_rejected rose")
-			assert.Equal(t, updated.EnvoyStats[statRDS+"version_text"], rej.EnvoyStats[statRDS+"version_text"], "RDS version_text did not move")
+			assert.Equal(t, updated.EnvoyStats["http.quote.rds.quote-route."+"version_text"], rej.EnvoyStats["http.quote.rds.quote-route."+"version_text"], "RDS version_text did not move")
 			nacks := eventsOf(ev, "invalid-route", xdslog.EventNack, "RDS")
 			require.NotEmpty(t, nacks)
 			assert.Equal(t, "3", nacks[0].SentVersion)
@@ -218,7 +217,7 @@ func TestRunSimulated(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "NOT_RUN", res.EnvoyResult)
 			assert.Equal(t, "NOT_RUN", readLine(t, filepath.Join(dir, "envoy.result")))
-			for _, st := range scenario.Teaching() {
+			for _, st := range teachingSteps(t) {
 				c := readCheckpoint(t, dir, st.Checkpoint)
 				require.NotNil(t, c.Request)
 				assert.True(t, c.Request.Simulated, st.Name)

@@ -1,89 +1,203 @@
-// Package scenario is the workbench's scenario model: the ordered steps that run the
-// same way against either protocol, each with the desired state it publishes (or the
-// restart it performs) and what the data plane must show afterwards.
+// Package scenario is the workbench's scenario model, as data: a scenario file names its
+// backends and its resources (in Envoy's own v3 form or in short forms), then lists steps,
+// each one action (publish a change, restart or kill Envoy, restart the control plane or
+// keep it down, wait) and what the evidence must show afterwards. Parse checks a whole
+// file before anything runs and reports the first problem as file:line. The built-in pack
+// (Builtin, Pack) is the same format, embedded. The model is mode-agnostic: the same
+// scenario runs against either protocol and either cache; an expectation that differs
+// between them names the mode or cache it applies to.
 package scenario
 
 import (
-	"fmt"
-	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/resources"
 )
+
+// Scenario is one parsed and checked scenario file.
+type Scenario struct {
+	Name        string
+	Description string
+	// Sources name where the scenario comes from (seed articles, issues).
+	Sources []string
+	// File is where it was read from ("builtin:<name>" for the pack).
+	File string
+	// Backends are the inventory backends the scenario starts, in order.
+	Backends []string
+	// Resources by id (the key in the file's resources map).
+	Resources map[string]*Resource
+	// Bootstrap is YAML merged over Envoy's bootstrap with --config-yaml (real Envoy only).
+	Bootstrap string
+	Steps     []Step
+}
 
 // Action is what a step does.
 type Action string
 
 const (
-	// Publish publishes the step's desired state.
+	// Publish applies a change (upserts and deletes) to the desired state and publishes it.
 	Publish Action = "publish"
-	// RestartClient stops the proxy cleanly and starts a new process with the same bootstrap.
-	RestartClient Action = "restart-client"
-	// RestartControlPlane stops the xDS server while the proxy keeps running, then starts
-	// a new server with the same desired state.
+	// RestartEnvoy stops Envoy cleanly and starts a new process with the same bootstrap.
+	RestartEnvoy Action = "restart-envoy"
+	// KillEnvoy ends Envoy with SIGKILL and starts a new process.
+	KillEnvoy Action = "kill-envoy"
+	// RestartControlPlane stops the xDS server while Envoy keeps running, keeps it down for
+	// Down, then starts a new server with the same desired state, or with Changes applied.
 	RestartControlPlane Action = "restart-control-plane"
+	// Wait does nothing for a duration (traffic windows keep probing).
+	Wait Action = "wait"
 )
 
-// Backend names the inventory backend an endpoint points at.
-type Backend string
+// Actions lists every action, in the order the format documents them.
+var Actions = []Action{Publish, RestartEnvoy, KillEnvoy, RestartControlPlane, Wait}
 
-const (
-	V1 Backend = "v1"
-	V2 Backend = "v2"
-)
-
-// Desired is a step's desired state in scenario terms; the runner maps backends to ports.
-type Desired struct {
-	Version          string
-	Backend          Backend
-	InvalidRoute     bool
-	InventoryRemoved bool
-}
-
-// Expect is what must hold after the step.
-type Expect struct {
-	// Status is the HTTP status of a request to /quote through the proxy.
-	Status int
-	// Backend is the backend that must answer (empty when none may answer).
-	Backend Backend
-	// Flags is the Envoy response flag expected on a failure (e.g. "NC").
-	Flags string
-	// Rejected names the type the proxy must NACK in this step ("" for none).
-	Rejected string
+// Change is a publish: resource ids to upsert and ids whose resources to delete.
+type Change struct {
+	// Version is the label to publish under (the scenario's running counter when empty).
+	Version string
+	Upsert  []string
+	Delete  []string
 }
 
 // Step is one scenario step.
 type Step struct {
-	Name       string
-	Checkpoint string // checkpoint file name, without .json
-	Action     Action
-	Desired    Desired // for Publish; for restarts, the state that stays in force
-	Expect     Expect
-	// Proves says in one line what the checkpoint proves.
+	Name string
+	// Checkpoint is the evidence file's name, without .json (Name when not given).
+	Checkpoint string
+	// Proves says in one line what the step proves.
 	Proves string
+	Action Action
+	// Change is the publish of a Publish step.
+	Change Change
+	// Down is how long a RestartControlPlane step keeps the server down; Duration is a
+	// Wait step's length.
+	Down, Duration time.Duration
+	// Changes are published, in order, to the restarted server before Envoy may
+	// reconnect (RestartControlPlane); HoldEnvoy freezes Envoy until they are all in.
+	Changes   []Change
+	HoldEnvoy bool
+	Expect    Expect
+	// Line is where the step starts in its file.
+	Line int
 }
 
-// Teaching is the scenario of the teaching article, extended with restarts and removal.
-func Teaching() []Step {
-	v1 := Desired{Version: "1", Backend: V1}
-	v2 := Desired{Version: "2", Backend: V2}
-	v3 := Desired{Version: "3", Backend: V2, InvalidRoute: true}
-	v4 := Desired{Version: "4", Backend: V1}
-	return []Step{
-		{Name: "initial", Checkpoint: "initial", Action: Publish, Desired: v1,
-			Expect: Expect{Status: 200, Backend: V1}, Proves: "version 1 accepted and serving: /quote reaches v1"},
-		{Name: "port-change", Checkpoint: "updated", Action: Publish, Desired: v2,
-			Expect: Expect{Status: 200, Backend: V2}, Proves: "an EDS change reached traffic: /quote reaches v2"},
-		{Name: "invalid-route", Checkpoint: "rejected-keeps-v2", Action: Publish, Desired: v3,
-			Expect: Expect{Status: 200, Backend: V2, Rejected: "RDS"}, Proves: "the invalid route was NACKed and the last good config keeps serving v2"},
-		{Name: "recover", Checkpoint: "recovered", Action: Publish, Desired: v4,
-			Expect: Expect{Status: 200, Backend: V1}, Proves: "a valid version 4 after the NACK is accepted: /quote reaches v1"},
-		{Name: "envoy-restart", Checkpoint: "reconnected", Action: RestartClient, Desired: v4,
-			Expect: Expect{Status: 200, Backend: V1}, Proves: "a new proxy process subscribes again and ACKs version 4"},
-		{Name: "control-plane-restart", Checkpoint: "cp-restarted", Action: RestartControlPlane, Desired: v4,
-			Expect: Expect{Status: 200, Backend: V1}, Proves: "the proxy serves last known good during the outage and resyncs with a new server"},
-		{Name: "remove-cluster", Checkpoint: "removed", Action: Publish, Desired: Desired{Version: "5", Backend: V1, InventoryRemoved: true},
-			Expect: Expect{Status: 503, Flags: "NC"}, Proves: "removing the cluster (route unchanged) gives 503 NC"},
-		{Name: "restore", Checkpoint: "restored", Action: Publish, Desired: Desired{Version: "6", Backend: V1},
-			Expect: Expect{Status: 200, Backend: V1}, Proves: "the cluster is back: 200 from v1"},
+// Filter limits an expectation to one mode and/or one cache ("" matches any).
+type Filter struct {
+	Mode  string // "sotw" or "delta"
+	Cache string // "snapshot" or "linear"
+}
+
+// Applies reports whether the expectation holds in this mode and cache.
+func (f Filter) Applies(mode, cache string) bool {
+	return (f.Mode == "" || f.Mode == mode) && (f.Cache == "" || f.Cache == cache)
+}
+
+// Expect is what must hold after a step; each item is checked from evidence.
+type Expect struct {
+	// Accepted (default true for publish and restarts): some open stream accepted every
+	// resource of the published state, except types with an expected NACK.
+	Accepted *bool
+	Nacks    []NackExpect
+	Requests []RequestExpect
+	Window   *WindowExpect
+	Versions []VersionExpect
+	Envoy    []EnvoyStateExpect
+	Stats    []StatExpect
+}
+
+// NackExpect: the client NACKs a response of Type during the step.
+type NackExpect struct {
+	Filter
+	Type resources.Type
+}
+
+// Request is one request sent through the data plane.
+type Request struct {
+	// Path includes the query ("/quote?sku=paper").
+	Path    string
+	Headers map[string]string
+}
+
+// RequestExpect: requests are sent, each with a fresh request ID, until one gets this
+// answer or the step's deadline passes.
+type RequestExpect struct {
+	Filter
+	Request
+	Status int
+	// Backend must answer (by body and by its own log); "" when none may.
+	Backend string
+	// Flags is Envoy's response flag (e.g. "NC"); "" when none is expected.
+	Flags string
+	Line  int
+}
+
+// WindowExpect: probes are sent every Every for the whole step; at most MaxFailures of
+// them (at least MinFailures) may fail, and every failure must carry one of Flags when
+// Flags is given. This is how a 503 NC window is measured.
+type WindowExpect struct {
+	Filter
+	Request
+	Every       time.Duration
+	MaxFailures int
+	MinFailures int
+	Flags       []string
+	Line        int
+}
+
+// VersionExpect: the version the client accepted for one resource moves (or stays) across
+// the step, by xds.log.
+type VersionExpect struct {
+	Filter
+	Type  resources.Type
+	Name  string
+	Moves bool
+	Line  int
+}
+
+// Envoy resource states in the config dump.
+const (
+	StateActive   = "active"
+	StateWarming  = "warming"
+	StateAbsent   = "absent"
+	StateDraining = "draining"
+)
+
+// EnvoyStateExpect: Envoy's config dump shows the resource in State (polled until the
+// step's deadline). Clusters and listeners can be active, warming, absent (listeners also
+// draining); route configurations and assignments active or absent.
+type EnvoyStateExpect struct {
+	Filter
+	Type  resources.Type
+	Name  string
+	State string
+	Line  int
+}
+
+// StatExpect: an Envoy stat, or its rise over the step (Delta), compares to a number.
+type StatExpect struct {
+	Filter
+	Name  string
+	Delta bool
+	Op    string // one of ==, >=, <=, >, <
+	Value int64
+	Line  int
+}
+
+// Holds compares got to the expectation.
+func (s StatExpect) Holds(got int64) bool {
+	switch s.Op {
+	case "==":
+		return got == s.Value
+	case ">=":
+		return got >= s.Value
+	case "<=":
+		return got <= s.Value
+	case ">":
+		return got > s.Value
+	case "<":
+		return got < s.Value
 	}
+	return false
 }
 
 // Names lists the step names.
@@ -93,30 +207,4 @@ func Names(steps []Step) []string {
 		out[i] = s.Name
 	}
 	return out
-}
-
-// Select keeps the named steps, in scenario order. An empty list keeps all. Unknown
-// names are an error that lists the known ones.
-func Select(steps []Step, names []string) ([]Step, error) {
-	if len(names) == 0 {
-		return steps, nil
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	var out []Step
-	for _, s := range steps {
-		if want[s.Name] {
-			out = append(out, s)
-			delete(want, s.Name)
-		}
-	}
-	for n := range want {
-		return nil, fmt.Errorf("unknown step %q (known: %s)", n, strings.Join(Names(steps), ", "))
-	}
-	if len(out) == 0 || out[0].Action != Publish {
-		return nil, fmt.Errorf("the first selected step must publish a state (start with %q)", steps[0].Name)
-	}
-	return out, nil
 }

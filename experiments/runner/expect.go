@@ -1,0 +1,250 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// RequestResult is one request expectation of a step and the answer that settled it.
+type RequestResult struct {
+	Expected string      `json:"expected"`
+	Request  Observation `json:"request"`
+	Attempts int         `json:"attempts"`
+	Passed   bool        `json:"passed"`
+}
+
+// applies keeps the expectations for this run's mode and cache.
+func (r *Run) applies(f scenario.Filter) bool { return f.Applies(r.o.Mode, string(r.o.Cache)) }
+
+// firstRequest is the step's first request expectation that applies to this run.
+func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
+	for _, q := range st.Expect.Requests {
+		if r.applies(q.Filter) {
+			return q, true
+		}
+	}
+	return scenario.RequestExpect{}, false
+}
+
+// checkRequests sends each expected request until it gets its answer or the deadline.
+func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
+	for _, q := range s.st.Expect.Requests {
+		if !r.applies(q.Filter) {
+			continue
+		}
+		obs, attempts, err := r.waitDataPlane(ctx, q, xdslog.ProbeRequest)
+		s.cp.Requests = append(s.cp.Requests, RequestResult{Expected: describeExpect(q), Request: obs, Attempts: attempts, Passed: err == nil})
+		if s.cp.Request == nil {
+			s.cp.Request, s.cp.Attempts = &obs, attempts
+		}
+		s.check(describeExpect(q), err == nil, errOr(err, describeObs(obs)))
+		if err == nil {
+			r.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
+		}
+	}
+}
+
+// observe sends one request through the proxy and records it in xds.log; ok says whether
+// it got the expected answer.
+func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
+	obs := r.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
+	ok := matches(obs, q, r.proxy.Evidence() != nil)
+	if obs.Answered.IsZero() {
+		obs.Answered = time.Now().UTC() // connection failures and the simulated client
+	}
+	r.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
+		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe})
+	return obs, ok
+}
+
+// waitDataPlane polls with fresh request IDs until the expected answer or the deadline.
+// Answers that did not match are kept in the step's checkpoint (Misses).
+func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe string) (Observation, int, error) {
+	var (
+		obs      Observation
+		attempts int
+	)
+	err := r.wait(ctx, describeExpect(q), func() (bool, error) {
+		attempts++
+		var ok bool
+		obs, ok = r.observe(ctx, q, strconv.Itoa(attempts), probe)
+		if !ok && r.cur != nil && len(r.cur.cp.Misses) < maxMisses {
+			r.cur.cp.Misses = append(r.cur.cp.Misses, obs)
+		}
+		return ok, nil
+	})
+	return obs, attempts, err
+}
+
+func clientLabel(o Observation) string {
+	if o.Simulated {
+		return "simulated"
+	}
+	return "envoy"
+}
+
+func matches(o Observation, e scenario.RequestExpect, real bool) bool {
+	if o.Status != e.Status {
+		return false
+	}
+	if e.Backend != "" {
+		if o.Backend() != e.Backend {
+			return false
+		}
+		// With a real proxy, the body and the backend's own log must agree.
+		if real && o.BodyBackend != o.LogBackend {
+			return false
+		}
+	}
+	if e.Flags != "" && o.Flags != e.Flags {
+		return false
+	}
+	return true
+}
+
+func describeExpect(e scenario.RequestExpect) string {
+	s := strconv.Itoa(e.Status)
+	if e.Backend != "" {
+		s += " from " + e.Backend
+	}
+	if e.Flags != "" {
+		s += " with flag " + e.Flags
+	}
+	if e.Path != "" && !strings.HasPrefix(e.Path, "/quote?sku=paper") {
+		s = e.Path + ": " + s
+	}
+	if len(e.Headers) > 0 {
+		var hs []string
+		for k, v := range e.Headers {
+			hs = append(hs, k+"="+v)
+		}
+		s += " (headers " + strings.Join(hs, ",") + ")"
+	}
+	return s
+}
+
+func describeObs(o Observation) string {
+	var b strings.Builder
+	if o.Status == 0 {
+		fmt.Fprintf(&b, "no response (%s)", o.Error)
+	} else {
+		fmt.Fprintf(&b, "%d", o.Status)
+	}
+	if be := o.Backend(); be != "" {
+		fmt.Fprintf(&b, " from %s", be)
+	}
+	if o.Flags != "" {
+		fmt.Fprintf(&b, " flags %s", o.Flags)
+	}
+	if o.Upstream != "" {
+		fmt.Fprintf(&b, " upstream %s", o.Upstream)
+	}
+	if o.Class != "" && o.Class != ClassServed && o.Status != 0 {
+		fmt.Fprintf(&b, " [%s]", o.Class)
+	}
+	if o.Simulated {
+		b.WriteString(" (SIMULATED)")
+	} else {
+		b.WriteString(" (envoy)")
+	}
+	return b.String()
+}
+
+// checkEnvoyStates polls Envoy's config dump until every expected resource state holds.
+func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
+	for _, e := range s.st.Expect.Envoy {
+		if !r.applies(e.Filter) {
+			continue
+		}
+		key := scenario.Key{Type: e.Type, Name: e.Name}
+		what := fmt.Sprintf("Envoy's config dump shows %s %s", key, e.State)
+		ev := r.proxy.Evidence()
+		if ev == nil {
+			s.skip(what, "the simulated client has no config dump")
+			continue
+		}
+		var got string
+		err := r.wait(ctx, what, func() (bool, error) {
+			dump, err := ev.ConfigDump(ctx)
+			if err != nil {
+				return false, nil
+			}
+			got = parseConfigDump(dump).state(key)
+			return got == e.State, nil
+		})
+		s.check(what, err == nil, errOr(err, "it is "+got))
+		if err == nil {
+			s.cp.EnvoyStates = append(s.cp.EnvoyStates, key.String()+" "+got)
+		}
+	}
+}
+
+// checkStats polls Envoy's stats until every expected stat (or its rise over the step)
+// compares as the file says.
+func (r *Run) checkStats(ctx context.Context, s *stepRun) {
+	for _, e := range s.st.Expect.Stats {
+		if !r.applies(e.Filter) {
+			continue
+		}
+		what := fmt.Sprintf("Envoy's %s %s %d", e.Name, e.Op, e.Value)
+		if e.Delta {
+			what = fmt.Sprintf("Envoy's %s rose by %s %d over the step", e.Name, e.Op, e.Value)
+		}
+		ev := r.proxy.Evidence()
+		if ev == nil {
+			s.skip(what, "the simulated client has no stats")
+			continue
+		}
+		base := int64(0)
+		if e.Delta {
+			base = int64(atoi(s.prevStats[e.Name]))
+		}
+		var got int64
+		var found bool
+		err := r.wait(ctx, what, func() (bool, error) {
+			st, err := ev.Stats(ctx)
+			if err != nil {
+				return false, nil
+			}
+			v, ok := st[e.Name]
+			found = ok
+			got = int64(atoi(v)) - base
+			return e.Holds(got), nil
+		})
+		detail := fmt.Sprintf("%d", got)
+		if !found {
+			detail = "Envoy has no such stat"
+		}
+		s.check(what, err == nil, errOr(err, detail))
+		if s.cp.StatValues == nil {
+			s.cp.StatValues = map[string]int64{}
+		}
+		s.cp.StatValues[e.Name] = got
+	}
+}
+
+// checkVersions compares, per resource, the version the newest stream accepted when the
+// step began and now (xds.log's view).
+func (r *Run) checkVersions(s *stepRun) {
+	now := r.newestAccepted()
+	for _, e := range s.st.Expect.Versions {
+		if !r.applies(e.Filter) {
+			continue
+		}
+		before := s.prevAccepted[string(e.Type)][e.Name].Version
+		after := now[string(e.Type)][e.Name].Version
+		moved := before != after
+		verb := "stays"
+		if e.Moves {
+			verb = "moves"
+		}
+		s.check(fmt.Sprintf("the accepted version of %s/%s %s", e.Type, e.Name, verb), moved == e.Moves,
+			fmt.Sprintf("%q -> %q", before, after))
+	}
+}

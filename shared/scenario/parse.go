@@ -1,0 +1,1183 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xds-workbench/lab/shared/resources"
+)
+
+// Bounds of the durations a file may ask for.
+const (
+	MaxDown      = 60 * time.Second
+	MaxWait      = 60 * time.Second
+	MinEvery     = time.Millisecond
+	MaxEvery     = time.Second
+	DefaultEvery = 10 * time.Millisecond
+	// MaxFileBytes bounds a scenario file.
+	MaxFileBytes = 1 << 20
+)
+
+// ParseFile reads and parses one scenario file.
+func ParseFile(path string) (*Scenario, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a scenario file may have", path, st.Size(), MaxFileBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse parses and checks a scenario file. file names it in errors, which read
+// "file:line: what is wrong". Nothing in the file is used before all of it is valid.
+func Parse(file string, data []byte) (*Scenario, error) {
+	p := &parser{file: file}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, p.yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, p.errf(&extra, "more than one YAML document")
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty scenario file", file)
+	}
+	sc, err := p.scenario(doc.Content[0])
+	if err != nil {
+		return nil, err
+	}
+	sc.File = file
+	return sc, nil
+}
+
+type parser struct {
+	file string
+	sc   *Scenario
+}
+
+// Error is a problem in a scenario file, at a line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (p *parser) yamlError(err error) error {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: p.file, Line: line, Msg: m[2]}
+	}
+	return fmt.Errorf("%s: %s", p.file, strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// fields is one YAML mapping being read: every key must be read by name, so done can
+// name the first unknown one.
+type fields struct {
+	p    *parser
+	n    *yaml.Node
+	what string
+	keys map[string]*yaml.Node // key -> value
+	key  map[string]*yaml.Node // key -> key node (for its line)
+	used map[string]bool
+}
+
+func (p *parser) fields(n *yaml.Node, what string) (*fields, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errf(n, "%s must be a mapping", what)
+	}
+	f := &fields{p: p, n: n, what: what, keys: map[string]*yaml.Node{}, key: map[string]*yaml.Node{}, used: map[string]bool{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if _, dup := f.keys[k]; dup {
+			return nil, p.errf(n.Content[i], "%s: %q is given twice", what, k)
+		}
+		f.keys[k], f.key[k] = n.Content[i+1], n.Content[i]
+	}
+	return f, nil
+}
+
+func (f *fields) get(k string) *yaml.Node {
+	f.used[k] = true
+	return f.keys[k]
+}
+
+func (f *fields) has(k string) bool { return f.keys[k] != nil }
+
+// done fails on the first key that was not read.
+func (f *fields) done() error {
+	for i := 0; i < len(f.n.Content); i += 2 {
+		k := f.n.Content[i].Value
+		if !f.used[k] {
+			known := make([]string, 0, len(f.used))
+			for u := range f.used {
+				known = append(known, u)
+			}
+			slices.Sort(known)
+			return f.p.errf(f.n.Content[i], "unknown field %q in %s (known: %s)", k, f.what, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+func (f *fields) str(k string, required bool) (string, error) {
+	n := f.get(k)
+	if n == nil {
+		if required {
+			return "", f.p.errf(f.n, "%s: %q is required", f.what, k)
+		}
+		return "", nil
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", f.p.errf(n, "%s: %q must be a string", f.what, k)
+	}
+	return n.Value, nil
+}
+
+func (f *fields) integer(k string, lo, hi int) (int, bool, error) {
+	n := f.get(k)
+	if n == nil {
+		return 0, false, nil
+	}
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return 0, false, f.p.errf(n, "%s: %q must be a whole number", f.what, k)
+	}
+	if v < lo || v > hi {
+		return 0, false, f.p.errf(n, "%s: %q is %d, outside %d..%d", f.what, k, v, lo, hi)
+	}
+	return v, true, nil
+}
+
+func (f *fields) boolean(k string) (*bool, error) {
+	n := f.get(k)
+	if n == nil {
+		return nil, nil
+	}
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		return nil, f.p.errf(n, "%s: %q must be true or false", f.what, k)
+	}
+	return &b, nil
+}
+
+func (f *fields) duration(k string, lo, hi, def time.Duration) (time.Duration, error) {
+	n := f.get(k)
+	if n == nil {
+		return def, nil
+	}
+	return f.p.duration(n, f.what+": "+strconv.Quote(k), lo, hi)
+}
+
+func (p *parser) duration(n *yaml.Node, what string, lo, hi time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return 0, p.errf(n, "%s must be a duration such as 500ms or 2s, not %q", what, n.Value)
+	}
+	if d < lo || d > hi {
+		return 0, p.errf(n, "%s is %s, outside %s..%s", what, d, lo, hi)
+	}
+	return d, nil
+}
+
+// strings reads a list of strings; a single string counts as a list of one.
+func (f *fields) strings(k string) ([]string, error) {
+	n := f.get(k)
+	if n == nil {
+		return nil, nil
+	}
+	return f.p.stringList(n, f.what+": "+strconv.Quote(k))
+}
+
+func (p *parser) stringList(n *yaml.Node, what string) ([]string, error) {
+	if n.Kind == yaml.ScalarNode {
+		return []string{n.Value}, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, "%s must be a list of strings", what)
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		if c.Kind != yaml.ScalarNode {
+			return nil, p.errf(c, "%s must be a list of strings", what)
+		}
+		out = append(out, c.Value)
+	}
+	return out, nil
+}
+
+// list returns the items of a sequence (nil when absent).
+func (f *fields) list(k string) ([]*yaml.Node, error) {
+	n := f.get(k)
+	if n == nil {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, f.p.errf(n, "%s: %q must be a list", f.what, k)
+	}
+	return n.Content, nil
+}
+
+var safeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
+	f, err := p.fields(root, "the scenario")
+	if err != nil {
+		return nil, err
+	}
+	sc := &Scenario{Resources: map[string]*Resource{}}
+	p.sc = sc
+	if sc.Name, err = f.str("name", true); err != nil {
+		return nil, err
+	}
+	if !safeName.MatchString(sc.Name) {
+		return nil, p.errf(f.keys["name"], "name %q: use lower-case letters, digits, '.', '-' and '_'", sc.Name)
+	}
+	if sc.Description, err = f.str("description", true); err != nil {
+		return nil, err
+	}
+	if sc.Sources, err = f.strings("sources"); err != nil {
+		return nil, err
+	}
+	if sc.Backends, err = f.strings("backends"); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, b := range sc.Backends {
+		if !safeName.MatchString(b) {
+			return nil, p.errf(f.keys["backends"], "backend %q: use lower-case letters, digits, '.', '-' and '_'", b)
+		}
+		if seen[b] {
+			return nil, p.errf(f.keys["backends"], "backend %q is listed twice", b)
+		}
+		seen[b] = true
+	}
+	if len(sc.Backends) > 8 {
+		return nil, p.errf(f.keys["backends"], "%d backends: at most 8", len(sc.Backends))
+	}
+	if n := f.get("bootstrap"); n != nil {
+		if n.Kind != yaml.ScalarNode {
+			return nil, p.errf(n, "bootstrap must be a block of YAML text (bootstrap: |)")
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(n.Value), &m); err != nil || len(m) == 0 {
+			return nil, p.errf(n, "bootstrap must be a YAML mapping merged over Envoy's bootstrap")
+		}
+		sc.Bootstrap = n.Value
+	}
+	rn := f.get("resources")
+	if rn == nil {
+		return nil, p.errf(root, "the scenario: \"resources\" is required")
+	}
+	rf, err := p.fields(rn, "resources")
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(rn.Content); i += 2 {
+		id := rn.Content[i].Value
+		rf.used[id] = true
+		r, err := p.resource(id, rn.Content[i], rn.Content[i+1])
+		if err != nil {
+			return nil, err
+		}
+		sc.Resources[id] = r
+	}
+	steps, err := f.list("steps")
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return nil, p.errf(root, "the scenario has no steps")
+	}
+	names, checkpoints := map[string]bool{}, map[string]bool{}
+	for i, sn := range steps {
+		st, err := p.step(sn)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 && st.Action != Publish {
+			return nil, p.errf(sn, "step %q: the first step must publish a state", st.Name)
+		}
+		if names[st.Name] {
+			return nil, p.errf(sn, "step %q is given twice", st.Name)
+		}
+		if checkpoints[st.Checkpoint] {
+			return nil, p.errf(sn, "checkpoint %q is given twice", st.Checkpoint)
+		}
+		names[st.Name], checkpoints[st.Checkpoint] = true, true
+		sc.Steps = append(sc.Steps, st)
+	}
+	if err := f.done(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Resource forms: the full v3 forms by type, and the short forms.
+var fullForms = map[string]resources.Type{"lds": resources.LDS, "rds": resources.RDS, "cds": resources.CDS, "eds": resources.EDS}
+
+func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
+	if !safeName.MatchString(id) {
+		return nil, p.errf(keyNode, "resource id %q: use lower-case letters, digits, '.', '-' and '_'", id)
+	}
+	what := fmt.Sprintf("resource %q", id)
+	f, err := p.fields(n, what)
+	if err != nil {
+		return nil, err
+	}
+	r := &Resource{ID: id, Line: keyNode.Line}
+	inv, err := f.boolean("invalid")
+	if err != nil {
+		return nil, err
+	}
+	r.Invalid = inv != nil && *inv
+	var forms []string
+	for _, k := range []string{"listener", "route", "cluster", "endpoints", "lds", "rds", "cds", "eds"} {
+		if f.has(k) {
+			forms = append(forms, k)
+		}
+	}
+	if len(forms) != 1 {
+		for k := range f.keys {
+			f.used[k] = k == "invalid"
+		}
+		if err := f.done(); err != nil && len(forms) == 0 {
+			return nil, err
+		}
+		return nil, p.errf(n, "%s needs exactly one of listener, route, cluster, endpoints (short forms) or lds, rds, cds, eds (Envoy's v3 form); got %d", what, len(forms))
+	}
+	form := forms[0]
+	body := f.get(form)
+	if t, ok := fullForms[form]; ok {
+		it, err := p.fullForm(what, t, body)
+		if err != nil {
+			return nil, err
+		}
+		r.Items = []Item{it}
+	} else if r.Items, err = p.shortForm(id, what, form, body); err != nil {
+		return nil, err
+	}
+	if err := f.done(); err != nil {
+		return nil, err
+	}
+	// Prove the content now, against placeholder ports: a resource that fails
+	// validation is refused unless it is marked invalid, and one marked invalid must fail.
+	env := checkEnv(p.sc.Backends)
+	for _, it := range r.Items {
+		m, err := it.build(env)
+		if err != nil {
+			return nil, p.errf(body, "%s: %v", what, err)
+		}
+		verr := resources.Validate(m)
+		switch {
+		case verr != nil && !r.Invalid:
+			return nil, p.errf(body, "%s: %s %q fails validation: %v (mark it invalid: true to publish it on purpose)", what, it.Type, it.Name, verr)
+		case verr == nil && r.Invalid:
+			return nil, p.errf(body, "%s is marked invalid but %s %q validates", what, it.Type, it.Name)
+		}
+	}
+	return r, nil
+}
+
+// checkEnv is the run environment Parse validates against: every backend on a distinct
+// placeholder port.
+func checkEnv(backends []string) Env {
+	env := Env{Backends: map[string]int{}, ListenerPort: 10000, AccessLog: "/dev/null"}
+	for i, b := range backends {
+		env.Backends[b] = 10001 + i
+	}
+	return env
+}
+
+var placeholder = regexp.MustCompile(`\$\{([a-z_]+(?:\.[a-z0-9._-]+)?)\}`)
+
+// fullForm reads a resource in Envoy's v3 form (YAML or JSON; the shape of a config dump
+// entry, an "@type" key allowed) into the go-control-plane type with protojson.
+// Placeholders ${backend.NAME.port}, ${listener.port} and ${access_log} take the run's
+// values.
+func (p *parser) fullForm(what string, t resources.Type, n *yaml.Node) (Item, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return Item{}, p.errf(n, "%s: %v", what, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Item{}, p.errf(n, "%s: the %s resource must be a mapping", what, t)
+	}
+	if at, ok := m["@type"].(string); ok {
+		if at != t.URL() {
+			return Item{}, p.errf(n, "%s: \"@type\" is %s, but the resource is under %s (want %s)", what, at, strings.ToLower(string(t)), t.URL())
+		}
+		delete(m, "@type")
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return Item{}, p.errf(n, "%s: %v", what, err)
+	}
+	for _, ph := range placeholder.FindAllStringSubmatch(string(raw), -1) {
+		if err := p.checkPlaceholder(ph[1]); err != nil {
+			return Item{}, p.errf(n, "%s: %v", what, err)
+		}
+	}
+	build := func(env Env) (types.Resource, error) {
+		text := placeholder.ReplaceAllStringFunc(string(raw), func(s string) string {
+			return substitute(s[2:len(s)-1], env)
+		})
+		msg := newMessage(t)
+		if err := (protojson.UnmarshalOptions{}).Unmarshal([]byte(text), msg); err != nil {
+			return nil, fmt.Errorf("not a valid %s resource: %s", t, protoErr(err))
+		}
+		return msg, nil
+	}
+	msg, err := build(checkEnv(p.sc.Backends))
+	if err != nil {
+		return Item{}, p.errf(n, "%s: %v", what, err)
+	}
+	name := resourceName(msg)
+	if name == "" {
+		return Item{}, p.errf(n, "%s: the %s resource has no name", what, t)
+	}
+	return Item{Type: t, Name: name, build: build}, nil
+}
+
+func protoErr(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "proto: ")
+	return strings.Join(strings.Fields(s), " ") // protojson pads with non-breaking spaces
+}
+
+func (p *parser) checkPlaceholder(ph string) error {
+	switch {
+	case ph == "listener.port", ph == "access_log":
+		return nil
+	case strings.HasPrefix(ph, "backend.") && strings.HasSuffix(ph, ".port"):
+		b := strings.TrimSuffix(strings.TrimPrefix(ph, "backend."), ".port")
+		if !slices.Contains(p.sc.Backends, b) {
+			return fmt.Errorf("${%s}: no backend %q (backends: %s)", ph, b, strings.Join(p.sc.Backends, ", "))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown placeholder ${%s} (known: ${backend.NAME.port}, ${listener.port}, ${access_log})", ph)
+}
+
+func substitute(ph string, env Env) string {
+	switch {
+	case ph == "listener.port":
+		return strconv.Itoa(env.ListenerPort)
+	case ph == "access_log":
+		return env.AccessLog
+	}
+	b := strings.TrimSuffix(strings.TrimPrefix(ph, "backend."), ".port")
+	return strconv.Itoa(env.Backends[b])
+}
+
+func newMessage(t resources.Type) proto.Message {
+	switch t {
+	case resources.LDS:
+		return &listener.Listener{}
+	case resources.RDS:
+		return &route.RouteConfiguration{}
+	case resources.CDS:
+		return &cluster.Cluster{}
+	}
+	return &endpoint.ClusterLoadAssignment{}
+}
+
+func resourceName(m proto.Message) string {
+	switch r := m.(type) {
+	case *endpoint.ClusterLoadAssignment:
+		return r.GetClusterName()
+	case interface{ GetName() string }:
+		return r.GetName()
+	}
+	return ""
+}
+
+// shortForm expands a short form into the resources it stands for.
+func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) {
+	f, err := p.fields(n, what+" "+form)
+	if err != nil {
+		return nil, err
+	}
+	name, err := f.str("name", false)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = id
+	}
+	backends := func(k string) ([]string, error) {
+		bs, err := f.strings(k)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			if !slices.Contains(p.sc.Backends, b) {
+				return nil, p.errf(f.keys[k], "%s: no backend %q (backends: %s)", what, b, strings.Join(p.sc.Backends, ", "))
+			}
+		}
+		return bs, nil
+	}
+	var items []Item
+	switch form {
+	case "listener":
+		spec := resources.ListenerSpec{Name: name}
+		if spec.RouteName, err = f.str("route", true); err != nil {
+			return nil, err
+		}
+		if spec.StatPrefix, err = f.str("stat_prefix", false); err != nil {
+			return nil, err
+		}
+		if spec.ServerName, err = f.str("server_name", false); err != nil {
+			return nil, err
+		}
+		items = append(items, Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {
+			s := spec
+			s.Port, s.AccessLogPath = env.ListenerPort, env.AccessLog
+			return resources.BuildListener(s)
+		}})
+	case "route":
+		spec := resources.RouteSpec{Name: name}
+		rules, err := f.list("routes")
+		if err != nil {
+			return nil, err
+		}
+		if len(rules) == 0 {
+			return nil, p.errf(n, "%s: a route needs at least one entry under routes", what)
+		}
+		for i, rn := range rules {
+			rule, err := p.rule(fmt.Sprintf("%s route %d", what, i+1), rn)
+			if err != nil {
+				return nil, err
+			}
+			spec.Rules = append(spec.Rules, rule)
+		}
+		if _, err := resources.BuildRoute(spec); err != nil {
+			return nil, p.errf(n, "%s: %v", what, err)
+		}
+		items = append(items, Item{Type: resources.RDS, Name: name, build: func(Env) (types.Resource, error) {
+			return resources.BuildRoute(spec)
+		}})
+	case "cluster":
+		spec := resources.ClusterSpec{Name: name}
+		if spec.ServiceName, err = f.str("service_name", false); err != nil {
+			return nil, err
+		}
+		if spec.ConnectTimeout, err = f.duration("connect_timeout", time.Millisecond, time.Minute, 0); err != nil {
+			return nil, err
+		}
+		if spec.InitialFetchTimeout, err = f.duration("initial_fetch_timeout", time.Millisecond, time.Minute, 0); err != nil {
+			return nil, err
+		}
+		// A cluster with backends is the cluster and its assignment (the common case);
+		// without, the cluster alone.
+		bs, err := backends("backends")
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, Item{Type: resources.CDS, Name: name, build: func(Env) (types.Resource, error) {
+			return resources.BuildCluster(spec), nil
+		}})
+		if f.has("backends") {
+			svc := spec.ServiceName
+			if svc == "" {
+				svc = name
+			}
+			items = append(items, endpointsItem(svc, bs))
+		}
+	case "endpoints":
+		if f.has("name") {
+			return nil, p.errf(f.key["name"], "%s: endpoints are named by their cluster: use cluster:", what)
+		}
+		cl, err := f.str("cluster", false)
+		if err != nil {
+			return nil, err
+		}
+		if cl == "" {
+			cl = id
+		}
+		bs, err := backends("backends")
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, endpointsItem(cl, bs))
+	}
+	if err := f.done(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+func endpointsItem(name string, backends []string) Item {
+	return Item{Type: resources.EDS, Name: name, build: func(env Env) (types.Resource, error) {
+		ports := make([]int, len(backends))
+		for i, b := range backends {
+			ports[i] = env.Backends[b]
+		}
+		return resources.BuildEndpoints(name, ports...), nil
+	}}
+}
+
+func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
+	var r resources.RouteRule
+	f, err := p.fields(n, what)
+	if err != nil {
+		return r, err
+	}
+	if r.Name, err = f.str("name", false); err != nil {
+		return r, err
+	}
+	if r.Path, err = f.str("path", false); err != nil {
+		return r, err
+	}
+	if r.Prefix, err = f.str("prefix", false); err != nil {
+		return r, err
+	}
+	if r.Cluster, err = f.str("cluster", false); err != nil {
+		return r, err
+	}
+	if hn := f.get("headers"); hn != nil {
+		hf, err := p.fields(hn, what+" headers")
+		if err != nil {
+			return r, err
+		}
+		for i := 0; i+1 < len(hn.Content); i += 2 {
+			k := hn.Content[i].Value
+			hf.used[k] = true
+			v := hn.Content[i+1]
+			if v.Kind != yaml.ScalarNode {
+				return r, p.errf(v, "%s: header %q: give the exact value, or \"\" to match its presence", what, k)
+			}
+			r.Headers = append(r.Headers, resources.HeaderMatch{Name: strings.ToLower(k), Exact: v.Value})
+		}
+	}
+	if wn := f.get("weighted"); wn != nil {
+		wf, err := p.fields(wn, what+" weighted")
+		if err != nil {
+			return r, err
+		}
+		for i := 0; i+1 < len(wn.Content); i += 2 {
+			k := wn.Content[i].Value
+			wf.used[k] = true
+			w, err := strconv.ParseUint(wn.Content[i+1].Value, 10, 32)
+			if err != nil || w == 0 {
+				return r, p.errf(wn.Content[i+1], "%s: weight of %q must be a positive whole number", what, k)
+			}
+			r.Weighted = append(r.Weighted, resources.WeightedCluster{Cluster: k, Weight: uint32(w)})
+		}
+	}
+	if (r.Cluster == "") == (len(r.Weighted) == 0) {
+		return r, p.errf(n, "%s: give exactly one of cluster and weighted", what)
+	}
+	if err := f.done(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+var validModes = []string{"sotw", "delta"}
+var validCaches = []string{"snapshot", "linear"}
+
+func (p *parser) filter(f *fields) (Filter, error) {
+	var flt Filter
+	var err error
+	if flt.Mode, err = f.str("mode", false); err != nil {
+		return flt, err
+	}
+	if flt.Mode != "" && !slices.Contains(validModes, flt.Mode) {
+		return flt, p.errf(f.keys["mode"], "%s: mode %q (want sotw or delta)", f.what, flt.Mode)
+	}
+	if flt.Cache, err = f.str("cache", false); err != nil {
+		return flt, err
+	}
+	if flt.Cache != "" && !slices.Contains(validCaches, flt.Cache) {
+		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot or linear)", f.what, flt.Cache)
+	}
+	return flt, nil
+}
+
+func (p *parser) step(n *yaml.Node) (Step, error) {
+	st := Step{Line: n.Line}
+	f, err := p.fields(n, "a step")
+	if err != nil {
+		return st, err
+	}
+	if st.Name, err = f.str("name", true); err != nil {
+		return st, err
+	}
+	if !safeName.MatchString(st.Name) {
+		return st, p.errf(f.keys["name"], "step name %q: use lower-case letters, digits, '.', '-' and '_'", st.Name)
+	}
+	what := fmt.Sprintf("step %q", st.Name)
+	f.what = what
+	if st.Checkpoint, err = f.str("checkpoint", false); err != nil {
+		return st, err
+	}
+	if st.Checkpoint == "" {
+		st.Checkpoint = st.Name
+	}
+	if !safeName.MatchString(st.Checkpoint) {
+		return st, p.errf(f.keys["checkpoint"], "%s: checkpoint %q: use lower-case letters, digits, '.', '-' and '_'", what, st.Checkpoint)
+	}
+	if st.Proves, err = f.str("proves", false); err != nil {
+		return st, err
+	}
+	var actions []Action
+	for _, a := range Actions {
+		if f.has(string(a)) {
+			actions = append(actions, a)
+		}
+	}
+	if len(actions) != 1 {
+		names := make([]string, len(Actions))
+		for i, a := range Actions {
+			names[i] = string(a)
+		}
+		for k := range f.keys {
+			f.used[k] = true
+		}
+		return st, p.errf(n, "%s needs exactly one action (%s); got %d", what, strings.Join(names, ", "), len(actions))
+	}
+	st.Action = actions[0]
+	an := f.get(string(st.Action))
+	switch st.Action {
+	case Publish:
+		if st.Change, err = p.change(what+" publish", an); err != nil {
+			return st, err
+		}
+	case RestartEnvoy, KillEnvoy:
+		if !(an.Kind == yaml.MappingNode && len(an.Content) == 0) && an.Tag != "!!null" && !(an.Kind == yaml.ScalarNode && an.Value == "true") {
+			return st, p.errf(an, "%s: %s takes no settings (write %s: {})", what, st.Action, st.Action)
+		}
+	case Wait:
+		if st.Duration, err = p.duration(an, what+" wait", 0, MaxWait); err != nil {
+			return st, err
+		}
+	case RestartControlPlane:
+		rf, err := p.fields(an, what+" restart-control-plane")
+		if err != nil {
+			if an.Tag == "!!null" {
+				break
+			}
+			return st, err
+		}
+		if st.Down, err = rf.duration("down", 0, MaxDown, 0); err != nil {
+			return st, err
+		}
+		hold, err := rf.boolean("hold_envoy")
+		if err != nil {
+			return st, err
+		}
+		st.HoldEnvoy = hold != nil && *hold
+		ps, err := rf.list("publish")
+		if err != nil {
+			return st, err
+		}
+		for i, pn := range ps {
+			c, err := p.change(fmt.Sprintf("%s restart-control-plane publish %d", what, i+1), pn)
+			if err != nil {
+				return st, err
+			}
+			st.Changes = append(st.Changes, c)
+		}
+		if st.HoldEnvoy && len(st.Changes) == 0 {
+			return st, p.errf(an, "%s: hold_envoy needs publish: the changes to make while Envoy is held", what)
+		}
+		if err := rf.done(); err != nil {
+			return st, err
+		}
+	}
+	if en := f.get("expect"); en != nil {
+		if st.Expect, err = p.expect(what, en); err != nil {
+			return st, err
+		}
+	}
+	if err := f.done(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+func (p *parser) change(what string, n *yaml.Node) (Change, error) {
+	var c Change
+	f, err := p.fields(n, what)
+	if err != nil {
+		return c, err
+	}
+	if c.Version, err = f.str("version", false); err != nil {
+		return c, err
+	}
+	if c.Upsert, err = f.strings("upsert"); err != nil {
+		return c, err
+	}
+	if c.Delete, err = f.strings("delete"); err != nil {
+		return c, err
+	}
+	if len(c.Upsert)+len(c.Delete) == 0 {
+		return c, p.errf(n, "%s: nothing to upsert or delete", what)
+	}
+	defined := map[Key]string{}
+	for _, k := range []string{"upsert", "delete"} {
+		ids := c.Upsert
+		if k == "delete" {
+			ids = c.Delete
+		}
+		for _, id := range ids {
+			r, ok := p.sc.Resources[id]
+			if !ok {
+				return c, p.errf(f.keys[k], "%s: %s: no resource %q (resources: %s)", what, k, id, strings.Join(p.ids(), ", "))
+			}
+			if k != "upsert" {
+				continue
+			}
+			for _, it := range r.Items {
+				key := Key{it.Type, it.Name}
+				if other, dup := defined[key]; dup {
+					return c, p.errf(f.keys[k], "%s: %s is defined by both %q and %q", what, key, other, id)
+				}
+				defined[key] = id
+			}
+		}
+	}
+	if err := f.done(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (p *parser) ids() []string {
+	out := make([]string, 0, len(p.sc.Resources))
+	for id := range p.sc.Resources {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ref reads "TYPE/name" and checks that some resource of the file defines it.
+func (p *parser) ref(what string, n *yaml.Node) (resources.Type, string, error) {
+	t, name, ok := strings.Cut(n.Value, "/")
+	typ := resources.Type(strings.ToUpper(t))
+	if !ok || typ.URL() == "" || name == "" {
+		return "", "", p.errf(n, "%s: resource %q: write TYPE/name, e.g. CDS/inventory", what, n.Value)
+	}
+	for _, r := range p.sc.Resources {
+		for _, it := range r.Items {
+			if it.Type == typ && it.Name == name {
+				return typ, name, nil
+			}
+		}
+	}
+	return "", "", p.errf(n, "%s: no resource of the scenario is %s/%s", what, typ, name)
+}
+
+func (p *parser) checkBackend(what string, n *yaml.Node, b string) error {
+	if b != "" && !slices.Contains(p.sc.Backends, b) {
+		return p.errf(n, "%s: no backend %q (backends: %s)", what, b, strings.Join(p.sc.Backends, ", "))
+	}
+	return nil
+}
+
+func (p *parser) request(f *fields) (Request, error) {
+	var r Request
+	var err error
+	if r.Path, err = f.str("path", true); err != nil {
+		return r, err
+	}
+	if !strings.HasPrefix(r.Path, "/") {
+		return r, p.errf(f.keys["path"], "%s: path %q must start with /", f.what, r.Path)
+	}
+	if hn := f.get("headers"); hn != nil {
+		hf, err := p.fields(hn, f.what+" headers")
+		if err != nil {
+			return r, err
+		}
+		r.Headers = map[string]string{}
+		for i := 0; i+1 < len(hn.Content); i += 2 {
+			hf.used[hn.Content[i].Value] = true
+			r.Headers[strings.ToLower(hn.Content[i].Value)] = hn.Content[i+1].Value
+		}
+	}
+	return r, nil
+}
+
+func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
+	var e Expect
+	what := step + " expect"
+	f, err := p.fields(n, what)
+	if err != nil {
+		return e, err
+	}
+	if e.Accepted, err = f.boolean("accepted"); err != nil {
+		return e, err
+	}
+	if nn := f.get("nack"); nn != nil {
+		items := []*yaml.Node{nn}
+		if nn.Kind == yaml.SequenceNode {
+			items = nn.Content
+		}
+		for _, in := range items {
+			var ne NackExpect
+			tn := in
+			if in.Kind == yaml.MappingNode {
+				nf, err := p.fields(in, what+" nack")
+				if err != nil {
+					return e, err
+				}
+				if ne.Filter, err = p.filter(nf); err != nil {
+					return e, err
+				}
+				if tn = nf.get("type"); tn == nil {
+					return e, p.errf(in, "%s nack: \"type\" is required", what)
+				}
+				if err := nf.done(); err != nil {
+					return e, err
+				}
+			}
+			ne.Type = resources.Type(strings.ToUpper(tn.Value))
+			if ne.Type.URL() == "" {
+				return e, p.errf(tn, "%s: nack type %q (want LDS, RDS, CDS or EDS)", what, tn.Value)
+			}
+			e.Nacks = append(e.Nacks, ne)
+		}
+	}
+	reqs, err := f.list("requests")
+	if err != nil {
+		return e, err
+	}
+	for i, rn := range reqs {
+		rf, err := p.fields(rn, fmt.Sprintf("%s request %d", what, i+1))
+		if err != nil {
+			return e, err
+		}
+		re := RequestExpect{Line: rn.Line}
+		if re.Filter, err = p.filter(rf); err != nil {
+			return e, err
+		}
+		if re.Request, err = p.request(rf); err != nil {
+			return e, err
+		}
+		st, ok, err := rf.integer("status", 0, 599)
+		if err != nil {
+			return e, err
+		}
+		if !ok {
+			return e, p.errf(rn, "%s: \"status\" is required", rf.what)
+		}
+		re.Status = st
+		if re.Backend, err = rf.str("backend", false); err != nil {
+			return e, err
+		}
+		if err := p.checkBackend(rf.what, rf.keys["backend"], re.Backend); err != nil {
+			return e, err
+		}
+		if re.Flags, err = rf.str("flags", false); err != nil {
+			return e, err
+		}
+		if err := rf.done(); err != nil {
+			return e, err
+		}
+		e.Requests = append(e.Requests, re)
+	}
+	if wn := f.get("window"); wn != nil {
+		wf, err := p.fields(wn, what+" window")
+		if err != nil {
+			return e, err
+		}
+		w := &WindowExpect{Line: wn.Line}
+		if w.Filter, err = p.filter(wf); err != nil {
+			return e, err
+		}
+		if w.Request, err = p.request(wf); err != nil {
+			return e, err
+		}
+		if w.Every, err = wf.duration("every", MinEvery, MaxEvery, DefaultEvery); err != nil {
+			return e, err
+		}
+		mx, ok, err := wf.integer("max_failures", 0, 1<<30)
+		if err != nil {
+			return e, err
+		}
+		w.MaxFailures = mx
+		if !ok {
+			w.MaxFailures = 1 << 30
+		}
+		if w.MinFailures, _, err = wf.integer("min_failures", 0, 1<<30); err != nil {
+			return e, err
+		}
+		if w.MinFailures > w.MaxFailures {
+			return e, p.errf(wn, "%s: min_failures %d is more than max_failures %d", wf.what, w.MinFailures, w.MaxFailures)
+		}
+		if w.Flags, err = wf.strings("flags"); err != nil {
+			return e, err
+		}
+		if err := wf.done(); err != nil {
+			return e, err
+		}
+		e.Window = w
+	}
+	vs, err := f.list("versions")
+	if err != nil {
+		return e, err
+	}
+	for i, vn := range vs {
+		vf, err := p.fields(vn, fmt.Sprintf("%s version %d", what, i+1))
+		if err != nil {
+			return e, err
+		}
+		ve := VersionExpect{Line: vn.Line}
+		if ve.Filter, err = p.filter(vf); err != nil {
+			return e, err
+		}
+		rn := vf.get("resource")
+		if rn == nil {
+			return e, p.errf(vn, "%s: \"resource\" is required", vf.what)
+		}
+		if ve.Type, ve.Name, err = p.ref(vf.what, rn); err != nil {
+			return e, err
+		}
+		mv, err := vf.boolean("moves")
+		if err != nil {
+			return e, err
+		}
+		if mv == nil {
+			return e, p.errf(vn, "%s: \"moves\" (true or false) is required", vf.what)
+		}
+		ve.Moves = *mv
+		if err := vf.done(); err != nil {
+			return e, err
+		}
+		e.Versions = append(e.Versions, ve)
+	}
+	es, err := f.list("envoy")
+	if err != nil {
+		return e, err
+	}
+	for i, sn := range es {
+		sf, err := p.fields(sn, fmt.Sprintf("%s envoy state %d", what, i+1))
+		if err != nil {
+			return e, err
+		}
+		se := EnvoyStateExpect{Line: sn.Line}
+		if se.Filter, err = p.filter(sf); err != nil {
+			return e, err
+		}
+		rn := sf.get("resource")
+		if rn == nil {
+			return e, p.errf(sn, "%s: \"resource\" is required", sf.what)
+		}
+		if se.Type, se.Name, err = p.ref(sf.what, rn); err != nil {
+			return e, err
+		}
+		if se.State, err = sf.str("state", true); err != nil {
+			return e, err
+		}
+		allowed := []string{StateActive, StateAbsent}
+		switch se.Type {
+		case resources.CDS:
+			allowed = append(allowed, StateWarming)
+		case resources.LDS:
+			allowed = append(allowed, StateWarming, StateDraining)
+		}
+		if !slices.Contains(allowed, se.State) {
+			return e, p.errf(sf.keys["state"], "%s: state %q of %s (want %s)", sf.what, se.State, se.Type, strings.Join(allowed, ", "))
+		}
+		if err := sf.done(); err != nil {
+			return e, err
+		}
+		e.Envoy = append(e.Envoy, se)
+	}
+	ss, err := f.list("stats")
+	if err != nil {
+		return e, err
+	}
+	for i, sn := range ss {
+		sf, err := p.fields(sn, fmt.Sprintf("%s stat %d", what, i+1))
+		if err != nil {
+			return e, err
+		}
+		se := StatExpect{Line: sn.Line}
+		if se.Filter, err = p.filter(sf); err != nil {
+			return e, err
+		}
+		if se.Name, err = sf.str("name", true); err != nil {
+			return e, err
+		}
+		var cmpNode *yaml.Node
+		switch {
+		case sf.has("delta") && sf.has("value"):
+			return e, p.errf(sn, "%s: give delta or value, not both", sf.what)
+		case sf.has("delta"):
+			se.Delta, cmpNode = true, sf.get("delta")
+		case sf.has("value"):
+			cmpNode = sf.get("value")
+		default:
+			return e, p.errf(sn, "%s: give delta (the rise over the step) or value, e.g. delta: \">= 1\"", sf.what)
+		}
+		if se.Op, se.Value, err = parseComparison(cmpNode.Value); err != nil {
+			return e, p.errf(cmpNode, "%s: %v", sf.what, err)
+		}
+		if err := sf.done(); err != nil {
+			return e, err
+		}
+		e.Stats = append(e.Stats, se)
+	}
+	if err := f.done(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+var comparison = regexp.MustCompile(`^\s*(==|>=|<=|>|<)?\s*(-?\d+)\s*$`)
+
+func parseComparison(s string) (string, int64, error) {
+	m := comparison.FindStringSubmatch(s)
+	if m == nil {
+		return "", 0, errors.New(`write a comparison such as ">= 1", "== 0" or "2"`)
+	}
+	v, err := strconv.ParseInt(m[2], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: %w", m[2], err)
+	}
+	op := m[1]
+	if op == "" {
+		op = "=="
+	}
+	return op, v, nil
+}
