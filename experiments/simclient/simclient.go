@@ -1,8 +1,9 @@
 // Package simclient is a simulated Envoy: an ADS client for either protocol that
 // subscribes the way Envoy does (LDS and CDS as wildcard, RDS and EDS by the names the
-// listener and clusters reference), validates every resource, ACKs or NACKs, keeps
-// per-resource versions across reconnects, and answers "which endpoint would /quote
-// reach" from what it accepted. Its data plane is simulated and always labelled so.
+// listeners and clusters reference), validates every resource, ACKs or NACKs, keeps
+// per-resource versions across reconnects, and answers "which endpoint would this request
+// reach" from what it accepted, routing like Envoy for the common cases (route.go). Its
+// data plane is simulated and always labelled so.
 package simclient
 
 import (
@@ -19,7 +20,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -74,6 +74,9 @@ type Client struct {
 	subs     map[resources.Type][]string // current RDS/EDS subscriptions
 	changed  chan struct{}
 	received []Received
+	// active is the assignment each EDS cluster last routed with (see
+	// rememberEndpointsLocked); like Accepted it survives reconnects.
+	active map[string]*endpoint.ClusterLoadAssignment
 }
 
 // Received is one response as the client saw it (tests read these).
@@ -95,7 +98,7 @@ func New(mode, nodeID string) (*Client, error) {
 	if nodeID == "" {
 		nodeID = resources.NodeID
 	}
-	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}}
+	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}, active: map[string]*endpoint.ClusterLoadAssignment{}}
 	c.state = State{
 		Accepted:    map[resources.Type]map[string]Entry{},
 		VersionInfo: map[resources.Type]string{},
@@ -222,55 +225,95 @@ func decode(anys []*anypb.Any) ([]types.Resource, []string, []string, error) {
 	return out, names, hashes, firstErr
 }
 
-// references returns the RDS names the accepted listeners use and the EDS names the
-// accepted clusters use, sorted.
+// httpConnectionManagers returns the HTTP connection managers of a listener, in filter
+// chain order, the default filter chain last. A filter whose typed config is not an HCM
+// (or is missing) is skipped, never an error: the listener was validated on accept.
+func httpConnectionManagers(l *listener.Listener) []*hcm.HttpConnectionManager {
+	chains := l.GetFilterChains()
+	if d := l.GetDefaultFilterChain(); d != nil {
+		chains = append(slices.Clip(chains), d)
+	}
+	var out []*hcm.HttpConnectionManager
+	for _, fc := range chains {
+		for _, f := range fc.GetFilters() {
+			tc := f.GetTypedConfig()
+			if tc == nil {
+				continue
+			}
+			m := &hcm.HttpConnectionManager{}
+			if tc.UnmarshalTo(m) == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// edsServiceName is the name an EDS cluster subscribes to: eds_cluster_config.service_name,
+// or the cluster's own name when that is empty (as Envoy does).
+func edsServiceName(cl *cluster.Cluster) string {
+	if n := cl.GetEdsClusterConfig().GetServiceName(); n != "" {
+		return n
+	}
+	return cl.GetName()
+}
+
+// isEDS reports whether cl is an EDS cluster (a custom cluster_type reads as STATIC).
+func isEDS(cl *cluster.Cluster) bool {
+	return cl.GetClusterType() == nil && cl.GetType() == cluster.Cluster_EDS
+}
+
+// references returns the RDS names every accepted listener's HTTP connection managers
+// use and the EDS service names every accepted EDS cluster uses, sorted and deduplicated.
 func referencesLocked(acc map[resources.Type]map[string]Entry) (rds, eds []string) {
 	for _, e := range acc[resources.LDS] {
 		l, ok := e.Resource.(*listener.Listener)
 		if !ok {
 			continue
 		}
-		for _, fc := range l.GetFilterChains() {
-			for _, f := range fc.GetFilters() {
-				m := &hcm.HttpConnectionManager{}
-				if f.GetTypedConfig().UnmarshalTo(m) == nil && m.GetRds() != nil {
-					rds = append(rds, m.GetRds().GetRouteConfigName())
-				}
+		for _, m := range httpConnectionManagers(l) {
+			if n := m.GetRds().GetRouteConfigName(); n != "" {
+				rds = append(rds, n)
 			}
 		}
 	}
 	for _, e := range acc[resources.CDS] {
 		cl, ok := e.Resource.(*cluster.Cluster)
-		if !ok || cl.GetType() != cluster.Cluster_EDS {
+		if !ok || !isEDS(cl) {
 			continue
 		}
-		n := cl.GetEdsClusterConfig().GetServiceName()
-		if n == "" {
-			n = cl.GetName()
+		if n := edsServiceName(cl); n != "" {
+			eds = append(eds, n)
 		}
-		eds = append(eds, n)
 	}
 	sort.Strings(rds)
 	sort.Strings(eds)
 	return slices.Compact(rds), slices.Compact(eds)
 }
 
-// serverNameLocked is the server_name of the accepted listener's HTTP connection manager,
-// or Envoy's default "envoy".
-func serverNameLocked(acc map[resources.Type]map[string]Entry) string {
-	l, ok := acc[resources.LDS][resources.ListenerName].Resource.(*listener.Listener)
-	if !ok {
-		return ""
-	}
-	for _, fc := range l.GetFilterChains() {
-		for _, f := range fc.GetFilters() {
-			m := &hcm.HttpConnectionManager{}
-			if f.GetTypedConfig().UnmarshalTo(m) == nil && m.GetServerName() != "" {
-				return m.GetServerName()
-			}
+// rememberEndpointsLocked records, for every accepted EDS cluster whose assignment is
+// accepted, that assignment as the cluster's active endpoints, and forgets the clusters
+// that are gone or no longer EDS. Envoy keeps serving an updated cluster from its old
+// version while the new one warms (waits for its assignment): when a cluster changes
+// service_name, the new name has no assignment yet (and delta drops the old one), so
+// routing falls back to what is remembered here. A cluster that was never active has
+// nothing remembered and stays unroutable (NC) until its assignment arrives.
+func (c *Client) rememberEndpointsLocked() {
+	acc := c.state.Accepted
+	for name := range c.active {
+		if cl, ok := acc[resources.CDS][name].Resource.(*cluster.Cluster); !ok || !isEDS(cl) {
+			delete(c.active, name)
 		}
 	}
-	return "envoy"
+	for name, e := range acc[resources.CDS] {
+		cl, ok := e.Resource.(*cluster.Cluster)
+		if !ok || !isEDS(cl) {
+			continue
+		}
+		if cla, ok := acc[resources.EDS][edsServiceName(cl)].Resource.(*endpoint.ClusterLoadAssignment); ok && cla != nil {
+			c.active[name] = cla
+		}
+	}
 }
 
 // ---- SotW ----
@@ -353,6 +396,7 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 		c.state.Accepted[t][names[i]] = Entry{Version: resp.GetVersionInfo(), Hash: hashes[i], Resource: r}
 	}
 	c.state.VersionInfo[t] = resp.GetVersionInfo()
+	c.rememberEndpointsLocked()
 	ack.VersionInfo = resp.GetVersionInfo()
 	out := []*discovery.DiscoveryRequest{ack}
 	return append(out, c.resubscribeSotWLocked()...)
@@ -513,6 +557,7 @@ func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discover
 		}
 	}
 	c.state.VersionInfo[t] = resp.GetSystemVersionInfo()
+	c.rememberEndpointsLocked()
 	out := []*discovery.DeltaDiscoveryRequest{ack}
 	return append(out, c.resubscribeDeltaLocked()...)
 }
@@ -532,67 +577,4 @@ func (c *Client) resubscribeDeltaLocked() []*discovery.DeltaDiscoveryRequest {
 		out = append(out, req)
 	}
 	return out
-}
-
-// ---- simulated data plane ----
-
-// Result is the simulated data plane's answer to one request.
-type Result struct {
-	Status   int
-	Flags    string // Envoy response flags: NR, NC, UH, or "-"
-	Cluster  string
-	Endpoint string // 127.0.0.1:PORT
-	// Server is the "server" header Envoy would write on the answer: the listener's
-	// HTTP connection manager server_name, "envoy" when unset ("" with no listener).
-	Server string
-	// Simulated is always true: no proxy forwarded anything.
-	Simulated bool
-}
-
-// Route computes which endpoint a request to path would reach with what the client has
-// accepted: listener -> route configuration -> cluster -> endpoints.
-func (c *Client) Route(path string) Result {
-	for i, ch := range path {
-		if ch == '?' {
-			path = path[:i]
-			break
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	acc := c.state.Accepted
-	res := Result{Simulated: true, Status: 404, Flags: "NR"}
-	rds, _ := referencesLocked(acc)
-	if _, ok := acc[resources.LDS][resources.ListenerName]; !ok || len(rds) == 0 {
-		res.Flags = "no_listener"
-		res.Status = 0 // connection refused: nothing listens
-		return res
-	}
-	res.Server = serverNameLocked(acc)
-	rc, ok := acc[resources.RDS][rds[0]].Resource.(*route.RouteConfiguration)
-	if !ok {
-		return res
-	}
-	for _, vh := range rc.GetVirtualHosts() {
-		for _, r := range vh.GetRoutes() {
-			if r.GetMatch().GetPath() != path {
-				continue
-			}
-			res.Cluster = r.GetRoute().GetCluster()
-			if _, ok := acc[resources.CDS][res.Cluster]; !ok {
-				res.Status, res.Flags = 503, "NC"
-				return res
-			}
-			cla, ok := acc[resources.EDS][res.Cluster].Resource.(*endpoint.ClusterLoadAssignment)
-			if !ok || len(cla.GetEndpoints()) == 0 || len(cla.GetEndpoints()[0].GetLbEndpoints()) == 0 {
-				res.Status, res.Flags = 503, "UH"
-				return res
-			}
-			sa := cla.GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
-			res.Status, res.Flags = 200, "-"
-			res.Endpoint = fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue())
-			return res
-		}
-	}
-	return res
 }
