@@ -39,9 +39,10 @@ func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
 		Long: `compare reads two or more runs and shows them side by side, a column per run: per scenario
 step, what each control plane sent (responses per type, resources, redundant ones,
 removals explicit or by absence), how the client answered (ACKs, NACKs, re-sends of
-rejected content), bytes, timings and the data-plane result; the per-resource versions
-at the end of every step; findings computed from those figures; and sequence diagrams
-(--step NAME, or every step in HTML).
+rejected content), bytes, timings and the data-plane result; every data-plane probe of
+each step (failures by status and flags, and when the first and last failed); the
+per-resource versions at the end of every step; findings computed from those figures;
+and sequence diagrams (--step NAME, or every step in HTML).
 
 With two runs, every finding says whether it is the protocol or an implementation (with
 the xDS protocol section or the go-control-plane component as its source), under a

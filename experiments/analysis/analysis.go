@@ -38,7 +38,8 @@ type TypeFigures struct {
 	Stale int `json:"stale,omitempty"`
 }
 
-// DataPlane is the last data-plane observation of a step.
+// DataPlane is the last data-plane observation of a step: its last request probe (the
+// expectation's), or in a step that sent none its last window or outage probe.
 type DataPlane struct {
 	Client    string `json:"client"`
 	RequestID string `json:"request_id"`
@@ -66,6 +67,9 @@ type Step struct {
 	// that got the expected answer.
 	PublishToCorrectMS *float64   `json:"publish_to_first_correct_request_ms,omitempty"`
 	DataPlane          *DataPlane `json:"data_plane,omitempty"`
+	// Probes are all of the step's data-plane probes, weighted, with the failures' window
+	// (probes.go); nil when the step sent none.
+	Probes *Probes `json:"data_plane_probes,omitempty"`
 	// Versions is what the client held at the end of the step, per type and name, as the
 	// log says (xdslog.Model.Held: the latest stream's ACKed content, seeded on a resume,
 	// less what it unsubscribed from).
@@ -85,6 +89,12 @@ type Step struct {
 	start   time.Time
 	publish time.Time
 	acks    []float64
+	// stepTS is the step's first step event, end its latest event time, probes the
+	// data-plane tally (probes.go).
+	stepTS, end time.Time
+	probes      *probeTally
+	// dpRequest: DataPlane is a request probe's (see EventDataPlane in observeLocked).
+	dpRequest bool
 	// The NACK window, for the storm rate: count, first and last NACK.
 	nackN               int
 	nackFirst, nackLast time.Time
@@ -271,8 +281,16 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		return // a boundary, not part of any step
 	}
 	st := a.stepLocked(e)
+	if e.TS.After(st.end) {
+		st.end = e.TS
+	}
 	k := key{e.Server, e.Stream, e.Type}
 	switch e.Event {
+	case xdslog.EventStep:
+		// The first one: should a label be set again later, the step's start stays.
+		if st.stepTS.IsZero() {
+			st.stepTS = e.TS
+		}
 	case xdslog.EventPublish:
 		st.Version = e.Version
 		st.Changed = e.Changed
@@ -414,10 +432,20 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	case xdslog.EventStale:
 		st.fig(e.Type).Stale++
 	case xdslog.EventDataPlane:
+		st.probe(e)
+		// DataPlane and PublishToCorrectMS are about the step's expectation: its request
+		// probes. Window and outage probes (hundreds a step, successes sampled) are counted
+		// in Probes; they stand in for the last observation only in a step that sent no
+		// request probe.
+		request := ProbeKind(e) == xdslog.ProbeRequest
+		if !request && st.dpRequest {
+			break
+		}
+		st.dpRequest = request
 		correct := e.Correct != nil && *e.Correct
 		st.DataPlane = &DataPlane{Client: e.Client, RequestID: e.RequestID, Status: e.Status, Backend: e.Backend,
 			Flags: e.Flags, Upstream: e.Upstream, Expected: e.Expected, Correct: correct}
-		if correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
+		if request && correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
 			ms := float64(e.TS.Sub(st.publish).Microseconds()) / 1000
 			st.PublishToCorrectMS = &ms
 		}
@@ -519,7 +547,8 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 			c.NackRate = float64(n-1) / d
 		}
 	}
-	c.acks = nil
+	c.Probes = st.probesFrom()
+	c.acks, c.probes = nil, nil
 	return &c
 }
 

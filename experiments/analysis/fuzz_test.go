@@ -64,9 +64,40 @@ func FuzzSummarize(f *testing.F) {
 			if step.NackRate < 0 {
 				t.Fatalf("step %q: negative NACK rate %v", step.Name, step.NackRate)
 			}
+			if p := step.Probes; p != nil {
+				checkProbes(t, step.Name, p)
+			}
 		}
 		if total != s.Total {
 			t.Fatalf("total %+v is not the sum of the steps %+v", s.Total, total)
 		}
 	})
+}
+
+// checkProbes: a step's weighted probes add up whichever way they are split, and its
+// error window is a window.
+func checkProbes(t *testing.T, step string, p *Probes) {
+	t.Helper()
+	sum := func(m map[string]int) int {
+		n := 0
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	k := p.Kinds
+	switch {
+	case p.Probes < 1 || p.OK < 0 || p.Failed < 0 || p.OK+p.Failed != p.Probes:
+		t.Fatalf("step %q: %d probes, %d ok, %d failed", step, p.Probes, p.OK, p.Failed)
+	case k.Request+k.Window+k.Outage+k.Other != p.Probes:
+		t.Fatalf("step %q: kinds %+v do not add up to %d probes", step, k, p.Probes)
+	case sum(p.Failures) != p.Failed || sum(p.Backends) != p.OK || sum(p.Clients) != p.Probes:
+		t.Fatalf("step %q: failures, backends or clients do not add up: %+v", step, p)
+	case len(p.Failures) > maxProbeKeys || len(p.Backends) > maxProbeKeys || len(p.Clients) > maxProbeKeys:
+		t.Fatalf("step %q: more than %d keys: %+v", step, maxProbeKeys, p)
+	case p.StepMS < 0:
+		t.Fatalf("step %q: negative step length %v", step, p.StepMS)
+	case p.ErrorWindowMS != nil && *p.ErrorWindowMS < 0:
+		t.Fatalf("step %q: negative error window %v", step, *p.ErrorWindowMS)
+	}
 }

@@ -48,7 +48,8 @@ func TestHTMLInBrowser(t *testing.T) {
 		assert.Contains(t, dom, "<h3>"+s+"</h3>", "the rendered DOM has the diagrams of step %s", s)
 		assert.Contains(t, dom, ">"+s+"</td>", "the rendered DOM has the table row of step %s", s)
 	}
-	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg "), "every diagram survived parsing")
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, "<svg viewBox="), "every diagram survived parsing")
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(dom, `<svg class="bar"`), "every error-window bar survived parsing")
 	assert.Contains(t, dom, `id="headline">`+rep.Headline.Text[:40], "the report opens with its headline")
 	assert.Contains(t, dom, "<code>inventory</code>", "code spans in findings are code elements")
 	assert.Equal(t, len(rep.Findings), strings.Count(dom, `<span class="attr attr-`), "every finding shows its attribution")
@@ -73,13 +74,14 @@ func TestMatrixHTMLInBrowser(t *testing.T) {
 		assert.Contains(t, dom, `<th class="group" colspan="5">`+title+`</th>`, "the version table has a column group for %s", title)
 		assert.Contains(t, dom, "<figcaption>"+title+"</figcaption>", "diagrams are captioned by run")
 	}
-	steps := dom[strings.Index(dom, `<section id="steps">`):strings.Index(dom, `<section id="versions">`)]
+	steps := dom[strings.Index(dom, `<section id="steps">`):strings.Index(dom, `<section id="dataplane">`)]
 	for _, s := range m.SharedSteps {
 		assert.Contains(t, steps, "<td>"+s+"</td>", "the matrix has a row for %s", s)
 		assert.Contains(t, dom, "<h3>"+s+"</h3>")
 	}
 	assert.Equal(t, len(m.SharedSteps)+1, strings.Count(steps, "<tr><td>"), "a row per step and the total")
-	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(dom, "<svg "), "a diagram per run and step")
+	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(dom, "<svg viewBox="), "a diagram per run and step")
+	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(dom, `<svg class="bar"`), "an error-window bar per run and step")
 
 	findings := dom[strings.Index(dom, `<section id="findings">`):strings.Index(dom, `<section id="notes">`)]
 	assert.Equal(t, len(m.Findings), strings.Count(findings, `<li class="finding"`))

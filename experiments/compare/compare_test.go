@@ -460,8 +460,9 @@ func TestHTMLSelfContained(t *testing.T) {
 	for _, s := range rep.SharedSteps {
 		assert.Contains(t, html, "<h3>"+s+"</h3>")
 	}
-	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(html, "<svg "))
-	for _, id := range []string{`id="runs"`, `id="steps"`, `id="versions"`, `id="findings"`, `id="diagrams"`} {
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(html, "<svg viewBox="), "a diagram per run and step")
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(html, `<svg class="bar"`), "an error-window bar per run and step")
+	for _, id := range []string{`id="runs"`, `id="steps"`, `id="dataplane"`, `id="versions"`, `id="findings"`, `id="diagrams"`} {
 		assert.Contains(t, html, id)
 	}
 	assert.Contains(t, html, "SIMULATED")

@@ -177,6 +177,9 @@ type htmlView struct {
 	Header    table
 	Steps     table
 	Versions  table
+	Probes    *table // nil: no compared step has a probe
+	ProbeNote string
+	ProbeNone string
 	StepNote  string
 	VerNote   string
 	Shared    string
@@ -222,16 +225,19 @@ type htmlPair struct {
 
 func renderHTML(w io.Writer, rep *Report) error {
 	v := htmlView{
-		Title:    fmt.Sprintf("lab compare: A %s vs B %s", rep.Runs[0].Mode, rep.Runs[1].Mode),
-		Header:   headerTable(rep),
-		Steps:    stepTable(rep),
-		Versions: versionTable(rep),
-		StepNote: stepLegend,
-		VerNote:  versionLegend,
-		Shared:   listOrNone(stepNames(rep.SharedSteps)),
-		Selected: rep.Step,
-		Headline: rep.Headline,
-		Legend:   labelLegend,
+		Title:     fmt.Sprintf("lab compare: A %s vs B %s", rep.Runs[0].Mode, rep.Runs[1].Mode),
+		Header:    headerTable(rep),
+		Steps:     stepTable(rep),
+		Versions:  versionTable(rep),
+		StepNote:  stepLegend,
+		VerNote:   versionLegend,
+		Shared:    listOrNone(stepNames(rep.SharedSteps)),
+		Selected:  rep.Step,
+		Headline:  rep.Headline,
+		Legend:    labelLegend,
+		Probes:    htmlProbes(runTitles(rep.Runs[:]), reportProbeRows(rep)),
+		ProbeNote: probeLegend,
+		ProbeNone: upperFirst(probeNone) + ".",
 	}
 	for _, f := range rep.Findings {
 		v.Findings = append(v.Findings, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
@@ -244,6 +250,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 			v.Simulated = v.Simulated || (f.DataPlane != nil && f.DataPlane.Simulated)
 		}
 	}
+	v.Simulated = v.Simulated || anySimulatedProbes(reportProbeRows(rep))
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
 		v.Diagrams = append(v.Diagrams, htmlPair{Step: stepName(rep.Diagrams[i].Step),
 			SVG: [2]svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
@@ -279,6 +286,9 @@ td.sim { background: #fff4d6; font-weight: bold; }
 td.bad { background: #ffe1e1; }
 td.warn { background: #fff8c5; }
 td.moved { background: #dff3e4; font-weight: bold; }
+svg.bar { width: auto; height: auto; border: 0; background: none; vertical-align: middle; }
+svg.bar .axis { fill: #d0d7de; }
+svg.bar .fail { fill: #cf222e; }
 .note { color: #57606a; font-size: 12px; max-width: 1200px; }
 .banner { background: #fff4d6; border: 1px solid #d4a72c; padding: 6px 10px; margin: 8px 0; }
 ol li { margin: 3px 0; }
@@ -312,14 +322,15 @@ svg .k-dataplane line, svg .k-dataplane polygon { stroke: #bc4c00; fill: #bc4c00
 svg .k-publish rect { fill: #fff8c5; stroke: #d4a72c; }
 svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 `
-	// htmlShared defines "table" and "figure"; the newline between them is the one the
-	// two-run report has always ended with.
+	// htmlShared defines "table", "bar" (the data-plane table's error window) and
+	// "figure"; the newline before "figure" is the one the two-run report has always
+	// ended with.
 	htmlShared = `{{define "table"}}<div class="scroll"><table>
 {{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
 {{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
 <tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
-{{end}}</table></div>{{end}}
+{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{with .Bar}}{{template "bar" .}}{{end}}{{.Text}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}{{define "bar"}}<svg class="bar" viewBox="0 0 {{.W}} 10" width="{{.W}}" height="10" role="img" aria-label="{{.Label}}"><rect class="axis" x="0" y="3" width="{{.W}}" height="4"></rect>{{if .FW}}<rect class="fail" x="{{.X}}" y="0" width="{{.FW}}" height="10"></rect>{{end}}</svg>{{end}}
 {{define "figure"}}<figure><figcaption>{{.Caption}}</figcaption>
 <svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
 {{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
@@ -345,6 +356,11 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 <h2>Steps</h2>
 {{template "table" .Steps}}
 <p class="note">{{.StepNote}}</p>
+</section>
+<section id="dataplane">
+<h2>Data plane</h2>
+{{with .Probes}}{{template "table" .}}
+<p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
 <section id="versions">
 <h2>Versions at each checkpoint</h2>

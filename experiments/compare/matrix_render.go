@@ -115,6 +115,8 @@ func renderMatrixText(w io.Writer, m *Matrix) error {
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, steps)
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString("\nDATA PLANE\n")
+	writeTextProbes(&b, m.titles(), matrixProbeRows(m))
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versions)
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
@@ -172,7 +174,9 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	}
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, steps)
-	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Versions\n\n")
+	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
+	writeMDProbes(&b, m.titles(), matrixProbeRows(m))
+	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versions)
 	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
 	if len(m.Findings) == 0 {
@@ -229,7 +233,9 @@ func (m *Matrix) axesOf(label string) string {
 type matrixView struct {
 	Title, Summary, Legend, MatrixLegend, NotesLegend string
 	Runs, Steps, Versions                             table
+	Probes                                            *table
 	StepNote, VerNote, Shared, Selected               string
+	ProbeNote, ProbeNone                              string
 	Simulated                                         bool
 	Findings                                          []matrixFindingView
 	Notes                                             []htmlFinding
@@ -254,10 +260,12 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	runs, steps, versions := m.tables()
 	v := matrixView{Title: m.title(), Summary: m.Summary, Legend: labelLegend, MatrixLegend: matrixLegend, NotesLegend: notesLegend,
 		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegend, VerNote: versionLegend,
-		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step}
+		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + "."}
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"
 	}
+	v.Probes = htmlProbes(m.titles(), matrixProbeRows(m))
+	v.Simulated = v.Simulated || anySimulatedProbes(matrixProbeRows(m))
 	for _, f := range m.Findings {
 		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
 			Source: sanitize(f.Source), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
@@ -305,6 +313,11 @@ var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlC
 <h2>Steps</h2>
 {{template "table" .Steps}}
 <p class="note">{{.StepNote}}</p>
+</section>
+<section id="dataplane">
+<h2>Data plane</h2>
+{{with .Probes}}{{template "table" .}}
+<p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
 <section id="versions">
 <h2>Versions at each checkpoint</h2>

@@ -379,7 +379,8 @@ func TestMatrixFormats(t *testing.T) {
 		assert.Contains(t, html, `<th class="group" colspan="5">`+title+`</th>`, "a version-table column group per run")
 	}
 	assert.Equal(t, len(m.Findings)+len(m.Notes), strings.Count(html, `<span class="attr attr-`))
-	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(html, "<svg "))
+	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(html, "<svg viewBox="), "a diagram per run and step")
+	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(html, `<svg class="bar"`), "an error-window bar per run and step")
 	rm := matrixFinding(t, m, "remove-cluster", "removal", "")
 	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(rm.Basis))
 	assert.Contains(t, html, `<li>C vs D (linear): remove-cluster: C sotw removed <code>inventory</code> by absence (CDS)`)

@@ -51,6 +51,8 @@ func renderJSON(w io.Writer, rep *Report) error {
 type cell struct {
 	Text, Title, Class string
 	Right              bool
+	// Bar is drawn before Text (HTML only: the data-plane table's error window).
+	Bar *probeBar
 }
 
 // table is shared by every renderer so that text, Markdown and HTML show the same cells.
@@ -339,6 +341,8 @@ func renderText(w io.Writer, rep *Report) error {
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, stepTable(rep))
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString("\nDATA PLANE\n")
+	writeTextProbes(&b, runTitles(rep.Runs[:]), reportProbeRows(rep))
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versionTable(rep))
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
@@ -516,7 +520,9 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	}
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, stepTable(rep))
-	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Versions\n\n")
+	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
+	writeMDProbes(&b, runTitles(rep.Runs[:]), reportProbeRows(rep))
+	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versionTable(rep))
 	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n")
 	if len(rep.Findings) == 0 {

@@ -94,6 +94,11 @@ type Figures struct {
 	PublishToCorrectMS *float64 `json:"publish_to_first_correct_request_ms,omitempty"`
 	// DataPlane is the step's last data-plane observation.
 	DataPlane *DataPlaneResult `json:"data_plane,omitempty"`
+	// Probes are all the step's data-plane probes, weighted, with the failures' window:
+	// analysis.Probes as summary.json has them, except that Simulated holds when any of
+	// them is not known to be Envoy's (isSimulated: another client, or none named in a run
+	// whose client is not Envoy). Absent when the step sent none (and in totals).
+	Probes *analysis.Probes `json:"probes,omitempty"`
 }
 
 // DataPlaneResult is one data-plane request's outcome.
@@ -290,6 +295,18 @@ func figures(st *analysis.Step, r *Run) Figures {
 		res.Simulated = isSimulated(dp.Client, r)
 		res.Text = dataPlaneText(res, r)
 		f.DataPlane = res
+	}
+	if st.Probes != nil {
+		p := *st.Probes
+		// The last observation's rule, for every client that answered a probe: only
+		// Envoy's answers are Envoy's, and one of unknown origin is not (isSimulated).
+		for c := range p.Clients {
+			if c == analysis.UnnamedClient {
+				c = ""
+			}
+			p.Simulated = p.Simulated || isSimulated(c, r)
+		}
+		f.Probes = &p
 	}
 	return f
 }

@@ -1,0 +1,236 @@
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+)
+
+// The data-plane section: every probe of each step, as analysis.Probes counts them
+// (Figures.Probes). The table is built once here for text, Markdown and HTML, the two-run
+// report and the matrix alike; only HTML adds a column, the error window drawn on the
+// step's time axis.
+
+// probeColumns are the per-run columns of the data-plane table; probeLegend explains them.
+var probeColumns = []string{"probes", "sent as", "ok", "failed", "failures", "err-first", "err-last", "err-ms", "backends", "answered by"}
+
+const probeLegend = "every data-plane probe of the step, weighted: probes = how many were sent (a sampled " +
+	"success counts as the probes it stands for); sent as = r expectation requests (sent until answered), " +
+	"w traffic-window probes (every few ms for the whole step), o probes sent while the control plane was down; " +
+	"ok = 2xx answers; failed = the rest, expected or not (the step table's data plane says whether the " +
+	"step's expectation was met); failures = by status and Envoy response flags (0 no-response = nothing " +
+	"answered); err-first, err-last = ms from the step's start to the first and the last failure, err-ms = the " +
+	"error window between them; backends = which backend answered the 2xx probes; answered by = envoy, or " +
+	"SIMULATED when the simulated client computed the answers (no proxy involved)"
+
+// probeNone is what every format says when no compared step has a probe.
+const probeNone = "none: no data-plane probe recorded in the compared steps"
+
+// maxCellKeys is how many failure kinds or backends a cell lists before "+N more".
+const maxCellKeys = 4
+
+// probesTable is the data-plane table: a row per step, a column group per run titled by
+// titles. bars adds the HTML column that draws each error window.
+func probesTable(titles []string, rows []stepFigures, bars bool) table {
+	cols := probeColumns
+	if bars {
+		cols = slices.Insert(slices.Clone(cols), slices.Index(cols, "err-ms")+1, "window")
+	}
+	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
+	for _, title := range titles {
+		t.Groups = append(t.Groups, group{title, len(cols)})
+		t.Head = append(t.Head, cols...)
+	}
+	for _, row := range rows {
+		r := []cell{{Text: stepName(row.step)}}
+		for _, f := range row.runs {
+			r = append(r, probeCells(f.Probes, bars)...)
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	return t
+}
+
+// anyProbes reports whether a step of rows has a probe in any run.
+func anyProbes(rows []stepFigures) bool {
+	return slices.ContainsFunc(rows, func(r stepFigures) bool {
+		return slices.ContainsFunc(r.runs, func(f Figures) bool { return f.Probes != nil })
+	})
+}
+
+func probeCells(p *analysis.Probes, bars bool) []cell {
+	n := len(probeColumns)
+	if bars {
+		n++
+	}
+	if p == nil {
+		out := make([]cell, n)
+		for i := range out {
+			out[i] = cell{Text: "-"}
+		}
+		return out
+	}
+	num := func(v int) cell { return cell{Text: fmt.Sprint(v), Right: true} }
+	ms := func(v *float64) cell {
+		if v == nil {
+			return cell{Text: "-", Right: true}
+		}
+		return cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
+	}
+	failed, failures := num(p.Failed), cell{Text: "-"}
+	if p.Failed > 0 {
+		failed.Class = "bad"
+		failures = cell{Text: countList(p.Failures, false), Class: "bad dp"}
+	}
+	by := cell{Text: "envoy"}
+	if p.Simulated {
+		by = cell{Text: "SIMULATED", Class: "sim"}
+	}
+	out := []cell{num(p.Probes), {Text: kindsText(p.Kinds)}, num(p.OK), failed, failures,
+		ms(p.FirstFailureMS), ms(p.LastFailureMS), ms(p.ErrorWindowMS)}
+	if bars {
+		out = append(out, barCell(p))
+	}
+	return append(out, cell{Text: countList(p.Backends, true), Class: "dp"}, by)
+}
+
+// kindsText is "r1 w206 o0"-style, kinds without probes left out.
+func kindsText(k analysis.ProbeKinds) string {
+	var parts []string
+	for _, x := range []struct {
+		abbr string
+		n    int
+	}{{"r", k.Request}, {"w", k.Window}, {"o", k.Outage}, {"?", k.Other}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s%d", x.abbr, x.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// countList is "503 NC ×5, 0 no-response ×1": most first (byName: in name order, for
+// backends, whose names order themselves: v1, v2), at most maxCellKeys, then "+N more".
+func countList(m map[string]int, byName bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if !byName {
+			if c := cmp.Compare(m[b], m[a]); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a, b)
+	})
+	if len(keys) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, k := range keys {
+		if i == maxCellKeys {
+			parts = append(parts, fmt.Sprintf("+%d more", len(keys)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s ×%d", clip(sanitize(k), 40), m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// probeBar is an error window drawn on its step's time axis (HTML only).
+type probeBar struct {
+	// W is the bar's width; X and FW place the failure window on it ("" FW: no failure).
+	W     int
+	X, FW string
+	Label string
+}
+
+// barWidth is the HTML bar's width in CSS pixels.
+const barWidth = 120
+
+// barCell draws the step's axis, from its start to its latest event, and the failures'
+// window on it, at least a pixel wide so that a single failure shows.
+func barCell(p *analysis.Probes) cell {
+	b := &probeBar{W: barWidth, Label: fmt.Sprintf("no failure in %.1f ms", p.StepMS)}
+	if p.FirstFailureMS != nil {
+		first, last := *p.FirstFailureMS, *p.LastFailureMS
+		axis := max(p.StepMS, last)
+		x0, x1 := 0.0, float64(barWidth)
+		if axis > 0 {
+			x0 = min(max(first/axis, 0), 1) * barWidth
+			x1 = min(max(last/axis, 0), 1) * barWidth
+		}
+		w := max(x1-x0, 1)
+		x0 = min(x0, barWidth-w)
+		b.X, b.FW = fmt.Sprintf("%.1f", x0), fmt.Sprintf("%.1f", w)
+		b.Label = fmt.Sprintf("failures from %.1f to %.1f ms of a %.1f ms step", first, last, axis)
+	}
+	return cell{Bar: b, Title: b.Label}
+}
+
+// reportProbeRows are the two-run report's steps for the data-plane table.
+func reportProbeRows(rep *Report) []stepFigures {
+	rows := make([]stepFigures, len(rep.Rows))
+	for i, r := range rep.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs[:]}
+	}
+	return rows
+}
+
+// matrixProbeRows are the matrix's steps for the data-plane table.
+func matrixProbeRows(m *Matrix) []stepFigures {
+	rows := make([]stepFigures, len(m.Rows))
+	for i, r := range m.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs}
+	}
+	return rows
+}
+
+// writeTextProbes is the text section's body: the table and its legend, or probeNone.
+func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures) {
+	if !anyProbes(rows) {
+		b.WriteString("  " + probeNone + "\n")
+		return
+	}
+	writeTextTable(b, probesTable(titles, rows, false))
+	b.WriteString(wrap(probeLegend, 100, "  ", "  "))
+}
+
+// writeMDProbes is the Markdown section's body, like writeTextProbes.
+func writeMDProbes(b *strings.Builder, titles []string, rows []stepFigures) {
+	if !anyProbes(rows) {
+		b.WriteString(mdEscape(upperFirst(probeNone)) + ".\n")
+		return
+	}
+	writeMDTable(b, probesTable(titles, rows, false))
+	b.WriteString("\n" + mdEscape(probeLegend) + "\n")
+}
+
+// htmlProbes is the HTML section's table (nil when no step has a probe).
+func htmlProbes(titles []string, rows []stepFigures) *table {
+	if !anyProbes(rows) {
+		return nil
+	}
+	t := probesTable(titles, rows, true)
+	return &t
+}
+
+// anySimulatedProbes reports whether a step of rows has a probe labelled SIMULATED.
+func anySimulatedProbes(rows []stepFigures) bool {
+	return slices.ContainsFunc(rows, func(r stepFigures) bool {
+		return slices.ContainsFunc(r.runs, func(f Figures) bool { return f.Probes != nil && f.Probes.Simulated })
+	})
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
