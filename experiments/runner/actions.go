@@ -182,10 +182,15 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 		})
 		s.check("Envoy saw the control plane go away (connected_state 0)", err == nil, errText(err))
 	}
-	// The outage: the proxy keeps serving its last known good configuration.
+	// The outage: the proxy keeps serving its last known good configuration, so it
+	// answers as the last step with a request expectation said it must.
 	outage := &Outage{}
 	cp.Outage = outage
-	if req, ok := r.firstRequest(st); ok {
+	req, ok := r.lastGood, r.lastGood.Status != 0
+	if !ok {
+		req, ok = r.firstRequest(st)
+	}
+	if ok {
 		out, _, err := r.waitDataPlane(ctx, req, xdslog.ProbeOutage)
 		cp.OutageRequest = &out
 		s.check("during the outage: "+describeExpect(req), err == nil, errOr(err, describeObs(out)))

@@ -485,7 +485,7 @@ func (s *simProxy) Request(_ context.Context, q scenario.Request, requestID stri
 	s.mu.Lock()
 	client := s.client
 	s.mu.Unlock()
-	r := client.Route(o.Path)
+	r := client.RouteRequest(simclient.Request{Path: q.Path, Headers: q.Headers, ID: requestID})
 	o.Status = r.Status
 	if r.Status == 0 {
 		o.Error = "simulated: no listener accepted"

@@ -235,6 +235,9 @@ type Run struct {
 	env     scenario.Env
 	// proxyStarted: the data plane was started (after the first publish).
 	proxyStarted bool
+	// lastGood is the first request expectation of the last passed step that had one:
+	// what the proxy must keep answering while the control plane is down.
+	lastGood scenario.RequestExpect
 	stats        map[string]string
 	step         string
 	steps        []StepResult
@@ -527,6 +530,9 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			return r.fail(st, err.Error(), dur)
 		}
 		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur})
+		if q, ok := r.firstRequest(st); ok {
+			r.lastGood = q
+		}
 		r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
 		if r.o.AfterStep != nil {
 			if err := r.o.AfterStep(ctx, r, st, cp); err != nil {

@@ -57,7 +57,8 @@ type Desired struct {
 	sc    *Scenario
 	by    map[Key]owner
 	count int
-	last  string
+	// base is the last label given without "{prev}": what "{prev}" stands for.
+	base string
 }
 
 type owner struct {
@@ -70,7 +71,7 @@ func NewDesired(sc *Scenario) *Desired { return &Desired{sc: sc, by: map[Key]own
 
 // Clone copies d, so a step can try a change without touching the run's state.
 func (d *Desired) Clone() *Desired {
-	c := &Desired{sc: d.sc, by: make(map[Key]owner, len(d.by)), count: d.count, last: d.last}
+	c := &Desired{sc: d.sc, by: make(map[Key]owner, len(d.by)), count: d.count, base: d.base}
 	for k, v := range d.by {
 		c.by[k] = v
 	}
@@ -78,7 +79,8 @@ func (d *Desired) Clone() *Desired {
 }
 
 // Apply applies a change and returns the label to publish it under: c.Version, in which
-// "{prev}" stands for the label published before (so "{prev}.1" after "4" is "4.1"), or
+// "{prev}" stands for the last label given without "{prev}" (so after "4", "{prev}.1"
+// and then "{prev}.2" are "4.1" and "4.2"), or
 // else the count of publishes without a label of their own ("1", "2", ...). Upserts
 // replace resources of the same type and name; a delete removes the names its id
 // defines. Parse has checked every id.
@@ -101,13 +103,16 @@ func (d *Desired) Apply(c Change) (string, error) {
 			d.by[Key{it.Type, it.Name}] = owner{item: it, invalid: r.Invalid}
 		}
 	}
-	if c.Version != "" {
-		d.last = strings.ReplaceAll(c.Version, "{prev}", d.last)
-		return d.last, nil
+	switch {
+	case strings.Contains(c.Version, "{prev}"):
+		return strings.ReplaceAll(c.Version, "{prev}", d.base), nil
+	case c.Version != "":
+		d.base = c.Version
+		return c.Version, nil
 	}
 	d.count++
-	d.last = strconv.Itoa(d.count)
-	return d.last, nil
+	d.base = strconv.Itoa(d.count)
+	return d.base, nil
 }
 
 // Keys lists the resources in force, sorted.
