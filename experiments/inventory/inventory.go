@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,8 @@ func Start(name string, port int, logPath string) (*Backend, error) {
 	return b, nil
 }
 
-// ServeHTTP answers /quote and logs every request, including refused ones.
+// ServeHTTP answers /quote and every path under it (/quote/amber: scenarios route
+// several paths) and logs every request, including refused ones.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.count.Add(1)
 	id := r.Header.Get("x-request-id")
@@ -114,7 +116,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-request-id", id)
 	}
 	switch {
-	case r.URL.Path != QuotePath:
+	case r.URL.Path != QuotePath && !strings.HasPrefix(r.URL.Path, QuotePath+"/"):
 		status = http.StatusNotFound
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "not found", "backend": b.name})

@@ -37,6 +37,17 @@ var actions = map[scenario.Action]action{
 
 // publish applies a change to the desired state and publishes it.
 func (r *Run) publish(ctx context.Context, c scenario.Change) (*resources.Set, error) {
+	prev := r.cp.Publisher().Current()
+	set, err := r.publishQuietly(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	r.say("  published version %s (%s)", set.Version, set.Describe(prev))
+	return set, nil
+}
+
+// publishQuietly is publish without the progress line (a burst says one line for all).
+func (r *Run) publishQuietly(ctx context.Context, c scenario.Change) (*resources.Set, error) {
 	next := r.desired.Clone()
 	version, err := next.Apply(c)
 	if err != nil {
@@ -46,12 +57,10 @@ func (r *Run) publish(ctx context.Context, c scenario.Change) (*resources.Set, e
 	if err != nil {
 		return nil, fmt.Errorf("publish version %s: %w", version, err)
 	}
-	prev := r.cp.Publisher().Current()
 	if err := r.cp.PublishSet(ctx, set); err != nil {
 		return nil, err
 	}
 	r.desired = next
-	r.say("  published version %s (%s)", set.Version, set.Describe(prev))
 	return set, nil
 }
 
@@ -60,8 +69,27 @@ type publishAction struct{}
 func (publishAction) budget(*Run, scenario.Step) time.Duration { return 0 }
 
 func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	if _, err := r.publish(ctx, s.st.Change); err != nil {
-		return err
+	if len(s.st.Burst) == 0 {
+		if _, err := r.publish(ctx, s.st.Change); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	for i, c := range s.st.Burst {
+		if i > 0 {
+			if err := sleepCtx(ctx, s.st.BurstEvery); err != nil {
+				return err
+			}
+		}
+		set, err := r.publishQuietly(ctx, c)
+		if err != nil {
+			return err
+		}
+		s.published = append(s.published, strconv.Quote(set.Version))
+	}
+	if n := len(s.st.Burst); n > 0 {
+		s.cp.Burst = &Burst{Publishes: n, DurationMS: float64(time.Since(t0).Microseconds()) / 1000, Versions: s.published}
+		r.say("  published %d versions in %.1f ms (%s ... %s)", n, s.cp.Burst.DurationMS, s.published[0], s.published[n-1])
 	}
 	s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	if !r.proxyStarted {

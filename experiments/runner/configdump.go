@@ -13,11 +13,20 @@ import (
 // resource its version_info and its state (active, warming, draining).
 type dumpView struct {
 	versions map[string]string
-	states   map[scenario.Key]string
+	// states holds, per resource, every state it is in: an updated listener can be active
+	// (the new version) and draining (the old one) at once.
+	states map[scenario.Key]map[string]bool
+}
+
+func (v dumpView) add(k scenario.Key, state string) {
+	if v.states[k] == nil {
+		v.states[k] = map[string]bool{}
+	}
+	v.states[k][state] = true
 }
 
 func parseConfigDump(dump []byte) dumpView {
-	v := dumpView{versions: map[string]string{}, states: map[scenario.Key]string{}}
+	v := dumpView{versions: map[string]string{}, states: map[scenario.Key]map[string]bool{}}
 	var doc struct {
 		Configs []map[string]json.RawMessage `json:"configs"`
 	}
@@ -42,18 +51,17 @@ func parseConfigDump(dump []byte) dumpView {
 			_ = json.Unmarshal(c["dynamic_listeners"], &ls)
 			for _, l := range ls {
 				k := scenario.Key{Type: resources.LDS, Name: l.Name}
-				// A listener can be in several states at once (an update warming beside
-				// the active one); the active state wins, then warming, then draining.
 				if l.DrainingState != nil {
-					v.states[k] = scenario.StateDraining
+					v.versions["LDS/"+l.Name+" (draining)"] = l.DrainingState.VersionInfo
+					v.add(k, scenario.StateDraining)
 				}
 				if l.WarmingState != nil {
 					v.versions["LDS/"+l.Name+" (warming)"] = l.WarmingState.VersionInfo
-					v.states[k] = scenario.StateWarming
+					v.add(k, scenario.StateWarming)
 				}
 				if l.ActiveState != nil {
 					v.versions["LDS/"+l.Name] = l.ActiveState.VersionInfo
-					v.states[k] = scenario.StateActive
+					v.add(k, scenario.StateActive)
 				}
 				if len(l.ErrorState) > 0 {
 					v.versions["LDS/"+l.Name+" (error)"] = string(l.ErrorState)
@@ -69,7 +77,7 @@ func parseConfigDump(dump []byte) dumpView {
 			_ = json.Unmarshal(c["dynamic_route_configs"], &rs)
 			for _, x := range rs {
 				v.versions["RDS/"+x.RouteConfig.Name] = x.VersionInfo
-				v.states[scenario.Key{Type: resources.RDS, Name: x.RouteConfig.Name}] = scenario.StateActive
+				v.add(scenario.Key{Type: resources.RDS, Name: x.RouteConfig.Name}, scenario.StateActive)
 			}
 		case strings.HasSuffix(typ, "ClustersConfigDump"):
 			type dc struct {
@@ -83,15 +91,11 @@ func parseConfigDump(dump []byte) dumpView {
 			_ = json.Unmarshal(c["dynamic_warming_clusters"], &warming)
 			for _, x := range warming {
 				v.versions["CDS/"+x.Cluster.Name+" (warming)"] = x.VersionInfo
-				v.states[scenario.Key{Type: resources.CDS, Name: x.Cluster.Name}] = scenario.StateWarming
+				v.add(scenario.Key{Type: resources.CDS, Name: x.Cluster.Name}, scenario.StateWarming)
 			}
 			for _, x := range active {
 				v.versions["CDS/"+x.Cluster.Name] = x.VersionInfo
-				k := scenario.Key{Type: resources.CDS, Name: x.Cluster.Name}
-				if v.states[k] == "" {
-					// An update warming beside the active cluster reads as warming.
-					v.states[k] = scenario.StateActive
-				}
+				v.add(scenario.Key{Type: resources.CDS, Name: x.Cluster.Name}, scenario.StateActive)
 			}
 		case strings.HasSuffix(typ, "EndpointsConfigDump"):
 			var es []struct {
@@ -115,7 +119,7 @@ func parseConfigDump(dump []byte) dumpView {
 			for _, x := range es {
 				name := x.EndpointConfig.ClusterName
 				v.versions["EDS/"+name] = x.VersionInfo
-				v.states[scenario.Key{Type: resources.EDS, Name: name}] = scenario.StateActive
+				v.add(scenario.Key{Type: resources.EDS, Name: name}, scenario.StateActive)
 				var ports []string
 				for _, le := range x.EndpointConfig.Endpoints {
 					for _, lb := range le.LbEndpoints {
@@ -134,10 +138,24 @@ func parseConfigDump(dump []byte) dumpView {
 // configVersions extracts version_info per dynamic resource from /config_dump.
 func configVersions(dump []byte) map[string]string { return parseConfigDump(dump).versions }
 
-// state is the resource's state in the dump: active, warming, draining or absent.
-func (v dumpView) state(k scenario.Key) string {
-	if s, ok := v.states[k]; ok {
-		return s
+// is reports whether the resource is in state (absent: in none).
+func (v dumpView) is(k scenario.Key, state string) bool {
+	if state == scenario.StateAbsent {
+		return len(v.states[k]) == 0
 	}
-	return scenario.StateAbsent
+	return v.states[k][state]
+}
+
+// describe lists the resource's states ("absent" when none).
+func (v dumpView) describe(k scenario.Key) string {
+	var out []string
+	for _, s := range []string{scenario.StateActive, scenario.StateWarming, scenario.StateDraining} {
+		if v.states[k][s] {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return scenario.StateAbsent
+	}
+	return strings.Join(out, "+")
 }

@@ -175,8 +175,9 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 			if err != nil {
 				return false, nil
 			}
-			got = parseConfigDump(dump).state(key)
-			return got == e.State, nil
+			v := parseConfigDump(dump)
+			got = v.describe(key)
+			return v.is(key, e.State), nil
 		})
 		s.check(what, err == nil, errOr(err, "it is "+got))
 		if err == nil {
@@ -230,21 +231,22 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 }
 
 // checkVersions compares, per resource, the version the newest stream accepted when the
-// step began and now (xds.log's view).
-func (r *Run) checkVersions(s *stepRun) {
-	now := r.newestAccepted()
+// step began and now (xds.log's view). A version that must move is waited for; one that
+// must stay is read once the rest of the step is over.
+func (r *Run) checkVersions(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Versions {
 		if !r.applies(e.Filter) {
 			continue
 		}
 		before := s.prevAccepted[string(e.Type)][e.Name].Version
-		after := now[string(e.Type)][e.Name].Version
-		moved := before != after
+		after := func() string { return r.newestAccepted()[string(e.Type)][e.Name].Version }
 		verb := "stays"
 		if e.Moves {
 			verb = "moves"
+			_ = r.wait(ctx, "version moves", func() (bool, error) { return after() != before, nil })
 		}
-		s.check(fmt.Sprintf("the accepted version of %s/%s %s", e.Type, e.Name, verb), moved == e.Moves,
-			fmt.Sprintf("%q -> %q", before, after))
+		now := after()
+		s.check(fmt.Sprintf("the accepted version of %s/%s %s", e.Type, e.Name, verb), (now != before) == e.Moves,
+			fmt.Sprintf("%q -> %q", before, now))
 	}
 }

@@ -143,6 +143,8 @@ type proxy interface {
 type evidence interface {
 	Stats(ctx context.Context) (map[string]string, error)
 	ConfigDump(ctx context.Context) ([]byte, error)
+	// CPU is the CPU time the running process used so far, with its pid.
+	CPU() (time.Duration, int, error)
 }
 
 // backendSet is the inventory backends, shared by the run and its proxy: a fault test
@@ -307,6 +309,15 @@ func (e *envoyProxy) ConfigDump(ctx context.Context) ([]byte, error) {
 }
 
 func (e *envoyProxy) Evidence() evidence { return e }
+
+func (e *envoyProxy) CPU() (time.Duration, int, error) {
+	p := e.process()
+	if p == nil {
+		return 0, 0, errors.New("envoy is not running")
+	}
+	d, err := p.CPUTime()
+	return d, p.Pid(), err
+}
 
 func (e *envoyProxy) Probe(ctx context.Context, q scenario.Request, requestID string) Observation {
 	o, _ := e.send(ctx, q, requestID)

@@ -144,6 +144,10 @@ type Checkpoint struct {
 	EnvoyStates []string `json:"envoy_states,omitempty"`
 	// StatValues are the expected stats (or their rise over the step) as last read.
 	StatValues map[string]int64 `json:"stat_values,omitempty"`
+	// Burst is a burst publish's figures.
+	Burst *Burst `json:"burst,omitempty"`
+	// CPU is the CPU time spent during the step.
+	CPU *StepCPU `json:"cpu,omitempty"`
 	// OutageRequest is the request sent while the control plane was down.
 	OutageRequest *Observation `json:"outage_request,omitempty"`
 	// Accepted is, per open stream, what the client accepted according to xds.log.
@@ -171,6 +175,20 @@ type Checkpoint struct {
 	Checks        []Check `json:"checks"`
 	Passed        bool    `json:"passed"`
 	DurationMS    float64 `json:"duration_ms"`
+}
+
+// Burst is a step's back-to-back publishes.
+type Burst struct {
+	Publishes  int      `json:"publishes"`
+	DurationMS float64  `json:"duration_ms"`
+	Versions   []string `json:"versions"`
+}
+
+// StepCPU is the CPU time used during a step: the workbench process (control plane,
+// recorder, runner and its probes together: they share the process) and Envoy.
+type StepCPU struct {
+	WorkbenchMS float64  `json:"workbench_ms"`
+	EnvoyMS     *float64 `json:"envoy_ms,omitempty"`
 }
 
 // Outage is what the proxy did while the control plane was down.
@@ -238,10 +256,10 @@ type Run struct {
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect
-	stats        map[string]string
-	step         string
-	steps        []StepResult
-	progress     io.Writer
+	stats    map[string]string
+	step     string
+	steps    []StepResult
+	progress io.Writer
 	// life bounds what lives for the whole run (control planes); a step's context would
 	// take a restarted server down with the step.
 	life context.Context

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/xds-workbench/lab/shared/resources"
@@ -88,8 +89,10 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	r.cur = s
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
+	cpu := r.startCPU()
 	finish := func() (*Checkpoint, error) {
 		win.stop(r, s)
+		cp.CPU = cpu.stop(r)
 		r.collect(ctx, st, cp)
 		if cp.NacksInStep > 1 {
 			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
@@ -118,9 +121,48 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	if firstErr == nil {
 		r.checkEnvoyStates(sctx, s)
 		r.checkStats(sctx, s)
-		r.checkVersions(s)
+		r.checkVersions(sctx, s)
 	}
 	return finish()
+}
+
+// cpuMark is the CPU time used when a step began.
+type cpuMark struct {
+	self      time.Duration
+	envoy     time.Duration
+	envoyPID  int
+	envoyRead bool
+}
+
+// selfCPU is this process's CPU time (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (r *Run) startCPU() cpuMark {
+	m := cpuMark{self: selfCPU()}
+	if ev := r.proxy.Evidence(); ev != nil {
+		if d, pid, err := ev.CPU(); err == nil {
+			m.envoy, m.envoyPID, m.envoyRead = d, pid, true
+		}
+	}
+	return m
+}
+
+// stop gives the step's CPU; Envoy's only when the same process ran the whole step.
+func (m cpuMark) stop(r *Run) *StepCPU {
+	c := &StepCPU{WorkbenchMS: float64((selfCPU() - m.self).Microseconds()) / 1000}
+	if ev := r.proxy.Evidence(); ev != nil && m.envoyRead {
+		if d, pid, err := ev.CPU(); err == nil && pid == m.envoyPID {
+			ms := float64((d - m.envoy).Microseconds()) / 1000
+			c.EnvoyMS = &ms
+		}
+	}
+	return c
 }
 
 // checkProtocol confirms from xds.log that the client NACKed what the step expects and
@@ -338,6 +380,7 @@ func xdsStats(all map[string]string) map[string]string {
 		"cluster_manager.cluster_added": true, "cluster_manager.cluster_removed": true,
 		"listener_manager.total_listeners_warming": true, "listener_manager.total_listeners_active": true,
 		"listener_manager.total_listeners_draining": true, "listener_manager.listener_modified": true,
+		"listener_manager.listener_in_place_updated": true, "listener_manager.total_filter_chains_draining": true,
 		"control_plane.rate_limit_enforced": true, "control_plane.pending_requests": true}
 	out := map[string]string{}
 	for k, v := range all {

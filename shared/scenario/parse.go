@@ -31,6 +31,8 @@ const (
 	MinEvery     = time.Millisecond
 	MaxEvery     = time.Second
 	DefaultEvery = 10 * time.Millisecond
+	// MaxBurst bounds the changes of one burst.
+	MaxBurst = 1000
 	// MaxFileBytes bounds a scenario file.
 	MaxFileBytes = 1 << 20
 )
@@ -778,6 +780,31 @@ func (p *parser) step(n *yaml.Node) (Step, error) {
 	an := f.get(string(st.Action))
 	switch st.Action {
 	case Publish:
+		if an.Kind == yaml.MappingNode {
+			if bf, _ := p.fields(an, what+" publish"); bf != nil && bf.has("burst") {
+				items, err := bf.list("burst")
+				if err != nil {
+					return st, err
+				}
+				if len(items) < 2 || len(items) > MaxBurst {
+					return st, p.errf(an, "%s: a burst has 2..%d changes, not %d", what, MaxBurst, len(items))
+				}
+				for i, in := range items {
+					c, err := p.change(fmt.Sprintf("%s publish burst %d", what, i+1), in)
+					if err != nil {
+						return st, err
+					}
+					st.Burst = append(st.Burst, c)
+				}
+				if st.BurstEvery, err = bf.duration("every", 0, time.Second, 0); err != nil {
+					return st, err
+				}
+				if err := bf.done(); err != nil {
+					return st, err
+				}
+				break
+			}
+		}
 		if st.Change, err = p.change(what+" publish", an); err != nil {
 			return st, err
 		}

@@ -67,8 +67,12 @@ type Step struct {
 	// Proves says in one line what the step proves.
 	Proves string
 	Action Action
-	// Change is the publish of a Publish step.
-	Change Change
+	// Change is the publish of a Publish step. Burst, instead, is several changes
+	// published back to back, BurstEvery apart, without waiting for the client between
+	// them (rapid publishes: what each protocol and cache sends of the superseded ones).
+	Change     Change
+	Burst      []Change
+	BurstEvery time.Duration
 	// Down is how long a RestartControlPlane step keeps the server down; Duration is a
 	// Wait step's length.
 	Down, Duration time.Duration
