@@ -143,6 +143,9 @@ type Set struct {
 	id     uint64
 	parent uint64
 	change *Change
+	// lenient sets (NewSet) may reference resources they do not hold; Snapshot does not
+	// require them to be consistent.
+	lenient bool
 }
 
 // ClusterNames returns the cluster names of a state, in order.
@@ -293,6 +296,9 @@ func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
 		}
 		snap.Resources[cachev3.GetResponseType(t.URL())] = cachev3.NewResources(v, items)
 		snap.VersionMap[t.URL()] = s.Hashes(t)
+	}
+	if s.lenient {
+		return snap, nil
 	}
 	if err := snap.Consistent(); err != nil {
 		return nil, fmt.Errorf("snapshot is not consistent: %w", err)

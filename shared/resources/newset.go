@@ -1,0 +1,63 @@
+package resources
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// NewSet makes a set from resources given one by one (a scenario's desired state) rather
+// than built from a State. Every resource is validated (Validate) except those named in
+// invalid, which must fail validation: they are published on purpose, to observe a NACK.
+// Unlike Build, the set need not be consistent: a scenario may route to a cluster the
+// server does not have, or list a cluster whose endpoints it never publishes, because
+// that is what it studies. Resources are hashed here when their Hash is empty.
+func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
+	if version == "" {
+		return nil, fmt.Errorf("new set: empty version label")
+	}
+	set := &Set{Version: version, ByType: map[Type][]Resource{}, id: setIDs.Add(1), lenient: true}
+	bad := map[string]bool{}
+	for _, n := range invalid {
+		bad[n] = true
+	}
+	seen := map[Type]map[string]bool{}
+	for _, r := range rs {
+		if _, ok := TypeOf(r.Type.URL()); !ok {
+			return nil, fmt.Errorf("version %s: resource %q: unknown type %q", version, r.Name, r.Type)
+		}
+		if r.Resource == nil || r.Name == "" {
+			return nil, fmt.Errorf("version %s: %s resource without a name or content", version, r.Type)
+		}
+		if seen[r.Type] == nil {
+			seen[r.Type] = map[string]bool{}
+		}
+		if seen[r.Type][r.Name] {
+			return nil, fmt.Errorf("version %s: %s %q is given twice", version, r.Type, r.Name)
+		}
+		seen[r.Type][r.Name] = true
+		err := Validate(r.Resource)
+		switch {
+		case bad[r.Name] && err == nil:
+			return nil, fmt.Errorf("version %s: %s %q is marked invalid but validates", version, r.Type, r.Name)
+		case !bad[r.Name] && err != nil:
+			return nil, fmt.Errorf("version %s: %s %q: %w", version, r.Type, r.Name, err)
+		}
+		if r.Hash == "" {
+			h, err := Hash(r.Resource)
+			if err != nil {
+				return nil, fmt.Errorf("version %s: hash %s %q: %w", version, r.Type, r.Name, err)
+			}
+			r.Hash = h
+		}
+		set.ByType[r.Type] = append(set.ByType[r.Type], r)
+	}
+	for n := range bad {
+		set.Invalid = append(set.Invalid, n)
+	}
+	slices.Sort(set.Invalid)
+	for t := range set.ByType {
+		slices.SortFunc(set.ByType[t], func(a, b Resource) int { return cmp.Compare(a.Name, b.Name) })
+	}
+	return set, nil
+}
