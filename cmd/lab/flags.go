@@ -175,10 +175,27 @@ func checkCache(cache frontend.Cache, mode, versions, nackPolicy string) error {
 		return badFlag("sotw-versions", versions, "needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)")
 	}
 	if nackPolicy == string(sotw.Resend) {
-		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold, or no --nack-policy, with --cache linear)")
+		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache linear)")
+	}
+	if nackPolicy == string(sotw.Backoff) {
+		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache linear)")
 	}
 	return nil
 }
+
+// nackPolicies are --nack-policy's values.
+func nackPolicies() []string {
+	out := make([]string, len(sotw.Policies))
+	for i, p := range sotw.Policies {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// nackPolicyHelp is --nack-policy's usage line.
+const nackPolicyHelp = "SotW behaviour after a NACK: resend (the library's loop: the rejected response again at once), hold (nothing until the next publish), " +
+	"backoff (resend after 100ms, doubling per NACK up to 5s; snapshot cache only) or revert (republish what the client last accepted) " +
+	"(default resend, hold with --cache linear; sotw only)"
 
 // sotwOnly refuses a SotW option given a value with another protocol.
 func sotwOnly(flag, value string) error {

@@ -103,10 +103,11 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		"outage negative":     {[]string{"--outage", "-5s"}, "--outage -5s: outside 0-10m"},
 		"outage long":         {[]string{"--outage", "11m"}, "--outage 11m: outside 0-10m"},
 		"sotw-versions bad":   {[]string{"--sotw-versions", "lazy"}, "--sotw-versions lazy: unknown version strategy (want uniform or per-type)"},
-		"nack-policy bad":     {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend or hold)"},
+		"nack-policy bad":     {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend, hold, backoff or revert)"},
 		"cache bad":           {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot or linear)"},
 		"linear uniform":      {[]string{"--cache", "linear", "--sotw-versions", "uniform"}, "--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)"},
-		"linear resend":       {[]string{"--cache", "linear", "--nack-policy", "resend"}, "--nack-policy resend: needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold, or no --nack-policy, with --cache linear)"},
+		"linear resend":       {[]string{"--cache", "linear", "--nack-policy", "resend"}, "--nack-policy resend: needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache linear)"},
+		"linear backoff":      {[]string{"--cache", "linear", "--nack-policy", "backoff"}, "--nack-policy backoff: needs --cache snapshot: a LinearCache never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache linear)"},
 		"steps unknown":       {[]string{"--steps", "initial,warp"}, `--steps initial,warp: unknown step "warp" (known: initial, port-change, invalid-route, recover, envoy-restart, control-plane-restart, remove-cluster, restore)`},
 		"steps no publish":    {[]string{"--steps", "envoy-restart"}, `--steps envoy-restart: the first selected step must publish a state (start with "initial")`},
 		"bool not bool":       {[]string{"--publish-during-reconnect=maybe"}, "--publish-during-reconnect maybe: not true or false"},
@@ -166,10 +167,12 @@ func TestRunCacheOptions(t *testing.T) {
 		cache            frontend.Cache
 		versions, policy string
 	}{
-		"default":         {nil, frontend.SnapshotCache, "uniform", "resend"},
-		"snapshot":        {[]string{"--cache", "snapshot"}, frontend.SnapshotCache, "uniform", "resend"},
-		"linear":          {[]string{"--cache", "linear"}, frontend.LinearCache, "per-type", "hold"},
-		"linear per-type": {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, frontend.LinearCache, "per-type", "hold"},
+		"default":          {nil, frontend.SnapshotCache, "uniform", "resend"},
+		"snapshot":         {[]string{"--cache", "snapshot"}, frontend.SnapshotCache, "uniform", "resend"},
+		"linear":           {[]string{"--cache", "linear"}, frontend.LinearCache, "per-type", "hold"},
+		"linear per-type":  {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, frontend.LinearCache, "per-type", "hold"},
+		"linear revert":    {[]string{"--cache", "linear", "--nack-policy", "revert"}, frontend.LinearCache, "per-type", "revert"},
+		"snapshot backoff": {[]string{"--nack-policy", "backoff"}, frontend.SnapshotCache, "uniform", "backoff"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got runner.Options

@@ -100,7 +100,7 @@ End of input, quit, SIGINT or SIGTERM stop the server.
 	f.StringVar(&o.logPath, "log", o.logPath, "xds.log file, appended to line by line; each serve adds a session line first")
 	f.Var(byteSize{&o.maxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
 	f.Var(choiceValue{&o.sotwVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
-	f.Var(choiceValue{&o.nackPolicy, "NACK policy", []string{string(sotw.Resend), string(sotw.Hold)}}, "nack-policy", "SotW behaviour after a NACK: resend (the library's loop) or hold (default resend; sotw only)")
+	f.Var(choiceValue{&o.nackPolicy, "NACK policy", nackPolicies()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.cache}, "cache", cacheHelp)
 	f.Var(intValue{&o.limits.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request accepted, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
 	f.Var(intValue{&o.limits.MaxSendMsgSize, serveMsgBytesRange}, "max-send-msg-bytes", "largest response sent, "+serveMsgBytesRange.String()+" (a SotW push of 10,000 clusters is a few MB)")
@@ -168,7 +168,7 @@ func (o *serveOptions) validate() error {
 		return badFlag("sotw-versions", o.sotwVersions, "unknown version strategy (want uniform or per-type)")
 	}
 	if _, err := sotw.ParseNackPolicy(o.nackPolicy); err != nil {
-		return badFlag("nack-policy", o.nackPolicy, "unknown NACK policy (want resend or hold)")
+		return badFlag("nack-policy", o.nackPolicy, "unknown NACK policy (want %s)", orList(nackPolicies()))
 	}
 	return nil
 }

@@ -127,11 +127,14 @@ type Options struct {
 	Nodes []string
 	// Versions is the SotW version strategy; must be empty in delta mode.
 	Versions frontend.VersionStrategy
-	// NackPolicy is the SotW NACK policy; must be empty in delta mode.
+	// NackPolicy is the SotW NACK policy; must be empty in delta mode. Under sotw.Revert
+	// the control plane answers a NACK by republishing what the client last accepted
+	// (revert.go).
 	NackPolicy sotw.NackPolicy
 	// Cache is the library cache served (frontend.SnapshotCache when empty). With
 	// frontend.LinearCache, SotW versions are per type and a NACK holds by construction:
-	// Versions uniform and NackPolicy resend are refused (see CheckCacheOptions).
+	// Versions uniform and NackPolicy resend and backoff are refused (see
+	// CheckCacheOptions); revert is served.
 	Cache frontend.Cache
 	// Recorder writes xds.log; required, and its mode must equal Mode.
 	Recorder *xdslog.Recorder
@@ -148,11 +151,13 @@ type ControlPlane struct {
 	pub    frontend.StatePublisher // the first node's
 	pubs   map[string]frontend.StatePublisher
 	nodes  []string
-	cache  frontend.Cache
-	fe     frontend.FrontEnd
-	rec    *xdslog.Recorder
-	srv    *grpc.Server
-	cancel context.CancelFunc
+	// perNode: each node has a state of its own (Options.Nodes).
+	perNode bool
+	cache   frontend.Cache
+	fe      frontend.FrontEnd
+	rec     *xdslog.Recorder
+	srv     *grpc.Server
+	cancel  context.CancelFunc
 
 	active    atomic.Int64 // ADS streams being served
 	serveDone chan struct{}
@@ -160,6 +165,11 @@ type ControlPlane struct {
 
 	mu      sync.Mutex
 	unwatch func() bool // detaches Start's ctx
+	// stopping refuses new reverts once Stop began; reverts counts those running, which
+	// Stop waits for (revert.go).
+	stopping  bool
+	reverts   sync.WaitGroup
+	revertCtx context.Context
 }
 
 // Start validates o, binds the address and serves the front end until Stop or until ctx
@@ -248,7 +258,8 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 				Caches:        byNode,
 			}
 		}
-		if o.Mode == xdslog.ModeSotW {
+		if o.Mode == xdslog.ModeSotW && policy != sotw.Revert {
+			// Revert holds too, and publishes what the client accepted.
 			policy = sotw.Hold
 		}
 	} else {
@@ -262,14 +273,29 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		}
 		cache = sc
 	}
+	revert := o.Mode == xdslog.ModeSotW && policy == sotw.Revert
+	if revert {
+		// A revert needs the content of earlier sets, and must not race a publish.
+		for n, p := range pubs {
+			pubs[n] = &revertingPublisher{StatePublisher: p}
+		}
+	}
 	// Resources on the wire are named by the first node's publisher: every node's state
 	// has the same names, and content it does not know is named by decoding it.
 	pub := pubs[nodes[0]]
 	// The transport, serving that cache.
 	feCtx, cancel := context.WithCancel(context.Background())
-	var fe frontend.FrontEnd
+	var (
+		fe frontend.FrontEnd
+		// c is set before the server serves, so before any NACK can reach OnNack.
+		c *ControlPlane
+	)
 	if o.Mode == xdslog.ModeSotW {
-		fe, err = sotw.New(feCtx, sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: policy, Describe: pub.Describe})
+		cfg := sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: policy, Describe: pub.Describe}
+		if revert {
+			cfg.OnNack = func(n sotw.Nack) { c.onNack(n) }
+		}
+		fe, err = sotw.New(feCtx, cfg)
 	} else {
 		fe, err = delta.New(feCtx, delta.Config{Cache: cache, Recorder: o.Recorder, Describe: pub.Describe})
 	}
@@ -282,18 +308,20 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		cancel()
 		return fail(err)
 	}
-	c := &ControlPlane{
+	c = &ControlPlane{
 		addr:      lis.Addr().String(),
 		port:      lis.Addr().(*net.TCPAddr).Port,
 		limits:    limits,
 		pub:       pub,
 		pubs:      pubs,
 		nodes:     nodes,
+		perNode:   perNode,
 		cache:     cacheKind,
 		fe:        fe,
 		rec:       o.Recorder,
 		cancel:    cancel,
 		serveDone: make(chan struct{}),
+		revertCtx: feCtx,
 	}
 	c.srv = grpc.NewServer(
 		grpc.MaxRecvMsgSize(limits.MaxRecvMsgSize),
@@ -368,7 +396,7 @@ func (c *ControlPlane) Cache() frontend.Cache { return c.cache }
 
 // CheckCacheOptions refuses the SotW options a cache cannot honour, in one line saying
 // why. Empty values are the defaults and always pass (with the LinearCache they mean
-// per-type versions and hold).
+// per-type versions and hold; hold and revert are served with either cache).
 func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
 	if cache != frontend.LinearCache || mode != xdslog.ModeSotW {
 		return nil
@@ -378,6 +406,9 @@ func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.Vers
 	}
 	if policy == sotw.Resend {
 		return errors.New("NACK policy resend needs the snapshot cache: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)")
+	}
+	if policy == sotw.Backoff {
+		return errors.New("NACK policy backoff needs the snapshot cache: a LinearCache never re-sends a rejected response, so there is no re-send to delay (hold is what it does)")
 	}
 	return nil
 }
@@ -421,6 +452,7 @@ func (c *ControlPlane) Stop() {
 		if c.unwatch != nil {
 			c.unwatch()
 		}
+		c.stopping = true
 		c.mu.Unlock()
 		done := make(chan struct{})
 		go func() {
@@ -439,6 +471,8 @@ func (c *ControlPlane) Stop() {
 			<-done
 		}
 		<-c.serveDone
+		// A revert still publishing (its context is cancelled) finishes quickly.
+		c.reverts.Wait()
 	})
 }
 

@@ -278,6 +278,8 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		{"bad cache", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "lru"}, `unknown cache "lru"`},
 		{"linear uniform", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "linear", Versions: "uniform"}, "version strategy uniform needs the snapshot cache"},
 		{"linear resend", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "linear", NackPolicy: "resend"}, "NACK policy resend needs the snapshot cache"},
+		{"linear backoff", Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw"), Cache: "linear", NackPolicy: "backoff"}, "NACK policy backoff needs the snapshot cache"},
+		{"revert with delta", Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: rec("delta"), NackPolicy: "revert"}, "SotW option"},
 		{"linear delta hold", Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: rec("delta"), Cache: "linear", NackPolicy: "hold"}, "SotW option"},
 	}
 	for _, tc := range cases {
@@ -300,10 +302,20 @@ func TestStartRefusesBadOptions(t *testing.T) {
 }
 
 func TestSotWOptionsAccepted(t *testing.T) {
-	log := &syncBuffer{}
-	cp, err := Start(context.Background(), Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, "sotw"), Versions: "per-type", NackPolicy: "hold"})
-	require.NoError(t, err)
-	cp.Stop()
+	for _, o := range []Options{
+		{Versions: "per-type", NackPolicy: "hold"},
+		{Versions: "uniform", NackPolicy: "backoff"},
+		{Versions: "per-type", NackPolicy: "revert"},
+		{Cache: "linear", NackPolicy: "hold"},
+		{Cache: "linear", NackPolicy: "revert"},
+	} {
+		t.Run(fmt.Sprintf("%s-%s-%s", o.Cache, o.Versions, o.NackPolicy), func(t *testing.T) {
+			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, "sotw")
+			cp, err := Start(context.Background(), o)
+			require.NoError(t, err)
+			cp.Stop()
+		})
+	}
 }
 
 func TestOversizedRequestRefused(t *testing.T) {

@@ -34,6 +34,11 @@ const (
 	// and last nonce, and the repeated send's resources. Readers count it as Sends sends
 	// and Nacks NACKs.
 	EventStorm = "storm"
+	// EventRevert is the control plane's answer to a SotW NACK under the revert NACK
+	// policy: Version is the label of the set it republishes (the last content the client
+	// accepted for Type on Stream), or, when it does not revert, Version is empty and
+	// Error says why (the NACK then holds). SentVersion is the rejected version.
+	EventRevert = "revert"
 )
 
 // KnownEvents is every event name a reader accepts.
@@ -41,6 +46,7 @@ var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
 	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true, EventStale: true,
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
+	EventRevert: true,
 }
 
 // Probe kinds (Event.Probe of a data-plane event).
@@ -106,8 +112,8 @@ type Event struct {
 	// the resumed label to (Held) or that it cannot (HeldUnknown). Removed doubles as the
 	// names removed from the subscription.
 	Kind string `json:"kind,omitempty"`
-	// Node is the node ID: on the first request event of a stream that names one, and on
-	// a publish when the control plane serves one state per node.
+	// Node is the node ID: on the first request event of a stream that names one, on a
+	// publish when the control plane serves one state per node, and on a revert.
 	Node        string            `json:"node,omitempty"`
 	Added       []string          `json:"added,omitempty"`
 	Wildcard    bool              `json:"wildcard,omitempty"`
