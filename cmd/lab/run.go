@@ -145,6 +145,7 @@ writes every file, and the exit code is the run's own.`,
 	f.Var(durationValue{&o.run.StepTimeout, stepTimeoutRange}, "step-timeout", "deadline for each step's waits, "+stepTimeoutRange.String())
 	f.Var(durationValue{&o.run.Outage, outageRange}, "outage", "keep the xDS server down this long in control-plane-restart, sending a request every 250ms, "+
 		outageRange.String()+" (0: one request, then restart)")
+	f.StringVar(&o.run.ConfigYAML, "config-yaml", "", "YAML merged over Envoy's bootstrap, after the scenario's own (e.g. '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 2, fill_rate: 1}}}}')")
 	f.StringVar(&o.scenario, "scenario", o.scenario, "the scenario: a built-in name (lab scenarios lists them), a scenario file, or all (the whole pack)")
 	f.BoolVar(&o.run.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
 	return cmd

@@ -94,9 +94,9 @@ func (p *revertingPublisher) revertedLocked(cur *resources.Set, t resources.Type
 	// names it is told are invalid to fail validation); the reverted type's accepted
 	// content passed the client's validation and must pass ours.
 	var invalid []string
-	for _, n := range cur.Invalid {
-		if slices.ContainsFunc(rs, func(r resources.Resource) bool { return r.Name == n && resources.Validate(r.Resource) != nil }) {
-			invalid = append(invalid, n)
+	for _, r := range rs {
+		if slices.Contains(cur.Invalid, r.Name) && resources.Validate(r.Resource) != nil {
+			invalid = append(invalid, string(r.Type)+"/"+r.Name)
 		}
 	}
 	set, err := resources.NewSet(cur.Version+RevertSuffix, rs, invalid)

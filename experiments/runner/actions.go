@@ -70,9 +70,11 @@ func (publishAction) budget(*Run, scenario.Step) time.Duration { return 0 }
 
 func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	if len(s.st.Burst) == 0 {
-		if _, err := r.publish(ctx, s.st.Change); err != nil {
+		set, err := r.publish(ctx, s.st.Change)
+		if err != nil {
 			return err
 		}
+		s.label = set.Version
 	}
 	t0 := time.Now()
 	for i, c := range s.st.Burst {
@@ -86,6 +88,7 @@ func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 			return err
 		}
 		s.published = append(s.published, strconv.Quote(set.Version))
+		s.label = set.Version
 	}
 	if n := len(s.st.Burst); n > 0 {
 		s.cp.Burst = &Burst{Publishes: n, DurationMS: float64(time.Since(t0).Microseconds()) / 1000, Versions: s.published}

@@ -49,7 +49,10 @@ type Options struct {
 	// Cache is the library cache (frontend.SnapshotCache when empty).
 	Cache    frontend.Cache
 	EnvoyBin string // --envoy-bin
-	Steps    []string
+	// ConfigYAML is merged over Envoy's bootstrap (after the scenario's own override),
+	// e.g. ads_config.rate_limit_settings.
+	ConfigYAML string
+	Steps      []string
 
 	XDSPort      int
 	ListenerPort int
@@ -109,6 +112,8 @@ type RunInfo struct {
 	// NotRunReason says why the data plane was simulated.
 	NotRunReason string `json:"not_run_reason,omitempty"`
 	// Outage and PublishDuringReconnect are the failure windows asked for (Options).
+	// ConfigYAML is what was merged over Envoy's bootstrap (--config-yaml).
+	ConfigYAML             string `json:"config_yaml,omitempty"`
 	Outage                 string `json:"outage,omitempty"`
 	PublishDuringReconnect bool   `json:"publish_during_reconnect,omitempty"`
 }
@@ -365,6 +370,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := mergeConfigYAML(sc.Bootstrap, o.ConfigYAML); err != nil {
+		return nil, err
+	}
 	for _, p := range []int{o.XDSPort, o.ListenerPort, o.AdminPort, o.InventoryPorts[0], o.InventoryPorts[1]} {
 		if p != 0 {
 			if err := loopback.ValidatePort(p); err != nil {
@@ -503,7 +511,12 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	r.info.XDSAddr = r.cp.Addr()
 	if client == ClientEnvoy {
 		adminPort := r.o.AdminPort
-		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends, r.sc.Bootstrap); err != nil {
+		overrides, err := mergeConfigYAML(r.sc.Bootstrap, r.o.ConfigYAML)
+		if err != nil {
+			return err
+		}
+		r.info.ConfigYAML = overrides
+		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends, overrides); err != nil {
 			return err
 		}
 	} else {

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // NewSet makes a set from resources given one by one (a scenario's desired state) rather
-// than built from a State. Every resource is validated (Validate) except those named in
-// invalid, which must fail validation: they are published on purpose, to observe a NACK.
+// than built from a State. Every resource is validated (Validate) except those invalid
+// names as "TYPE/name" (e.g. "RDS/quote-route"), which must fail validation: they are
+// published on purpose, to observe a NACK. Set.Invalid lists their names.
 // Unlike Build, the set need not be consistent: a scenario may route to a cluster the
 // server does not have, or list a cluster whose endpoints it never publishes, because
 // that is what it studies. Resources are hashed here when their Hash is empty.
@@ -37,10 +39,11 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 		}
 		seen[r.Type][r.Name] = true
 		err := Validate(r.Resource)
+		key := string(r.Type) + "/" + r.Name
 		switch {
-		case bad[r.Name] && err == nil:
+		case bad[key] && err == nil:
 			return nil, fmt.Errorf("version %s: %s %q is marked invalid but validates", version, r.Type, r.Name)
-		case !bad[r.Name] && err != nil:
+		case !bad[key] && err != nil:
 			return nil, fmt.Errorf("version %s: %s %q: %w", version, r.Type, r.Name, err)
 		}
 		if r.Hash == "" {
@@ -52,8 +55,9 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 		}
 		set.ByType[r.Type] = append(set.ByType[r.Type], r)
 	}
-	for n := range bad {
-		set.Invalid = append(set.Invalid, n)
+	for k := range bad {
+		_, name, _ := strings.Cut(k, "/")
+		set.Invalid = append(set.Invalid, name)
 	}
 	slices.Sort(set.Invalid)
 	for t := range set.ByType {

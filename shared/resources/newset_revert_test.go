@@ -41,7 +41,7 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 	_, err = NewSet("3", bad.ByType[RDS], nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `version 3: RDS "quote-route"`)
-	invalid, err := NewSet("3", bad.ByType[RDS], []string{RouteName})
+	invalid, err := NewSet("3", bad.ByType[RDS], []string{"RDS/" + RouteName})
 	require.NoError(t, err)
 	assert.Equal(t, []string{RouteName}, invalid.Invalid)
 

@@ -142,7 +142,7 @@ func (d *Desired) Set(version string, env Env) (*resources.Set, error) {
 		}
 		rs = append(rs, resources.Resource{Type: k.Type, Name: k.Name, Resource: m})
 		if o.invalid {
-			invalid = append(invalid, k.Name)
+			invalid = append(invalid, k.String())
 		}
 	}
 	return resources.NewSet(version, rs, invalid)
