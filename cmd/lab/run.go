@@ -269,7 +269,7 @@ func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, r
 			failed = append(failed, sc.Name)
 		}
 	}
-	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios passed; evidence under %s\n", ro.Mode, len(scs)-len(failed), len(scs), base)
+	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios ran without a failed step (each envoy.result says PASS, or NOT_RUN when the data plane was simulated); evidence under %s\n", ro.Mode, len(scs)-len(failed), len(scs), base)
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(scs), strings.Join(failed, ", "))
 	}

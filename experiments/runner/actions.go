@@ -151,7 +151,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	return nil
 }
 
-func (restartEnvoyAction) verify(_ context.Context, r *Run, s *stepRun) { r.checkResubscribed(s) }
+func (restartEnvoyAction) verify(ctx context.Context, r *Run, s *stepRun) { r.checkResubscribed(ctx, s) }
 
 // waitAction does nothing for the step's duration; the traffic window keeps probing.
 type waitAction struct{}
@@ -318,8 +318,8 @@ func (r *Run) restartServer(ctx context.Context, s *stepRun, port int, stopped t
 	return nil
 }
 
-func (restartControlPlaneAction) verify(_ context.Context, r *Run, s *stepRun) {
-	r.checkResubscribed(s)
+func (restartControlPlaneAction) verify(ctx context.Context, r *Run, s *stepRun) {
+	r.checkResubscribed(ctx, s)
 	if s.st.HoldEnvoy && len(s.published) > 0 {
 		r.checkNewestOnly(s)
 	}

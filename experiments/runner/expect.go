@@ -20,7 +20,13 @@ type RequestResult struct {
 }
 
 // applies keeps the expectations for this run's mode and cache.
-func (r *Run) applies(f scenario.Filter) bool { return f.Applies(r.o.Mode, string(r.o.Cache)) }
+func (r *Run) applies(f scenario.Filter) bool {
+	client := "simulated"
+	if r.proxy.Evidence() != nil {
+		client = "envoy"
+	}
+	return f.Applies(r.o.Mode, string(r.o.Cache), client)
+}
 
 // firstRequest is the step's first request expectation that applies to this run.
 func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {

@@ -175,7 +175,7 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	set := r.cp.Publisher().Current()
 	rejected := map[resources.Type]bool{}
 	for _, n := range st.Expect.Nacks {
-		if !n.Applies(r.o.Mode, string(r.o.Cache)) {
+		if !r.applies(n.Filter) {
 			continue
 		}
 		rejected[n.Type] = true
@@ -313,41 +313,43 @@ func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
 	}
 }
 
-// checkResubscribed confirms, from xds.log, that the new stream subscribed again and ACKed
-// the current version of every type.
-func (r *Run) checkResubscribed(s *stepRun) {
+// checkResubscribed confirms, from xds.log, that the new stream subscribed again and
+// (SotW) ACKed the current version of every type. It waits: "accepted" may already hold
+// from what the client said it held when it resumed, before its ACKs on the new stream.
+func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
 	versions := r.cp.Publisher().Versions()
 	set := r.cp.Publisher().Current()
-	requested := map[string]bool{}
-	acked := map[string]bool{}
-	for _, e := range r.track.exchangeOf(s.st.Name) {
-		if e.Server != r.server {
-			continue
-		}
-		switch e.Event {
-		case xdslog.EventRequest:
-			requested[e.Type] = true
-		case xdslog.EventAck:
-			if e.SentVersion == versions[resources.Type(e.Type)] {
-				acked[e.Type] = true
+	missing := func(acks bool) []string {
+		requested := map[string]bool{}
+		acked := map[string]bool{}
+		for _, e := range r.track.exchangeOf(s.st.Name) {
+			if e.Server != r.server {
+				continue
+			}
+			switch e.Event {
+			case xdslog.EventRequest:
+				requested[e.Type] = true
+			case xdslog.EventAck:
+				if e.SentVersion == versions[resources.Type(e.Type)] {
+					acked[e.Type] = true
+				}
 			}
 		}
-	}
-	var missing []string
-	for _, t := range resources.Types {
-		if len(set.ByType[t]) > 0 && !requested[string(t)] {
-			missing = append(missing, string(t))
-		}
-	}
-	s.check("the new stream subscribed to every type", len(missing) == 0, "missing: "+strings.Join(missing, ","))
-	if r.o.Mode == xdslog.ModeSotW {
-		missing = nil
+		var out []string
 		for _, t := range resources.Types {
-			if len(set.ByType[t]) > 0 && !acked[string(t)] {
-				missing = append(missing, string(t))
+			if len(set.ByType[t]) > 0 && !(acks && acked[string(t)]) && !(!acks && requested[string(t)]) {
+				out = append(out, string(t))
 			}
 		}
-		s.check("the new stream ACKed the current version of every type", len(missing) == 0, "missing: "+strings.Join(missing, ","))
+		return out
+	}
+	_ = r.wait(ctx, "resubscribed", func() (bool, error) { return len(missing(false)) == 0, nil })
+	m := missing(false)
+	s.check("the new stream subscribed to every type", len(m) == 0, "missing: "+strings.Join(m, ","))
+	if r.o.Mode == xdslog.ModeSotW {
+		_ = r.wait(ctx, "ACKed", func() (bool, error) { return len(missing(true)) == 0, nil })
+		m = missing(true)
+		s.check("the new stream ACKed the current version of every type", len(m) == 0, "missing: "+strings.Join(m, ","))
 	}
 }
 

@@ -57,6 +57,8 @@ func (p probe) answer() string {
 // window is a step's running traffic window (nil when the step has none).
 type window struct {
 	exp    scenario.WindowExpect
+	ctx    context.Context
+	prefix string
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -74,8 +76,8 @@ func (r *Run) startWindow(ctx context.Context, s *stepRun) *window {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	win := &window{exp: *w, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.server)
+	win := &window{exp: *w, ctx: ctx, prefix: prefix, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(win.done)
 		t := time.NewTicker(w.Every)
@@ -109,8 +111,14 @@ func (w *window) stop(r *Run, s *stepRun) {
 	}
 	w.cancel()
 	<-w.done
+	// One closing probe, once the step's checks are done: a step faster than the probe
+	// interval (the simulated client's) still has its end state in the window.
+	obs := r.proxy.Probe(context.WithoutCancel(w.ctx), w.exp.Request, fmt.Sprintf("%s%d", w.prefix, len(w.probes)+1))
+	if obs.Answered.IsZero() {
+		obs.Answered = time.Now().UTC()
+	}
 	w.mu.Lock()
-	probes := slices.Clone(w.probes)
+	probes := append(slices.Clone(w.probes), probe{obs: obs})
 	w.mu.Unlock()
 	if r.proxy.Evidence() != nil && len(probes) > 0 {
 		flags := accessFlags(r.dir, probes[len(probes)-1].obs.RequestID)

@@ -731,6 +731,12 @@ func (p *parser) filter(f *fields) (Filter, error) {
 	if flt.Cache != "" && !slices.Contains(validCaches, flt.Cache) {
 		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot or linear)", f.what, flt.Cache)
 	}
+	if flt.Client, err = f.str("client", false); err != nil {
+		return flt, err
+	}
+	if flt.Client != "" && flt.Client != "envoy" && flt.Client != "simulated" {
+		return flt, p.errf(f.keys["client"], "%s: client %q (want envoy or simulated)", f.what, flt.Client)
+	}
 	return flt, nil
 }
 

@@ -85,15 +85,19 @@ type Step struct {
 	Line int
 }
 
-// Filter limits an expectation to one mode and/or one cache ("" matches any).
+// Filter limits an expectation to one mode, one cache and/or one data plane ("" matches
+// any).
 type Filter struct {
 	Mode  string // "sotw" or "delta"
 	Cache string // "snapshot" or "linear"
+	// Client is "envoy" for what only real Envoy shows (its timers, such as
+	// initial_fetch_timeout, which the simulated client does not model), or "simulated".
+	Client string
 }
 
-// Applies reports whether the expectation holds in this mode and cache.
-func (f Filter) Applies(mode, cache string) bool {
-	return (f.Mode == "" || f.Mode == mode) && (f.Cache == "" || f.Cache == cache)
+// Applies reports whether the expectation holds in this mode, cache and data plane.
+func (f Filter) Applies(mode, cache, client string) bool {
+	return (f.Mode == "" || f.Mode == mode) && (f.Cache == "" || f.Cache == cache) && (f.Client == "" || f.Client == client)
 }
 
 // Expect is what must hold after a step; each item is checked from evidence.
