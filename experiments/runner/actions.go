@@ -151,7 +151,9 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	return nil
 }
 
-func (restartEnvoyAction) verify(ctx context.Context, r *Run, s *stepRun) { r.checkResubscribed(ctx, s) }
+func (restartEnvoyAction) verify(ctx context.Context, r *Run, s *stepRun) {
+	r.checkResubscribed(ctx, s)
+}
 
 // waitAction does nothing for the step's duration; the traffic window keeps probing.
 type waitAction struct{}
