@@ -118,15 +118,9 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	opened, _ := r.track.streams(r.server)
 	if a.kill {
 		r.proxyUp = false // the exit is on purpose
-		if err := r.KillProxy(); err != nil {
+		if err := r.proxy.Crash(ctx); err != nil {
 			return err
 		}
-		select {
-		case <-r.proxy.Exited():
-		case <-ctx.Done():
-			return fmt.Errorf("kill %s: %w", r.proxy.Kind(), ctx.Err())
-		}
-		_ = r.proxy.Stop(ctx) // reap what the dead process left
 	} else if err := r.stopProxy(ctx); err != nil {
 		return fmt.Errorf("stop %s: %w", r.proxy.Kind(), err)
 	}

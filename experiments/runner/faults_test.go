@@ -372,7 +372,7 @@ func rawRunInfo(t *testing.T, dir string) RunInfo {
 	require.NoError(t, err)
 	var ri RunInfo
 	require.NoError(t, json.Unmarshal(b, &ri))
-	require.Len(t, ri.Inventory, 2)
+	require.NotEmpty(t, ri.Inventory)
 	return ri
 }
 

@@ -118,6 +118,10 @@ type proxy interface {
 	Start(ctx context.Context) error
 	// Stop ends the proxy cleanly (Envoy: /quitquitquit).
 	Stop(ctx context.Context) error
+	// Crash ends the proxy at once and returns when it is gone (Envoy: SIGKILL; the
+	// simulated client, which has no process: its stream is cut and what it accepted is
+	// lost, as a killed process loses it).
+	Crash(ctx context.Context) error
 	// Request sends one request and gathers every piece of evidence of who answered it
 	// (the body, the backend's own log, Envoy's access log).
 	Request(ctx context.Context, req scenario.Request, requestID string) Observation
@@ -247,6 +251,18 @@ func (e *envoyProxy) Kill() error {
 		return errors.New("envoy is not running")
 	}
 	return p.Kill()
+}
+
+func (e *envoyProxy) Crash(ctx context.Context) error {
+	if err := e.Kill(); err != nil {
+		return err
+	}
+	select {
+	case <-e.Exited():
+	case <-ctx.Done():
+		return fmt.Errorf("kill envoy: %w", ctx.Err())
+	}
+	return e.Stop(ctx) // reaps what the dead process left
 }
 
 func (e *envoyProxy) Exited() <-chan struct{} {
@@ -468,6 +484,8 @@ func (s *simProxy) halt() {
 		<-done
 	}
 }
+
+func (s *simProxy) Crash(ctx context.Context) error { return s.Stop(ctx) }
 
 func (s *simProxy) Exited() <-chan struct{} { return s.exited }
 

@@ -118,13 +118,15 @@ type fields struct {
 	keys map[string]*yaml.Node // key -> value
 	key  map[string]*yaml.Node // key -> key node (for its line)
 	used map[string]bool
+	// known is every key the reader asked about, for the unknown-field error.
+	known map[string]bool
 }
 
 func (p *parser) fields(n *yaml.Node, what string) (*fields, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errf(n, "%s must be a mapping", what)
 	}
-	f := &fields{p: p, n: n, what: what, keys: map[string]*yaml.Node{}, key: map[string]*yaml.Node{}, used: map[string]bool{}}
+	f := &fields{p: p, n: n, what: what, keys: map[string]*yaml.Node{}, key: map[string]*yaml.Node{}, used: map[string]bool{}, known: map[string]bool{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i].Value
 		if _, dup := f.keys[k]; dup {
@@ -136,19 +138,22 @@ func (p *parser) fields(n *yaml.Node, what string) (*fields, error) {
 }
 
 func (f *fields) get(k string) *yaml.Node {
-	f.used[k] = true
+	f.used[k], f.known[k] = true, true
 	return f.keys[k]
 }
 
-func (f *fields) has(k string) bool { return f.keys[k] != nil }
+func (f *fields) has(k string) bool {
+	f.known[k] = true
+	return f.keys[k] != nil
+}
 
 // done fails on the first key that was not read.
 func (f *fields) done() error {
 	for i := 0; i < len(f.n.Content); i += 2 {
 		k := f.n.Content[i].Value
 		if !f.used[k] {
-			known := make([]string, 0, len(f.used))
-			for u := range f.used {
+			known := make([]string, 0, len(f.known))
+			for u := range f.known {
 				known = append(known, u)
 			}
 			slices.Sort(known)
@@ -478,10 +483,13 @@ func (p *parser) fullForm(what string, t resources.Type, n *yaml.Node) (Item, er
 	return Item{Type: t, Name: name, build: build}, nil
 }
 
+// protoPos is protojson's position in the JSON it was given, which is not the file's.
+var protoPos = regexp.MustCompile(`\(line \d+:\d+\): `)
+
 func protoErr(err error) string {
-	s := err.Error()
+	s := strings.Join(strings.Fields(err.Error()), " ") // protojson pads with non-breaking spaces
 	s = strings.TrimPrefix(s, "proto: ")
-	return strings.Join(strings.Fields(s), " ") // protojson pads with non-breaking spaces
+	return protoPos.ReplaceAllString(s, "")
 }
 
 func (p *parser) checkPlaceholder(ph string) error {

@@ -83,3 +83,29 @@ func TestSelect(t *testing.T) {
 	_, err = Select(all, []string{"envoy-restart"})
 	assert.ErrorContains(t, err, "must publish")
 }
+
+func typeOf(s string) resources.Type { return resources.Type(s) }
+
+// TestVersionLabels: publishes count 1, 2, ...; an explicit label stands as given, and
+// "{prev}" is the last label given without it.
+func TestVersionLabels(t *testing.T) {
+	sc, err := Builtin("teaching")
+	require.NoError(t, err)
+	d := NewDesired(sc)
+	var got []string
+	for _, c := range []Change{
+		{Upsert: []string{"quote-listener", "quote-route", "inventory-v1"}},
+		{Upsert: []string{"inventory-v2"}},
+		{Version: "{prev}.1", Delete: []string{"inventory-v2"}},
+		{Version: "{prev}.2", Upsert: []string{"inventory-v1"}},
+		{Upsert: []string{"inventory-v2"}},
+		{Version: "blue", Upsert: []string{"inventory-v1"}},
+		{Version: "{prev}-again", Upsert: []string{"inventory-v2"}},
+	} {
+		v, err := d.Apply(c)
+		require.NoError(t, err)
+		got = append(got, v)
+	}
+	assert.Equal(t, []string{"1", "2", "2.1", "2.2", "3", "blue", "blue-again"}, got)
+	assert.Len(t, d.Keys(), 4, "deleting inventory-v2 removed the CDS and EDS resources named inventory; the next upsert put them back")
+}

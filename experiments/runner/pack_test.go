@@ -1,0 +1,302 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
+)
+
+var (
+	modes  = []string{xdslog.ModeSotW, xdslog.ModeDelta}
+	caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}
+)
+
+// scenarioRun runs sc on free ports in a temporary directory and returns it with the
+// run's error; the progress lines are logged.
+func scenarioRun(t *testing.T, sc *scenario.Scenario, o Options) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o.Scenario, o.Out = sc, dir
+	if o.StepTimeout == 0 {
+		o.StepTimeout = 30 * time.Second
+	}
+	var progress strings.Builder
+	var mu sync.Mutex
+	o.Progress = writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return progress.Write(p)
+	})
+	_, err := Execute(ctx, o)
+	if err != nil {
+		mu.Lock()
+		t.Logf("progress:\n%s", progress.String())
+		mu.Unlock()
+	}
+	return dir, err
+}
+
+// passedSteps reads every step's checkpoint: each must have passed.
+func passedSteps(t *testing.T, dir string, sc *scenario.Scenario) map[string]Checkpoint {
+	t.Helper()
+	out := map[string]Checkpoint{}
+	for _, st := range sc.Steps {
+		out[st.Name] = readCheckpoint(t, dir, st.Checkpoint)
+	}
+	return out
+}
+
+func loadPack(t *testing.T) []*scenario.Scenario {
+	t.Helper()
+	pack, err := scenario.Pack()
+	require.NoError(t, err)
+	return pack
+}
+
+// TestPackSimulated runs every built-in scenario against the simulated client, in both
+// protocols and with both caches: every step passes (envoy.result NOT_RUN: no data-plane
+// result is Envoy's), and what each scenario is about shows in xds.log.
+func TestPackSimulated(t *testing.T) {
+	for _, sc := range loadPack(t) {
+		for _, mode := range modes {
+			for _, cache := range caches {
+				t.Run(sc.Name+"/"+mode+"/"+string(cache), func(t *testing.T) {
+					dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim})
+					require.NoError(t, err)
+					assert.Equal(t, "NOT_RUN", readLine(t, dir+"/envoy.result"))
+					cps := passedSteps(t, dir, sc)
+					assertPackEvidence(t, sc.Name, mode, cache, dir, cps, false)
+				})
+			}
+		}
+	}
+}
+
+// TestPackEnvoy runs every built-in scenario against real Envoy, in both protocols and
+// with both caches (the two protocols side by side): every step passes, and the
+// scenario's point shows in the evidence.
+func TestPackEnvoy(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	pack := loadPack(t)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			for _, sc := range pack {
+				for _, cache := range caches {
+					t.Run(sc.Name+"/"+string(cache), func(t *testing.T) {
+						dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy})
+						require.NoError(t, err)
+						assert.Equal(t, "PASS", readLine(t, dir+"/envoy.result"))
+						cps := passedSteps(t, dir, sc)
+						assertPackEvidence(t, sc.Name, mode, cache, dir, cps, true)
+					})
+				}
+			}
+		})
+	}
+}
+
+// assertPackEvidence checks, beyond the scenario's own expectations, the evidence that
+// makes each scenario's point, from the checkpoints and xds.log.
+func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, dir string, cps map[string]Checkpoint, real bool) {
+	t.Helper()
+	ev := logEvents(t, dir)
+	switch name {
+	case "warming-order":
+		w := cps["route-before-cluster"].Window
+		require.NotNil(t, w)
+		assert.GreaterOrEqual(t, w.Failures, 1, "a 503 NC window")
+		assert.Equal(t, w.Failures, w.Answers["503 NC"], "every failure is 503 NC: %v", w.Answers)
+		assert.Zero(t, cps["then-the-route"].Window.Failures, "make-before-break: no failure")
+		if real {
+			// The CDS ACK of the warming cluster came only after its endpoints were
+			// published: Envoy answers CDS once its clusters have warmed.
+			pub := eventsOf(ev, "endpoints-arrive", xdslog.EventPublish, "")
+			acks := eventsOf(ev, "endpoints-arrive", xdslog.EventAck, "CDS")
+			require.NotEmpty(t, pub)
+			require.NotEmpty(t, acks, "the CDS ACK of cluster-warming's send arrives in endpoints-arrive")
+			assert.True(t, acks[0].TS.After(pub[0].TS))
+		}
+	case "removal-while-disconnected":
+		sends := eventsOf(ev, "remove-while-down", xdslog.EventSend, "CDS")
+		var second []xdslog.Event
+		for _, s := range sends {
+			if s.Server == 2 {
+				second = append(second, s)
+			}
+		}
+		require.NotEmpty(t, second)
+		if mode == xdslog.ModeDelta {
+			assert.Contains(t, second[0].Removed, "b", "delta removes b explicitly, from initial_resource_versions")
+		} else {
+			for _, r := range second[0].Resources {
+				assert.NotEqual(t, "b", r.Name, "SotW removes b by absence")
+			}
+		}
+	case "cds-without-eds":
+		if real {
+			want := int64(1)
+			if mode == xdslog.ModeSotW && cache == frontend.SnapshotCache {
+				want = 0
+			}
+			assert.Equal(t, want, cps["cluster-change"].StatValues["cluster.inventory.init_fetch_timeout"], "warming waited for initial_fetch_timeout")
+		}
+	case "resource-does-not-exist":
+		for _, s := range eventsOf(ev, "", xdslog.EventSend, "EDS") {
+			assert.NotContains(t, s.Removed, "ghost", "go-control-plane never says ghost does not exist")
+		}
+		for _, st := range []string{"subscribe-missing", "initial-fetch-timeout"} {
+			for _, s := range eventsOf(ev, st, xdslog.EventSend, "EDS") {
+				assert.NotContains(t, s.Removed, "ghost")
+				for _, r := range s.Resources {
+					assert.NotEqual(t, "ghost", r.Name)
+				}
+			}
+		}
+		if real {
+			assert.GreaterOrEqual(t, cps["initial-fetch-timeout"].StatValues["cluster.ghost.init_fetch_timeout"], int64(1))
+		}
+	case "many-per-type":
+		for _, s := range eventsOf(ev, "recover", xdslog.EventSend, "CDS") {
+			var names []string
+			for _, r := range s.Resources {
+				names = append(names, r.Name)
+			}
+			if mode == xdslog.ModeDelta {
+				assert.Equal(t, []string{"c"}, names, "the delta server re-sends only c: it believes the client has d")
+			} else {
+				assert.Subset(t, names, []string{"a", "c", "d"}, "SotW re-sends the whole type")
+			}
+		}
+	case "rapid-publishes":
+		b := cps["burst"].Burst
+		require.NotNil(t, b)
+		assert.Equal(t, 20, b.Publishes)
+		assert.Len(t, eventsOf(ev, "burst", xdslog.EventPublish, ""), 20)
+		// How many of the superseded states were sent depends on how fast the client
+		// ACKs (docs/scenarios.md has the figures); the last send is the last state.
+		sends := eventsOf(ev, "burst", xdslog.EventSend, "EDS")
+		require.NotEmpty(t, sends)
+		assert.LessOrEqual(t, len(sends), 20)
+		last := sends[len(sends)-1]
+		require.Len(t, last.Resources, 1)
+		var lastEDS string
+		for _, p := range eventsOf(ev, "burst", xdslog.EventPublish, "") {
+			for _, r := range p.Resources {
+				if r.Type == "EDS" {
+					lastEDS = r.Hash
+				}
+			}
+		}
+		assert.Equal(t, lastEDS, last.Resources[0].Hash, "the last EDS send is the last published assignment")
+	case "delta-non-wildcard-removal":
+		if mode == xdslog.ModeDelta {
+			var removed []string
+			for _, s := range append(eventsOf(ev, "remove-assignment", xdslog.EventSend, "EDS"), eventsOf(ev, "remove-route", xdslog.EventSend, "RDS")...) {
+				removed = append(removed, s.Removed...)
+			}
+			slices.Sort(removed)
+			assert.Equal(t, []string{"inventory", "quote-route"}, removed, "delta removed both explicitly, and Envoy kept serving")
+		}
+	case "nack-policies":
+		assert.GreaterOrEqual(t, cps["invalid-route"].NacksInStep, 1)
+	}
+}
+
+// TestNackPolicies runs the nack-policies scenario under every SotW policy and with
+// Envoy's own rate_limit_settings, against real Envoy, and compares the storms.
+func TestNackPolicies(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	sc, err := scenario.Builtin("nack-policies")
+	require.NoError(t, err)
+	type result struct{ storm, invalid int }
+	got := map[string]result{}
+	for _, c := range []struct {
+		name   string
+		policy sotw.NackPolicy
+		config string
+	}{
+		{"resend", sotw.Resend, ""},
+		{"hold", sotw.Hold, ""},
+		{"backoff", sotw.Backoff, ""},
+		{"revert", sotw.Revert, ""},
+		{"rate-limited", sotw.Resend, "{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 5, fill_rate: 2}}}}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, NackPolicy: c.policy, ConfigYAML: c.config})
+			require.NoError(t, err)
+			cps := passedSteps(t, dir, sc)
+			got[c.name] = result{storm: cps["storm"].NacksInStep, invalid: cps["invalid-route"].NacksInStep}
+			require.NotNil(t, cps["storm"].CPU)
+			assert.NotNil(t, cps["storm"].CPU.EnvoyMS, "Envoy's CPU over the storm")
+			ev := logEvents(t, dir)
+			switch c.name {
+			case "revert":
+				var reverted []string
+				for _, e := range eventsOf(ev, "invalid-route", xdslog.EventPublish, "") {
+					reverted = append(reverted, e.Version)
+				}
+				assert.Contains(t, reverted, "2-reverted", "the control plane republished the accepted route")
+			case "rate-limited":
+				assert.Greater(t, atoi(cps["storm"].EnvoyStats["control_plane.rate_limit_enforced"]), 0, "Envoy's token bucket held requests back")
+			}
+		})
+	}
+	t.Logf("NACKs in the 2 s storm: %+v", got)
+	if len(got) == 5 {
+		assert.Greater(t, got["resend"].storm, 100, "resend: a storm")
+		assert.Zero(t, got["hold"].storm, "hold: silence until the next publish")
+		assert.Zero(t, got["revert"].storm, "revert: the client runs the reverted content")
+		assert.Less(t, got["backoff"].storm, 10, "backoff: a few spaced re-sends")
+		assert.Greater(t, got["backoff"].storm, 0)
+		assert.Less(t, got["rate-limited"].storm, got["resend"].storm/10, "rate_limit_settings throttles the storm")
+	}
+}
+
+// TestGeneralScenario runs a scenario written only for this test (testdata/general.yaml:
+// three backends, a weighted route and a header match in Envoy's v3 form, two endpoints,
+// a kill and an outage) with the simulated client and with real Envoy.
+func TestGeneralScenario(t *testing.T) {
+	sc, err := scenario.ParseFile("testdata/general.yaml")
+	require.NoError(t, err)
+	clients := []string{ClientSim}
+	if _, err := envoy.Find(""); err == nil || os.Getenv("CI") == "true" {
+		clients = append(clients, ClientEnvoy)
+	} else {
+		t.Logf("SKIPPED the real-Envoy half: %v", err)
+	}
+	for _, client := range clients {
+		for _, mode := range modes {
+			for _, cache := range caches {
+				t.Run(client+"/"+mode+"/"+string(cache), func(t *testing.T) {
+					dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: client})
+					require.NoError(t, err)
+					cps := passedSteps(t, dir, sc)
+					init := cps["initial"]
+					require.Len(t, init.Requests, 4)
+					assert.Equal(t, "canary", init.Requests[1].Request.Backend(), "the header match")
+					assert.Equal(t, "stable", init.Requests[2].Request.Backend())
+					assert.Equal(t, "canary", init.Requests[3].Request.Backend(), "the weighted route reaches both")
+					info := rawRunInfo(t, dir)
+					assert.Equal(t, "general", info.Scenario)
+					assert.Len(t, info.Inventory, 3)
+				})
+			}
+		}
+	}
+}
