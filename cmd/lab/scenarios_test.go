@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/shared/scenario"
+)
+
+// TestScenariosList: one line per built-in scenario, in pack order.
+func TestScenariosList(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, runScenarios(scenariosOptions{}, &out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, len(scenario.PackNames()))
+	for i, n := range scenario.PackNames() {
+		assert.True(t, strings.HasPrefix(lines[i], n+" "), lines[i])
+		assert.Contains(t, lines[i], " steps ")
+	}
+}
+
+// TestScenariosShow: a name prints the built-in file, which parses back to the same
+// scenario; a file is checked and its steps listed; anything else is a one-line error.
+func TestScenariosShow(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, runScenarios(scenariosOptions{show: "warming-order"}, &out))
+	copied := filepath.Join(t.TempDir(), "mine.yaml")
+	require.NoError(t, os.WriteFile(copied, []byte(out.String()), 0o644))
+	sc, err := scenario.ParseFile(copied)
+	require.NoError(t, err)
+	want, err := scenario.Builtin("warming-order")
+	require.NoError(t, err)
+	assert.Equal(t, scenario.Names(want.Steps), scenario.Names(sc.Steps))
+
+	out.Reset()
+	require.NoError(t, runScenarios(scenariosOptions{show: copied}, &out))
+	assert.Contains(t, out.String(), "1. initial [publish]")
+
+	_, _, err = runLabArgs(t, "scenarios", "no-such-scenario")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "\n")
+}
+
+// TestRunRefusesBadScenarioFile: a bad file is one line naming file:line, and nothing
+// is created.
+func TestRunRefusesBadScenarioFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\ndescription: x\nresources: {}\nsteps:\n  - name: s\n    wait: 1s\n"), 0o644))
+	out := filepath.Join(t.TempDir(), "run")
+	_, _, err := runLabArgs(t, "run", "--mode", "sotw", "--client", "sim", "--scenario", bad, "--out", out)
+	require.Error(t, err)
+	assert.Equal(t, bad+`:5: step "s": the first step must publish a state`, err.Error())
+	assert.NoDirExists(t, out, "nothing starts before the file is valid")
+}
+
+// TestRunPack: --scenario all runs every built-in scenario in its own directory, goes on
+// after a failure, and fails naming the ones that failed.
+func TestRunPack(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "pack")
+	var ran []string
+	cmd := newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error {
+		ran = append(ran, o.Scenario.Name)
+		assert.Equal(t, filepath.Join(base, o.Scenario.Name), o.Out)
+		if o.Scenario.Name == "many-per-type" {
+			return errors.New("step x: failed")
+		}
+		return nil
+	})
+	cmd.SetArgs([]string{"--mode", "delta", "--client", "sim", "--scenario", "all", "--out", base})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	assert.Equal(t, scenario.PackNames(), ran)
+	require.Error(t, err)
+	assert.Equal(t, "1 of 9 scenarios failed: many-per-type", err.Error())
+}
