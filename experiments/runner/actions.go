@@ -156,14 +156,7 @@ func (waitAction) budget(_ *Run, st scenario.Step) time.Duration { return st.Dur
 
 func (waitAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	r.say("  waiting %s", s.st.Duration)
-	t := time.NewTimer(s.st.Duration)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return sleepCtx(ctx, s.st.Duration)
 }
 
 func (waitAction) verify(context.Context, *Run, *stepRun) {}

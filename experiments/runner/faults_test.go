@@ -26,13 +26,21 @@ import (
 // free ports, in dir, and returns the result and error.
 func faultRun(t *testing.T, mode string, o Options) (string, *Result, error) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o.Mode, o.Client, o.Out = mode, ClientEnvoy, dir
+	o.Mode, o.Client = mode, ClientEnvoy
 	if o.StepTimeout == 0 {
 		o.StepTimeout = 20 * time.Second
 	}
+	return runLogged(t, o, 90*time.Second, true)
+}
+
+// runLogged executes o in a temporary directory within timeout and logs the progress
+// lines (always, or only when the run failed).
+func runLogged(t *testing.T, o Options, timeout time.Duration, always bool) (string, *Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	o.Out = dir
 	var progress strings.Builder
 	var mu sync.Mutex
 	o.Progress = writerFunc(func(p []byte) (int, error) {
@@ -41,9 +49,11 @@ func faultRun(t *testing.T, mode string, o Options) (string, *Result, error) {
 		return progress.Write(p)
 	})
 	res, err := Execute(ctx, o)
-	mu.Lock()
-	t.Logf("progress:\n%s", progress.String())
-	mu.Unlock()
+	if always || err != nil {
+		mu.Lock()
+		t.Logf("progress:\n%s", progress.String())
+		mu.Unlock()
+	}
 	return dir, res, err
 }
 

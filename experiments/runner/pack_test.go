@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"context"
 	"os"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +25,11 @@ var (
 // run's error; the progress lines are logged.
 func scenarioRun(t *testing.T, sc *scenario.Scenario, o Options) (string, error) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	o.Scenario, o.Out = sc, dir
+	o.Scenario = sc
 	if o.StepTimeout == 0 {
 		o.StepTimeout = 30 * time.Second
 	}
-	var progress strings.Builder
-	var mu sync.Mutex
-	o.Progress = writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return progress.Write(p)
-	})
-	_, err := Execute(ctx, o)
-	if err != nil {
-		mu.Lock()
-		t.Logf("progress:\n%s", progress.String())
-		mu.Unlock()
-	}
+	dir, _, err := runLogged(t, o, 3*time.Minute, false)
 	return dir, err
 }
 
