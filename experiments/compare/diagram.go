@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"github.com/xds-workbench/lab/experiments/analysis"
 	"slices"
 	"strings"
 	"time"
@@ -98,6 +99,15 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 	}
 	slices.SortStableFunc(evs, func(a, b xdslog.Event) int { return a.TS.Compare(b.TS) })
 	absent := r.replay().absent
+	// Window probes (every few ms for a whole step) fold into one message per run of equal
+	// answers, so that the protocol messages stay readable.
+	var window struct {
+		at     int // index of the folded message in d.Messages, -1 when none
+		answer string
+		count  int
+		first  string
+	}
+	window.at = -1
 	for _, e := range evs {
 		m := Message{Time: e.TS, OffsetMS: ms(e.TS.Sub(start)), Type: e.Type, Nonce: e.Nonce, Server: e.Server, Stream: e.Stream}
 		switch e.Event {
@@ -150,7 +160,21 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 			m.Label = "refused: " + clip(firstLine(e.Error), 80)
 		case xdslog.EventDataPlane:
 			m.From, m.To, m.Kind = Client, DataPlane, KindDataPlane
-			m.Label = "request " + e.RequestID + ": " + dataPlaneText(dataPlaneOf(e), r)
+			answer := dataPlaneText(dataPlaneOf(e), r)
+			if e.Probe == xdslog.ProbeWindow {
+				n := analysis.ProbeWeight(e)
+				if window.at == len(d.Messages)-1 && window.at >= 0 && window.answer == answer {
+					window.count += n
+					d.Messages[window.at].Label = fmt.Sprintf("window probes x%d from %s: %s", window.count, window.first, answer)
+					continue
+				}
+				window.answer, window.count, window.first = answer, n, e.RequestID
+				m.Label = fmt.Sprintf("window probes x%d from %s: %s", n, e.RequestID, answer)
+				d.Messages = append(d.Messages, m)
+				window.at = len(d.Messages) - 1
+				continue
+			}
+			m.Label = "request " + e.RequestID + ": " + answer
 		default:
 			continue
 		}

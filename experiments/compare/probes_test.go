@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,4 +205,31 @@ func TestProbesNone(t *testing.T) {
 	assert.Nil(t, rep.Rows[0].Runs[0].Probes)
 	assert.Contains(t, string(render(t, rep, "text")), "DATA PLANE\n  "+probeNone+"\n")
 	assert.Contains(t, string(render(t, rep, "html")), "<p>None: no data-plane probe recorded in the compared steps.</p>")
+}
+
+// TestDiagramFoldsWindowProbes: a run of window probes with the same answer is one
+// message counting them (weights included); request probes stay one message each.
+func TestDiagramFoldsWindowProbes(t *testing.T) {
+	r, err := Load("A", probesRun)
+	require.NoError(t, err)
+	d := BuildDiagram(r, "port-change")
+	var window, requests int
+	total := 0
+	for _, m := range d.Messages {
+		if m.Kind != KindDataPlane {
+			continue
+		}
+		if strings.HasPrefix(m.Label, "window probes x") {
+			window++
+			var n int
+			_, err := fmt.Sscanf(strings.TrimPrefix(m.Label, "window probes x"), "%d", &n)
+			require.NoError(t, err)
+			total += n
+		} else {
+			requests++
+		}
+	}
+	assert.Positive(t, window)
+	assert.Less(t, window, 10, "folded: %d window messages", window)
+	assert.Equal(t, 207, total+requests, "every probe of the step is counted once (as analysis counts them: TestProbesOfAWindow)")
 }
