@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -252,33 +251,35 @@ func TestNackPolicies(t *testing.T) {
 
 // TestGeneralScenario runs a scenario written only for this test (testdata/general.yaml:
 // three backends, a weighted route and a header match in Envoy's v3 form, two endpoints,
-// a kill and an outage) with the simulated client and with real Envoy.
-func TestGeneralScenario(t *testing.T) {
+// a kill and an outage) with the simulated client; TestGeneralScenarioEnvoy with real
+// Envoy.
+func TestGeneralScenario(t *testing.T) { runGeneral(t, ClientSim) }
+
+func TestGeneralScenarioEnvoy(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	runGeneral(t, ClientEnvoy)
+}
+
+func runGeneral(t *testing.T, client string) {
 	sc, err := scenario.ParseFile("testdata/general.yaml")
 	require.NoError(t, err)
-	clients := []string{ClientSim}
-	if _, err := envoy.Find(""); err == nil || os.Getenv("CI") == "true" {
-		clients = append(clients, ClientEnvoy)
-	} else {
-		t.Logf("SKIPPED the real-Envoy half: %v", err)
-	}
-	for _, client := range clients {
-		for _, mode := range modes {
-			for _, cache := range caches {
-				t.Run(client+"/"+mode+"/"+string(cache), func(t *testing.T) {
-					dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: client})
-					require.NoError(t, err)
-					cps := passedSteps(t, dir, sc)
-					init := cps["initial"]
-					require.Len(t, init.Requests, 4)
-					assert.Equal(t, "canary", init.Requests[1].Request.Backend(), "the header match")
-					assert.Equal(t, "stable", init.Requests[2].Request.Backend())
-					assert.Equal(t, "canary", init.Requests[3].Request.Backend(), "the weighted route reaches both")
-					info := rawRunInfo(t, dir)
-					assert.Equal(t, "general", info.Scenario)
-					assert.Len(t, info.Inventory, 3)
-				})
-			}
+	for _, mode := range modes {
+		for _, cache := range caches {
+			t.Run(mode+"/"+string(cache), func(t *testing.T) {
+				dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: client})
+				require.NoError(t, err)
+				cps := passedSteps(t, dir, sc)
+				init := cps["initial"]
+				require.Len(t, init.Requests, 4)
+				assert.Equal(t, "canary", init.Requests[1].Request.Backend(), "the header match")
+				assert.Equal(t, "stable", init.Requests[2].Request.Backend())
+				assert.Equal(t, "canary", init.Requests[3].Request.Backend(), "the weighted route reaches both")
+				two := cps["two-endpoints"]
+				assert.ElementsMatch(t, []string{"spare", "stable"}, []string{two.Requests[0].Request.Backend(), two.Requests[1].Request.Backend()})
+				info := rawRunInfo(t, dir)
+				assert.Equal(t, "general", info.Scenario)
+				assert.Len(t, info.Inventory, 3)
+			})
 		}
 	}
 }
