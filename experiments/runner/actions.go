@@ -211,7 +211,7 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 		req, ok = r.firstRequest(st)
 	}
 	if ok {
-		out, _, err := r.waitDataPlane(ctx, req, xdslog.ProbeOutage)
+		out, _, err := r.waitDataPlane(ctx, req, xdslog.ProbeOutage, "outage-first-")
 		cp.OutageRequest = &out
 		s.check("during the outage: "+describeExpect(req), err == nil, errOr(err, describeObs(out)))
 		if down := r.downFor(st); down > 0 {

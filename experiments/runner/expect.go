@@ -40,11 +40,17 @@ func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
 
 // checkRequests sends each expected request until it gets its answer or the deadline.
 func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
-	for _, q := range s.st.Expect.Requests {
+	for i, q := range s.st.Expect.Requests {
 		if !r.applies(q.Filter) {
 			continue
 		}
-		obs, attempts, err := r.waitDataPlane(ctx, q, xdslog.ProbeRequest)
+		// The first expectation's IDs end in the attempt number (the teaching runs' IDs);
+		// each further one has its own prefix, so no two requests share an ID.
+		tag := ""
+		if i > 0 {
+			tag = fmt.Sprintf("q%d-", i+1)
+		}
+		obs, attempts, err := r.waitDataPlane(ctx, q, xdslog.ProbeRequest, tag)
 		s.cp.Requests = append(s.cp.Requests, RequestResult{Expected: describeExpect(q), Request: obs, Attempts: attempts, Passed: err == nil})
 		if s.cp.Request == nil {
 			s.cp.Request, s.cp.Attempts = &obs, attempts
@@ -69,9 +75,10 @@ func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe 
 	return obs, ok
 }
 
-// waitDataPlane polls with fresh request IDs until the expected answer or the deadline.
-// Answers that did not match are kept in the step's checkpoint (Misses).
-func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe string) (Observation, int, error) {
+// waitDataPlane polls with fresh request IDs (tag, then the attempt number) until the
+// expected answer or the deadline. Answers that did not match are kept in the step's
+// checkpoint (Misses).
+func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe, tag string) (Observation, int, error) {
 	var (
 		obs      Observation
 		attempts int
@@ -79,7 +86,7 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 	err := r.wait(ctx, describeExpect(q), func() (bool, error) {
 		attempts++
 		var ok bool
-		obs, ok = r.observe(ctx, q, strconv.Itoa(attempts), probe)
+		obs, ok = r.observe(ctx, q, tag+strconv.Itoa(attempts), probe)
 		if !ok && r.cur != nil && len(r.cur.cp.Misses) < maxMisses {
 			r.cur.cp.Misses = append(r.cur.cp.Misses, obs)
 		}
