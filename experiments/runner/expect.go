@@ -25,7 +25,8 @@ func (r *Run) applies(f scenario.Filter) bool {
 	if r.proxy.Evidence() != nil {
 		client = "envoy"
 	}
-	return f.Applies(r.o.Mode, string(r.o.Cache), client)
+	// info holds the SotW options in force, defaults filled (Execute).
+	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: client, SotWVersions: r.info.SotWVersions})
 }
 
 // firstRequest is the step's first request expectation that applies to this run.

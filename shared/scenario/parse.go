@@ -745,6 +745,12 @@ func (p *parser) filter(f *fields) (Filter, error) {
 	if flt.Client != "" && flt.Client != "envoy" && flt.Client != "simulated" {
 		return flt, p.errf(f.keys["client"], "%s: client %q (want envoy or simulated)", f.what, flt.Client)
 	}
+	if flt.SotWVersions, err = f.str("sotw_versions", false); err != nil {
+		return flt, err
+	}
+	if flt.SotWVersions != "" && flt.SotWVersions != "uniform" && flt.SotWVersions != "per-type" {
+		return flt, p.errf(f.keys["sotw_versions"], "%s: sotw_versions %q (want uniform or per-type)", f.what, flt.SotWVersions)
+	}
 	return flt, nil
 }
 

@@ -93,11 +93,22 @@ type Filter struct {
 	// Client is "envoy" for what only real Envoy shows (its timers, such as
 	// initial_fetch_timeout, which the simulated client does not model), or "simulated".
 	Client string
+	// SotWVersions is "uniform" or "per-type": the SotW version strategy in force (what a
+	// SnapshotCache re-sends depends on it). It matches SotW runs only.
+	SotWVersions string
 }
 
-// Applies reports whether the expectation holds in this mode, cache and data plane.
-func (f Filter) Applies(mode, cache, client string) bool {
-	return (f.Mode == "" || f.Mode == mode) && (f.Cache == "" || f.Cache == cache) && (f.Client == "" || f.Client == client)
+// Target is the run an expectation is checked in.
+type Target struct {
+	Mode, Cache, Client string
+	// SotWVersions is the SotW version strategy in force ("" in delta).
+	SotWVersions string
+}
+
+// Applies reports whether the expectation holds in this run.
+func (f Filter) Applies(t Target) bool {
+	return (f.Mode == "" || f.Mode == t.Mode) && (f.Cache == "" || f.Cache == t.Cache) &&
+		(f.Client == "" || f.Client == t.Client) && (f.SotWVersions == "" || f.SotWVersions == t.SotWVersions)
 }
 
 // Expect is what must hold after a step; each item is checked from evidence.
