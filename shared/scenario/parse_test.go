@@ -94,3 +94,16 @@ steps:
 		assert.Len(t, a.Hashes(typeOf(typ)), 1)
 	}
 }
+
+// TestDocsExampleParses: the complete example in docs/scenarios.md is a valid file.
+func TestDocsExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenarios.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	require.True(t, ok, "docs/scenarios.md has a yaml block")
+	example, _, ok := strings.Cut(rest, "\n```")
+	require.True(t, ok)
+	sc, err := Parse("docs/scenarios.md", []byte(example))
+	require.NoError(t, err)
+	assert.Equal(t, "canary-split", sc.Name)
+}
