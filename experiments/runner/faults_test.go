@@ -266,10 +266,12 @@ func TestControlPlaneOutage(t *testing.T) {
 			assertBackend(t, cpr.Request, 200, "v1")
 			assert.Contains(t, strings.Join(checkNames(cpr), ";"), "the new stream subscribed to every type")
 			assert.Equal(t, "PASS", readLine(t, filepath.Join(dir, "envoy.result")))
-			// The outage requests are in xds.log too, labelled with the step.
+			// The outage requests are in xds.log too, labelled with the step (beside the
+			// first request of the outage, "-outage-first-N", sent until it was answered).
 			var outageLogged int
 			for _, e := range eventsOf(logEvents(t, dir), "control-plane-restart", xdslog.EventDataPlane, "") {
-				if strings.Contains(e.RequestID, "-outage-") {
+				if strings.Contains(e.RequestID, "-outage-") && !strings.Contains(e.RequestID, "-outage-first-") {
+					assert.Equal(t, xdslog.ProbeOutage, e.Probe)
 					outageLogged++
 				}
 			}
