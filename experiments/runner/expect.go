@@ -56,7 +56,7 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 		if s.cp.Request == nil {
 			s.cp.Request, s.cp.Attempts = &obs, attempts
 		}
-		s.check(describeExpect(q), err == nil, errOr(err, describeObs(obs)))
+		s.checkAt(q.Line, describeExpect(q), err == nil, errOr(err, describeObs(obs)))
 		if err == nil {
 			r.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
 		}
@@ -193,7 +193,7 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 			got = v.describe(key)
 			return v.is(key, e.State), nil
 		})
-		s.check(what, err == nil, errOr(err, "it is "+got))
+		s.checkAt(e.Line, what, err == nil, errOr(err, "it is "+got))
 		if err == nil {
 			s.cp.EnvoyStates = append(s.cp.EnvoyStates, key.String()+" "+got)
 		}
@@ -236,7 +236,7 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 		if !found {
 			detail = "Envoy has no such stat"
 		}
-		s.check(what, err == nil, errOr(err, detail))
+		s.checkAt(e.Line, what, err == nil, errOr(err, detail))
 		if s.cp.StatValues == nil {
 			s.cp.StatValues = map[string]int64{}
 		}
@@ -260,7 +260,7 @@ func (r *Run) checkVersions(ctx context.Context, s *stepRun) {
 			_ = r.wait(ctx, "version moves", func() (bool, error) { return after() != before, nil })
 		}
 		now := after()
-		s.check(fmt.Sprintf("the accepted version of %s/%s %s", e.Type, e.Name, verb), (now != before) == e.Moves,
+		s.checkAt(e.Line, fmt.Sprintf("the accepted version of %s/%s %s", e.Type, e.Name, verb), (now != before) == e.Moves,
 			fmt.Sprintf("%q -> %q", before, now))
 	}
 }

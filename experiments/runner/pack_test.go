@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -282,4 +283,38 @@ func runGeneral(t *testing.T, client string) {
 			})
 		}
 	}
+}
+
+// TestFailedExpectationNamesItsLine: the run's error and the checkpoint name the file
+// and line of the expectation that did not hold.
+func TestFailedExpectationNamesItsLine(t *testing.T) {
+	file := t.TempDir() + "/wrong.yaml"
+	require.NoError(t, os.WriteFile(file, []byte(`name: wrong
+description: expects the wrong backend
+backends: [v1, v2]
+resources:
+  l:
+    listener: {route: r}
+  r:
+    route:
+      routes: [{path: /quote, cluster: c}]
+  c:
+    cluster: {backends: [v1]}
+steps:
+  - name: initial
+    publish: {upsert: [l, r, c]}
+    expect:
+      requests:
+        - {path: /quote, status: 200, backend: v2}
+`), 0o644))
+	sc, err := scenario.ParseFile(file)
+	require.NoError(t, err)
+	dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeDelta, Client: ClientSim, StepTimeout: 2 * time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "expected /quote: 200 from v2 ("+file+":17)")
+	cp := rawCheckpoint(t, dir, "initial")
+	c := findCheck(cp, "/quote: 200 from v2")
+	require.NotNil(t, c)
+	assert.False(t, c.OK)
+	assert.Equal(t, file+":17", c.Source)
 }

@@ -126,6 +126,8 @@ type Check struct {
 	// config dump); never counted as evidence.
 	Skipped bool   `json:"skipped,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Source is the scenario file and line of the expectation checked.
+	Source string `json:"source,omitempty"`
 }
 
 // Checkpoint is one step's evidence file.

@@ -46,6 +46,8 @@ type stepRun struct {
 	st    scenario.Step
 	cp    *Checkpoint
 	check func(what string, ok bool, detail string)
+	// checkAt is check for an expectation of the file, naming its file:line.
+	checkAt func(line int, what string, ok bool, detail string)
 	// fault, once set, is the step's failure: the proxy died again after its restart.
 	fault error
 	// prev is the set served when the step began; prevStats Envoy's stats then.
@@ -83,12 +85,20 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	}
 	var firstErr error
 	s := &stepRun{st: st, cp: cp, prev: r.cp.Publisher().Current(), prevStats: r.stats, prevAccepted: r.newestAccepted()}
-	s.check = func(what string, ok bool, detail string) {
-		cp.Checks = append(cp.Checks, Check{What: what, OK: ok, Detail: detail})
+	s.checkAt = func(line int, what string, ok bool, detail string) {
+		c := Check{What: what, OK: ok, Detail: detail}
+		if line > 0 {
+			c.Source = fmt.Sprintf("%s:%d", r.sc.File, line)
+		}
+		cp.Checks = append(cp.Checks, c)
 		if !ok && firstErr == nil {
 			firstErr = fmt.Errorf("expected %s: %s", what, detail)
+			if c.Source != "" {
+				firstErr = fmt.Errorf("expected %s (%s): %s", what, c.Source, detail)
+			}
 		}
 	}
+	s.check = func(what string, ok bool, detail string) { s.checkAt(0, what, ok, detail) }
 	r.cur = s
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
@@ -181,7 +191,7 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 		rejected[n.Type] = true
 		key := st.Name + "/" + string(n.Type)
 		err := r.wait(ctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
-		s.check(fmt.Sprintf("the client NACKs %s", n.Type), err == nil, errText(err))
+		s.checkAt(st.Line, fmt.Sprintf("the client NACKs %s", n.Type), err == nil, errText(err))
 		if err == nil {
 			r.say("  %s NACKed: %s", n.Type, nackReason(r.track.firstNackError(st.Name)))
 			r.checkRejected(ctx, s, n.Type)

@@ -166,15 +166,15 @@ func (w *window) stop(r *Run, s *stepRun) {
 		summary += " (SIMULATED)"
 	}
 	r.say("  traffic window: %s", summary)
-	s.check("traffic window: probes were sent", res.Probes > 0, summary)
+	s.checkAt(w.exp.Line, "traffic window: probes were sent", res.Probes > 0, summary)
 	if w.exp.MaxFailures < 1<<30 {
-		s.check(fmt.Sprintf("traffic window: at most %d failed", w.exp.MaxFailures), res.Failures <= w.exp.MaxFailures, summary)
+		s.checkAt(w.exp.Line, fmt.Sprintf("traffic window: at most %d failed", w.exp.MaxFailures), res.Failures <= w.exp.MaxFailures, summary)
 	}
 	if w.exp.MinFailures > 0 {
-		s.check(fmt.Sprintf("traffic window: at least %d failed", w.exp.MinFailures), res.Failures >= w.exp.MinFailures, summary)
+		s.checkAt(w.exp.Line, fmt.Sprintf("traffic window: at least %d failed", w.exp.MinFailures), res.Failures >= w.exp.MinFailures, summary)
 	}
 	if len(w.exp.Flags) > 0 {
-		s.check("traffic window: every failure carries "+strings.Join(w.exp.Flags, " or "), len(bad) == 0,
+		s.checkAt(w.exp.Line, "traffic window: every failure carries "+strings.Join(w.exp.Flags, " or "), len(bad) == 0,
 			"other failures: "+strings.Join(bad, ", "))
 	}
 }

@@ -15,8 +15,7 @@ import (
 // Resource is one resource id of a scenario: the xDS resources it stands for. A short-form
 // cluster with backends is two (the cluster and its assignment); every other form is one.
 type Resource struct {
-	ID   string
-	Line int
+	ID string
 	// Invalid marks a resource published on purpose although it fails validation, to
 	// observe the NACK. Parse proves that it does fail.
 	Invalid bool

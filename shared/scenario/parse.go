@@ -368,7 +368,7 @@ func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Resource{ID: id, Line: keyNode.Line}
+	r := &Resource{ID: id}
 	inv, err := f.boolean("invalid")
 	if err != nil {
 		return nil, err
