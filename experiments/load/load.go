@@ -1,0 +1,299 @@
+// Package load is steady traffic through the data plane while a scenario runs: a
+// constant-rate generator (vegeta, used as a library) over C connections, HTTP/1.1
+// keep-alive or HTTP/2 with prior knowledge (h2c), each request with its own
+// x-request-id. Every response is kept, never dropped, with when it was sent, its
+// latency, status, request ID (echoed by Envoy) and the backend its body names, so that
+// a run can attribute it to a step, a backend and (with Envoy's access log) a response
+// flag. Load never makes the evidence lie: when the generator cannot keep its rate the
+// achieved rate says so.
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+// Protocol is how the generator talks to the listener.
+type Protocol string
+
+const (
+	// HTTP1 is HTTP/1.1 with keep-alive: each connection carries one request at a time.
+	HTTP1 Protocol = "http1"
+	// HTTP2 is HTTP/2 with prior knowledge (h2c): each connection multiplexes streams.
+	HTTP2 Protocol = "http2"
+)
+
+// Bounds: load is for a 2-core laptop and one Envoy on loopback, not a benchmark farm.
+const (
+	MaxRate        = 5000
+	MaxConnections = 64
+	MaxDuration    = 10 * time.Minute
+	// DefaultTimeout bounds one request.
+	DefaultTimeout = 3 * time.Second
+	// maxResponses bounds what one generator keeps (MaxRate x MaxDuration would be 3M).
+	maxResponses = 1_000_000
+)
+
+// Options configure a generator.
+type Options struct {
+	// Rate is requests per second, constant, over all connections.
+	Rate        int
+	Connections int
+	Protocol    Protocol
+	// Target is the URL requests go to; only loopback hosts are accepted.
+	Target string
+	// Header is sent with every request (x-request-id is set per request).
+	Header http.Header
+	// Timeout bounds one request (DefaultTimeout when 0).
+	Timeout time.Duration
+	// IDPrefix starts every request ID ("load" when empty).
+	IDPrefix string
+}
+
+// ParseProtocol validates a --protocol value.
+func ParseProtocol(s string) (Protocol, error) {
+	switch Protocol(s) {
+	case HTTP1, HTTP2:
+		return Protocol(s), nil
+	case "":
+		return HTTP1, nil
+	}
+	return "", fmt.Errorf("unknown protocol %q (want http1 or http2)", s)
+}
+
+// Check refuses absurd or non-loopback options in one line, before anything starts.
+func (o Options) Check() error {
+	if o.Rate < 1 || o.Rate > MaxRate {
+		return fmt.Errorf("load rate %d: want 1..%d requests per second", o.Rate, MaxRate)
+	}
+	if o.Connections < 1 || o.Connections > MaxConnections {
+		return fmt.Errorf("load connections %d: want 1..%d", o.Connections, MaxConnections)
+	}
+	if o.Connections > o.Rate {
+		return fmt.Errorf("load connections %d: more than the rate (%d per second); each connection needs at least one request per second", o.Connections, o.Rate)
+	}
+	if _, err := ParseProtocol(string(o.Protocol)); err != nil {
+		return err
+	}
+	u, err := url.Parse(o.Target)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("load target %q: want http://127.0.0.1:PORT/PATH", o.Target)
+	}
+	if u.Hostname() != loopback.Host {
+		return fmt.Errorf("load target %q: only %s is allowed", o.Target, loopback.Host)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("load timeout %s: must not be negative", o.Timeout)
+	}
+	return nil
+}
+
+// Response is one request's outcome.
+type Response struct {
+	// ID is the request's x-request-id.
+	ID string `json:"id"`
+	// Conn numbers the connection (generator) that sent it, from 0.
+	Conn int `json:"conn"`
+	// Sent is when the request was sent; Latency how long the answer took.
+	Sent    time.Time     `json:"sent"`
+	Latency time.Duration `json:"latency_ns"`
+	// Status is the HTTP status, 0 when there was no answer (Error says why).
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Backend is the backend the body names ("" when none).
+	Backend string `json:"backend,omitempty"`
+}
+
+// Done is when the answer (or the failure) arrived.
+func (r Response) Done() time.Time { return r.Sent.Add(r.Latency) }
+
+// Generator is a running load.
+type Generator struct {
+	o        Options
+	started  time.Time
+	attacks  []*vegeta.Attacker
+	conns    []*http.Transport
+	done     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	resps    []Response
+	overflow int
+	stopOnce sync.Once
+	stopped  time.Time
+}
+
+// Start begins sending at o.Rate, split evenly over o.Connections generators, each with
+// its own client and one connection, until Stop or ctx ends (at most MaxDuration).
+func Start(ctx context.Context, o Options) (*Generator, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	if o.Protocol == "" {
+		o.Protocol = HTTP1
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.IDPrefix == "" {
+		o.IDPrefix = "load"
+	}
+	g := &Generator{o: o, started: time.Now(), done: make(chan struct{})}
+	for c := range o.Connections {
+		// An even split of the rate: connection c sends (Rate+c)/C per second, so the sum
+		// is exactly Rate.
+		rate := (o.Rate + c) / o.Connections
+		tr := transport(o)
+		client := &http.Client{Transport: tr, Timeout: o.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		a := vegeta.NewAttacker(vegeta.Client(client), vegeta.MaxBody(1<<14))
+		g.attacks, g.conns = append(g.attacks, a), append(g.conns, tr)
+		results := a.Attack(g.targeter(c), vegeta.Rate{Freq: rate, Per: time.Second}, MaxDuration, fmt.Sprintf("conn-%d", c))
+		g.wg.Add(1)
+		go g.collect(c, results)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			g.Stop()
+		case <-g.done:
+		}
+	}()
+	return g, nil
+}
+
+// transport is one generator's connection: one at most, kept alive, HTTP/1.1 or HTTP/2
+// with prior knowledge (net/http's own unencrypted HTTP/2, so Stop can close it).
+func transport(o Options) *http.Transport {
+	p := new(http.Protocols)
+	if o.Protocol == HTTP2 {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: o.Timeout}).DialContext,
+		MaxConnsPerHost:     1,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+		Protocols:           p,
+	}
+}
+
+// targeter gives connection c's requests their IDs: PREFIX-c-N.
+func (g *Generator) targeter(c int) vegeta.Targeter {
+	var mu sync.Mutex
+	n := 0
+	return func(t *vegeta.Target) error {
+		mu.Lock()
+		n++
+		id := fmt.Sprintf("%s-%d-%d", g.o.IDPrefix, c, n)
+		mu.Unlock()
+		t.Method, t.URL = http.MethodGet, g.o.Target
+		t.Header = g.o.Header.Clone()
+		if t.Header == nil {
+			t.Header = http.Header{}
+		}
+		t.Header.Set("x-request-id", id)
+		return nil
+	}
+}
+
+// quote is the part of an inventory backend's body that names it.
+type quote struct {
+	Backend   string `json:"backend"`
+	RequestID string `json:"request_id"`
+}
+
+func (g *Generator) collect(c int, results <-chan *vegeta.Result) {
+	defer g.wg.Done()
+	for res := range results {
+		r := Response{Conn: c, Sent: res.Timestamp, Latency: res.Latency, Status: int(res.Code), Error: res.Error}
+		r.ID = res.Headers.Get("x-request-id")
+		var q quote
+		if json.Unmarshal(res.Body, &q) == nil {
+			r.Backend = q.Backend
+			if r.ID == "" {
+				r.ID = q.RequestID
+			}
+		}
+		g.mu.Lock()
+		if len(g.resps) < maxResponses {
+			g.resps = append(g.resps, r)
+		} else {
+			g.overflow++
+		}
+		g.mu.Unlock()
+	}
+}
+
+// Stop ends the load, waits for every request in flight, and returns every response in
+// the order they were sent. It is idempotent.
+func (g *Generator) Stop() []Response {
+	g.stopOnce.Do(func() {
+		for _, a := range g.attacks {
+			a.Stop()
+		}
+		g.wg.Wait()
+		for _, tr := range g.conns {
+			tr.CloseIdleConnections()
+		}
+		g.stopped = time.Now()
+		close(g.done)
+	})
+	g.wg.Wait()
+	return g.Responses()
+}
+
+// Responses returns the responses so far, ordered by when they were sent.
+func (g *Generator) Responses() []Response {
+	g.mu.Lock()
+	out := make([]Response, len(g.resps))
+	copy(out, g.resps)
+	g.mu.Unlock()
+	sortBySent(out)
+	return out
+}
+
+// Overflow counts responses past the bound that were counted but not kept.
+func (g *Generator) Overflow() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.overflow
+}
+
+// Options returns what the generator runs with.
+func (g *Generator) Options() Options { return g.o }
+
+// ErrNoResponses is returned by a summary of an empty window.
+var ErrNoResponses = errors.New("no responses in the window")
+
+// failureKey names a failed response: "503 NC", "503" without a flag, "0 timeout".
+func failureKey(r Response, flag string) string {
+	if r.Status == 0 {
+		e := strings.ToLower(r.Error)
+		switch {
+		case strings.Contains(e, "timeout") || strings.Contains(e, "deadline"):
+			return "0 timeout"
+		case strings.Contains(e, "refused"):
+			return "0 refused"
+		}
+		return "0 no-response"
+	}
+	if flag != "" && flag != "-" {
+		return fmt.Sprintf("%d %s", r.Status, flag)
+	}
+	return fmt.Sprint(r.Status)
+}

@@ -1,0 +1,200 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/shared/loopback"
+)
+
+func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
+
+// server is a loopback backend answering like an inventory backend, over HTTP/1.1 and
+// h2c, counting the connections and the protocols it saw.
+type server struct {
+	name   string
+	url    string
+	conns  atomic.Int64
+	mu     sync.Mutex
+	protos map[string]int
+	status atomic.Int64
+}
+
+func startServer(t *testing.T, name string) *server {
+	t.Helper()
+	s := &server{name: name, protos: map[string]int{}}
+	s.status.Store(200)
+	l, err := loopback.Listen(0)
+	require.NoError(t, err)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.protos[r.Proto]++
+		s.mu.Unlock()
+		w.Header().Set("x-request-id", r.Header.Get("x-request-id"))
+		w.WriteHeader(int(s.status.Load()))
+		_ = json.NewEncoder(w).Encode(map[string]string{"backend": s.name, "request_id": r.Header.Get("x-request-id")})
+	})
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: h, Protocols: protos, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	s.url = "http://" + l.Addr().String() + "/quote"
+	return s
+}
+
+func TestCheckRefusesAbsurdLoad(t *testing.T) {
+	ok := Options{Rate: 100, Connections: 4, Protocol: HTTP2, Target: "http://127.0.0.1:19000/quote"}
+	require.NoError(t, ok.Check())
+	for name, c := range map[string]struct {
+		mut  func(*Options)
+		want string
+	}{
+		"rate":        {func(o *Options) { o.Rate = 1e6 }, "load rate 1000000: want 1..5000 requests per second"},
+		"zero rate":   {func(o *Options) { o.Rate = 0 }, "load rate 0"},
+		"connections": {func(o *Options) { o.Connections = 1000 }, "load connections 1000: want 1..64"},
+		"more conns":  {func(o *Options) { o.Rate, o.Connections = 2, 4 }, "more than the rate"},
+		"protocol":    {func(o *Options) { o.Protocol = "spdy" }, `unknown protocol "spdy"`},
+		"not local":   {func(o *Options) { o.Target = "http://example.com/quote" }, "only 127.0.0.1 is allowed"},
+		"not http":    {func(o *Options) { o.Target = "ftp://127.0.0.1/x" }, "want http://127.0.0.1:PORT/PATH"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := ok
+			c.mut(&o)
+			err := o.Check()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n")
+			_, err = Start(context.Background(), o)
+			assert.Error(t, err, "nothing starts")
+		})
+	}
+}
+
+// TestLoadKeepsEveryResponse: at 200 rps over 4 connections for about a second, every
+// request is answered and kept, with its ID, backend and status; the rate is met; and
+// the protocol and connection count are what was asked.
+func TestLoadKeepsEveryResponse(t *testing.T) {
+	for _, proto := range []Protocol{HTTP1, HTTP2} {
+		t.Run(string(proto), func(t *testing.T) {
+			s := startServer(t, "v1")
+			g, err := Start(context.Background(), Options{Rate: 200, Connections: 4, Protocol: proto, Target: s.url, IDPrefix: "t"})
+			require.NoError(t, err)
+			// Wait on a condition: at least 200 responses (about a second's worth).
+			require.Eventually(t, func() bool { return len(g.Responses()) >= 200 }, 20*time.Second, 10*time.Millisecond)
+			rs := g.Stop()
+			require.GreaterOrEqual(t, len(rs), 200)
+			ids := map[string]bool{}
+			for _, r := range rs {
+				assert.Equal(t, 200, r.Status, r.Error)
+				assert.Equal(t, "v1", r.Backend)
+				assert.False(t, ids[r.ID], "IDs are unique: %s", r.ID)
+				ids[r.ID] = true
+				assert.Regexp(t, `^t-[0-3]-\d+$`, r.ID)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			want := "HTTP/1.1"
+			if proto == HTTP2 {
+				want = "HTTP/2.0"
+			}
+			assert.Equal(t, len(rs), s.protos[want], "every request over %s: %v", want, s.protos)
+			assert.LessOrEqual(t, s.conns.Load(), int64(4), "at most one connection per generator")
+			sum := Summarize(rs, rs[0].Sent, rs[len(rs)-1].Sent.Add(time.Nanosecond), 200, nil)
+			assert.Equal(t, len(rs), sum.Requests)
+			assert.Equal(t, len(rs), sum.ByBackend["v1"])
+			assert.Empty(t, sum.Failures)
+			assert.Greater(t, sum.P99MS, 0.0)
+		})
+	}
+}
+
+// TestLoadCountsFailuresByStatusAndFlag: failures are counted, keyed by status and the
+// access log's flag, and an unreachable target is counted too (status 0), never dropped.
+func TestLoadCountsFailuresByStatusAndFlag(t *testing.T) {
+	s := startServer(t, "v1")
+	s.status.Store(503)
+	g, err := Start(context.Background(), Options{Rate: 100, Connections: 1, Target: s.url})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(g.Responses()) >= 20 }, 20*time.Second, 10*time.Millisecond)
+	rs := g.Stop()
+	flags := map[string]string{}
+	for i, r := range rs {
+		if i%2 == 0 {
+			flags[r.ID] = "NC"
+		}
+	}
+	sum := Summarize(rs, rs[0].Sent, time.Now(), 100, flags)
+	assert.Equal(t, len(rs), sum.Failures["503 NC"]+sum.Failures["503"])
+	assert.Equal(t, (len(rs)+1)/2, sum.Failures["503 NC"])
+	assert.Zero(t, sum.OK)
+
+	port, err := loopback.FreePort()
+	require.NoError(t, err)
+	defer loopback.Release(port)
+	g, err = Start(context.Background(), Options{Rate: 50, Connections: 1, Target: "http://" + loopback.Addr(port) + "/quote", Timeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(g.Responses()) >= 5 }, 20*time.Second, 10*time.Millisecond)
+	rs = g.Stop()
+	sum = Summarize(rs, rs[0].Sent, time.Now(), 50, nil)
+	assert.Equal(t, len(rs), sum.Failures["0 refused"], "%v", sum.Failures)
+}
+
+// TestLoadStopsWithItsContext: cancelling the context ends the load by itself.
+func TestLoadStopsWithItsContext(t *testing.T) {
+	s := startServer(t, "v1")
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := Start(ctx, Options{Rate: 100, Connections: 2, Target: s.url})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(g.Responses()) >= 5 }, 20*time.Second, 10*time.Millisecond)
+	cancel()
+	require.Eventually(t, func() bool {
+		n := len(g.Responses())
+		time.Sleep(50 * time.Millisecond) // two reads apart: the count stopped growing
+		return len(g.Responses()) == n
+	}, 10*time.Second, 10*time.Millisecond)
+	g.Stop()
+}
+
+func TestTransit(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int, backend string) Response {
+		return Response{Sent: t0.Add(time.Duration(ms) * time.Millisecond), Status: 200, Backend: backend}
+	}
+	rs := []Response{at(-5, "v1"), at(2, "v1"), at(4, "v2"), at(6, "v1"), at(8, "v2"), at(10, "v2")}
+	tr := Transit(rs, t0, t0.Add(time.Second), "v1", "v2")
+	require.NotNil(t, tr.FirstOldMS)
+	assert.Equal(t, 2.0, *tr.FirstOldMS)
+	assert.Equal(t, 6.0, *tr.LastOldMS)
+	require.NotNil(t, tr.AllNewMS)
+	assert.Equal(t, 8.0, *tr.AllNewMS)
+	assert.Equal(t, 2, tr.OldAfter)
+	none := Transit(rs[:4], t0, t0.Add(time.Second), "v1", "v2")
+	assert.Nil(t, none.AllNewMS, "the last answer was not new")
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	assert.Equal(t, 50*time.Millisecond, percentile(d, 0.5))
+	assert.Equal(t, 99*time.Millisecond, percentile(d, 0.99))
+	assert.Equal(t, time.Millisecond, percentile(d[:1], 0.99))
+}
