@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -38,6 +39,8 @@ type runOptions struct {
 	freePorts bool
 	// scenario is --scenario: a built-in name, a file, or "all" (the pack).
 	scenario string
+	// loadProtocol is --protocol.
+	loadProtocol string
 	// given reports whether a flag was on the command line (cobra's Changed).
 	given func(flag string) bool
 }
@@ -158,6 +161,10 @@ writes every file, and the exit code is the run's own.`,
 	f.Var(durationValue{&o.run.StepTimeout, stepTimeoutRange}, "step-timeout", "deadline for each step's waits, "+stepTimeoutRange.String())
 	f.Var(durationValue{&o.run.Outage, outageRange}, "outage", "keep the xDS server down this long in control-plane-restart, sending a request every 250ms, "+
 		outageRange.String()+" (0: one request, then restart)")
+	f.IntVar(&o.run.Load.Rate, "load", 0, fmt.Sprintf("steady load through Envoy for the whole run, requests per second (1-%d; 0: none), counted per step", load.MaxRate))
+	f.IntVar(&o.run.Load.Connections, "connections", 1, fmt.Sprintf("connections the load uses (1-%d)", load.MaxConnections))
+	f.Var(choiceValue{&o.loadProtocol, "load protocol", []string{string(load.HTTP1), string(load.HTTP2)}}, "protocol",
+		"the load's protocol: http1 (HTTP/1.1 keep-alive, default) or http2 (HTTP/2 prior knowledge)")
 	f.StringVar(&o.run.ConfigYAML, "config-yaml", "", "YAML merged over Envoy's bootstrap, after the scenario's own (e.g. '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 2, fill_rate: 1}}}}')")
 	f.StringVar(&o.scenario, "scenario", o.scenario, "the scenario: a built-in name (lab scenarios lists them), a scenario file, or all (the whole pack)")
 	f.BoolVar(&o.run.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
@@ -169,6 +176,13 @@ writes every file, and the exit code is the run's own.`,
 func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error) {
 	r := o.run
 	r.Scenario = sc
+	r.Load.Protocol, _ = load.ParseProtocol(o.loadProtocol) // the flag accepts only known names
+	if r.Load.Rate != 0 {
+		lo := load.Options{Rate: r.Load.Rate, Connections: r.Load.Connections, Protocol: r.Load.Protocol, Target: "http://127.0.0.1:1/"}
+		if err := lo.Check(); err != nil {
+			return r, badFlag("load", fmt.Sprint(r.Load.Rate), "%v", err)
+		}
+	}
 	if err := checkMode(r.Mode); err != nil {
 		return r, err
 	}

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -132,6 +133,9 @@ type Generator struct {
 	overflow int
 	stopOnce sync.Once
 	stopped  time.Time
+	// issued counts requests handed to the transport, done those answered (or failed), so
+	// a step can wait for every request it sent before it is summarized.
+	issued, answered atomic.Int64
 }
 
 // Start begins sending at o.Rate, split evenly over o.Connections generators, each with
@@ -201,6 +205,7 @@ func (g *Generator) targeter(c int) vegeta.Targeter {
 		n++
 		id := fmt.Sprintf("%s-%d-%d", g.o.IDPrefix, c, n)
 		mu.Unlock()
+		g.issued.Add(1)
 		t.Method, t.URL = http.MethodGet, g.o.Target
 		t.Header = g.o.Header.Clone()
 		if t.Header == nil {
@@ -236,7 +241,26 @@ func (g *Generator) collect(c int, results <-chan *vegeta.Result) {
 			g.overflow++
 		}
 		g.mu.Unlock()
+		g.answered.Add(1)
 	}
+}
+
+// Settle waits until every request issued so far has its response (answered, failed or
+// timed out: at most the request timeout), so that a window ending now loses none.
+func (g *Generator) Settle(ctx context.Context) error {
+	want := g.issued.Load()
+	deadline := time.Now().Add(g.o.Timeout + time.Second)
+	for g.answered.Load() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("load: %d of %d requests still unanswered after %s", want-g.answered.Load(), want, g.o.Timeout+time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Stop ends the load, waits for every request in flight, and returns every response in

@@ -102,6 +102,9 @@ func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 			return err
 		}
 		r.proxyStarted = true
+		if err := r.startLoad(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -49,6 +50,9 @@ type Options struct {
 	// Cache is the library cache (frontend.SnapshotCache when empty).
 	Cache    frontend.Cache
 	EnvoyBin string // --envoy-bin
+	// Load, when its Rate is set, is steady traffic through Envoy for the whole run,
+	// counted per step (lab run --load).
+	Load Load
 	// ConfigYAML is merged over Envoy's bootstrap (after the scenario's own override),
 	// e.g. ads_config.rate_limit_settings.
 	ConfigYAML string
@@ -147,6 +151,8 @@ type Checkpoint struct {
 	Requests []RequestResult `json:"requests,omitempty"`
 	// Window is the step's traffic window.
 	Window *WindowResult `json:"window,omitempty"`
+	// Traffic is the steady load's count for the step (lab run --load).
+	Traffic *xdslog.Traffic `json:"traffic,omitempty"`
 	// EnvoyStates are the config-dump states the step expected and saw.
 	EnvoyStates []string `json:"envoy_states,omitempty"`
 	// StatValues are the expected stats (or their rise over the step) as last read.
@@ -260,6 +266,9 @@ type Run struct {
 	env     scenario.Env
 	// proxyStarted: the data plane was started (after the first publish).
 	proxyStarted bool
+	// load is the steady traffic (nil without --load); loadPath what it requests.
+	load     *load.Generator
+	loadPath string
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect
@@ -414,6 +423,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.OutageInterval == 0 {
 		o.OutageInterval = 250 * time.Millisecond
+	}
+	if err := o.Load.check(client == ClientEnvoy); err != nil {
+		return nil, err
 	}
 	// Fixed ports are checked before anything is created: a busy port is a one-line
 	// error that names it, not a half-made run directory.
@@ -655,6 +667,7 @@ func (r *Run) startControlPlane(port int) error {
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	r.stopLoad()
 	if r.proxy != nil {
 		r.proxyUp = false
 		_ = r.proxy.Stop(ctx)

@@ -103,8 +103,10 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
 	cpu := r.startCPU()
+	began := time.Now()
 	finish := func() (*Checkpoint, error) {
 		win.stop(r, s)
+		cp.Traffic = r.stepTraffic(ctx, began)
 		cp.CPU = cpu.stop(r)
 		r.collect(ctx, st, cp)
 		if cp.NacksInStep > 1 {

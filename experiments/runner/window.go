@@ -152,7 +152,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 		res.WindowMS = *res.LastFailureMS - *res.FirstFailureMS
 	}
 	s.cp.Window = res
-	w.record(r, probes)
+	r.recordProbes(probes, w.exp.Path, xdslog.ProbeWindow)
 	answers := make([]string, 0, len(res.Answers))
 	for a, n := range res.Answers {
 		answers = append(answers, fmt.Sprintf("%s x%d", a, n))
@@ -179,25 +179,25 @@ func (w *window) stop(r *Run, s *stepRun) {
 	}
 }
 
-// maxWindowEvents bounds the events one window writes; past it, failures are folded
-// into runs like successes.
-const maxWindowEvents = 1000
+// maxProbeEvents bounds the events one batch of probes writes; past it, failures are
+// folded into runs like successes.
+const maxProbeEvents = 1000
 
-// record writes the probes as dataplane events: a run of equal answers is one event
-// standing for the run (Represents); failures stay one event each while there is room.
-func (w *window) record(r *Run, probes []probe) {
+// recordProbes writes probes (a traffic window's, or a step's load) as dataplane events:
+// a run of equal answers is one event standing for the run (Represents); failures stay
+// one event each while there is room. They carry no Expected or Correct: such a probe has
+// no answer it must get; the bounds are checked over all of them.
+func (r *Run) recordProbes(probes []probe, path, kind string) {
 	emitted := 0
 	for i := 0; i < len(probes); {
 		j := i + 1
-		fold := !probes[i].failed() || emitted >= maxWindowEvents
+		fold := !probes[i].failed() || emitted >= maxProbeEvents
 		for fold && j < len(probes) && probes[j].answer() == probes[i].answer() && j-i < 500 {
 			j++
 		}
 		o := probes[i].obs
-		// No Expected or Correct: a window probe has no answer it must get; the window's
-		// bounds are checked over all of them.
 		e := xdslog.Event{TS: o.Answered, Event: xdslog.EventDataPlane, RequestID: o.RequestID, Status: o.Status, Backend: o.Backend(),
-			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: w.exp.Path, Probe: xdslog.ProbeWindow}
+			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: path, Probe: kind}
 		if j-i > 1 {
 			e.Represents = j - i
 		}

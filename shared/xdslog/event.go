@@ -39,6 +39,10 @@ const (
 	// accepted for Type on Stream), or, when it does not revert, Version is empty and
 	// Error says why (the NACK then holds). SentVersion is the rejected version.
 	EventRevert = "revert"
+	// EventTraffic summarizes the steady load of one step (lab run --load): requests,
+	// answers per backend, failures per status and flag, asked and achieved rate,
+	// latency percentiles.
+	EventTraffic = "traffic"
 )
 
 // KnownEvents is every event name a reader accepts.
@@ -46,7 +50,7 @@ var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
 	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true, EventStale: true,
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
-	EventRevert: true,
+	EventRevert: true, EventTraffic: true,
 }
 
 // Probe kinds (Event.Probe of a data-plane event).
@@ -54,6 +58,8 @@ const (
 	ProbeRequest = "request"
 	ProbeWindow  = "window"
 	ProbeOutage  = "outage"
+	// ProbeLoad is a request of the steady load (lab run --load).
+	ProbeLoad = "load"
 )
 
 // Request kinds: what a request did to the subscription ("How the client specifies what
@@ -175,8 +181,26 @@ type Event struct {
 	// successes. 0 means 1.
 	Represents int `json:"represents,omitempty"`
 
+	// Traffic fields (EventTraffic); Status/Backend/... are not used.
+	Traffic *Traffic `json:"traffic,omitempty"`
+
 	// condensed marks a send the recorder folded into a storm summary (never written).
 	condensed bool
+}
+
+// Traffic is one step's steady load, as counted from every response.
+type Traffic struct {
+	Requests     int            `json:"requests"`
+	OK           int            `json:"ok"`
+	ByBackend    map[string]int `json:"by_backend"`
+	Failures     map[string]int `json:"failures"`
+	AskedRate    float64        `json:"asked_rate"`
+	AchievedRate float64        `json:"achieved_rate"`
+	P50MS        float64        `json:"p50_ms"`
+	P99MS        float64        `json:"p99_ms"`
+	MaxMS        float64        `json:"max_ms"`
+	Protocol     string         `json:"protocol"`
+	Connections  int            `json:"connections"`
 }
 
 // Accepted returns AcceptedVersion or "".
