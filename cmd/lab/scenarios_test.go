@@ -83,3 +83,23 @@ func TestRunPack(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "1 of 9 scenarios failed: many-per-type", err.Error())
 }
+
+// TestRunRefusesAbsurdLoad: --load and --connections out of range are one line, before
+// anything starts.
+func TestRunRefusesAbsurdLoad(t *testing.T) {
+	for _, args := range [][]string{
+		{"--load", "1000000"},
+		{"--load", "10", "--connections", "500"},
+		{"--load", "2", "--connections", "4"},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		_, _, err := runLabArgs(t, append([]string{"run", "--mode", "sotw", "--client", "envoy", "--out", out}, args...)...)
+		require.Error(t, err, "%v", args)
+		assert.True(t, strings.HasPrefix(err.Error(), "--load "), err.Error())
+		assert.NotContains(t, err.Error(), "\n")
+		assert.NoDirExists(t, out)
+	}
+	_, _, err := runLabArgs(t, "run", "--mode", "sotw", "--protocol", "spdy")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--protocol spdy")
+}

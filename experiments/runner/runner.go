@@ -153,6 +153,8 @@ type Checkpoint struct {
 	Window *WindowResult `json:"window,omitempty"`
 	// Traffic is the steady load's count for the step (lab run --load).
 	Traffic *xdslog.Traffic `json:"traffic,omitempty"`
+	// TrafficMove is how the load moved from the last step's backend to this step's.
+	TrafficMove *load.Transition `json:"traffic_move,omitempty"`
 	// EnvoyStates are the config-dump states the step expected and saw.
 	EnvoyStates []string `json:"envoy_states,omitempty"`
 	// StatValues are the expected stats (or their rise over the step) as last read.

@@ -107,6 +107,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	finish := func() (*Checkpoint, error) {
 		win.stop(r, s)
 		cp.Traffic = r.stepTraffic(ctx, began)
+		cp.TrafficMove = r.stepMove(s, began)
 		cp.CPU = cpu.stop(r)
 		r.collect(ctx, st, cp)
 		if cp.NacksInStep > 1 {

@@ -59,6 +59,27 @@ func (r *Run) startLoad() error {
 	return nil
 }
 
+// stepMove measures, for a step whose first request expectation names another backend
+// than the last step's, how the load moved: from the publish to the first and the last
+// answer of the old backend, and to the first request after which every answer was new.
+func (r *Run) stepMove(s *stepRun, from time.Time) *load.Transition {
+	if r.load == nil {
+		return nil
+	}
+	q, ok := r.firstRequest(s.st)
+	if !ok || q.Backend == "" || r.lastGood.Backend == "" || q.Backend == r.lastGood.Backend {
+		return nil
+	}
+	at := from
+	if s.cp.PublishedAt != "" {
+		if t, err := time.Parse(time.RFC3339Nano, s.cp.PublishedAt); err == nil {
+			at = t
+		}
+	}
+	tr := load.Transit(r.load.Responses(), at, time.Now(), r.lastGood.Backend, q.Backend)
+	return &tr
+}
+
 // stepTraffic counts the load's responses to requests sent during the step (waiting for
 // every one it sent), writes them to xds.log (runs of equal answers folded, every
 // failure kept) with one traffic summary, and returns the summary for the checkpoint.

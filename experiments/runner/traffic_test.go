@@ -36,6 +36,10 @@ func TestTeachingUnderLoad(t *testing.T) {
 				assert.Equal(t, cp.Traffic.Requests, sum, "%s: every request is an answer or a failure", name)
 				assert.Equal(t, "http2", cp.Traffic.Protocol)
 			}
+			mv := cps["port-change"].TrafficMove
+			require.NotNil(t, mv, "port-change moves the load from v1 to v2")
+			require.NotNil(t, mv.AllNewMS, "every answer after some point is v2")
+			assert.GreaterOrEqual(t, *mv.AllNewMS, 0.0)
 			cpr := cps["control-plane-restart"].Traffic
 			assert.Positive(t, cpr.Requests)
 			assert.Empty(t, cpr.Failures, "no failure during the outage")
