@@ -48,7 +48,11 @@ func TestTeachingUnderLoad(t *testing.T) {
 			for k := range rm.Failures {
 				assert.Equal(t, "503 NC", k, "after the removal only Envoy's 503 NC")
 			}
-			assert.Empty(t, cps["restore"].Traffic.Failures)
+			// Requests sent in restore before the cluster is back still get 503 NC.
+			for k := range cps["restore"].Traffic.Failures {
+				assert.Equal(t, "503 NC", k)
+			}
+			assert.Positive(t, cps["restore"].Traffic.ByBackend["v1"], "then v1 answers")
 			var summaries int
 			for _, e := range logEvents(t, dir) {
 				if e.Event == xdslog.EventTraffic {
