@@ -123,6 +123,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 
 	if err := act.run(sctx, r, s); err != nil {
 		win.stop(r, s)
+		r.stepTraffic(ctx, began) // the step's load is counted in xds.log all the same
 		return nil, err
 	}
 	if set := r.cp.Publisher().Current(); set != nil {
