@@ -16,8 +16,8 @@ import (
 
 // sent is what one step must send of one type to one client: responses, resources,
 // resources the client already held with that content, and names removed explicitly
-// (delta's removed_resources). maybe: the cache does not always owe it (then the type
-// is either absent or exactly this).
+// (delta's removed_resources). maybe: the cache does not always owe it to a client (then
+// each client gets either nothing of the type or exactly this).
 type sent struct {
 	responses, resources, redundant, removed int
 	maybe                                    bool
