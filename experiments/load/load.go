@@ -298,6 +298,10 @@ func (g *Generator) Overflow() int {
 	return g.overflow
 }
 
+// Stopped is closed once the load has ended (Stop, or its context) and every request
+// in flight has its response.
+func (g *Generator) Stopped() <-chan struct{} { return g.done }
+
 // Options returns what the generator runs with.
 func (g *Generator) Options() Options { return g.o }
 

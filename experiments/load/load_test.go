@@ -164,12 +164,14 @@ func TestLoadStopsWithItsContext(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(g.Responses()) >= 5 }, 20*time.Second, 10*time.Millisecond)
 	cancel()
-	require.Eventually(t, func() bool {
-		n := len(g.Responses())
-		time.Sleep(50 * time.Millisecond) // two reads apart: the count stopped growing
-		return len(g.Responses()) == n
-	}, 10*time.Second, 10*time.Millisecond)
-	g.Stop()
+	select {
+	case <-g.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the load did not stop with its context")
+	}
+	n := len(g.Responses())
+	assert.Equal(t, n, len(g.Stop()), "nothing arrives after the load stopped")
+	assert.Equal(t, int64(n), g.answered.Load(), "every request issued was answered before it stopped")
 }
 
 func TestTransit(t *testing.T) {
