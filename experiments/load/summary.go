@@ -4,31 +4,16 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// Summary is what the load did in one window (a step): every response sent in it is
-// counted, none dropped.
-type Summary struct {
-	Requests int `json:"requests"`
-	// OK counts 2xx answers; ByBackend those per backend their body names.
-	OK        int            `json:"ok"`
-	ByBackend map[string]int `json:"by_backend"`
-	// Failures counts the rest per status and Envoy response flag: {"503 NC": 12}.
-	Failures map[string]int `json:"failures"`
-	// AskedRate is the generator's rate; AchievedRate what it sent over the window.
-	AskedRate    float64 `json:"asked_rate"`
-	AchievedRate float64 `json:"achieved_rate"`
-	// Latency percentiles in ms, of every response.
-	P50MS float64 `json:"p50_ms"`
-	P99MS float64 `json:"p99_ms"`
-	MaxMS float64 `json:"max_ms"`
-}
-
-// Summarize counts the responses sent in [from, to). flags gives Envoy's response flag
-// per request ID (from its access log; nil when there is none: the simulated client,
-// or a request Envoy never logged).
-func Summarize(rs []Response, from, to time.Time, asked float64, flags map[string]string) Summary {
-	s := Summary{ByBackend: map[string]int{}, Failures: map[string]int{}, AskedRate: asked}
+// Summarize counts the responses sent in [from, to), every one, into the traffic
+// summary xds.log records (xdslog.Traffic; the caller names the protocol and the
+// connections). flags gives Envoy's response flag per request ID (from its access log;
+// nil when there is none, or for a request Envoy never logged).
+func Summarize(rs []Response, from, to time.Time, asked float64, flags map[string]string) xdslog.Traffic {
+	s := xdslog.Traffic{ByBackend: map[string]int{}, Failures: map[string]int{}, AskedRate: asked}
 	var lat []time.Duration
 	for _, r := range rs {
 		if r.Sent.Before(from) || !r.Sent.Before(to) {

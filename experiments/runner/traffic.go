@@ -113,9 +113,8 @@ func (r *Run) stepTraffic(ctx context.Context, from time.Time) *xdslog.Traffic {
 		probes[i] = probe{obs: o}
 	}
 	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
-	t := &xdslog.Traffic{Requests: sum.Requests, OK: sum.OK, ByBackend: sum.ByBackend, Failures: sum.Failures, AskedRate: sum.AskedRate,
-		AchievedRate: sum.AchievedRate, P50MS: sum.P50MS, P99MS: sum.P99MS, MaxMS: sum.MaxMS,
-		Protocol: string(r.load.Options().Protocol), Connections: r.load.Options().Connections}
+	t := &sum
+	t.Protocol, t.Connections = string(r.load.Options().Protocol), r.load.Options().Connections
 	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	r.say("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
 	return t

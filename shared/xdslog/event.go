@@ -188,7 +188,9 @@ type Event struct {
 	condensed bool
 }
 
-// Traffic is one step's steady load, as counted from every response.
+// Traffic is one step's steady load, as counted from every response (load.Summarize):
+// answers per backend, failures per status and Envoy response flag ("503 NC"), asked
+// and achieved rate, latency percentiles in ms.
 type Traffic struct {
 	Requests     int            `json:"requests"`
 	OK           int            `json:"ok"`
