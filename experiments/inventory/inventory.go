@@ -212,29 +212,40 @@ func LookupFile(path, requestID string) (LogLine, bool, error) {
 	if requestID == "" {
 		return LogLine{}, false, fmt.Errorf("inventory log lookup: empty request id")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return LogLine{}, false, fmt.Errorf("inventory log: %w", err)
-	}
-	// Only complete lines count; a line without its newline may still be in flight.
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
 	var (
 		found LogLine
 		ok    bool
 	)
+	err := ScanFile(path, func(l LogLine) {
+		if l.RequestID == requestID {
+			found, ok = l, true
+		}
+	})
+	if err != nil {
+		return LogLine{}, false, err
+	}
+	return found, ok, nil
+}
+
+// ScanFile calls fn with every complete line of a backend log file, in order.
+func ScanFile(path string, fn func(LogLine)) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("inventory log: %w", err)
+	}
+	// Only complete lines count; a line without its newline may still be in flight.
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		var l LogLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return LogLine{}, false, fmt.Errorf("inventory log %s line %d: %w", path, n, err)
+			return fmt.Errorf("inventory log %s line %d: %w", path, n, err)
 		}
-		if l.RequestID == requestID {
-			found, ok = l, true
-		}
+		fn(l)
 	}
 	if err := sc.Err(); err != nil {
-		return LogLine{}, false, fmt.Errorf("inventory log %s: %w", path, err)
+		return fmt.Errorf("inventory log %s: %w", path, err)
 	}
-	return found, ok, nil
+	return nil
 }

@@ -291,6 +291,22 @@ func (g *Generator) Responses() []Response {
 	return out
 }
 
+// Forget lets go of the responses sent before t: a run counts each step once, so what
+// was sent before the step in progress is no longer needed, and a long run stays within
+// the generator's bound.
+func (g *Generator) Forget(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	kept := g.resps[:0]
+	for _, r := range g.resps {
+		if !r.Sent.Before(t) {
+			kept = append(kept, r)
+		}
+	}
+	clear(g.resps[len(kept):])
+	g.resps = kept
+}
+
 // Overflow counts responses past the bound that were counted but not kept.
 func (g *Generator) Overflow() int {
 	g.mu.Lock()

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -199,4 +200,48 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, 50*time.Millisecond, percentile(d, 0.5))
 	assert.Equal(t, 99*time.Millisecond, percentile(d, 0.99))
 	assert.Equal(t, time.Millisecond, percentile(d[:1], 0.99))
+}
+
+// TestTimeline: every response sent in the window lands in one bucket of its answer's
+// series, successes by backend and failures by key, and the buckets cover the window.
+func TestTimeline(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms, status int, backend string) Response {
+		return Response{ID: fmt.Sprint("r", ms), Sent: t0.Add(time.Duration(ms) * time.Millisecond), Status: status, Backend: backend}
+	}
+	rs := []Response{at(-1, 200, "v1"), at(0, 200, "v1"), at(9, 200, "v1"), at(10, 503, ""), at(450, 200, "v2"), at(599, 200, "v2"), at(600, 200, "v2")}
+	sum := Summarize(rs, t0, t0.Add(600*time.Millisecond), 10, map[string]string{"r10": "NC"})
+	tl := sum.Timeline
+	require.NotNil(t, tl)
+	assert.Equal(t, 5.0, tl.BucketMS, "600 ms fit in 120 buckets of 5 ms")
+	assert.Equal(t, t0, tl.Start)
+	require.Len(t, tl.Series["v1"], 120)
+	assert.Equal(t, 1, tl.Series["v1"][0])
+	assert.Equal(t, 1, tl.Series["v1"][1])
+	assert.Equal(t, 1, tl.Series["503 NC"][2])
+	assert.Equal(t, 1, tl.Series["v2"][90])
+	assert.Equal(t, 1, tl.Series["v2"][119])
+	total := 0
+	for _, s := range tl.Series {
+		for _, n := range s {
+			total += n
+		}
+	}
+	assert.Equal(t, sum.Requests, total, "every request counted once, the ones outside the window not at all")
+	long := Summarize(rs, t0, t0.Add(time.Minute), 10, nil)
+	assert.Equal(t, 500.0, long.Timeline.BucketMS, "a minute in 120 buckets of half a second")
+	assert.Len(t, long.Timeline.Series["v2"], 120)
+}
+
+// TestForget: responses already counted can be let go; the rest stay in order.
+func TestForget(t *testing.T) {
+	t0 := time.Now()
+	g := &Generator{}
+	for i := range 5 {
+		g.resps = append(g.resps, Response{Sent: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	g.Forget(t0.Add(2 * time.Millisecond))
+	rs := g.Responses()
+	require.Len(t, rs, 3)
+	assert.Equal(t, t0.Add(2*time.Millisecond), rs[0].Sent)
 }

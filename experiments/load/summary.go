@@ -2,6 +2,7 @@ package load
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -37,7 +38,49 @@ func Summarize(rs []Response, from, to time.Time, asked float64, flags map[strin
 		s.P99MS = ms(percentile(lat, 0.99))
 		s.MaxMS = ms(lat[len(lat)-1])
 	}
+	s.Timeline = timeline(rs, from, to, flags)
 	return s
+}
+
+// maxBuckets bounds a timeline's width: enough to see a move of a few milliseconds in a
+// short step, few enough to draw.
+const maxBuckets = 120
+
+// bucketSizes are the widths a timeline may use (ms): the smallest that keeps a step
+// within maxBuckets.
+var bucketSizes = []float64{5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000}
+
+// timeline counts the responses sent in [from, to) per bucket and answer.
+func timeline(rs []Response, from, to time.Time, flags map[string]string) *xdslog.Timeline {
+	span := ms(to.Sub(from))
+	if span <= 0 {
+		return nil
+	}
+	size := bucketSizes[len(bucketSizes)-1]
+	for _, b := range bucketSizes {
+		if span/b <= maxBuckets {
+			size = b
+			break
+		}
+	}
+	n := max(1, int(math.Ceil(span/size)))
+	t := &xdslog.Timeline{Start: from.UTC(), BucketMS: size, Series: map[string][]int{}}
+	for _, r := range rs {
+		if r.Sent.Before(from) || !r.Sent.Before(to) {
+			continue
+		}
+		key := r.Backend
+		if r.Status < 200 || r.Status >= 300 {
+			key = failureKey(r, flags[r.ID])
+		} else if key == "" {
+			key = "?"
+		}
+		if t.Series[key] == nil {
+			t.Series[key] = make([]int, n)
+		}
+		t.Series[key][min(n-1, int(ms(r.Sent.Sub(from))/size))]++
+	}
+	return t
 }
 
 // percentile is the nearest-rank percentile of sorted values.
@@ -48,22 +91,9 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Transition is how traffic moved from one backend to another after a publish.
-type Transition struct {
-	// FirstOldMS and LastOldMS: from the publish to the first and the last response
-	// (by when it was sent) answered by the old backend; nil when none was.
-	FirstOldMS *float64 `json:"first_old_ms,omitempty"`
-	LastOldMS  *float64 `json:"last_old_ms,omitempty"`
-	// AllNewMS: from the publish to the first request after which every answer came
-	// from the new backend; nil when the window never got there.
-	AllNewMS *float64 `json:"all_new_ms,omitempty"`
-	// OldAfter counts the old backend's answers to requests sent after the publish.
-	OldAfter int `json:"old_after"`
-}
-
 // Transit measures the move from old to new among the responses sent in [publish, to).
-func Transit(rs []Response, publish, to time.Time, old, new string) Transition {
-	var t Transition
+func Transit(rs []Response, publish, to time.Time, old, new string) xdslog.TrafficMove {
+	t := xdslog.TrafficMove{From: old, To: new}
 	var window []Response
 	for _, r := range rs {
 		if !r.Sent.Before(publish) && r.Sent.Before(to) {

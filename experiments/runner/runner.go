@@ -153,8 +153,6 @@ type Checkpoint struct {
 	Window *WindowResult `json:"window,omitempty"`
 	// Traffic is the steady load's count for the step (lab run --load).
 	Traffic *xdslog.Traffic `json:"traffic,omitempty"`
-	// TrafficMove is how the load moved from the last step's backend to this step's.
-	TrafficMove *load.Transition `json:"traffic_move,omitempty"`
 	// EnvoyStates are the config-dump states the step expected and saw.
 	EnvoyStates []string `json:"envoy_states,omitempty"`
 	// StatValues are the expected stats (or their rise over the step) as last read.
@@ -271,6 +269,10 @@ type Run struct {
 	// load is the steady traffic (nil without --load); loadPath what it requests.
 	load     *load.Generator
 	loadPath string
+	// loadFrom is where the next step's count starts (the last count's end);
+	// overflowCounted the generator's overflow already in a step's count.
+	loadFrom        time.Time
+	overflowCounted int
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect

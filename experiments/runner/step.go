@@ -103,11 +103,10 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
 	cpu := r.startCPU()
-	began := time.Now()
 	finish := func() (*Checkpoint, error) {
 		win.stop(r, s)
-		cp.Traffic = r.stepTraffic(ctx, began)
-		cp.TrafficMove = r.stepMove(s, began)
+		// A failed step ends the run: its count is the load's last.
+		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.sc.Steps[len(r.sc.Steps)-1].Name)
 		cp.CPU = cpu.stop(r)
 		r.collect(ctx, st, cp)
 		if cp.NacksInStep > 1 {
@@ -123,7 +122,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 
 	if err := act.run(sctx, r, s); err != nil {
 		win.stop(r, s)
-		r.stepTraffic(ctx, began) // the step's load is counted in xds.log all the same
+		r.stepTraffic(ctx, nil, true) // the run ends here; its load is counted in xds.log all the same
 		return nil, err
 	}
 	if set := r.cp.Publisher().Current(); set != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -54,7 +55,7 @@ func (r *Run) startLoad() error {
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
 	}
-	r.load, r.loadPath = g, path
+	r.load, r.loadPath, r.loadFrom = g, path, time.Now()
 	r.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
 	return nil
 }
@@ -62,10 +63,7 @@ func (r *Run) startLoad() error {
 // stepMove measures, for a step whose first request expectation names another backend
 // than the last step's, how the load moved: from the publish to the first and the last
 // answer of the old backend, and to the first request after which every answer was new.
-func (r *Run) stepMove(s *stepRun, from time.Time) *load.Transition {
-	if r.load == nil {
-		return nil
-	}
+func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time) *xdslog.TrafficMove {
 	q, ok := r.firstRequest(s.st)
 	if !ok || q.Backend == "" || r.lastGood.Backend == "" || q.Backend == r.lastGood.Backend {
 		return nil
@@ -76,19 +74,25 @@ func (r *Run) stepMove(s *stepRun, from time.Time) *load.Transition {
 			at = t
 		}
 	}
-	tr := load.Transit(r.load.Responses(), at, time.Now(), r.lastGood.Backend, q.Backend)
-	return &tr
+	mv := load.Transit(rs, at, to, r.lastGood.Backend, q.Backend)
+	return &mv
 }
 
-// stepTraffic counts the load's responses to requests sent during the step (waiting for
-// every one it sent), writes them to xds.log (runs of equal answers folded, every
-// failure kept) with one traffic summary, and returns the summary for the checkpoint.
-func (r *Run) stepTraffic(ctx context.Context, from time.Time) *xdslog.Traffic {
+// stepTraffic counts the load's responses to requests sent since the last step's count
+// (so the steps' counts add up to every request the load sent), waiting for every one
+// it sent. The last step (end) stops the load first and counts to its end. It checks
+// each answer against the backends' own logs, writes the responses to xds.log (runs of
+// equal answers folded, every failure kept) with one traffic summary, and returns the
+// summary for the checkpoint.
+func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
 	if r.load == nil {
 		return nil
 	}
-	to := time.Now()
-	if err := r.load.Settle(ctx); err != nil {
+	from, to := r.loadFrom, time.Now()
+	if end {
+		r.load.Stop()
+		to = to.Add(time.Hour) // everything it sent
+	} else if err := r.load.Settle(ctx); err != nil {
 		r.say("  %v", err)
 	}
 	var in []load.Response
@@ -96,6 +100,9 @@ func (r *Run) stepTraffic(ctx context.Context, from time.Time) *xdslog.Traffic {
 		if !resp.Sent.Before(from) && resp.Sent.Before(to) {
 			in = append(in, resp)
 		}
+	}
+	if end && len(in) > 0 {
+		to = in[len(in)-1].Sent.Add(time.Nanosecond)
 	}
 	var flags map[string]string
 	if len(in) > 0 {
@@ -105,6 +112,15 @@ func (r *Run) stepTraffic(ctx context.Context, from time.Time) *xdslog.Traffic {
 		}
 	}
 	sum := load.Summarize(in, from, to, float64(r.o.Load.Rate), flags)
+	t := &sum
+	t.Protocol, t.Connections = string(r.load.Options().Protocol), r.load.Options().Connections
+	t.Overflow = r.load.Overflow() - r.overflowCounted
+	r.overflowCounted += t.Overflow
+	t.Requests += t.Overflow
+	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
+	if s != nil {
+		t.Move = r.stepMove(s, in, from, to)
+	}
 	probes := make([]probe, len(in))
 	for i, resp := range in {
 		o := Observation{RequestID: resp.ID, Path: r.loadPath, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
@@ -113,11 +129,55 @@ func (r *Run) stepTraffic(ctx context.Context, from time.Time) *xdslog.Traffic {
 		probes[i] = probe{obs: o}
 	}
 	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
-	t := &sum
-	t.Protocol, t.Connections = string(r.load.Options().Protocol), r.load.Options().Connections
 	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
-	r.say("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
+	line := fmt.Sprintf("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
+	if t.AchievedRate < 0.9*t.AskedRate && to.Sub(from) > time.Second {
+		line += " (the generator fell behind its rate)"
+	}
+	if t.Unlogged+t.Misattributed > 0 {
+		line += fmt.Sprintf("; backend logs disagree: %d unlogged, %d misattributed", t.Unlogged, t.Misattributed)
+	}
+	r.say("%s", line)
+	r.loadFrom = to
+	r.load.Forget(to)
 	return t
+}
+
+// checkBackendLogs reads the backends' own request logs and counts the successful
+// answers whose request ID no log has (unlogged), or another backend's log has
+// (misattributed): the body alone is not the evidence.
+func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int) {
+	want := map[string]string{}
+	for _, resp := range in {
+		if resp.Status >= 200 && resp.Status < 300 && resp.Backend != "" {
+			want[resp.ID] = resp.Backend
+		}
+	}
+	if len(want) == 0 {
+		return 0, 0
+	}
+	seen := map[string]string{}
+	read := map[string]bool{}
+	for _, b := range r.backends.all() {
+		if b.LogPath() == "" || read[b.LogPath()] {
+			continue
+		}
+		read[b.LogPath()] = true
+		_ = inventory.ScanFile(b.LogPath(), func(l inventory.LogLine) {
+			if _, ok := want[l.RequestID]; ok {
+				seen[l.RequestID] = l.Backend
+			}
+		})
+	}
+	for id, backend := range want {
+		switch got, ok := seen[id]; {
+		case !ok:
+			unlogged++
+		case got != backend:
+			misattributed++
+		}
+	}
+	return unlogged, misattributed
 }
 
 // stopLoad ends the load (teardown).

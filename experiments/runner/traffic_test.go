@@ -35,8 +35,18 @@ func TestTeachingUnderLoad(t *testing.T) {
 				}
 				assert.Equal(t, cp.Traffic.Requests, sum, "%s: every request is an answer or a failure", name)
 				assert.Equal(t, "http2", cp.Traffic.Protocol)
+				assert.Zero(t, cp.Traffic.Unlogged, "%s: every answer is in its backend's own log", name)
+				assert.Zero(t, cp.Traffic.Misattributed, "%s: and in the log of the backend its body names", name)
+				require.NotNil(t, cp.Traffic.Timeline, name)
+				inTimeline := 0
+				for _, s := range cp.Traffic.Timeline.Series {
+					for _, n := range s {
+						inTimeline += n
+					}
+				}
+				assert.Equal(t, cp.Traffic.Requests, inTimeline, "%s: the timeline holds every request", name)
 			}
-			mv := cps["port-change"].TrafficMove
+			mv := cps["port-change"].Traffic.Move
 			require.NotNil(t, mv, "port-change moves the load from v1 to v2")
 			require.NotNil(t, mv.AllNewMS, "every answer after some point is v2")
 			assert.GreaterOrEqual(t, *mv.AllNewMS, 0.0)

@@ -203,6 +203,42 @@ type Traffic struct {
 	MaxMS        float64        `json:"max_ms"`
 	Protocol     string         `json:"protocol"`
 	Connections  int            `json:"connections"`
+	// Unlogged counts answers that named a backend whose own request log has no line
+	// with the request's ID; Misattributed, those whose log line is another backend's.
+	// Both are 0 when the evidence agrees (and when no backend log was read).
+	Unlogged      int `json:"unlogged,omitempty"`
+	Misattributed int `json:"misattributed,omitempty"`
+	// Overflow counts responses past the generator's bound: counted in Requests, but
+	// with no status or backend of their own.
+	Overflow int `json:"overflow,omitempty"`
+	// Move is how traffic moved from the last step's backend to this step's.
+	Move *TrafficMove `json:"move,omitempty"`
+	// Timeline is the step's requests over time, for the traffic timeline.
+	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// TrafficMove is how traffic moved from one backend to another after a publish.
+type TrafficMove struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// FirstOldMS and LastOldMS: from the publish to the first and the last response
+	// (by when it was sent) answered by the old backend; nil when none was.
+	FirstOldMS *float64 `json:"first_old_ms,omitempty"`
+	LastOldMS  *float64 `json:"last_old_ms,omitempty"`
+	// AllNewMS: from the publish to the first request after which every answer came
+	// from the new backend; nil when the window never got there.
+	AllNewMS *float64 `json:"all_new_ms,omitempty"`
+	// OldAfter counts the old backend's answers to requests sent after the publish.
+	OldAfter int `json:"old_after"`
+}
+
+// Timeline is a step's requests in buckets of BucketMS from Start (by when each was
+// sent): Series maps an answer to its count per bucket, a backend's name for a success
+// ("v1") and the failure key for a failure ("503 NC"); every series has the same length.
+type Timeline struct {
+	Start    time.Time        `json:"start"`
+	BucketMS float64          `json:"bucket_ms"`
+	Series   map[string][]int `json:"series"`
 }
 
 // Accepted returns AcceptedVersion or "".
