@@ -117,6 +117,9 @@ type Response struct {
 	Backend string `json:"backend,omitempty"`
 }
 
+// OK says the request succeeded (a 2xx answer).
+func (r Response) OK() bool { return r.Status >= 200 && r.Status < 300 }
+
 // Done is when the answer (or the failure) arrived.
 func (r Response) Done() time.Time { return r.Sent.Add(r.Latency) }
 
@@ -163,7 +166,11 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		a := vegeta.NewAttacker(vegeta.Client(client), vegeta.MaxBody(1<<14))
 		g.attacks, g.conns = append(g.attacks, a), append(g.conns, tr)
-		results := a.Attack(g.targeter(c), vegeta.Rate{Freq: rate, Per: time.Second}, MaxDuration, fmt.Sprintf("conn-%d", c))
+		// Connection c starts c/Rate seconds late, so the connections' requests interleave
+		// evenly (one every 1/Rate) instead of all C at once: the time resolution of a
+		// move is then 1/Rate, not C/Rate.
+		pace := offsetPacer{ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second}, offset: time.Duration(c) * time.Second / time.Duration(o.Rate)}
+		results := a.Attack(g.targeter(c), pace, MaxDuration, fmt.Sprintf("conn-%d", c))
 		g.wg.Add(1)
 		go g.collect(c, results)
 	}
@@ -175,6 +182,19 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 		}
 	}()
 	return g, nil
+}
+
+// offsetPacer is a constant pace that starts offset late.
+type offsetPacer struct {
+	vegeta.ConstantPacer
+	offset time.Duration
+}
+
+func (p offsetPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if elapsed < p.offset {
+		return p.offset - elapsed, false
+	}
+	return p.ConstantPacer.Pace(elapsed-p.offset, hits)
 }
 
 // transport is one generator's connection: one at most, kept alive, HTTP/1.1 or HTTP/2
@@ -324,8 +344,17 @@ func (g *Generator) Options() Options { return g.o }
 // ErrNoResponses is returned by a summary of an empty window.
 var ErrNoResponses = errors.New("no responses in the window")
 
-// failureKey names a failed response: "503 NC", "503" without a flag, "0 timeout".
-func failureKey(r Response, flag string) string {
+// Answer names a response as the traffic counts it: the backend that answered a
+// success ("v1", "?" when the body names none), or the failure: "503 NC" (status and
+// Envoy's response flag), "503" without a flag, "0 timeout", "0 refused",
+// "0 no-response". flag is Envoy's response flag for the request ("" when unknown).
+func Answer(r Response, flag string) string {
+	if r.OK() {
+		if r.Backend == "" {
+			return "?"
+		}
+		return r.Backend
+	}
 	if r.Status == 0 {
 		e := strings.ToLower(r.Error)
 		switch {

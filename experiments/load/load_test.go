@@ -181,15 +181,43 @@ func TestTransit(t *testing.T) {
 		return Response{Sent: t0.Add(time.Duration(ms) * time.Millisecond), Status: 200, Backend: backend}
 	}
 	rs := []Response{at(-5, "v1"), at(2, "v1"), at(4, "v2"), at(6, "v1"), at(8, "v2"), at(10, "v2")}
-	tr := Transit(rs, t0, t0.Add(time.Second), "v1", "v2")
+	tr := Transit(rs, t0, t0.Add(time.Second), "v1", "v2", nil)
 	require.NotNil(t, tr.FirstOldMS)
 	assert.Equal(t, 2.0, *tr.FirstOldMS)
 	assert.Equal(t, 6.0, *tr.LastOldMS)
 	require.NotNil(t, tr.AllNewMS)
 	assert.Equal(t, 8.0, *tr.AllNewMS)
 	assert.Equal(t, 2, tr.OldAfter)
-	none := Transit(rs[:4], t0, t0.Add(time.Second), "v1", "v2")
+	none := Transit(rs[:4], t0, t0.Add(time.Second), "v1", "v2", nil)
 	assert.Nil(t, none.AllNewMS, "the last answer was not new")
+
+	// A removal moves the traffic from a backend to Envoy's own answer.
+	fail := func(ms int, id string) Response {
+		return Response{ID: id, Sent: t0.Add(time.Duration(ms) * time.Millisecond), Status: 503}
+	}
+	rm := Transit([]Response{at(1, "v1"), fail(3, "a"), fail(5, "b")}, t0, t0.Add(time.Second), "v1", "503 NC", map[string]string{"a": "NC", "b": "NC"})
+	assert.Equal(t, 1.0, *rm.LastOldMS)
+	require.NotNil(t, rm.AllNewMS)
+	assert.Equal(t, 3.0, *rm.AllNewMS)
+}
+
+// TestAnswer: one name per outcome, the same in counts, timelines and moves.
+func TestAnswer(t *testing.T) {
+	for _, c := range []struct {
+		r    Response
+		flag string
+		want string
+	}{
+		{Response{Status: 200, Backend: "v1"}, "", "v1"},
+		{Response{Status: 200}, "", "?"},
+		{Response{Status: 503}, "NC", "503 NC"},
+		{Response{Status: 503}, "-", "503"},
+		{Response{Error: "dial tcp: connect: connection refused"}, "", "0 refused"},
+		{Response{Error: "context deadline exceeded (Client.Timeout exceeded)"}, "", "0 timeout"},
+		{Response{Error: "EOF"}, "", "0 no-response"},
+	} {
+		assert.Equal(t, c.want, Answer(c.r, c.flag), "%+v", c.r)
+	}
 }
 
 func TestPercentile(t *testing.T) {

@@ -22,12 +22,12 @@ func Summarize(rs []Response, from, to time.Time, asked float64, flags map[strin
 		}
 		s.Requests++
 		lat = append(lat, r.Latency)
-		if r.Status >= 200 && r.Status < 300 {
+		if r.OK() {
 			s.OK++
 			s.ByBackend[r.Backend]++
 			continue
 		}
-		s.Failures[failureKey(r, flags[r.ID])]++
+		s.Failures[Answer(r, flags[r.ID])]++
 	}
 	if d := to.Sub(from).Seconds(); d > 0 {
 		s.AchievedRate = float64(s.Requests) / d
@@ -69,12 +69,7 @@ func timeline(rs []Response, from, to time.Time, flags map[string]string) *xdslo
 		if r.Sent.Before(from) || !r.Sent.Before(to) {
 			continue
 		}
-		key := r.Backend
-		if r.Status < 200 || r.Status >= 300 {
-			key = failureKey(r, flags[r.ID])
-		} else if key == "" {
-			key = "?"
-		}
+		key := Answer(r, flags[r.ID])
 		if t.Series[key] == nil {
 			t.Series[key] = make([]int, n)
 		}
@@ -91,8 +86,9 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Transit measures the move from old to new among the responses sent in [publish, to).
-func Transit(rs []Response, publish, to time.Time, old, new string) xdslog.TrafficMove {
+// Transit measures the move from answer old to answer new (as Answer names them: a
+// backend, or a failure such as "503 NC") among the responses sent in [publish, to).
+func Transit(rs []Response, publish, to time.Time, old, new string, flags map[string]string) xdslog.TrafficMove {
 	t := xdslog.TrafficMove{From: old, To: new}
 	var window []Response
 	for _, r := range rs {
@@ -104,14 +100,15 @@ func Transit(rs []Response, publish, to time.Time, old, new string) xdslog.Traff
 	at := func(r Response) *float64 { v := ms(r.Sent.Sub(publish)); return &v }
 	lastNotNew := -1
 	for i, r := range window {
-		if r.Backend == old {
+		a := Answer(r, flags[r.ID])
+		if a == old {
 			t.OldAfter++
 			if t.FirstOldMS == nil {
 				t.FirstOldMS = at(r)
 			}
 			t.LastOldMS = at(r)
 		}
-		if r.Backend != new {
+		if a != new {
 			lastNotNew = i
 		}
 	}

@@ -99,6 +99,8 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 	t.Helper()
 	ev := logEvents(t, dir)
 	switch name {
+	case "under-load":
+		assertUnderLoad(t, cps, ev, real)
 	case "warming-order":
 		w := cps["route-before-cluster"].Window
 		require.NotNil(t, w)

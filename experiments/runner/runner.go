@@ -273,6 +273,10 @@ type Run struct {
 	// overflowCounted the generator's overflow already in a step's count.
 	loadFrom        time.Time
 	overflowCounted int
+	// lastStep names the run's last step: its count stops the load.
+	lastStep string
+	// loadNote says why the scenario's load does not run ("" when it does, or has none).
+	loadNote string
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect
@@ -428,6 +432,10 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if o.OutageInterval == 0 {
 		o.OutageInterval = 250 * time.Millisecond
 	}
+	loadNote := ""
+	if o.Load, loadNote, err = scenarioLoad(o.Load, sc, client == ClientEnvoy); err != nil {
+		return nil, err
+	}
 	if err := o.Load.check(client == ClientEnvoy); err != nil {
 		return nil, err
 	}
@@ -439,7 +447,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc)}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), loadNote: loadNote}
 	r.info = RunInfo{Scenario: sc.Name, ScenarioFile: sc.File, Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun,
 		PublishDuringReconnect: o.PublishDuringReconnect}
@@ -545,6 +553,10 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	if err := writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info); err != nil {
 		return err
 	}
+	if r.loadNote != "" {
+		r.say("  %s", r.loadNote)
+	}
+	r.lastStep = steps[len(steps)-1].Name
 	for i, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return r.interrupted(st.Name)

@@ -103,10 +103,12 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
 	cpu := r.startCPU()
+	began := time.Now()
 	finish := func() (*Checkpoint, error) {
+		r.dwell(sctx, s, began)
 		win.stop(r, s)
 		// A failed step ends the run: its count is the load's last.
-		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.sc.Steps[len(r.sc.Steps)-1].Name)
+		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.lastStep)
 		cp.CPU = cpu.stop(r)
 		r.collect(ctx, st, cp)
 		if cp.NacksInStep > 1 {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -37,6 +40,26 @@ func (l Load) check(envoyRuns bool) error {
 	return o.Check()
 }
 
+// scenarioLoad is the run's load: --load when given, else the scenario's own, which the
+// simulated client skips (it has no listener), saying so in note.
+func scenarioLoad(l Load, sc *scenario.Scenario, envoyRuns bool) (Load, string, error) {
+	if l.on() || sc.Load == nil {
+		return l, "", nil
+	}
+	if !envoyRuns {
+		return l, fmt.Sprintf("load: the scenario's %d requests/s are NOT run: the simulated client has no listener; its traffic checks are skipped", sc.Load.Rate), nil
+	}
+	p, err := load.ParseProtocol(sc.Load.Protocol)
+	if err != nil {
+		return l, "", fmt.Errorf("%s:%d: %w", sc.File, sc.Load.Line, err)
+	}
+	out := Load{Rate: sc.Load.Rate, Connections: sc.Load.Connections, Protocol: p, Path: sc.Load.Path}
+	if err := out.check(true); err != nil {
+		return l, "", fmt.Errorf("%s:%d: %w", sc.File, sc.Load.Line, err)
+	}
+	return out, "", nil
+}
+
 // startLoad starts the load on the listener, once the data plane is up.
 func (r *Run) startLoad() error {
 	l := r.o.Load
@@ -60,12 +83,14 @@ func (r *Run) startLoad() error {
 	return nil
 }
 
-// stepMove measures, for a step whose first request expectation names another backend
-// than the last step's, how the load moved: from the publish to the first and the last
-// answer of the old backend, and to the first request after which every answer was new.
-func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time) *xdslog.TrafficMove {
+// stepMove measures, for a step whose first request expectation names another answer
+// than the last step's (another backend, or Envoy's 503 NC after a removal), how the
+// load moved: from the publish to the first and the last old answer, and to the first
+// request after which every answer was the new one.
+func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time, flags map[string]string) *xdslog.TrafficMove {
 	q, ok := r.firstRequest(s.st)
-	if !ok || q.Backend == "" || r.lastGood.Backend == "" || q.Backend == r.lastGood.Backend {
+	old, new := expectedAnswer(r.lastGood), expectedAnswer(q)
+	if !ok || old == "" || new == "" || old == new {
 		return nil
 	}
 	at := from
@@ -74,8 +99,22 @@ func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time) *xdsl
 			at = t
 		}
 	}
-	mv := load.Transit(rs, at, to, r.lastGood.Backend, q.Backend)
+	mv := load.Transit(rs, at, to, old, new, flags)
 	return &mv
+}
+
+// expectedAnswer is what a request expectation says the load's answers should be, named
+// as load.Answer names them ("" when it names no backend and no failure).
+func expectedAnswer(q scenario.RequestExpect) string {
+	switch {
+	case q.Status == 0:
+		return ""
+	case q.Status >= 200 && q.Status < 300:
+		return q.Backend
+	case q.Flags != "":
+		return fmt.Sprintf("%d %s", q.Status, q.Flags)
+	}
+	return fmt.Sprint(q.Status)
 }
 
 // stepTraffic counts the load's responses to requests sent since the last step's count
@@ -86,6 +125,13 @@ func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time) *xdsl
 // summary for the checkpoint.
 func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
 	if r.load == nil {
+		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
+			why := "the run has no load (lab run --load, or a scenario load)"
+			if r.loadNote != "" {
+				why = "the simulated client has no listener to load"
+			}
+			s.skip("traffic", why)
+		}
 		return nil
 	}
 	from, to := r.loadFrom, time.Now()
@@ -119,7 +165,8 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	t.Requests += t.Overflow
 	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
 	if s != nil {
-		t.Move = r.stepMove(s, in, from, to)
+		t.Move = r.stepMove(s, in, from, to, flags)
+		r.checkTraffic(s, t, in, flags)
 	}
 	probes := make([]probe, len(in))
 	for i, resp := range in {
@@ -131,6 +178,15 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
 	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	line := fmt.Sprintf("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
+	if mv := t.Move; mv != nil {
+		line += fmt.Sprintf("; %s -> %s: %d old answers after the publish", mv.From, mv.To, mv.OldAfter)
+		if mv.LastOldMS != nil {
+			line += fmt.Sprintf(", the last at +%.1f ms", *mv.LastOldMS)
+		}
+		if mv.AllNewMS != nil {
+			line += fmt.Sprintf(", all %s from +%.1f ms", mv.To, *mv.AllNewMS)
+		}
+	}
 	if t.AchievedRate < 0.9*t.AskedRate && to.Sub(from) > time.Second {
 		line += " (the generator fell behind its rate)"
 	}
@@ -143,13 +199,79 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	return t
 }
 
+// dwell makes a step with a traffic expectation last at least its For, so that its
+// share of the load is enough to count.
+func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
+	e := s.st.Expect.Traffic
+	if r.load == nil || e == nil || !r.applies(e.Filter) {
+		return
+	}
+	if d := time.Until(began.Add(e.For)); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+// checkTraffic checks the step's traffic expectation against its count.
+func (r *Run) checkTraffic(s *stepRun, t *xdslog.Traffic, in []load.Response, flags map[string]string) {
+	e := s.st.Expect.Traffic
+	if e == nil || !r.applies(e.Filter) {
+		return
+	}
+	failed := t.Requests - t.OK
+	summary := fmt.Sprintf("%d requests: %v, failures %v", t.Requests, t.ByBackend, t.Failures)
+	s.checkAt(e.Line, "traffic: the load sent requests in the step", t.Requests > 0, summary)
+	s.checkAt(e.Line, "traffic: every answer is in its backend's own log",
+		t.Unlogged+t.Misattributed == 0, fmt.Sprintf("%d unlogged, %d misattributed", t.Unlogged, t.Misattributed))
+	if e.MaxFailures < 1<<30 {
+		s.checkAt(e.Line, fmt.Sprintf("traffic: at most %d failed", e.MaxFailures), failed <= e.MaxFailures, summary)
+	}
+	if e.MinFailures > 0 {
+		s.checkAt(e.Line, fmt.Sprintf("traffic: at least %d failed", e.MinFailures), failed >= e.MinFailures, summary)
+	}
+	if len(e.Failures) > 0 {
+		var other []string
+		for k, n := range t.Failures {
+			if !slices.Contains(e.Failures, k) {
+				other = append(other, fmt.Sprintf("%s x%d", k, n))
+			}
+		}
+		slices.Sort(other)
+		s.checkAt(e.Line, "traffic: every failure is "+strings.Join(e.Failures, " or "), len(other) == 0, "other failures: "+strings.Join(other, ", "))
+	}
+	if len(e.Backends) > 0 {
+		var other []string
+		for b, n := range t.ByBackend {
+			if !slices.Contains(e.Backends, b) {
+				other = append(other, fmt.Sprintf("%s x%d", b, n))
+			}
+		}
+		slices.Sort(other)
+		s.checkAt(e.Line, "traffic: every success came from "+strings.Join(e.Backends, " or "), len(other) == 0, "others: "+strings.Join(other, ", "))
+	}
+	if e.EndsOn != "" {
+		last := "no request"
+		ok := false
+		if len(in) > 0 {
+			l := in[len(in)-1]
+			ok = l.OK() && l.Backend == e.EndsOn
+			last = "the last answer was " + load.Answer(l, flags[l.ID])
+		}
+		s.checkAt(e.Line, "traffic: the step ends on "+e.EndsOn, ok, last)
+	}
+}
+
 // checkBackendLogs reads the backends' own request logs and counts the successful
 // answers whose request ID no log has (unlogged), or another backend's log has
 // (misattributed): the body alone is not the evidence.
 func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int) {
 	want := map[string]string{}
 	for _, resp := range in {
-		if resp.Status >= 200 && resp.Status < 300 && resp.Backend != "" {
+		if resp.OK() && resp.Backend != "" {
 			want[resp.ID] = resp.Backend
 		}
 	}

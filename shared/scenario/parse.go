@@ -308,6 +308,11 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 		}
 		sc.Bootstrap = n.Value
 	}
+	if ln := f.get("load"); ln != nil {
+		if sc.Load, err = p.load(ln); err != nil {
+			return nil, err
+		}
+	}
 	rn := f.get("resources")
 	if rn == nil {
 		return nil, p.errf(root, "the scenario: \"resources\" is required")
@@ -1099,6 +1104,11 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 		}
 		e.Window = w
 	}
+	if tn := f.get("traffic"); tn != nil {
+		if e.Traffic, err = p.traffic(what, tn); err != nil {
+			return e, err
+		}
+	}
 	vs, err := f.list("versions")
 	if err != nil {
 		return e, err
@@ -1209,6 +1219,92 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// load parses the scenario's steady load.
+func (p *parser) load(n *yaml.Node) (*LoadSpec, error) {
+	f, err := p.fields(n, "load")
+	if err != nil {
+		return nil, err
+	}
+	l := &LoadSpec{Line: n.Line}
+	var ok bool
+	if l.Rate, ok, err = f.integer("rate", 1, 1<<20); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, p.errf(n, "load: \"rate\" (requests per second) is required")
+	}
+	if l.Connections, ok, err = f.integer("connections", 1, 1<<20); err != nil {
+		return nil, err
+	}
+	if !ok {
+		l.Connections = 1
+	}
+	if l.Protocol, err = f.str("protocol", false); err != nil {
+		return nil, err
+	}
+	switch l.Protocol {
+	case "":
+		l.Protocol = "http1"
+	case "http1", "http2":
+	default:
+		return nil, p.errf(f.keys["protocol"], "load: protocol %q (want http1 or http2)", l.Protocol)
+	}
+	if l.Path, err = f.str("path", false); err != nil {
+		return nil, err
+	}
+	if l.Path != "" && !strings.HasPrefix(l.Path, "/") {
+		return nil, p.errf(f.keys["path"], "load: path %q must start with /", l.Path)
+	}
+	return l, f.done()
+}
+
+// traffic parses a step's expectation on its share of the load.
+func (p *parser) traffic(what string, n *yaml.Node) (*TrafficExpect, error) {
+	f, err := p.fields(n, what+" traffic")
+	if err != nil {
+		return nil, err
+	}
+	t := &TrafficExpect{Line: n.Line}
+	if t.Filter, err = p.filter(f); err != nil {
+		return nil, err
+	}
+	if t.For, err = f.duration("for", 0, MaxTrafficFor, DefaultTrafficFor); err != nil {
+		return nil, err
+	}
+	mx, ok, err := f.integer("max_failures", 0, 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	t.MaxFailures = mx
+	if !ok {
+		t.MaxFailures = 1 << 30
+	}
+	if t.MinFailures, _, err = f.integer("min_failures", 0, 1<<30); err != nil {
+		return nil, err
+	}
+	if t.MinFailures > t.MaxFailures {
+		return nil, p.errf(n, "%s: min_failures %d is more than max_failures %d", f.what, t.MinFailures, t.MaxFailures)
+	}
+	if t.Failures, err = f.strings("failures"); err != nil {
+		return nil, err
+	}
+	if t.Backends, err = f.strings("backends"); err != nil {
+		return nil, err
+	}
+	for _, b := range t.Backends {
+		if err := p.checkBackend(f.what, f.keys["backends"], b); err != nil {
+			return nil, err
+		}
+	}
+	if t.EndsOn, err = f.str("ends_on", false); err != nil {
+		return nil, err
+	}
+	if err := p.checkBackend(f.what, f.keys["ends_on"], t.EndsOn); err != nil {
+		return nil, err
+	}
+	return t, f.done()
 }
 
 var comparison = regexp.MustCompile(`^\s*(==|>=|<=|>|<)?\s*(-?\d+)\s*$`)

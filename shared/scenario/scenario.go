@@ -28,7 +28,22 @@ type Scenario struct {
 	Resources map[string]*Resource
 	// Bootstrap is YAML merged over Envoy's bootstrap with --config-yaml (real Envoy only).
 	Bootstrap string
-	Steps     []Step
+	// Load is steady traffic through Envoy for the whole run (nil: none; lab run --load
+	// overrides it).
+	Load  *LoadSpec
+	Steps []Step
+}
+
+// LoadSpec is a scenario's steady load: Rate requests per second over Connections
+// connections, HTTP/1.1 keep-alive or HTTP/2 (Protocol "http1" or "http2"), to Path
+// (the first step's first request path when empty). Its bounds are the load
+// generator's, checked when a run starts (lab scenarios FILE checks them too).
+type LoadSpec struct {
+	Rate        int
+	Connections int
+	Protocol    string
+	Path        string
+	Line        int
 }
 
 // Action is what a step does.
@@ -119,6 +134,7 @@ type Expect struct {
 	Nacks    []NackExpect
 	Requests []RequestExpect
 	Window   *WindowExpect
+	Traffic  *TrafficExpect
 	Versions []VersionExpect
 	Envoy    []EnvoyStateExpect
 	Stats    []StatExpect
@@ -162,6 +178,30 @@ type WindowExpect struct {
 	Flags       []string
 	Line        int
 }
+
+// TrafficExpect is checked against the step's share of the steady load (every request
+// sent since the last step's count): at most MaxFailures (at least MinFailures) failed;
+// every failure is one of Failures ("503 NC", "0 refused") when given; every success was
+// answered by one of Backends when given; and the step's last answer came from EndsOn
+// when given (the change reached the traffic).
+type TrafficExpect struct {
+	Filter
+	// For is how long the step lasts at least, so that its share of the load is more
+	// than the few requests of a fast step (DefaultTrafficFor when not given).
+	For         time.Duration
+	MaxFailures int
+	MinFailures int
+	Failures    []string
+	Backends    []string
+	EndsOn      string
+	Line        int
+}
+
+// Bounds of a traffic expectation's For.
+const (
+	DefaultTrafficFor = time.Second
+	MaxTrafficFor     = 5 * time.Minute
+)
 
 // VersionExpect: the version the client accepted for one resource moves (or stays) across
 // the step, by xds.log.
