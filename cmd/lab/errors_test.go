@@ -33,6 +33,8 @@ func TestErrorsNameTheCommand(t *testing.T) {
 		{[]string{"serve", "--mode", "sotw", "--max-streams", "0"}, "lab serve: --max-streams 0: outside 1-1000000"},
 		{[]string{"serve", "--mode", "sotw", "--xds-addr", "10.0.0.1:0"}, "lab serve: --xds-addr 10.0.0.1:0: not loopback (only 127.0.0.1 or localhost is allowed)"},
 		{[]string{"inventory", "--port", "70000"}, "lab inventory: --port 70000: outside 0-65535"},
+		{[]string{"inventory", "--port", "0", "--delay", "1h"}, "lab inventory: --delay 1h0m0s: outside 0s-30s"},
+		{[]string{"inventory", "--port", "0", "--idle-timeout", "-1s"}, "lab inventory: --idle-timeout -1s: must not be negative"},
 		{[]string{"run", "--frobnicate"}, "lab run: --frobnicate: unknown flag (see lab run --help)"},
 		// Errors from inside a command carry no second prefix ("serve: serve: ...").
 		{[]string{"serve", "--mode", "sotw", "--xds-addr", "127.0.0.1:0", "--log", "/nonexistent/dir/xds.log"},

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/scenario"
 )
 
 // QuotePath is the only path the backend serves.
@@ -62,11 +63,50 @@ type Backend struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	bh       Behaviour
+}
+
+// Behaviour is how a backend treats its connections and answers: the knobs that show
+// (or switch off) what old upstream connections do to traffic while a change lands.
+type Behaviour struct {
+	// Delay holds every answer this long: requests already routed to an endpoint that
+	// EDS removes are still in flight when the update lands.
+	Delay time.Duration
+	// ConnectionClose answers every request with "Connection: close": HTTP/1.1 closes
+	// the connection after the answer, HTTP/2 sends GOAWAY (net/http's HTTP/2 server
+	// turns the header into a graceful shutdown), so no upstream connection is reused.
+	ConnectionClose bool
+	// IdleTimeout closes a keep-alive connection idle this long (0: never).
+	IdleTimeout time.Duration
+}
+
+// MaxDelay bounds Behaviour.Delay: a backend for teaching, not a tarpit (a scenario's
+// backend has the same bound).
+const MaxDelay = scenario.MaxBackendDelay
+
+// Check refuses a negative or absurd behaviour.
+func (b Behaviour) Check() error {
+	if b.Delay < 0 || b.Delay > MaxDelay {
+		return fmt.Errorf("delay %s: want 0..%s", b.Delay, MaxDelay)
+	}
+	if b.IdleTimeout < 0 {
+		return fmt.Errorf("idle timeout %s: must not be negative", b.IdleTimeout)
+	}
+	return nil
 }
 
 // Start serves backend name on 127.0.0.1:port (0 picks a free port; see Port) and
 // appends its request log to logPath ("" logs nothing).
 func Start(name string, port int, logPath string) (*Backend, error) {
+	return StartWith(name, port, logPath, Behaviour{})
+}
+
+// StartWith is Start with a Behaviour. The backend speaks HTTP/1.1 and HTTP/2 with prior
+// knowledge (h2c) on the same port, whichever the client (Envoy's cluster) uses.
+func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, error) {
+	if err := bh.Check(); err != nil {
+		return nil, fmt.Errorf("inventory backend %q: %w", name, err)
+	}
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("inventory backend name %q: use 1-64 letters, digits, '.', '_' or '-'", name)
 	}
@@ -90,8 +130,12 @@ func Start(name string, port int, logPath string) (*Backend, error) {
 		logPath: logPath,
 		log:     logFile,
 		served:  make(chan struct{}),
+		bh:      bh,
 	}
-	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: bh.IdleTimeout, Protocols: protocols}
 	go func() {
 		err := b.srv.Serve(ln)
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -114,6 +158,17 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if id != "" {
 		w.Header().Set("x-request-id", id)
+	}
+	if b.bh.ConnectionClose {
+		w.Header().Set("Connection", "close")
+	}
+	if b.bh.Delay > 0 {
+		t := time.NewTimer(b.bh.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done(): // the client gave up; answer (and log) all the same
+		}
+		t.Stop()
 	}
 	switch {
 	case r.URL.Path != QuotePath && !strings.HasPrefix(r.URL.Path, QuotePath+"/"):
@@ -148,6 +203,9 @@ func (b *Backend) writeLog(l LogLine) {
 		_, _ = b.log.Write(line)
 	}
 }
+
+// Behaviour is how the backend was started.
+func (b *Backend) Behaviour() Behaviour { return b.bh }
 
 // Name is the backend's name, e.g. "v1".
 func (b *Backend) Name() string { return b.name }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,4 +218,92 @@ func TestLookupIgnoresUnfinishedLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("not json\n"), 0o644))
 	_, _, err = LookupFile(path, "a")
 	assert.ErrorContains(t, err, "line 1")
+}
+
+// dialCounter is a client that counts the connections it opens (HTTP/1.1 keep-alive, or
+// HTTP/2 with prior knowledge when h2).
+func dialCounter(h2 bool) (*http.Client, *atomic.Int64) {
+	var dials atomic.Int64
+	p := new(http.Protocols)
+	if h2 {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	tr := &http.Transport{Protocols: p, MaxConnsPerHost: 1, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}}
+	return &http.Client{Transport: tr, Timeout: 5 * time.Second}, &dials
+}
+
+func get(t *testing.T, c *http.Client, url string) *http.Response {
+	t.Helper()
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return resp
+}
+
+// TestBehaviourConnections: a plain backend keeps one connection for every request, in
+// HTTP/1.1 and in HTTP/2; with ConnectionClose it answers "Connection: close" (HTTP/1.1)
+// or GOAWAY (HTTP/2), so the client has to open new connections; with IdleTimeout it
+// closes an idle connection by itself.
+func TestBehaviourConnections(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("h2=", h2), func(t *testing.T) {
+			plain, err := Start("plain", 0, "")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = plain.Stop(context.Background()) })
+			c, dials := dialCounter(h2)
+			for range 5 {
+				resp := get(t, c, "http://"+plain.Addr()+QuotePath)
+				assert.Equal(t, h2, resp.ProtoMajor == 2, "the backend speaks what the client asks")
+			}
+			assert.Equal(t, int64(1), dials.Load(), "keep-alive: one connection for five requests")
+
+			closing, err := StartWith("closing", 0, "", Behaviour{ConnectionClose: true})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = closing.Stop(context.Background()) })
+			c, dials = dialCounter(h2)
+			resp := get(t, c, "http://"+closing.Addr()+QuotePath)
+			if !h2 {
+				assert.True(t, resp.Close, "HTTP/1.1: the answer says Connection: close")
+			}
+			// HTTP/2's GOAWAY reaches the client's read loop on its own time; wait for the
+			// client to need a new connection.
+			require.Eventually(t, func() bool {
+				get(t, c, "http://"+closing.Addr()+QuotePath)
+				return dials.Load() >= 2
+			}, 5*time.Second, 10*time.Millisecond, "the client had to open a new connection")
+
+			idle, err := StartWith("idle", 0, "", Behaviour{IdleTimeout: 50 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = idle.Stop(context.Background()) })
+			c, dials = dialCounter(h2)
+			get(t, c, "http://"+idle.Addr()+QuotePath)
+			require.Eventually(t, func() bool {
+				get(t, c, "http://"+idle.Addr()+QuotePath)
+				return dials.Load() >= 2
+			}, 5*time.Second, 200*time.Millisecond, "an idle connection was closed by the backend")
+		})
+	}
+}
+
+// TestBehaviourDelay: an answer is held at least Delay; a bad behaviour is refused.
+func TestBehaviourDelay(t *testing.T) {
+	b, err := StartWith("slow", 0, "", Behaviour{Delay: 80 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	c, _ := dialCounter(false)
+	began := time.Now()
+	get(t, c, "http://"+b.Addr()+QuotePath)
+	assert.GreaterOrEqual(t, time.Since(began), 80*time.Millisecond)
+	_, err = StartWith("bad", 0, "", Behaviour{Delay: -time.Second})
+	assert.ErrorContains(t, err, `inventory backend "bad": delay -1s`)
+	_, err = StartWith("bad", 0, "", Behaviour{Delay: time.Hour})
+	assert.ErrorContains(t, err, "want 0..30s")
 }

@@ -188,6 +188,13 @@ func TestTransit(t *testing.T) {
 	require.NotNil(t, tr.AllNewMS)
 	assert.Equal(t, 8.0, *tr.AllNewMS)
 	assert.Equal(t, 2, tr.OldAfter)
+	require.NotNil(t, tr.LastOldAnsweredMS)
+	assert.Equal(t, 6.0, *tr.LastOldAnsweredMS, "answered at once: the last old answer is the last one sent")
+	slow := Response{Sent: t0.Add(-time.Millisecond), Latency: 50 * time.Millisecond, Status: 200, Backend: "v1"}
+	inFlight := Transit([]Response{slow, at(4, "v2")}, t0, t0.Add(time.Second), "v1", "v2", nil)
+	require.NotNil(t, inFlight.LastOldAnsweredMS, "a request routed before the publish")
+	assert.Equal(t, 49.0, *inFlight.LastOldAnsweredMS, "is answered by the old endpoint 49 ms after it")
+	assert.Zero(t, inFlight.OldAfter)
 	none := Transit(rs[:4], t0, t0.Add(time.Second), "v1", "v2", nil)
 	assert.Nil(t, none.AllNewMS, "the last answer was not new")
 

@@ -92,6 +92,11 @@ func Transit(rs []Response, publish, to time.Time, old, new string, flags map[st
 	t := xdslog.TrafficMove{From: old, To: new}
 	var window []Response
 	for _, r := range rs {
+		if r.Sent.Before(to) && r.Done().After(publish) && Answer(r, flags[r.ID]) == old {
+			if d := ms(r.Done().Sub(publish)); t.LastOldAnsweredMS == nil || d > *t.LastOldAnsweredMS {
+				t.LastOldAnsweredMS = &d
+			}
+		}
 		if !r.Sent.Before(publish) && r.Sent.Before(to) {
 			window = append(window, r)
 		}

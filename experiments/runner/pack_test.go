@@ -101,6 +101,14 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 	switch name {
 	case "under-load":
 		assertUnderLoad(t, cps, ev, real)
+	case "slow-endpoint":
+		if real {
+			mv := cps["port-change"].Traffic.Move
+			require.NotNil(t, mv)
+			require.NotNil(t, mv.LastOldAnsweredMS, "requests routed to v1 before the change were answered by v1 after it")
+			assert.Positive(t, *mv.LastOldAnsweredMS)
+			assert.Zero(t, cps["port-change"].Traffic.Requests-cps["port-change"].Traffic.OK, "and none failed")
+		}
 	case "warming-order":
 		w := cps["route-before-cluster"].Window
 		require.NotNil(t, w)

@@ -329,7 +329,7 @@ func (r *Run) StopBackend(ctx context.Context, name string) (restart func() erro
 			return nil, err
 		}
 		return func() error {
-			nb, err := inventory.Start(name, port, log)
+			nb, err := inventory.StartWith(name, port, log, b.Behaviour())
 			if err != nil {
 				return fmt.Errorf("restart inventory %s: %w", name, err)
 			}
@@ -515,7 +515,9 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	}
 	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
 	for i, name := range r.sc.Backends {
-		b, err := inventory.Start(name, backendPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"))
+		bh := r.sc.Behaviours[name]
+		b, err := inventory.StartWith(name, backendPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"),
+			inventory.Behaviour{Delay: bh.Delay, ConnectionClose: bh.ConnectionClose, IdleTimeout: bh.IdleTimeout})
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}

@@ -183,6 +183,9 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		if mv.LastOldMS != nil {
 			line += fmt.Sprintf(", the last at +%.1f ms", *mv.LastOldMS)
 		}
+		if mv.LastOldAnsweredMS != nil {
+			line += fmt.Sprintf(", the last old answer arrived at +%.1f ms", *mv.LastOldAnsweredMS)
+		}
 		if mv.AllNewMS != nil {
 			line += fmt.Sprintf(", all %s from +%.1f ms", mv.To, *mv.AllNewMS)
 		}

@@ -10,6 +10,8 @@ import (
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcher "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	upstreamhttp "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -50,10 +52,13 @@ type ClusterSpec struct {
 	ConnectTimeout time.Duration
 	// InitialFetchTimeout bounds the cluster's warming on EDS (Envoy's default 15s when 0).
 	InitialFetchTimeout time.Duration
+	// HTTP2 makes Envoy talk HTTP/2 to the endpoints (HttpProtocolOptions'
+	// explicit_http_config); HTTP/1.1 otherwise. The inventory backends speak both.
+	HTTP2 bool
 }
 
 // BuildCluster builds the cluster c describes.
-func BuildCluster(c ClusterSpec) *cluster.Cluster {
+func BuildCluster(c ClusterSpec) (*cluster.Cluster, error) {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = time.Second
 	}
@@ -65,13 +70,25 @@ func BuildCluster(c ClusterSpec) *cluster.Cluster {
 	if svc == "" {
 		svc = c.Name
 	}
-	return &cluster.Cluster{
+	cl := &cluster.Cluster{
 		Name:                 c.Name,
 		ConnectTimeout:       durationpb.New(c.ConnectTimeout),
 		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
 		EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: src, ServiceName: svc},
 		LbPolicy:             cluster.Cluster_ROUND_ROBIN,
 	}
+	if c.HTTP2 {
+		opts, err := deterministicAny(&upstreamhttp.HttpProtocolOptions{
+			UpstreamProtocolOptions: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &core.Http2ProtocolOptions{}},
+			}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: pack HttpProtocolOptions: %w", c.Name, err)
+		}
+		cl.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": opts}
+	}
+	return cl, nil
 }
 
 // BuildEndpoints is the assignment name with one loopback endpoint per port, in order.

@@ -17,7 +17,7 @@ var packFS embed.FS
 // packOrder is the order `lab scenarios` lists them and `--scenario all` runs them.
 var packOrder = []string{
 	"teaching", "warming-order", "cds-without-eds", "removal-while-disconnected", "resource-does-not-exist",
-	"many-per-type", "rapid-publishes", "delta-non-wildcard-removal", "nack-policies", "under-load",
+	"many-per-type", "rapid-publishes", "delta-non-wildcard-removal", "nack-policies", "under-load", "slow-endpoint",
 }
 
 // Pack parses every built-in scenario, in pack order.

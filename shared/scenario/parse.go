@@ -282,7 +282,7 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	if sc.Sources, err = f.strings("sources"); err != nil {
 		return nil, err
 	}
-	if sc.Backends, err = f.strings("backends"); err != nil {
+	if sc.Backends, sc.Behaviours, err = p.backends(f); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -620,6 +620,17 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 		if spec.InitialFetchTimeout, err = f.duration("initial_fetch_timeout", time.Millisecond, time.Minute, 0); err != nil {
 			return nil, err
 		}
+		up, err := f.str("upstream", false)
+		if err != nil {
+			return nil, err
+		}
+		switch up {
+		case "", "http1":
+		case "http2":
+			spec.HTTP2 = true
+		default:
+			return nil, p.errf(f.keys["upstream"], "%s: upstream %q (want http1 or http2)", what, up)
+		}
 		// A cluster with backends is the cluster and its assignment (the common case);
 		// without, the cluster alone.
 		bs, err := backends("backends")
@@ -627,7 +638,7 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 			return nil, err
 		}
 		items = append(items, Item{Type: resources.CDS, Name: name, build: func(Env) (types.Resource, error) {
-			return resources.BuildCluster(spec), nil
+			return resources.BuildCluster(spec)
 		}})
 		if f.has("backends") {
 			svc := spec.ServiceName
@@ -1219,6 +1230,62 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// backends parses the backend list: names, or mappings of a name and its behaviour
+// ({name: v1, delay: 100ms, connection_close: true, idle_timeout: 1s}).
+func (p *parser) backends(f *fields) ([]string, map[string]Behaviour, error) {
+	n := f.get("backends")
+	if n == nil {
+		return nil, nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return p.plainBackends(n)
+	}
+	var names []string
+	var bh map[string]Behaviour
+	for _, c := range n.Content {
+		if c.Kind != yaml.MappingNode {
+			if c.Kind != yaml.ScalarNode {
+				return nil, nil, p.errf(c, "backends: each is a name or {name: ..., delay: ..., connection_close: ..., idle_timeout: ...}")
+			}
+			names = append(names, c.Value)
+			continue
+		}
+		bf, err := p.fields(c, "backend")
+		if err != nil {
+			return nil, nil, err
+		}
+		name, err := bf.str("name", true)
+		if err != nil {
+			return nil, nil, err
+		}
+		var b Behaviour
+		if b.Delay, err = bf.duration("delay", 0, MaxBackendDelay, 0); err != nil {
+			return nil, nil, err
+		}
+		cc, err := bf.boolean("connection_close")
+		if err != nil {
+			return nil, nil, err
+		}
+		b.ConnectionClose = cc != nil && *cc
+		if b.IdleTimeout, err = bf.duration("idle_timeout", time.Millisecond, time.Hour, 0); err != nil {
+			return nil, nil, err
+		}
+		if err := bf.done(); err != nil {
+			return nil, nil, err
+		}
+		if bh == nil {
+			bh = map[string]Behaviour{}
+		}
+		names, bh[name] = append(names, name), b
+	}
+	return names, bh, nil
+}
+
+func (p *parser) plainBackends(n *yaml.Node) ([]string, map[string]Behaviour, error) {
+	names, err := p.stringList(n, `the scenario: "backends"`)
+	return names, nil, err
 }
 
 // load parses the scenario's steady load.

@@ -24,6 +24,8 @@ type Scenario struct {
 	File string
 	// Backends are the inventory backends the scenario starts, in order.
 	Backends []string
+	// Behaviours are the backends' own behaviours, by name (absent: a plain backend).
+	Behaviours map[string]Behaviour
 	// Resources by id (the key in the file's resources map).
 	Resources map[string]*Resource
 	// Bootstrap is YAML merged over Envoy's bootstrap with --config-yaml (real Envoy only).
@@ -33,6 +35,18 @@ type Scenario struct {
 	Load  *LoadSpec
 	Steps []Step
 }
+
+// Behaviour is how a backend treats its answers and connections (the inventory
+// backend's Behaviour): Delay holds each answer, ConnectionClose answers with
+// "Connection: close" (GOAWAY in HTTP/2), IdleTimeout closes idle connections.
+type Behaviour struct {
+	Delay           time.Duration
+	ConnectionClose bool
+	IdleTimeout     time.Duration
+}
+
+// MaxBackendDelay bounds a backend's Delay (the inventory's own bound).
+const MaxBackendDelay = 30 * time.Second
 
 // LoadSpec is a scenario's steady load: Rate requests per second over Connections
 // connections, HTTP/1.1 keep-alive or HTTP/2 (Protocol "http1" or "http2"), to Path

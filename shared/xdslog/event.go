@@ -225,6 +225,10 @@ type TrafficMove struct {
 	// (by when it was sent) answered by the old backend; nil when none was.
 	FirstOldMS *float64 `json:"first_old_ms,omitempty"`
 	LastOldMS  *float64 `json:"last_old_ms,omitempty"`
+	// LastOldAnsweredMS: from the publish to when the old answer that came last arrived,
+	// counting requests sent before the publish too: requests already routed to the old
+	// endpoint finish after the change landed (seed 003 §10.3). nil when none came after.
+	LastOldAnsweredMS *float64 `json:"last_old_answered_ms,omitempty"`
 	// AllNewMS: from the publish to the first request after which every answer came
 	// from the new backend; nil when the window never got there.
 	AllNewMS *float64 `json:"all_new_ms,omitempty"`
