@@ -46,6 +46,8 @@ type LogLine struct {
 	SKU       string    `json:"sku"`
 	RequestID string    `json:"request_id"`
 	Status    int       `json:"status"`
+	// Proto is the protocol the request came in ("HTTP/1.1", "HTTP/2.0").
+	Proto string `json:"proto,omitempty"`
 }
 
 // Backend is a running inventory server.
@@ -185,7 +187,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.writeLog(LogLine{
 		TS: time.Now().UTC(), Backend: b.name, Method: r.Method, Path: r.URL.Path,
-		SKU: sku, RequestID: id, Status: status,
+		SKU: sku, RequestID: id, Status: status, Proto: r.Proto,
 	})
 }
 

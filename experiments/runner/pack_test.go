@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -287,6 +289,16 @@ func runGeneral(t *testing.T, client string) {
 				assert.Equal(t, "canary", init.Requests[3].Request.Backend(), "the weighted route reaches both")
 				two := cps["two-endpoints"]
 				assert.ElementsMatch(t, []string{"spare", "stable"}, []string{two.Requests[0].Request.Backend(), two.Requests[1].Request.Backend()})
+				if client == ClientEnvoy {
+					// The backends' own logs say which protocol Envoy used upstream.
+					protos := func(name string) map[string]bool {
+						seen := map[string]bool{}
+						require.NoError(t, inventory.ScanFile(filepath.Join(dir, "inventory-"+name+".log"), func(l inventory.LogLine) { seen[l.Proto] = true }))
+						return seen
+					}
+					assert.Equal(t, map[string]bool{"HTTP/2.0": true}, protos("canary"), "upstream: http2")
+					assert.Equal(t, map[string]bool{"HTTP/1.1": true}, protos("stable"), "the default upstream")
+				}
 				info := rawRunInfo(t, dir)
 				assert.Equal(t, "general", info.Scenario)
 				assert.Len(t, info.Inventory, 3)
