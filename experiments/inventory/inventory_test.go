@@ -76,7 +76,7 @@ func TestQuoteAndLog(t *testing.T) {
 	l, ok, err := b.Lookup("req-1")
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, LogLine{TS: l.TS, Backend: "v1", Method: "GET", Path: "/quote", SKU: "paper", RequestID: "req-1", Status: 200}, l)
+	assert.Equal(t, LogLine{TS: l.TS, Backend: "v1", Method: "GET", Path: "/quote", SKU: "paper", RequestID: "req-1", Status: 200, Proto: "HTTP/1.1"}, l)
 	assert.False(t, l.TS.Before(before.Add(-time.Second)), "timestamp is now-ish")
 
 	l, ok, err = b.Lookup("req-2")
