@@ -103,7 +103,7 @@ func TestQuoteAndLog(t *testing.T) {
 	require.Len(t, lines, 3)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &m))
-	assert.ElementsMatch(t, []string{"ts", "backend", "method", "path", "sku", "request_id", "status"}, keys(m))
+	assert.ElementsMatch(t, []string{"ts", "backend", "method", "path", "sku", "request_id", "status", "proto"}, keys(m))
 	_, err = time.Parse(time.RFC3339Nano, m["ts"].(string))
 	assert.NoError(t, err)
 }
