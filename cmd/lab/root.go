@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newRunCmd(),
 		newScenariosCmd(),
 		newBenchCmd(),
+		newSweepCmd(),
 	)
 	return root
 }

@@ -202,11 +202,13 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	return t
 }
 
-// dwell makes a step with a traffic expectation last at least its For, so that its
-// share of the load is enough to count.
+// dwell makes a step with a traffic expectation last at least its For with real Envoy,
+// so that its share of the load is enough to count; also without load, so that a run
+// without load keeps the timing of the run with it (lab sweep compares the two). The
+// simulated client has no load and does not wait.
 func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
 	e := s.st.Expect.Traffic
-	if r.load == nil || e == nil || !r.applies(e.Filter) {
+	if r.info.Client != ClientEnvoy || e == nil || !r.applies(e.Filter) {
 		return
 	}
 	if d := time.Until(began.Add(e.For)); d > 0 {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/load"
+	"github.com/xds-workbench/lab/experiments/sweep"
+	"github.com/xds-workbench/lab/shared/frontend"
+)
+
+// TestSweepFlags: the flags become the sweep's options; the defaults are the documented
+// ones.
+func TestSweepFlags(t *testing.T) {
+	var got sweep.Options
+	run := func(_ context.Context, o sweep.Options, _ io.Writer) error { got = o; return nil }
+	cmd := newSweepCmdWith(run)
+	cmd.SetArgs(nil)
+	cmd.SetOut(io.Discard)
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, "under-load", got.Scenario.Name)
+	assert.Equal(t, []int{200, 500, 1000, 2000, 3000, 5000}, got.Rates)
+	assert.Equal(t, 4, got.Connections)
+	assert.Equal(t, load.HTTP2, got.Protocol)
+	assert.Equal(t, "sotw", got.Mode)
+	assert.Equal(t, 1, got.Repeat)
+	assert.Contains(t, got.Out, "experiments/evidence/sweep/")
+
+	cmd = newSweepCmdWith(run)
+	cmd.SetArgs([]string{"--scenario", "slow-endpoint", "--rates", "100,300", "--connections", "2", "--protocol", "http1",
+		"--mode", "delta", "--cache", "linear", "--repeat", "3", "--out", "/tmp/x"})
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, "slow-endpoint", got.Scenario.Name)
+	assert.Equal(t, []int{100, 300}, got.Rates)
+	assert.Equal(t, load.HTTP1, got.Protocol)
+	assert.Equal(t, frontend.LinearCache, got.Cache)
+	assert.Equal(t, 3, got.Repeat)
+	assert.Equal(t, "/tmp/x", got.Out)
+}
+
+// TestSweepBadScenario: an unknown scenario is one line, like lab run's.
+func TestSweepBadScenario(t *testing.T) {
+	cmd := newSweepCmdWith(func(context.Context, sweep.Options, io.Writer) error { t.Fatal("nothing runs"); return nil })
+	cmd.SetArgs([]string{"--scenario", "nope"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no built-in scenario "nope"`)
+}
