@@ -6,8 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/load"
+	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 // assertUnderLoad checks the under-load scenario's counts beyond its own expectations
@@ -96,4 +99,40 @@ func TestLoadIsRefusedWithoutEnvoy(t *testing.T) {
 	assert.Contains(t, err.Error(), "--load needs real Envoy")
 	_, err = Execute(t.Context(), Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, Out: t.TempDir(), Load: Load{Rate: 1e6}})
 	require.Error(t, err)
+}
+
+// TestNackStormUnderLoad runs the SotW NACK storm (nack-policies: an invalid route held
+// for two seconds) under 200 requests/s over 4 HTTP/2 connections, with the resend
+// policy and with hold: in both, no request fails during the storm (Envoy keeps its
+// last good route) and every answer comes from v1; resend re-sends hundreds of times,
+// hold never. The storm's p99 and Envoy's CPU are logged for docs/running.md (measured,
+// never asserted).
+func TestNackStormUnderLoad(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	sc, err := scenario.Builtin("nack-policies")
+	require.NoError(t, err)
+	nacks := map[sotw.NackPolicy]int{}
+	for _, policy := range []sotw.NackPolicy{sotw.Resend, sotw.Hold} {
+		t.Run(string(policy), func(t *testing.T) {
+			dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, NackPolicy: policy,
+				Load: Load{Rate: 200, Connections: 4, Protocol: load.HTTP2}})
+			require.NoError(t, err)
+			cps := passedSteps(t, dir, sc)
+			storm := cps["storm"]
+			require.NotNil(t, storm.Traffic)
+			assert.Positive(t, storm.Traffic.Requests)
+			assert.Empty(t, storm.Traffic.Failures, "no request fails while the invalid route is NACKed")
+			assert.Equal(t, storm.Traffic.Requests, storm.Traffic.ByBackend["v1"], "the last good route keeps serving v1")
+			require.NotNil(t, storm.CPU)
+			require.NotNil(t, storm.CPU.EnvoyMS)
+			nacks[policy] = storm.NacksInStep
+			t.Logf("%s storm under load: %d NACKs, %d requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms, Envoy CPU %.0f ms, workbench CPU %.0f ms",
+				policy, storm.NacksInStep, storm.Traffic.Requests, storm.Traffic.P50MS, storm.Traffic.P99MS, storm.Traffic.MaxMS,
+				*storm.CPU.EnvoyMS, storm.CPU.WorkbenchMS)
+		})
+	}
+	if len(nacks) == 2 {
+		assert.Greater(t, nacks[sotw.Resend], 100, "resend: a storm")
+		assert.Zero(t, nacks[sotw.Hold], "hold: silence until the next publish")
+	}
 }
