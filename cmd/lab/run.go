@@ -161,7 +161,7 @@ writes every file, and the exit code is the run's own.`,
 	f.Var(durationValue{&o.run.StepTimeout, stepTimeoutRange}, "step-timeout", "deadline for each step's waits, "+stepTimeoutRange.String())
 	f.Var(durationValue{&o.run.Outage, outageRange}, "outage", "keep the xDS server down this long in control-plane-restart, sending a request every 250ms, "+
 		outageRange.String()+" (0: one request, then restart)")
-	f.IntVar(&o.run.Load.Rate, "load", 0, fmt.Sprintf("steady load through Envoy for the whole run, requests per second (1-%d; 0: none), counted per step", load.MaxRate))
+	f.IntVar(&o.run.Load.Rate, "load", 0, fmt.Sprintf("steady load through Envoy for the whole run, requests per second (1-%d; 0: the scenario's own load, if any), counted per step; at most %s", load.MaxRate, load.MaxDuration))
 	f.IntVar(&o.run.Load.Connections, "connections", 1, fmt.Sprintf("connections the load uses (1-%d)", load.MaxConnections))
 	f.Var(choiceValue{&o.loadProtocol, "load protocol", []string{string(load.HTTP1), string(load.HTTP2)}}, "protocol",
 		"the load's protocol: http1 (HTTP/1.1 keep-alive, default) or http2 (HTTP/2 prior knowledge)")

@@ -61,6 +61,8 @@ type Options struct {
 	Timeout time.Duration
 	// IDPrefix starts every request ID ("load" when empty).
 	IDPrefix string
+	// Duration bounds the load (MaxDuration when 0, at most MaxDuration).
+	Duration time.Duration
 }
 
 // ParseProtocol validates a --protocol value.
@@ -97,6 +99,9 @@ func (o Options) Check() error {
 	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("load timeout %s: must not be negative", o.Timeout)
+	}
+	if o.Duration < 0 || o.Duration > MaxDuration {
+		return fmt.Errorf("load duration %s: want 0..%s", o.Duration, MaxDuration)
 	}
 	return nil
 }
@@ -136,6 +141,8 @@ type Generator struct {
 	overflow int
 	stopOnce sync.Once
 	stopped  time.Time
+	// ended is when the last connection stopped sending (by Stop, or at MaxDuration).
+	ended time.Time
 	// issued counts requests handed to the transport, done those answered (or failed), so
 	// a step can wait for every request it sent before it is summarized.
 	issued, answered atomic.Int64
@@ -156,6 +163,9 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 	if o.IDPrefix == "" {
 		o.IDPrefix = "load"
 	}
+	if o.Duration == 0 {
+		o.Duration = MaxDuration
+	}
 	g := &Generator{o: o, started: time.Now(), done: make(chan struct{})}
 	for c := range o.Connections {
 		// An even split of the rate: connection c sends (Rate+c)/C per second, so the sum
@@ -170,7 +180,7 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 		// evenly (one every 1/Rate) instead of all C at once: the time resolution of a
 		// move is then 1/Rate, not C/Rate.
 		pace := offsetPacer{ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second}, offset: time.Duration(c) * time.Second / time.Duration(o.Rate)}
-		results := a.Attack(g.targeter(c), pace, MaxDuration, fmt.Sprintf("conn-%d", c))
+		results := a.Attack(g.targeter(c), pace, o.Duration, fmt.Sprintf("conn-%d", c))
 		g.wg.Add(1)
 		go g.collect(c, results)
 	}
@@ -180,6 +190,13 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 			g.Stop()
 		case <-g.done:
 		}
+	}()
+	go func() {
+		// Every attack ends by itself after Duration; a Stop may not have come.
+		g.wg.Wait()
+		g.mu.Lock()
+		g.ended = time.Now()
+		g.mu.Unlock()
 	}()
 	return g, nil
 }
@@ -309,6 +326,19 @@ func (g *Generator) Responses() []Response {
 	g.mu.Unlock()
 	sortBySent(out)
 	return out
+}
+
+// Expired says the load ended at its Duration bound rather than by Stop: every
+// request it sent is still counted, but it sends no more.
+func (g *Generator) Expired() bool {
+	select {
+	case <-g.done:
+		return false
+	default:
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.ended.IsZero()
 }
 
 // Forget lets go of the responses sent before t: a run counts each step once, so what

@@ -280,3 +280,20 @@ func TestForget(t *testing.T) {
 	require.Len(t, rs, 3)
 	assert.Equal(t, t0.Add(2*time.Millisecond), rs[0].Sent)
 }
+
+// TestLoadExpires: a load ends by itself at its duration bound, says so, and keeps
+// every response it got; a stopped load has not expired.
+func TestLoadExpires(t *testing.T) {
+	srv := startServer(t, "v1").url
+	g, err := Start(t.Context(), Options{Rate: 50, Connections: 1, Target: srv, Duration: 200 * time.Millisecond})
+	require.NoError(t, err)
+	require.Eventually(t, g.Expired, 5*time.Second, 10*time.Millisecond, "the load ends at its bound")
+	rs := g.Responses()
+	assert.NotEmpty(t, rs)
+	assert.LessOrEqual(t, len(rs), 11, "at most 50/s for 200 ms (and the first at once)")
+	assert.Len(t, g.Stop(), len(rs), "nothing is lost")
+	assert.False(t, g.Expired(), "once stopped it is stopped, not expired")
+
+	_, err = Start(t.Context(), Options{Rate: 1, Connections: 1, Target: srv, Duration: time.Hour})
+	assert.ErrorContains(t, err, "load duration 1h0m0s: want 0..10m0s")
+}

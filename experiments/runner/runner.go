@@ -275,6 +275,8 @@ type Run struct {
 	overflowCounted int
 	// lastStep names the run's last step: its count stops the load.
 	lastStep string
+	// loadExpiredSaid: the run said once that the load hit its duration bound.
+	loadExpiredSaid bool
 	// loadNote says why the scenario's load does not run ("" when it does, or has none).
 	loadNote string
 	// lastGood is the first request expectation of the last passed step that had one:

@@ -134,6 +134,10 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		}
 		return nil
 	}
+	if r.load.Expired() && !r.loadExpiredSaid {
+		r.loadExpiredSaid = true
+		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
+	}
 	from, to := r.loadFrom, time.Now()
 	if end {
 		r.load.Stop()
