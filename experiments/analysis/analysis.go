@@ -1,7 +1,7 @@
 // Package analysis turns an xds.log into figures: per scenario step and per type, what was
-// sent, what was redundant or removed, how the client answered, how long it took, and
-// what the data plane showed. summary.json and `lab compare` are both computed here, so
-// the two can never disagree.
+// sent, what was redundant or removed, how the client answered, how long it took, what
+// the data plane showed, and the steady load it carried (lab run --load). summary.json
+// and `lab compare` are both computed here, so the two can never disagree.
 package analysis
 
 import (
@@ -70,6 +70,9 @@ type Step struct {
 	// Probes are all of the step's data-plane probes, weighted, with the failures' window
 	// (probes.go); nil when the step sent none.
 	Probes *Probes `json:"data_plane_probes,omitempty"`
+	// Traffic is the step's steady load (lab run --load), with its publishes, ACKs and
+	// NACKs placed on its timeline (traffic.go); nil when the step has no traffic event.
+	Traffic *Traffic `json:"traffic,omitempty"`
 	// Versions is what the client held at the end of the step, per type and name, as the
 	// log says (xdslog.Model.Held: the latest stream's ACKed content, seeded on a resume,
 	// less what it unsubscribed from).
@@ -93,6 +96,11 @@ type Step struct {
 	// data-plane tally (probes.go).
 	stepTS, end time.Time
 	probes      *probeTally
+	// traffic is the step's traffic event, checked; marks its publishes, ACKs and NACKs
+	// until the timeline places them, marksLeftOut those past maxTrafficMarks (traffic.go).
+	traffic      *Traffic
+	marks        []markEvent
+	marksLeftOut int
 	// dpRequest: DataPlane is a request probe's (see EventDataPlane in observeLocked).
 	dpRequest bool
 	// The NACK window, for the storm rate: count, first and last NACK.
@@ -295,6 +303,7 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		st.Version = e.Version
 		st.Changed = e.Changed
 		st.publish = e.TS
+		st.mark(e)
 	case xdslog.EventStreamOpen:
 		st.StreamsUp++
 		a.server(e.Server).StreamsOpened++
@@ -411,10 +420,12 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 				first = *e.FirstTS
 			}
 			st.nackAt(e.Nacks, first, e.TS)
+			st.mark(e)
 		}
 		st.nackError(e.Error)
 	case xdslog.EventAck:
 		st.fig(e.Type).Acks++
+		st.mark(e)
 		ref := st.publish
 		if ref.IsZero() {
 			ref = st.start
@@ -426,11 +437,14 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	case xdslog.EventNack:
 		st.fig(e.Type).Nacks++
 		st.nackAt(1, e.TS, e.TS)
+		st.mark(e)
 		st.nackError(e.Error)
 	case xdslog.EventUnmatched:
 		st.fig(e.Type).Unmatched++
 	case xdslog.EventStale:
 		st.fig(e.Type).Stale++
+	case xdslog.EventTraffic:
+		st.observeTraffic(e)
 	case xdslog.EventDataPlane:
 		st.probe(e)
 		// DataPlane and PublishToCorrectMS are about the step's expectation: its request
@@ -548,7 +562,8 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 		}
 	}
 	c.Probes = st.probesFrom()
-	c.acks, c.probes = nil, nil
+	c.Traffic = st.trafficFrom()
+	c.acks, c.probes, c.traffic, c.marks = nil, nil, nil, nil
 	return &c
 }
 

@@ -18,6 +18,10 @@ import (
 // CRLF line ends and small valid logs of both modes.
 func FuzzSummarize(f *testing.F) {
 	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","event":"publish","mode":"sotw","step":"initial","version":"1"}` + "\n"))
+	f.Add([]byte(`{"ts":"2026-01-02T03:04:05Z","event":"ack","mode":"sotw","step":"s","type":"EDS"}` + "\n" +
+		`{"ts":"2026-01-02T03:04:06Z","event":"traffic","mode":"sotw","step":"s","traffic":{"requests":-1,"by_backend":{"":2},` +
+		`"timeline":{"start":"2026-01-02T03:04:05Z","bucket_ms":10,"series":{"v1":[1,-2,3],"503":[9223372036854775807],"x":[]}}}}` + "\n" +
+		`{"ts":"2026-01-02T03:04:07Z","event":"traffic","mode":"sotw","step":"t","traffic":{"timeline":{"bucket_ms":-1e308,"series":{"v1":[1]}}}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ev, st, err := xdslog.Read(bytes.NewReader(data))
 		if st.Skipped > st.Lines || st.Skipped < 0 {
@@ -67,6 +71,9 @@ func FuzzSummarize(f *testing.F) {
 			if p := step.Probes; p != nil {
 				checkProbes(t, step.Name, p)
 			}
+			if tr := step.Traffic; tr != nil {
+				checkTraffic(t, step.Name, tr)
+			}
 		}
 		if total != s.Total {
 			t.Fatalf("total %+v is not the sum of the steps %+v", s.Total, total)
@@ -99,5 +106,43 @@ func checkProbes(t *testing.T, step string, p *Probes) {
 		t.Fatalf("step %q: negative step length %v", step, p.StepMS)
 	case p.ErrorWindowMS != nil && *p.ErrorWindowMS < 0:
 		t.Fatalf("step %q: negative error window %v", step, *p.ErrorWindowMS)
+	}
+}
+
+// checkTraffic: a step's checked timeline can be drawn (a positive bucket width, every
+// series as long, no negative count, bounded), and its marks lie on it.
+func checkTraffic(t *testing.T, step string, tr *Traffic) {
+	t.Helper()
+	if len(tr.Marks) > maxTrafficMarks || tr.MarksLeftOut < 0 {
+		t.Fatalf("step %q: %d marks, %d left out", step, len(tr.Marks), tr.MarksLeftOut)
+	}
+	tl := tr.Timeline
+	if tl == nil {
+		if len(tr.Marks) > 0 {
+			t.Fatalf("step %q: marks without a timeline", step)
+		}
+		return
+	}
+	n := tr.Buckets()
+	switch {
+	case !(tl.BucketMS > 0) || tl.BucketMS > maxBucketMS:
+		t.Fatalf("step %q: bucket width %v", step, tl.BucketMS)
+	case n < 1 || n > maxTimelineBuckets || len(tl.Series) > maxProbeKeys:
+		t.Fatalf("step %q: %d buckets, %d series", step, n, len(tl.Series))
+	}
+	for k, s := range tl.Series {
+		if len(s) != n {
+			t.Fatalf("step %q: series %q has %d buckets, not %d", step, k, len(s), n)
+		}
+		for _, v := range s {
+			if v < 0 || v > maxRepresents {
+				t.Fatalf("step %q: series %q counts %d", step, k, v)
+			}
+		}
+	}
+	for _, m := range tr.Marks {
+		if m.AtMS < 0 || m.AtMS > tr.SpanMS() {
+			t.Fatalf("step %q: mark at %v ms outside the %v ms timeline", step, m.AtMS, tr.SpanMS())
+		}
 	}
 }

@@ -100,11 +100,21 @@ func TestMatrixHTMLInBrowser(t *testing.T) {
 // with extra arguments and returns its standard output.
 func browser(t *testing.T, bin string, page []byte) func(args ...string) []byte {
 	t.Helper()
+	run := browserWithLog(t, bin, page)
+	return func(args ...string) []byte {
+		stdout, _ := run(args...)
+		return stdout
+	}
+}
+
+// browserWithLog is browser, the function returning Chromium's standard error too.
+func browserWithLog(t *testing.T, bin string, page []byte) func(args ...string) (stdout, stderr []byte) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "compare.html")
 	require.NoError(t, os.WriteFile(path, page, 0o644))
 	url := "file://" + filepath.ToSlash(path)
-	return func(args ...string) []byte {
+	return func(args ...string) ([]byte, []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		// A profile per invocation: concurrent test runs must not share Chromium's lock.
@@ -116,8 +126,30 @@ func browser(t *testing.T, bin string, page []byte) func(args ...string) []byte 
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(t, cmd.Run(), "chromium %v: %s", args, lastLines(stderr.String(), 5))
-		return stdout.Bytes()
+		return stdout.Bytes(), stderr.Bytes()
 	}
+}
+
+// TestTrafficHTMLInBrowser opens the report of the load fixtures in headless Chromium: it
+// renders, the page logs nothing to its console (Chromium reports an SVG attribute it
+// cannot parse there), and the DOM has every traffic timeline with its series and marks.
+func TestTrafficHTMLInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	rep := report(t, loadSotwRun, loadDeltaRun, Options{})
+	run := browserWithLog(t, bin, render(t, rep, "html"))
+
+	assertRendered(t, func(args ...string) []byte { out, _ := run(args...); return out })
+
+	dom, log := run("--enable-logging=stderr", "--v=0", "--dump-dom")
+	for _, l := range strings.Split(string(log), "\n") {
+		assert.NotContains(t, l, ":CONSOLE", "the page logged to its console")
+	}
+	d := string(dom)
+	require.Contains(t, d, `<section id="traffic">`)
+	assert.Equal(t, 6, strings.Count(d, `<svg class="timeline"`), "a timeline per step and run")
+	assert.Equal(t, 1+1+3+2+1+1, strings.Count(d, `<path class="series"`), "a path per series")
+	assert.Equal(t, 5+2+13+2, strings.Count(d, `<g class="mark `), "a mark per publish, ACK and NACK inside the timelines")
+	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(d, "<svg viewBox="), "the diagrams are all there too")
 }
 
 // assertRendered takes a screenshot with run: it decodes as a PNG that is not one flat

@@ -177,7 +177,8 @@ type htmlView struct {
 	Header    table
 	Steps     table
 	Versions  table
-	Probes    *table // nil: no compared step has a probe
+	Probes    *table       // nil: no compared step has a probe
+	Traffic   *trafficView // nil: no compared step has a traffic event
 	ProbeNote string
 	ProbeNone string
 	StepNote  string
@@ -235,7 +236,8 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Selected:  rep.Step,
 		Headline:  rep.Headline,
 		Legend:    labelLegend,
-		Probes:    htmlProbes(runTitles(rep.Runs[:]), reportProbeRows(rep)),
+		Probes:    htmlProbes(runTitles(rep.Runs[:]), reportStepRows(rep)),
+		Traffic:   htmlTraffic(runTitles(rep.Runs[:]), reportStepRows(rep), "pair"),
 		ProbeNote: probeLegend,
 		ProbeNone: upperFirst(probeNone) + ".",
 	}
@@ -250,7 +252,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 			v.Simulated = v.Simulated || (f.DataPlane != nil && f.DataPlane.Simulated)
 		}
 	}
-	v.Simulated = v.Simulated || anySimulatedProbes(reportProbeRows(rep))
+	v.Simulated = v.Simulated || anySimulatedProbes(reportStepRows(rep))
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
 		v.Diagrams = append(v.Diagrams, htmlPair{Step: stepName(rep.Diagrams[i].Step),
 			SVG: [2]svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
@@ -337,10 +339,50 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 <line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
 {{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
 {{end}}</svg>
-</figure>{{end}}`
+</figure>{{end}}` + htmlTrafficTemplates
 )
 
-var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + `</style>
+// htmlTrafficTemplates defines "traffic", the traffic section (trafficView), and "timeline", one
+// run's timeline of a step (svgTimeline); trafficCSSIf adds their style to a report that
+// has the section. Definitions print nothing, so a report without traffic is what it was.
+const (
+	htmlTrafficTemplates = `{{define "traffic"}}<section id="traffic">
+<h2>Traffic</h2>
+{{template "table" .Table}}
+<p class="note">{{.Legend}}</p>
+<p class="note">{{.TimelineLegend}}</p>
+{{range .Steps}}<h3>{{.Step}}: traffic</h3>
+<div class="{{$.Grid}}">{{range .Timelines}}
+{{template "timeline" .}}{{end}}
+</div>
+{{end}}</section>
+{{end}}{{define "timeline"}}<figure><figcaption>{{.Caption}}</figcaption>
+{{if .Note}}<p class="note">{{.Note}}</p>{{else}}<svg class="timeline" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Title}}"><title>{{.Title}}</title>
+<rect class="plot" x="{{.PlotX}}" y="{{.PlotY}}" width="{{.PlotW}}" height="{{.PlotH}}"></rect>
+{{range .XTicks}}<line class="tick" x1="{{.X}}" y1="{{$.PlotBottom}}" x2="{{.X}}" y2="{{$.TickBottom}}"></line><text class="tl-axis" x="{{.X}}" y="{{.Y}}" text-anchor="middle">{{.Label}}</text>{{end}}
+<text class="tl-axis" x="{{.YTop.X}}" y="{{.YTop.Y}}" text-anchor="end">{{.YTop.Label}}</text><text class="tl-axis" x="{{.YZero.X}}" y="{{.YZero.Y}}" text-anchor="end">{{.YZero.Label}}</text><text class="tl-axis" x="{{.Axis.X}}" y="{{.Axis.Y}}">{{.Axis.Label}}</text>
+{{range .Series}}<path class="series" data-series="{{.Key}}" fill="{{.Colour}}"{{if .Path}} d="{{.Path}}"{{end}}><title>{{.Title}}</title></path>
+{{end}}{{range .Marks}}<g class="mark mark-{{.Kind}}{{if .Thin}} thin{{end}}"><title>{{.Title}}</title><line x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}"></line>{{if .Label}}<text x="{{.LabelX}}" y="{{.LabelY}}"{{if .LabelEnd}} text-anchor="end"{{end}}>{{.Label}}</text>{{end}}</g>
+{{end}}{{range .Legend}}<g class="legend{{if .Kind}} mark mark-{{.Kind}}{{end}}">{{if .Kind}}<line x1="{{.LineX}}" y1="{{.Y}}" x2="{{.LineX}}" y2="{{.LineY2}}"></line>{{else}}<rect x="{{.X}}" y="{{.Y}}" width="10" height="10" fill="{{.Colour}}"></rect>{{end}}<text x="{{.TextX}}" y="{{.TextY}}">{{.Text}}</text></g>
+{{end}}</svg>{{end}}{{with .Problem}}<p class="note">{{.}}</p>{{end}}
+</figure>{{end}}`
+	trafficCSSIf = `{{if .Traffic}}svg.timeline { max-width: 560px; }
+svg.timeline .plot { fill: #fff; stroke: #d0d7de; }
+svg.timeline path.series { shape-rendering: crispEdges; }
+svg.timeline .tick { stroke: #8c959f; stroke-width: 1; }
+svg.timeline text.tl-axis { fill: #57606a; }
+svg.timeline .mark line { stroke-width: 1.4; }
+svg.timeline .mark-publish line { stroke: #1f2328; }
+svg.timeline .mark-ack line { stroke: #1a7f37; stroke-dasharray: 3 2; }
+svg.timeline .mark-nack line { stroke: #bc4c00; stroke-dasharray: 1 2; }
+svg.timeline .mark-publish text { fill: #1f2328; }
+svg.timeline .mark-ack text { fill: #1a7f37; }
+svg.timeline .mark-nack text { fill: #bc4c00; }
+svg.timeline .thin line { stroke-width: 0.6; stroke-dasharray: none; }
+{{end}}`
+)
+
+var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + trafficCSSIf + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -362,7 +404,7 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 {{with .Probes}}{{template "table" .}}
 <p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
-<section id="versions">
+{{with .Traffic}}{{template "traffic" .}}{{end}}<section id="versions">
 <h2>Versions at each checkpoint</h2>
 {{template "table" .Versions}}
 <p class="note">{{.VerNote}}</p>

@@ -1,8 +1,14 @@
-// Package compare puts recorded runs side by side: a table of per-step figures, the
-// per-resource versions at every checkpoint, findings computed from the data, and a
-// sequence diagram per step, rendered as text, Markdown (with Mermaid), JSON or one
-// self-contained HTML file. Every figure comes from analysis.Summarize or directly from
-// the recorded xds.log events, so `lab compare` can never disagree with summary.json.
+// Package compare puts recorded runs side by side: a table of per-step figures, each
+// step's data-plane probes, the per-resource versions at every checkpoint, findings
+// computed from the data, and a sequence diagram per step, rendered as text, Markdown
+// (with Mermaid), JSON or one self-contained HTML file. Runs recorded under steady load
+// (lab run --load) add a traffic section: per step and run the load's counts, rate,
+// failures, latencies and move from one backend to another (traffic.go), and its
+// timeline with the step's publishes, ACKs and NACKs marked on it, as sparklines in text
+// and Markdown and an inline SVG in HTML (timeline.go); runs without a traffic event
+// render as they did before it. Every figure comes from analysis.Summarize or directly
+// from the recorded xds.log events, so `lab compare` can never disagree with
+// summary.json.
 //
 // Two runs make a Report (Compare): every finding attributed to the protocol or an
 // implementation. Two or more make a Matrix (CompareMatrix), a column per run, whose

@@ -76,15 +76,11 @@ func (m *Matrix) title() string {
 }
 
 func (m *Matrix) tables() (runs, steps, versions table) {
-	rows := make([]stepFigures, len(m.Rows))
-	for i, r := range m.Rows {
-		rows[i] = stepFigures{r.Step, r.Runs}
-	}
 	cps := make([]stepVersions, len(m.Versions))
 	for i, cp := range m.Versions {
 		cps[i] = stepVersions{cp.Step, cp.Runs}
 	}
-	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), rows, m.Total), versionsTable(m.titles(), cps)
+	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), matrixStepRows(m), m.Total), versionsTable(m.titles(), cps)
 }
 
 // pairLine is one pair's observation under a finding: its two-run finding, or what it
@@ -116,7 +112,8 @@ func renderMatrixText(w io.Writer, m *Matrix) error {
 	writeTextTable(&b, steps)
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
-	writeTextProbes(&b, m.titles(), matrixProbeRows(m))
+	writeTextProbes(&b, m.titles(), matrixStepRows(m))
+	writeTextTraffic(&b, m.titles(), matrixStepRows(m))
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versions)
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
@@ -175,7 +172,8 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, steps)
 	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
-	writeMDProbes(&b, m.titles(), matrixProbeRows(m))
+	writeMDProbes(&b, m.titles(), matrixStepRows(m))
+	writeMDTraffic(&b, m.titles(), matrixStepRows(m))
 	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versions)
 	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
@@ -234,6 +232,7 @@ type matrixView struct {
 	Title, Summary, Legend, MatrixLegend, NotesLegend string
 	Runs, Steps, Versions                             table
 	Probes                                            *table
+	Traffic                                           *trafficView // nil: no compared step has a traffic event
 	StepNote, VerNote, Shared, Selected               string
 	ProbeNote, ProbeNone                              string
 	Simulated                                         bool
@@ -264,8 +263,9 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"
 	}
-	v.Probes = htmlProbes(m.titles(), matrixProbeRows(m))
-	v.Simulated = v.Simulated || anySimulatedProbes(matrixProbeRows(m))
+	v.Probes = htmlProbes(m.titles(), matrixStepRows(m))
+	v.Simulated = v.Simulated || anySimulatedProbes(matrixStepRows(m))
+	v.Traffic = htmlTraffic(m.titles(), matrixStepRows(m), "runs-grid")
 	for _, f := range m.Findings {
 		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
 			Source: sanitize(f.Source), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
@@ -297,7 +297,7 @@ ul.pairs { margin: 2px 0 6px; padding-left: 20px; font-size: 12px; color: #3d444
 .runs-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
 `
 
-var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + matrixCSS + `</style>
+var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + matrixCSS + trafficCSSIf + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -319,7 +319,7 @@ var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlC
 {{with .Probes}}{{template "table" .}}
 <p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
-<section id="versions">
+{{with .Traffic}}{{template "traffic" .}}{{end}}<section id="versions">
 <h2>Versions at each checkpoint</h2>
 {{template "table" .Versions}}
 <p class="note">{{.VerNote}}</p>

@@ -174,24 +174,6 @@ func barCell(p *analysis.Probes) cell {
 	return cell{Bar: b, Title: b.Label}
 }
 
-// reportProbeRows are the two-run report's steps for the data-plane table.
-func reportProbeRows(rep *Report) []stepFigures {
-	rows := make([]stepFigures, len(rep.Rows))
-	for i, r := range rep.Rows {
-		rows[i] = stepFigures{r.Step, r.Runs[:]}
-	}
-	return rows
-}
-
-// matrixProbeRows are the matrix's steps for the data-plane table.
-func matrixProbeRows(m *Matrix) []stepFigures {
-	rows := make([]stepFigures, len(m.Rows))
-	for i, r := range m.Rows {
-		rows[i] = stepFigures{r.Step, r.Runs}
-	}
-	return rows
-}
-
 // writeTextProbes is the text section's body: the table and its legend, or probeNone.
 func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures) {
 	if !anyProbes(rows) {

@@ -156,17 +156,32 @@ const labelLegend = "In the diagrams, n= is a nonce: which response a message be
 	"by absence)."
 
 func stepTable(rep *Report) table {
-	rows := make([]stepFigures, len(rep.Rows))
-	for i, r := range rep.Rows {
-		rows[i] = stepFigures{r.Step, r.Runs[:]}
-	}
-	return figuresTable(runTitles(rep.Runs[:]), rows, rep.Total[:])
+	return figuresTable(runTitles(rep.Runs[:]), reportStepRows(rep), rep.Total[:])
 }
 
 // stepFigures is one step's figures, a value per run.
 type stepFigures struct {
 	step string
 	runs []Figures
+}
+
+// reportStepRows are the two-run report's steps, for the step, data-plane and traffic
+// tables.
+func reportStepRows(rep *Report) []stepFigures {
+	rows := make([]stepFigures, len(rep.Rows))
+	for i, r := range rep.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs[:]}
+	}
+	return rows
+}
+
+// matrixStepRows are the matrix's steps, for the step, data-plane and traffic tables.
+func matrixStepRows(m *Matrix) []stepFigures {
+	rows := make([]stepFigures, len(m.Rows))
+	for i, r := range m.Rows {
+		rows[i] = stepFigures{r.Step, r.Runs}
+	}
+	return rows
 }
 
 // figuresTable is the step table: a row per step and a total, a column group per run
@@ -342,7 +357,8 @@ func renderText(w io.Writer, rep *Report) error {
 	writeTextTable(&b, stepTable(rep))
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
-	writeTextProbes(&b, runTitles(rep.Runs[:]), reportProbeRows(rep))
+	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
+	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versionTable(rep))
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
@@ -521,7 +537,8 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, stepTable(rep))
 	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
-	writeMDProbes(&b, runTitles(rep.Runs[:]), reportProbeRows(rep))
+	writeMDProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
+	writeMDTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
 	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versionTable(rep))
 	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n")

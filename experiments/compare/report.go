@@ -99,6 +99,11 @@ type Figures struct {
 	// them is not known to be Envoy's (isSimulated: another client, or none named in a run
 	// whose client is not Envoy). Absent when the step sent none (and in totals).
 	Probes *analysis.Probes `json:"probes,omitempty"`
+	// Traffic is the step's steady load (lab run --load) as analysis.Traffic has it: the
+	// runner's counts, whether the load fell behind, its timeline and the step's
+	// publishes, ACKs and NACKs placed on it. Absent when the step has no traffic event
+	// (and in totals).
+	Traffic *analysis.Traffic `json:"traffic,omitempty"`
 }
 
 // DataPlaneResult is one data-plane request's outcome.
@@ -308,6 +313,7 @@ func figures(st *analysis.Step, r *Run) Figures {
 		}
 		f.Probes = &p
 	}
+	f.Traffic = st.Traffic
 	return f
 }
 
