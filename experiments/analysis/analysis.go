@@ -446,6 +446,12 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	case xdslog.EventTraffic:
 		st.observeTraffic(e)
 	case xdslog.EventDataPlane:
+		if e.Probe == xdslog.ProbeLoad {
+			// The steady load is counted by the step's traffic event (Step.Traffic), not
+			// as probes: it is no expectation's evidence, and its failures (503 NC after a
+			// removal) are judged by the step's traffic check.
+			break
+		}
 		st.probe(e)
 		// DataPlane and PublishToCorrectMS are about the step's expectation: its request
 		// probes. Window and outage probes (hundreds a step, successes sampled) are counted

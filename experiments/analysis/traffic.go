@@ -22,7 +22,7 @@ type Traffic struct {
 	// logged one cannot be drawn: TimelineProblem says why) and a success that named no
 	// backend is counted in ByBackend under UnknownSeries, as the timeline counts it.
 	xdslog.Traffic
-	// Behind is true when the load achieved less than BehindShare of the rate it asked.
+	// Behind is xdslog.Traffic.FellBehind: the load kept less than 90% of its rate.
 	Behind bool `json:"behind"`
 	// Marks are the step's publishes, ACKs and NACKs that fall inside the timeline's span,
 	// in time order, placed at ms from the timeline's start. None when the timeline is
@@ -50,8 +50,6 @@ type TrafficMark struct {
 	NACKs int `json:"nacks,omitempty"`
 }
 
-// BehindShare is the share of the asked rate below which the load counts as behind.
-const BehindShare = 0.9
 
 // UnknownSeries is the timeline's key for a success that named no backend (the load
 // generator's, experiments/load).
@@ -123,7 +121,7 @@ func (st *Step) observeTraffic(e xdslog.Event) {
 		t.Move = &mv
 	}
 	t.Timeline, t.TimelineProblem = checkTimeline(t.Timeline)
-	t.Behind = t.AskedRate > 0 && t.AchievedRate < BehindShare*t.AskedRate
+	t.Behind = t.FellBehind()
 	st.traffic = &t
 }
 

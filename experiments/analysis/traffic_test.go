@@ -33,6 +33,9 @@ func trafficStep(tr xdslog.Traffic) []xdslog.Event {
 		ev(40, xdslog.Event{Event: xdslog.EventStorm, Stream: 1, Type: "RDS", Sends: 30, Nacks: 30, Summary: true}),
 		ev(105, xdslog.Event{Event: xdslog.EventAck, Stream: 1, Type: "CDS", Nonce: "4"}), // the span's last instant
 		ev(130, xdslog.Event{Event: xdslog.EventAck, Stream: 1, Type: "RDS", Nonce: "5"}), // after it
+		// The load's own responses (folded): counted by the traffic event, never as probes.
+		ev(135, xdslog.Event{Event: xdslog.EventDataPlane, Probe: xdslog.ProbeLoad, Status: 200, Backend: "v1", Client: "envoy", Represents: 30}),
+		ev(136, xdslog.Event{Event: xdslog.EventDataPlane, Probe: xdslog.ProbeLoad, Status: 503, Flags: "NC", Client: "envoy"}),
 		ev(140, xdslog.Event{Event: xdslog.EventTraffic, Traffic: &tr}),
 	}
 }
@@ -43,7 +46,7 @@ func trafficStep(tr xdslog.Traffic) []xdslog.Event {
 // timeline names it.
 func TestTrafficOfAStep(t *testing.T) {
 	tr := xdslog.Traffic{Requests: 40, OK: 38, ByBackend: map[string]int{"v1": 30, "": 8}, Failures: map[string]int{"503 NC": 2},
-		AskedRate: 200, AchievedRate: 179, P50MS: 1, P99MS: 2, MaxMS: 3,
+		AskedRate: 200, AchievedRate: 179, P50MS: 1, P99MS: 2, MaxMS: 3, DurationMS: 1000,
 		Move:     &xdslog.TrafficMove{From: "v1", To: "v2", OldAfter: 3},
 		Timeline: &xdslog.Timeline{Start: at(5), BucketMS: 10, Series: map[string][]int{"v1": {4, 4, 4, 4, 4, 4, 3, 3, 0, 0}, "?": {0, 0, 0, 0, 0, 0, 1, 1, 3, 3}, "503 NC": {0, 0, 0, 0, 0, 0, 0, 0, 1, 1}}},
 	}
@@ -81,10 +84,15 @@ func TestTrafficOfAStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"traffic":{"requests":40,"ok":38,"by_backend":{"?":8,"v1":30}`)
 	assert.Contains(t, string(b), `"behind":true,"marks":[{"kind":"publish","version":"2","at_ms":5}`)
+	st := s.Step("port-change")
+	assert.Nil(t, st.Probes, "the load's responses are not probes")
+	assert.Nil(t, st.DataPlane, "nor the step's data-plane observation")
 
 	tr.AchievedRate = 180
 	assert.False(t, Summarize(trafficStep(tr)).Step("port-change").Traffic.Behind, "90% is not behind")
-	tr.AskedRate, tr.AchievedRate = 0, 0
+	tr.AchievedRate, tr.DurationMS = 100, 999
+	assert.False(t, Summarize(trafficStep(tr)).Step("port-change").Traffic.Behind, "a rate over less than a second says nothing")
+	tr.AskedRate, tr.AchievedRate, tr.DurationMS = 0, 0, 1000
 	assert.False(t, Summarize(trafficStep(tr)).Step("port-change").Traffic.Behind, "nothing asked")
 
 	assert.Nil(t, Summarize(trafficStep(tr)[:9]).Step("port-change").Traffic, "no traffic event, no traffic")

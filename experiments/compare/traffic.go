@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // The traffic section: each step's steady load (lab run --load), as analysis.Traffic has
@@ -17,19 +18,19 @@ import (
 // trafficColumns are the per-run columns of the traffic table; trafficLegend explains
 // them. trafficLogColumn is added when a step's answers disagree with the backends' logs.
 var trafficColumns = []string{"requests", "rate/s", "ok", "backends", "failures", "p50", "p99", "max",
-	"move", "old-first", "old-last", "all-new", "old-after"}
+	"move", "old-first", "old-last", "old-answered", "all-new", "old-after"}
 
 const trafficLogColumn = "backend logs"
 
 var trafficLegend = fmt.Sprintf("the steady load of lab run --load, counted from every response to a request "+
 	"sent in the step: requests = how many (with overflow = past the generator's bound, counted without an "+
-	"answer); rate/s = achieved/asked requests per second, ⚠ behind when under %.0f%% of asked; ok = 2xx "+
+	"answer); rate/s = achieved/asked requests per second, ⚠ behind when under %.0f%% of asked over a second or more; ok = 2xx "+
 	"answers; backends = which backend answered them (the body; ? = none named); failures = by status and "+
 	"Envoy response flags (0 timeout, 0 refused, 0 no-response: nothing answered); p50, p99, max = latency "+
 	"in ms; move = the backend the load moved from and to in the step; old-first, old-last = ms from the "+
-	"step's publish to the first and the last answer of the old backend; all-new = ms from the publish to "+
+	"step's publish to the first and the last answer of the old backend to a request sent after it; old-answered = ms from the publish to the arrival of the old backend's last answer, requests sent before the publish included (requests already routed finish on the old endpoint); all-new = ms from the publish to "+
 	"the first request after which every answer came from the new backend (never: it did not get there); "+
-	"old-after = the old backend's answers to requests sent after the publish", analysis.BehindShare*100)
+	"old-after = the old backend's answers to requests sent after the publish", xdslog.BehindShare*100)
 
 const trafficLogLegend = "; backend logs = answers the backends' own request logs do not confirm: " +
 	"unlogged (no line with the request's ID) and misattributed (another backend's line)"
@@ -109,9 +110,9 @@ func trafficCells(t *analysis.Traffic, logs bool) []cell {
 			allNew = cell{Text: "never", Right: true, Class: "bad"}
 		}
 		out = append(out, cell{Text: clip(sanitize(mv.From), 20) + "→" + clip(sanitize(mv.To), 20)},
-			ms(mv.FirstOldMS), ms(mv.LastOldMS), allNew, num(mv.OldAfter))
+			ms(mv.FirstOldMS), ms(mv.LastOldMS), ms(mv.LastOldAnsweredMS), allNew, num(mv.OldAfter))
 	} else {
-		out = append(out, cell{Text: "-"}, ms(nil), ms(nil), ms(nil), ms(nil))
+		out = append(out, cell{Text: "-"}, ms(nil), ms(nil), ms(nil), ms(nil), ms(nil))
 	}
 	if logs {
 		c := cell{Text: "-"}

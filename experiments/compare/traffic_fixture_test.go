@@ -111,6 +111,10 @@ func (b *logBuilder) traffic(ms, startMS float64, series map[string][]int, t xds
 		buckets = len(counts)
 	}
 	t.AskedRate, t.AchievedRate = 200, float64(t.Requests)/(float64(buckets)*0.020)
+	// A rate says whether the load fell behind only over a second or more
+	// (xdslog.Traffic.FellBehind); the fixture's short steps claim that length so that
+	// its slow step is flagged.
+	t.DurationMS = 1000
 	t.Requests += t.Overflow
 	t.Protocol, t.Connections = "http2", 4
 	t.Timeline = &xdslog.Timeline{Start: fixtureStart.Add(time.Duration(startMS * float64(time.Millisecond))), BucketMS: 20, Series: series}

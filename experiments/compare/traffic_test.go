@@ -114,12 +114,12 @@ func TestTrafficFigures(t *testing.T) {
 func TestTrafficText(t *testing.T) {
 	text := string(render(t, loadReport(t), "text"))
 	tr := textFrom(t, text, "TRAFFIC")
-	assert.Contains(t, tr, "requests  rate/s   ok  backends        failures   p50  p99  max   move   old-first  old-last  all-new  old-after  backend logs")
+	assert.Contains(t, tr, "requests  rate/s   ok  backends        failures   p50  p99  max   move   old-first  old-last  old-answered  all-new  old-after  backend logs")
 
 	sides := strings.Split(stepLine(t, tr, "port-change"), " | ")
 	require.Len(t, sides, 3)
-	assert.Regexp(t, `^80  200/200  77  v1 ×19, v2 ×58  503 NC ×3  1\.3  8\.7  12\.5  v1→v2\s+0\.4\s+38\.2\s+60\.1\s+5  -$`, strings.TrimSpace(sides[1]))
-	assert.Regexp(t, `^63  158/200 ⚠ behind  63  v1 ×17, v2 ×46  -\s+1\.1  4\.2  6\.0  v1→v2\s+0\.3\s+24\.9\s+25\.5\s+2  -$`, strings.TrimSpace(sides[2]))
+	assert.Regexp(t, `^80  200/200  77  v1 ×19, v2 ×58  503 NC ×3  1\.3  8\.7  12\.5  v1→v2\s+0\.4\s+38\.2\s+-\s+60\.1\s+5  -$`, strings.TrimSpace(sides[1]))
+	assert.Regexp(t, `^63  158/200 ⚠ behind  63  v1 ×17, v2 ×46  -\s+1\.1  4\.2  6\.0  v1→v2\s+0\.3\s+24\.9\s+-\s+25\.5\s+2  -$`, strings.TrimSpace(sides[2]))
 	sides = strings.Split(stepLine(t, tr, "invalid-route"), " | ")
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(sides[1]), "2 unlogged, 1 misattributed"), sides[1])
 	assert.Contains(t, sides[2], "63 (3 overflow)")
@@ -161,8 +161,8 @@ func TestTrafficText(t *testing.T) {
 func TestTrafficMarkdown(t *testing.T) {
 	md := string(render(t, loadReport(t), "markdown"))
 	sec := md[strings.Index(md, "\n## Traffic\n"):strings.Index(md, "\n## Versions\n")]
-	assert.Contains(t, sec, "| port-change | 80 | 200/200 | 77 | v1 ×19, v2 ×58 | 503 NC ×3 | 1.3 | 8.7 | 12.5 | v1→v2 | 0.4 | 38.2 | 60.1 | 5 | - | 63 | 158/200 ⚠ behind | 63 | v1 ×17, v2 ×46 | - | 1.1 | 4.2 | 6.0 | v1→v2 | 0.3 | 24.9 | 25.5 | 2 | - |")
-	assert.Contains(t, sec, "| invalid-route | 60 | 200/200 | 60 | v2 ×60 | - | 1.2 | 3.9 | 7.7 | - | - | - | - | - | 2 unlogged, 1 misattributed | 63 (3 overflow) |")
+	assert.Contains(t, sec, "| port-change | 80 | 200/200 | 77 | v1 ×19, v2 ×58 | 503 NC ×3 | 1.3 | 8.7 | 12.5 | v1→v2 | 0.4 | 38.2 | - | 60.1 | 5 | - | 63 | 158/200 ⚠ behind | 63 | v1 ×17, v2 ×46 | - | 1.1 | 4.2 | 6.0 | v1→v2 | 0.3 | 24.9 | - | 25.5 | 2 | - |")
+	assert.Contains(t, sec, "| invalid-route | 60 | 200/200 | 60 | v2 ×60 | - | 1.2 | 3.9 | 7.7 | - | - | - | - | - | - | 2 unlogged, 1 misattributed | 63 (3 overflow) |")
 	assert.Contains(t, sec, "#### port-change\n\n```text\nA: sotw (uniform, nack resend, envoy): 400 ms from 10:00:00.250 in 20 ms buckets\n  v1     4 ████▄▂·············· 0 max 4\n")
 	assert.Contains(t, sec, "  marks      *NNN\n  P publish v3 @60.0 ms; N NACK RDS ×12 @65.0-120.0 ms\nB: delta (envoy)")
 	assert.Equal(t, 3*2, strings.Count(sec, "```"), "a code block per step")
@@ -404,7 +404,7 @@ func TestTrafficOddTimelines(t *testing.T) {
 			text := string(render(t, rep, "text"))
 			assert.Contains(t, text, c.text)
 			if c.move != nil {
-				assert.Contains(t, stepLine(t, textFrom(t, text, "TRAFFIC"), "s"), "v1→v2          -         -    never          0")
+				assert.Contains(t, stepLine(t, textFrom(t, text, "TRAFFIC"), "s"), "v1→v2          -         -             -    never          0")
 			}
 			svgs := timelineSVGs(t, string(render(t, rep, "html")))
 			require.Len(t, svgs, 2)

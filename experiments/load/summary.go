@@ -31,6 +31,7 @@ func Summarize(rs []Response, from, to time.Time, asked float64, flags map[strin
 	}
 	if d := to.Sub(from).Seconds(); d > 0 {
 		s.AchievedRate = float64(s.Requests) / d
+		s.DurationMS = ms(to.Sub(from))
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

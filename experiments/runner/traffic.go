@@ -194,7 +194,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 			line += fmt.Sprintf(", all %s from +%.1f ms", mv.To, *mv.AllNewMS)
 		}
 	}
-	if t.AchievedRate < 0.9*t.AskedRate && to.Sub(from) > time.Second {
+	if t.FellBehind() {
 		line += " (the generator fell behind its rate)"
 	}
 	if t.Unlogged+t.Misattributed > 0 {

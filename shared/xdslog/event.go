@@ -203,6 +203,8 @@ type Traffic struct {
 	MaxMS        float64        `json:"max_ms"`
 	Protocol     string         `json:"protocol"`
 	Connections  int            `json:"connections"`
+	// DurationMS is the length of the step's count window (its requests' send times).
+	DurationMS float64 `json:"duration_ms,omitempty"`
 	// Unlogged counts answers that named a backend whose own request log has no line
 	// with the request's ID; Misattributed, those whose log line is another backend's.
 	// Both are 0 when the evidence agrees (and when no backend log was read).
@@ -215,6 +217,20 @@ type Traffic struct {
 	Move *TrafficMove `json:"move,omitempty"`
 	// Timeline is the step's requests over time, for the traffic timeline.
 	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// BehindShare is the share of the asked rate below which a load fell behind.
+const BehindShare = 0.9
+
+// minBehindMS is the shortest count window whose rate says anything: in a shorter one the
+// first request's place in its period weighs too much.
+const minBehindMS = 1000
+
+// FellBehind says the load achieved less than BehindShare of its asked rate over a window
+// of a second or more: the generator (or the machine) could not keep the rate, and the
+// step's figures are for the rate achieved, not the one asked.
+func (t Traffic) FellBehind() bool {
+	return t.AskedRate > 0 && t.DurationMS >= minBehindMS && t.AchievedRate < BehindShare*t.AskedRate
 }
 
 // TrafficMove is how traffic moved from one backend to another after a publish.
