@@ -33,7 +33,7 @@ func TestErrorsNameTheCommand(t *testing.T) {
 		{[]string{"serve", "--mode", "sotw", "--max-streams", "0"}, "lab serve: --max-streams 0: outside 1-1000000"},
 		{[]string{"serve", "--mode", "sotw", "--xds-addr", "10.0.0.1:0"}, "lab serve: --xds-addr 10.0.0.1:0: not loopback (only 127.0.0.1 or localhost is allowed)"},
 		{[]string{"inventory", "--port", "70000"}, "lab inventory: --port 70000: outside 0-65535"},
-		{[]string{"sweep", "--rates", "5,5"}, "lab sweep: --rates 5,5: 5 is listed twice (want requests per second, 1-5000 each)"},
+		{[]string{"sweep", "--rates", "5,5"}, "lab sweep: --rates 5,5: 5 is listed twice (want requests per second, 1-20000 each)"},
 		{[]string{"sweep", "--rates", "2"}, "lab sweep: --rates 2: load connections 4: more than the rate (2 per second); each connection needs at least one request per second"},
 		{[]string{"sweep", "--repeat", "0"}, "lab sweep: --repeat 0: outside 1-20"},
 		{[]string{"inventory", "--port", "0", "--delay", "1h"}, "lab inventory: --delay 1h0m0s: outside 0s-30s"},

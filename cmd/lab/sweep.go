@@ -34,7 +34,7 @@ type sweepOptions struct {
 
 // Defaults of `lab sweep`, as documented in docs/running.md.
 var (
-	defaultSweepRates = []int{200, 500, 1000, 2000, 3000, 5000}
+	defaultSweepRates = []int{200, 1000, 2000, 5000, 8000, 12000}
 	sweepRepeatRange  = intRange{1, 20}
 )
 
@@ -55,7 +55,7 @@ achieved, p99 and max latency, the publish-to-ACK median over the publish steps 
 ratio to the run without load, and Envoy's CPU. A rate is sustained when every run
 passed (the scenario's traffic checks included) and every step kept 95% of its rate.
 Each run's evidence is under OUT/rate-<R>/<round>; the report is OUT/sweep.json.`,
-		Example: `  # the default sweep: under-load in SotW, 200 to 5,000 requests/s over 4 HTTP/2 connections
+		Example: `  # the default sweep: under-load in SotW, 200 to 12,000 requests/s over 4 HTTP/2 connections
   lab sweep
 
   # three rounds, delta, HTTP/1.1 keep-alive

@@ -23,7 +23,7 @@ func TestSweepFlags(t *testing.T) {
 	cmd.SetOut(io.Discard)
 	require.NoError(t, cmd.Execute())
 	assert.Equal(t, "under-load", got.Scenario.Name)
-	assert.Equal(t, []int{200, 500, 1000, 2000, 3000, 5000}, got.Rates)
+	assert.Equal(t, []int{200, 1000, 2000, 5000, 8000, 12000}, got.Rates)
 	assert.Equal(t, 4, got.Connections)
 	assert.Equal(t, load.HTTP2, got.Protocol)
 	assert.Equal(t, "sotw", got.Mode)
