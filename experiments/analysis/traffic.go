@@ -50,7 +50,6 @@ type TrafficMark struct {
 	NACKs int `json:"nacks,omitempty"`
 }
 
-
 // UnknownSeries is the timeline's key for a success that named no backend (the load
 // generator's, experiments/load).
 const UnknownSeries = "?"
