@@ -147,6 +147,8 @@ type Generator struct {
 	stopped  time.Time
 	// ended is when the last connection stopped sending (by Stop, or at MaxDuration).
 	ended time.Time
+	// stopping tells the pacers to stop (set by Stop before the attackers' own Stop).
+	stopping atomic.Bool
 	// issued counts requests handed to the transport, done those answered (or failed), so
 	// a step can wait for every request it sent before it is summarized.
 	issued, answered atomic.Int64
@@ -183,7 +185,8 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 		// Connection c starts c/Rate seconds late, so the connections' requests interleave
 		// evenly (one every 1/Rate) instead of all C at once: the time resolution of a
 		// move is then 1/Rate, not C/Rate.
-		pace := offsetPacer{ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second}, offset: time.Duration(c) * time.Second / time.Duration(o.Rate)}
+		pace := offsetPacer{ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second},
+			offset: time.Duration(c) * time.Second / time.Duration(o.Rate), stopping: &g.stopping}
 		results := a.Attack(g.targeter(c), pace, o.Duration, fmt.Sprintf("conn-%d", c))
 		g.wg.Add(1)
 		go g.collect(c, results)
@@ -205,13 +208,19 @@ func Start(ctx context.Context, o Options) (*Generator, error) {
 	return g, nil
 }
 
-// offsetPacer is a constant pace that starts offset late.
+// offsetPacer is a constant pace that starts offset late, and stops as soon as stopping
+// is set: vegeta's Attacker.Stop races a waiting worker's next tick in a select, so
+// without it a connection may go on sending for several periods after Stop.
 type offsetPacer struct {
 	vegeta.ConstantPacer
-	offset time.Duration
+	offset   time.Duration
+	stopping *atomic.Bool
 }
 
 func (p offsetPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if p.stopping.Load() {
+		return 0, true
+	}
 	if elapsed < p.offset {
 		return p.offset - elapsed, false
 	}
@@ -308,6 +317,7 @@ func (g *Generator) Settle(ctx context.Context) error {
 // the order they were sent. It is idempotent.
 func (g *Generator) Stop() []Response {
 	g.stopOnce.Do(func() {
+		g.stopping.Store(true)
 		for _, a := range g.attacks {
 			a.Stop()
 		}

@@ -297,3 +297,24 @@ func TestLoadExpires(t *testing.T) {
 	_, err = Start(t.Context(), Options{Rate: 1, Connections: 1, Target: srv, Duration: time.Hour})
 	assert.ErrorContains(t, err, "load duration 1h0m0s: want 0..10m0s")
 }
+
+// TestStopIsPrompt: after Stop no connection sends more than the one request whose tick
+// it may already hold (vegeta's own Stop races the next tick; the pacer stops first).
+func TestStopIsPrompt(t *testing.T) {
+	s := startServer(t, "v1")
+	for range 5 {
+		g, err := Start(t.Context(), Options{Rate: 400, Connections: 4, Target: s.url})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return len(g.Responses()) >= 40 }, 20*time.Second, 5*time.Millisecond)
+		at := time.Now()
+		after := map[int]int{}
+		for _, r := range g.Stop() {
+			if r.Sent.After(at) {
+				after[r.Conn]++
+			}
+		}
+		for c, n := range after {
+			assert.LessOrEqual(t, n, 1, "connection %d sent %d requests after Stop", c, n)
+		}
+	}
+}
