@@ -98,6 +98,11 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 	if out == "" {
 		out = filepath.Join("experiments", "evidence", "sweep", time.Now().UTC().Format("20060102T150405Z"))
 	}
+	// Each run appends to its directory's logs: a second sweep into the same place would
+	// mix two runs' evidence (the backend-log check catches it, run by run).
+	if err := checkOut(out, holdsAnything, "a new or empty directory"); err != nil {
+		return sweep.Options{}, err
+	}
 	so := sweep.Options{Scenario: sc, Rates: o.rates, Connections: o.connections, Protocol: p, Mode: o.mode, Cache: o.cache,
 		Repeat: o.repeat, Out: out, EnvoyBin: o.envoyBin}
 	if err := so.Check(); err != nil {

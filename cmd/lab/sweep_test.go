@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +53,17 @@ func TestSweepBadScenario(t *testing.T) {
 	err := cmd.Execute()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no built-in scenario "nope"`)
+}
+
+// TestSweepRefusesAUsedOut: a directory that holds anything is refused, before anything
+// runs: the runs append to their logs, and two sweeps' evidence would mix.
+func TestSweepRefusesAUsedOut(t *testing.T) {
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, "sweep.json"), []byte("{}"), 0o644))
+	cmd := newSweepCmdWith(func(context.Context, sweep.Options, io.Writer) error { t.Fatal("nothing runs"); return nil })
+	cmd.SetArgs([]string{"--out", out})
+	cmd.SetOut(io.Discard)
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Equal(t, "--out "+out+": already holds a file (sweep.json) (want a new or empty directory)", err.Error())
 }
