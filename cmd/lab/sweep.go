@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -115,9 +117,15 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 // measured is kept).
 func runSweep(ctx context.Context, o sweep.Options, out io.Writer) error {
 	rep, err := sweep.Run(ctx, o)
-	if rep != nil {
-		sweep.Render(out, rep)
-		fmt.Fprintf(out, "report: %s\n", filepath.Join(o.Out, "sweep.json"))
+	if rep == nil {
+		return err
+	}
+	var table strings.Builder
+	sweep.Render(&table, rep)
+	fmt.Fprint(out, table.String())
+	fmt.Fprintf(out, "report: %s (the table: sweep.txt)\n", filepath.Join(o.Out, "sweep.json"))
+	if werr := os.WriteFile(filepath.Join(o.Out, "sweep.txt"), []byte(table.String()), 0o644); werr != nil {
+		return errors.Join(err, fmt.Errorf("write sweep.txt: %w", werr))
 	}
 	return err
 }
