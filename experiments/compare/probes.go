@@ -55,10 +55,11 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table {
 }
 
 // anyProbes reports whether a step of rows has a probe in any run.
-func anyProbes(rows []stepFigures) bool {
-	return slices.ContainsFunc(rows, func(r stepFigures) bool {
-		return slices.ContainsFunc(r.runs, func(f Figures) bool { return f.Probes != nil })
-	})
+func anyProbes(rows []stepFigures) bool { return anyFigures(rows, func(f Figures) bool { return f.Probes != nil }) }
+
+// anyFigures reports whether some run's figures of some step of rows satisfy has.
+func anyFigures(rows []stepFigures, has func(Figures) bool) bool {
+	return slices.ContainsFunc(rows, func(r stepFigures) bool { return slices.ContainsFunc(r.runs, has) })
 }
 
 func probeCells(p *analysis.Probes, bars bool) []cell {
@@ -67,19 +68,9 @@ func probeCells(p *analysis.Probes, bars bool) []cell {
 		n++
 	}
 	if p == nil {
-		out := make([]cell, n)
-		for i := range out {
-			out[i] = cell{Text: "-"}
-		}
-		return out
+		return dashCells(n)
 	}
-	num := func(v int) cell { return cell{Text: fmt.Sprint(v), Right: true} }
-	ms := func(v *float64) cell {
-		if v == nil {
-			return cell{Text: "-", Right: true}
-		}
-		return cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
-	}
+	num, ms := numCell, msCell
 	failed, failures := num(p.Failed), cell{Text: "-"}
 	if p.Failed > 0 {
 		failed.Class = "bad"
@@ -95,6 +86,25 @@ func probeCells(p *analysis.Probes, bars bool) []cell {
 		out = append(out, barCell(p))
 	}
 	return append(out, cell{Text: countList(p.Backends, true), Class: "dp"}, by)
+}
+
+// dashCells is n cells of "-": a run without the step's figures.
+func dashCells(n int) []cell {
+	out := make([]cell, n)
+	for i := range out {
+		out[i] = cell{Text: "-"}
+	}
+	return out
+}
+
+// numCell is a right-aligned count; msCell a right-aligned ms figure, "-" when absent.
+func numCell(v int) cell { return cell{Text: fmt.Sprint(v), Right: true} }
+
+func msCell(v *float64) cell {
+	if v == nil {
+		return cell{Text: "-", Right: true}
+	}
+	return cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
 }
 
 // kindsText is "r1 w206 o0"-style, kinds without probes left out.

@@ -64,9 +64,7 @@ func trafficTable(titles []string, rows []stepFigures) (table, string) {
 
 // anyTraffic reports whether a step of rows has a traffic event in any run.
 func anyTraffic(rows []stepFigures) bool {
-	return slices.ContainsFunc(rows, func(r stepFigures) bool {
-		return slices.ContainsFunc(r.runs, func(f Figures) bool { return f.Traffic != nil })
-	})
+	return anyFigures(rows, func(f Figures) bool { return f.Traffic != nil })
 }
 
 func trafficCells(t *analysis.Traffic, logs bool) []cell {
@@ -75,19 +73,9 @@ func trafficCells(t *analysis.Traffic, logs bool) []cell {
 		n++
 	}
 	if t == nil {
-		out := make([]cell, n)
-		for i := range out {
-			out[i] = cell{Text: "-"}
-		}
-		return out
+		return dashCells(n)
 	}
-	num := func(v int) cell { return cell{Text: fmt.Sprint(v), Right: true} }
-	ms := func(v *float64) cell {
-		if v == nil {
-			return cell{Text: "-", Right: true}
-		}
-		return cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
-	}
+	num, ms := numCell, msCell
 	requests := num(t.Requests)
 	if t.Overflow != 0 {
 		requests.Text += fmt.Sprintf(" (%d overflow)", t.Overflow)

@@ -243,23 +243,11 @@ func (r *Run) checkTraffic(s *stepRun, t *xdslog.Traffic, in []load.Response, fl
 		s.checkAt(e.Line, fmt.Sprintf("traffic: at least %d failed", e.MinFailures), failed >= e.MinFailures, summary)
 	}
 	if len(e.Failures) > 0 {
-		var other []string
-		for k, n := range t.Failures {
-			if !slices.Contains(e.Failures, k) {
-				other = append(other, fmt.Sprintf("%s x%d", k, n))
-			}
-		}
-		slices.Sort(other)
+		other := outside(t.Failures, e.Failures)
 		s.checkAt(e.Line, "traffic: every failure is "+strings.Join(e.Failures, " or "), len(other) == 0, "other failures: "+strings.Join(other, ", "))
 	}
 	if len(e.Backends) > 0 {
-		var other []string
-		for b, n := range t.ByBackend {
-			if !slices.Contains(e.Backends, b) {
-				other = append(other, fmt.Sprintf("%s x%d", b, n))
-			}
-		}
-		slices.Sort(other)
+		other := outside(t.ByBackend, e.Backends)
 		s.checkAt(e.Line, "traffic: every success came from "+strings.Join(e.Backends, " or "), len(other) == 0, "others: "+strings.Join(other, ", "))
 	}
 	if e.EndsOn != "" {
@@ -272,6 +260,18 @@ func (r *Run) checkTraffic(s *stepRun, t *xdslog.Traffic, in []load.Response, fl
 		}
 		s.checkAt(e.Line, "traffic: the step ends on "+e.EndsOn, ok, last)
 	}
+}
+
+// outside lists the counts whose key is not allowed, "KEY xN", in key order.
+func outside(counts map[string]int, allowed []string) []string {
+	var other []string
+	for k, n := range counts {
+		if !slices.Contains(allowed, k) {
+			other = append(other, fmt.Sprintf("%s x%d", k, n))
+		}
+	}
+	slices.Sort(other)
+	return other
 }
 
 // checkBackendLogs reads the backends' own request logs and counts the successful
