@@ -55,7 +55,9 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table {
 }
 
 // anyProbes reports whether a step of rows has a probe in any run.
-func anyProbes(rows []stepFigures) bool { return anyFigures(rows, func(f Figures) bool { return f.Probes != nil }) }
+func anyProbes(rows []stepFigures) bool {
+	return anyFigures(rows, func(f Figures) bool { return f.Probes != nil })
+}
 
 // anyFigures reports whether some run's figures of some step of rows satisfy has.
 func anyFigures(rows []stepFigures, has func(Figures) bool) bool {
