@@ -39,6 +39,12 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table {
 	if bars {
 		cols = slices.Insert(slices.Clone(cols), slices.Index(cols, "err-ms")+1, "window")
 	}
+	return perRunTable(titles, rows, cols, func(f Figures) []cell { return probeCells(f.Probes, bars) })
+}
+
+// perRunTable is a table with a row per step and a group of cols per run, titled by titles;
+// cells gives one run's cells of a step.
+func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(Figures) []cell) table {
 	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
 	for _, title := range titles {
 		t.Groups = append(t.Groups, group{title, len(cols)})
@@ -47,7 +53,7 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table {
 	for _, row := range rows {
 		r := []cell{{Text: stepName(row.step)}}
 		for _, f := range row.runs {
-			r = append(r, probeCells(f.Probes, bars)...)
+			r = append(r, cells(f)...)
 		}
 		t.Rows = append(t.Rows, r)
 	}

@@ -39,27 +39,13 @@ const trafficLogLegend = "; backend logs = answers the backends' own request log
 // titles, and the legend that explains its columns.
 func trafficTable(titles []string, rows []stepFigures) (table, string) {
 	cols, legend := trafficColumns, trafficLegend
-	logs := slices.ContainsFunc(rows, func(r stepFigures) bool {
-		return slices.ContainsFunc(r.runs, func(f Figures) bool {
-			return f.Traffic != nil && f.Traffic.Unlogged+f.Traffic.Misattributed != 0
-		})
+	logs := anyFigures(rows, func(f Figures) bool {
+		return f.Traffic != nil && f.Traffic.Unlogged+f.Traffic.Misattributed != 0
 	})
 	if logs {
 		cols, legend = append(slices.Clone(cols), trafficLogColumn), legend+trafficLogLegend
 	}
-	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
-	for _, title := range titles {
-		t.Groups = append(t.Groups, group{title, len(cols)})
-		t.Head = append(t.Head, cols...)
-	}
-	for _, row := range rows {
-		r := []cell{{Text: stepName(row.step)}}
-		for _, f := range row.runs {
-			r = append(r, trafficCells(f.Traffic, logs)...)
-		}
-		t.Rows = append(t.Rows, r)
-	}
-	return t, legend
+	return perRunTable(titles, rows, cols, func(f Figures) []cell { return trafficCells(f.Traffic, logs) }), legend
 }
 
 // anyTraffic reports whether a step of rows has a traffic event in any run.
