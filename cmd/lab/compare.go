@@ -6,9 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/xds-workbench/lab/experiments/compare"
 )
@@ -21,7 +23,11 @@ type compareOptions struct {
 	Runs   []string
 	Format string
 	Out    string
-	Step   string
+	// Step is a shared step's name, or compare.NoStep for the events before the first.
+	Step string
+	// Width bounds the text tables: a wider one is split into stacked tables, each
+	// repeating the step column (0: --wide, never split).
+	Width int
 	// SessionA and SessionB choose a session of RUN_A's and RUN_B's xds.log (0: it must
 	// hold one).
 	SessionA, SessionB int
@@ -33,6 +39,7 @@ func newCompareCmd() *cobra.Command { return newCompareCmdWith(runCompare) }
 // newCompareCmdWith parses the command line into compareOptions and hands them to run.
 func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
 	o := &compareOptions{Format: "text"}
+	var wide bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B [RUN...]",
 		Short: "Compare runs side by side: step table, versions, findings, sequence diagrams",
@@ -59,33 +66,76 @@ unattributed, in one line saying why, when the runs given do not cover both cach
 A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file;
 each run is given once. Runs with different steps are compared on the steps all of them
 share. A log that several lab serve sessions appended to is never merged: give it as
-RUN_A or RUN_B and choose one with --session-a/--session-b.`,
-		Example: `  # the runs of "make lab": SotW and delta with each cache, one text matrix
-  lab compare runs/sotw runs/delta runs/sotw-linear runs/delta-linear
+RUN_A or RUN_B and choose one with --session-a/--session-b. A run given as both RUN_A and
+RUN_B is compared with a warning: every difference will be zero.
+
+A text table wider than the terminal (or --width) is split into stacked tables, each
+repeating the step column and a run's columns kept together where they fit; --wide keeps
+every table whole, a row per line. The other formats are never split.`,
+		Example: `  # the runs this repository commits, to try it without running anything
+  lab compare experiments/compare/testdata/sotw experiments/compare/testdata/delta
+
+  # "make lab" writes its runs into experiments/evidence/lab-<UTC time>/ (its last line
+  # names them): SotW and delta with each cache, one text matrix
+  run=experiments/evidence/lab-20261201T170000Z
+  lab compare $run/sotw $run/delta $run/sotw-linear $run/delta-linear
 
   # the same as one self-contained HTML report (no script, no network)
-  lab compare --format html --out report.html runs/sotw runs/delta runs/sotw-linear runs/delta-linear
+  lab compare --format html --out report.html $run/sotw $run/delta $run/sotw-linear $run/delta-linear
 
   # two runs, one step with its sequence diagrams, as Markdown with Mermaid
-  lab compare --format markdown --step port-change runs/sotw runs/delta
+  lab compare --format markdown --step port-change $run/sotw $run/delta
 
-  # two bare logs
-  lab compare sotw/xds.log delta/xds.log --format json`,
+  # the first two sessions of lab serve's log (its default --log), the pushes before the
+  # first step command only
+  lab compare --step "(no step)" --session-a 1 --session-b 2 xds.log xds.log
+
+  # the logs of two "lab run"s (each prints its directory: experiments/evidence/MODE/<UTC time>-<pid>)
+  lab compare --format json experiments/evidence/sotw/20261201T170000Z-4242/xds.log experiments/evidence/delta/20261201T170105Z-4243/xds.log`,
 		Args: atLeastTwoRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Runs, o.Stdout, o.Stderr = args, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			switch width := cmd.Flags().Changed("width"); {
+			case wide && width:
+				return badFlag("width", strconv.Itoa(o.Width), "not with --wide (want one of them)")
+			case wide:
+				o.Width = 0
+			case !width:
+				o.Width = defaultWidth(o.Stdout, os.Getenv("COLUMNS"))
+			}
 			return run(o)
 		},
 	}
 	f := cmd.Flags()
 	f.Var(choiceValue{&o.Format, "format", compare.Formats}, "format", "output format: "+strings.Join(compare.Formats, ", "))
 	f.StringVar(&o.Out, "out", "", "write the report to FILE instead of standard output")
-	f.StringVar(&o.Step, "step", "", "show only this step, with its sequence diagrams")
+	f.StringVar(&o.Step, "step", "", `show only this step, with its sequence diagrams ("`+compare.NoStep+`": the events before the first step)`)
+	f.Var(intValue{&o.Width, widthRange}, "width", "split text tables wider than N columns into stacked ones, "+widthRange.String()+
+		" (default: the terminal's width, else $COLUMNS, else 100)")
+	f.BoolVar(&wide, "wide", false, "never split text tables: a row per line, however wide")
 	// lab serve appends a session per start to the same xds.log; a log with several is
 	// refused unless one is chosen (the error says how many there are).
 	f.IntVar(&o.SessionA, "session-a", 0, "RUN_A's session, 1 for the first, when its xds.log holds several (lab serve appends one per start)")
 	f.IntVar(&o.SessionB, "session-b", 0, "RUN_B's session, likewise")
 	return cmd
+}
+
+// widthRange bounds --width: below 40 columns no table of figures reads.
+var widthRange = intRange{40, 10000}
+
+// defaultWidth is the text tables' width when --width and --wide are not given: the
+// terminal's when out is one, else COLUMNS (a shell's, when it exports it), else 100,
+// the width the text report wraps its prose at.
+func defaultWidth(out io.Writer, columns string) int {
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return max(w, widthRange.min)
+		}
+	}
+	if n, err := strconv.Atoi(columns); err == nil && widthRange.check(n) == nil {
+		return n
+	}
+	return 100
 }
 
 // atLeastTwoRuns wants two or more runs to compare.
@@ -117,7 +167,8 @@ func runCompare(o *compareOptions) error {
 	}
 	// After loading: a log of several sessions given twice without --session-a/-b is
 	// better told how to choose them than that it was given twice.
-	if err := checkDistinctRuns(o, runs); err != nil {
+	same, err := checkDistinctRuns(o, runs)
+	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -126,7 +177,7 @@ func runCompare(o *compareOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := compare.Render(&buf, rep, o.Format); err != nil {
+		if err := compare.Render(&buf, rep, o.Format, o.Width); err != nil {
 			return err
 		}
 	} else {
@@ -134,9 +185,14 @@ func runCompare(o *compareOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := compare.RenderMatrix(&buf, m, o.Format); err != nil {
+		if err := compare.RenderMatrix(&buf, m, o.Format, o.Width); err != nil {
 			return err
 		}
+	}
+	if same != "" {
+		// Said once the report is ready (nothing is said for a comparison that fails), and
+		// on stderr so that the report itself stays what was asked.
+		fmt.Fprintf(o.Stderr, "lab compare: warning: A and B are the same run (%s): every difference will be zero\n", same)
 	}
 	if o.Out == "" {
 		_, err := o.Stdout.Write(buf.Bytes())
@@ -159,23 +215,28 @@ func sessionOf(o *compareOptions, i int) int {
 	return 0
 }
 
-// checkDistinctRuns refuses a run given twice (the same xds.log, by file identity, so a
-// directory and its xds.log, or two spellings of one path, count as one): a run beside
-// itself shows nothing and would count twice in a matrix. Two sessions of one log are
-// two runs.
-func checkDistinctRuns(o *compareOptions, runs []*compare.Run) error {
+// checkDistinctRuns finds a run given twice (the same xds.log, by file identity, so a
+// directory and its xds.log, or two spellings of one path, count as one; two sessions of
+// one log are two runs). In a matrix it is refused: it would count twice. Two runs that
+// are one are compared, since a run beside itself is a fair check of the tool, and same
+// names the log for the warning that every difference will be zero.
+func checkDistinctRuns(o *compareOptions, runs []*compare.Run) (same string, err error) {
 	infos := make([]fs.FileInfo, len(runs))
 	for i, r := range runs {
 		fi, err := os.Stat(r.LogPath)
 		if err != nil {
-			return fmt.Errorf("run %s (%s): %w", r.Label, r.Path, err)
+			return "", fmt.Errorf("run %s (%s): %w", r.Label, r.Path, err)
 		}
 		infos[i] = fi
 		for j := range i {
-			if os.SameFile(infos[j], fi) && sessionOf(o, j) == sessionOf(o, i) {
-				return fmt.Errorf("run %s (%s) is run %s (%s) again: give each run once", r.Label, r.Path, runs[j].Label, runs[j].Path)
+			if !os.SameFile(infos[j], fi) || sessionOf(o, j) != sessionOf(o, i) {
+				continue
 			}
+			if len(runs) == 2 {
+				return r.LogPath, nil
+			}
+			return "", fmt.Errorf("run %s (%s) is run %s (%s) again: give each run once", r.Label, r.Path, runs[j].Label, runs[j].Path)
 		}
 	}
-	return nil
+	return "", nil
 }

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/runner"
 )
 
 // The committed pair of experiments/compare (the teaching scenario run with the simulated
@@ -237,6 +240,7 @@ func TestRunCompareTwoRunsUnchanged(t *testing.T) {
 		{"golden.json", "json", ""},
 		{"golden-invalid-route.txt", "text", "invalid-route"},
 	} {
+		// Width 0: --wide, as the goldens are rendered.
 		out, _, err := compareRun(t, compareOptions{Runs: []string{"testdata/sotw", "testdata/delta"}, Format: c.format, Step: c.step})
 		require.NoError(t, err)
 		want, err := os.ReadFile(filepath.Join("testdata", c.golden))
@@ -249,6 +253,13 @@ func TestRunCompareTwoRunsUnchanged(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "golden-matrix.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, string(want), out, "golden-matrix.txt")
+
+	// And narrowed to 100 columns, what a pipe gets by default.
+	out, _, err = compareRun(t, compareOptions{Runs: []string{"testdata/sotw", "testdata/delta"}, Width: 100})
+	require.NoError(t, err)
+	want, err = os.ReadFile(filepath.Join("testdata", "golden-narrow.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), out, "golden-narrow.txt")
 }
 
 // TestRunCompareBadInput: one run, a missing directory, a run given twice: one error line
@@ -263,8 +274,8 @@ func TestRunCompareBadInput(t *testing.T) {
 		{"one run", []string{sotwRunDir}, "want two or more runs, got 1 (usage: lab compare RUN_A RUN_B [RUN...])"},
 		{"missing directory", []string{sotwRunDir, deltaRunDir, missing}, "run C (" + missing + "): no such file or directory"},
 		{"a run twice", []string{sotwRunDir, deltaRunDir, sotwRunDir}, "run C (" + sotwRunDir + ") is run A (" + sotwRunDir + ") again: give each run once"},
-		{"a run and its xds.log", []string{sotwRunDir, filepath.Join(sotwRunDir, "xds.log")},
-			"run B (" + filepath.Join(sotwRunDir, "xds.log") + ") is run A (" + sotwRunDir + ") again: give each run once"},
+		{"a run and its xds.log in a matrix", []string{sotwRunDir, deltaRunDir, filepath.Join(sotwRunDir, "xds.log")},
+			"run C (" + filepath.Join(sotwRunDir, "xds.log") + ") is run A (" + sotwRunDir + ") again: give each run once"},
 		{"too many", slices.Repeat([]string{sotwRunDir}, 27), "want at most 26 runs, got 27"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -300,4 +311,136 @@ func TestCompareCmdParsesOnly(t *testing.T) {
 	assert.Equal(t, "recover", got.Step)
 	assert.Equal(t, 2, got.SessionA)
 	assert.Zero(t, got.SessionB)
+}
+
+// TestCompareSameRunWarns: two runs that are one (the same directory, or a directory and
+// its xds.log) are compared, with one warning line on stderr that every difference will
+// be zero; the report is the one of two distinct copies.
+func TestCompareSameRunWarns(t *testing.T) {
+	log := filepath.Join(sotwRunDir, "xds.log")
+	want := "lab compare: warning: A and B are the same run (" + log + "): every difference will be zero\n"
+	for _, runs := range [][]string{{sotwRunDir, sotwRunDir}, {sotwRunDir, log}} {
+		out, errOut, err := compareRun(t, compareOptions{Runs: runs})
+		require.NoError(t, err)
+		assert.Equal(t, want, errOut, "%v", runs)
+		assert.Contains(t, out, "lab compare: A sotw vs B sotw\n")
+		assert.Contains(t, out, "No total differs")
+	}
+	// Through the command: the warning on stderr, the report on stdout, exit 0.
+	out, errOut, err := runLab(t, "compare", "--format", "json", sotwRunDir, sotwRunDir)
+	require.NoError(t, err)
+	assert.Equal(t, want, errOut)
+	assert.True(t, json.Valid([]byte(out)), "stdout is the report alone")
+	// A comparison that fails says nothing of it.
+	_, errOut, err = compareRun(t, compareOptions{Runs: []string{sotwRunDir, sotwRunDir}, Step: "warp"})
+	require.Error(t, err)
+	assert.Empty(t, errOut)
+}
+
+// TestCompareNoStep: --step "(no step)" selects the events before the first step.
+func TestCompareNoStep(t *testing.T) {
+	dir := t.TempDir()
+	var runs []string
+	for _, src := range []string{sotwRunDir, deltaRunDir} {
+		b, err := os.ReadFile(filepath.Join(src, "xds.log"))
+		require.NoError(t, err)
+		d := filepath.Join(dir, filepath.Base(src))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "xds.log"), []byte(strings.ReplaceAll(string(b), `"step":"initial"`, `"step":""`)), 0o644))
+		runs = append(runs, d)
+	}
+	out, _, err := runLab(t, append([]string{"compare", "--step", "(no step)"}, runs...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "selected step: (no step)\n")
+	assert.Contains(t, out, "\nSEQUENCE (no step)\n")
+}
+
+// TestCompareWidthFlags: --width and --wide reach the options; the default is COLUMNS
+// or 100 when the output is no terminal; bad values are one line each.
+func TestCompareWidthFlags(t *testing.T) {
+	parse := func(t *testing.T, args ...string) (*compareOptions, error) {
+		var got *compareOptions
+		cmd := newCompareCmdWith(func(o *compareOptions) error { got = o; return nil })
+		cmd.SetArgs(append([]string{"a", "b"}, args...))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		return got, cmd.Execute()
+	}
+	t.Setenv("COLUMNS", "")
+	o, err := parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, 100, o.Width, "no terminal, no COLUMNS")
+	t.Setenv("COLUMNS", "132")
+	o, err = parse(t)
+	require.NoError(t, err)
+	assert.Equal(t, 132, o.Width)
+	o, err = parse(t, "--width", "80")
+	require.NoError(t, err)
+	assert.Equal(t, 80, o.Width)
+	o, err = parse(t, "--wide")
+	require.NoError(t, err)
+	assert.Zero(t, o.Width, "--wide never splits")
+
+	assert.Equal(t, 100, defaultWidth(&bytes.Buffer{}, "12"), "a COLUMNS no table reads in is ignored")
+	assert.Equal(t, 100, defaultWidth(&bytes.Buffer{}, "wide"))
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--width", "10"}, "lab compare: --width 10: outside 40-10000\n"},
+		{[]string{"--width", "many"}, "lab compare: --width many: not a whole number (want 40-10000)\n"},
+		{[]string{"--width", "80", "--wide"}, "lab compare: --width 80: not with --wide (want one of them)\n"},
+	} {
+		root := newRootCmd()
+		var stdout, stderr bytes.Buffer
+		root.SetOut(&stdout)
+		root.SetErr(&stderr)
+		root.SetArgs(append([]string{"compare", sotwRunDir, deltaRunDir}, c.args...))
+		assert.Equal(t, 1, execute(root, &stderr), "%v", c.args)
+		assert.Equal(t, c.want, stderr.String())
+		assert.Empty(t, stdout.String())
+	}
+}
+
+// TestCompareExamplesNameRealPaths: every path of the help's examples is one that exists
+// here (the committed runs) or one that make lab, lab run or lab serve writes.
+func TestCompareExamplesNameRealPaths(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	labRuns := regexp.MustCompile(`(?m)^LAB_RUNS := (.*)$`).FindSubmatch(mk)
+	require.NotNil(t, labRuns, "the Makefile names the runs of make lab")
+	require.Contains(t, string(mk), "LAB_DIR := $(EVIDENCE)/lab-$(shell date -u +%Y%m%dT%H%M%SZ)")
+	require.Contains(t, string(mk), "EVIDENCE  := experiments/evidence")
+	// lab run's default directory, as runner.DefaultOut makes it.
+	labRun := regexp.MustCompile(`^experiments/evidence/(sotw|delta)/\d{8}T\d{6}Z-\d+$`)
+	require.Regexp(t, labRun, filepath.ToSlash(runner.DefaultOut("sotw")))
+
+	ex := newCompareCmd().Example
+	run := regexp.MustCompile(`(?m)^\s*run=(\S+)$`).FindStringSubmatch(ex)
+	require.NotNil(t, run)
+	require.Regexp(t, `^experiments/evidence/lab-\d{8}T\d{6}Z$`, run[1])
+	paths := 0
+	for _, line := range strings.Split(ex, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "lab compare ") {
+			continue
+		}
+		for _, w := range strings.Fields(strings.ReplaceAll(line, "$run", run[1])) {
+			switch {
+			case strings.HasPrefix(w, "experiments/compare/testdata/"):
+				_, err := os.Stat(filepath.Join("..", "..", w))
+				assert.NoError(t, err, "committed run %s", w)
+			case strings.HasPrefix(w, run[1]+"/"):
+				assert.Contains(t, strings.Fields(string(labRuns[1])), strings.TrimPrefix(w, run[1]+"/"), "a run of make lab: %s", w)
+			case strings.HasPrefix(w, "experiments/"):
+				assert.Regexp(t, labRun, strings.TrimSuffix(w, "/xds.log"), "a lab run directory: %s", w)
+			case w == "xds.log":
+				assert.Equal(t, "xds.log", newServeCmd().Flags().Lookup("log").DefValue, "lab serve's default log")
+			default:
+				continue
+			}
+			paths++
+		}
+	}
+	assert.GreaterOrEqual(t, paths, 10)
 }

@@ -44,12 +44,23 @@ func report(t *testing.T, a, b string, opt Options) *Report {
 	return rep
 }
 
+// render renders rep as --wide does: tables as wide as their content, one line per row,
+// which the tests that read the text tables rely on.
 func render(t *testing.T, rep *Report, format string) []byte {
 	t.Helper()
+	return renderWidth(t, rep, format, 0)
+}
+
+func renderWidth(t *testing.T, rep *Report, format string, width int) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, Render(&buf, rep, format))
+	require.NoError(t, Render(&buf, rep, format, width))
 	return buf.Bytes()
 }
+
+// narrowWidth is the narrowed goldens' width: lab compare's when the output is no
+// terminal and COLUMNS is unset.
+const narrowWidth = 100
 
 // TestGolden renders the committed pair and compares byte for byte with the golden files
 // (regenerated with -update). Every figure, including timings, comes from the recorded
@@ -61,7 +72,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, c := range goldens {
 		t.Run(c.file, func(t *testing.T) {
-			got := render(t, report(t, sotwRun, deltaRun, c.opt), c.format)
+			got := renderWidth(t, report(t, sotwRun, deltaRun, c.opt), c.format, c.width)
 			path := filepath.Join("testdata", c.file)
 			want, err := os.ReadFile(path)
 			require.NoError(t, err, "missing golden file: go test ./experiments/compare -update")
@@ -75,23 +86,26 @@ func TestGolden(t *testing.T) {
 var goldens = []struct {
 	file, format string
 	opt          Options
+	width        int // text only: 0 is --wide
 }{
-	{"golden.txt", "text", Options{}},
-	{"golden.md", "markdown", Options{}},
-	{"golden.json", "json", Options{}},
+	{"golden.txt", "text", Options{}, 0},
+	// The same as lab compare prints it into a pipe: tables split to fit 100 columns.
+	{"golden-narrow.txt", "text", Options{}, narrowWidth},
+	{"golden.md", "markdown", Options{}, 0},
+	{"golden.json", "json", Options{}, 0},
 	// One step with its side-by-side text diagrams, including the capped NACK storm.
-	{"golden-invalid-route.txt", "text", Options{Step: "invalid-route"}},
+	{"golden-invalid-route.txt", "text", Options{Step: "invalid-route"}, 0},
 }
 
 // writeGoldens renders the committed pair into the golden files.
 func writeGoldens(t *testing.T) {
 	t.Helper()
 	for _, c := range goldens {
-		got := render(t, report(t, sotwRun, deltaRun, c.opt), c.format)
+		got := renderWidth(t, report(t, sotwRun, deltaRun, c.opt), c.format, c.width)
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", c.file), got, 0o644))
 	}
 	for _, c := range matrixGoldens {
-		got := renderMatrix(t, matrix(t, c.runs, c.opt), c.format)
+		got := renderMatrixWidth(t, matrix(t, c.runs, c.opt), c.format, c.width)
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", c.file), got, 0o644))
 	}
 }
@@ -213,7 +227,7 @@ func TestFindings(t *testing.T) {
 
 	total := rep.Findings[len(rep.Findings)-1]
 	assert.Equal(t, "total", total.Kind)
-	assert.Contains(t, total.Text, fmt.Sprintf("bytes A/B = %.2f", float64(rep.Total[0].Bytes)/float64(rep.Total[1].Bytes)))
+	assert.Contains(t, total.Text, "bytes A/B = "+ratioText(rep.Total[0].Bytes, rep.Total[1].Bytes))
 	assert.Contains(t, total.Text, fmt.Sprintf("the largest difference is in invalid-route (A %d bytes, B %d bytes), see its nack finding",
 		ir.Runs[0].Bytes, ir.Runs[1].Bytes))
 
@@ -345,8 +359,8 @@ func TestHeadline(t *testing.T) {
 	assert.Equal(t, "invalid-route", h.Step)
 	assert.Equal(t, AttrImplementation, h.Attribution)
 	assert.Equal(t, srcSnapshotNack+"; "+srcRateLimit, h.Source, "the headline cites the side that made the difference")
-	assert.True(t, strings.HasPrefix(h.Text, fmt.Sprintf("NACKs differed most: A sotw got %d, B delta 1 (%.1f×). Most of the difference is in invalid-route",
-		rep.Total[0].Nacks, *h.Ratio)), h.Text)
+	assert.True(t, strings.HasPrefix(h.Text, fmt.Sprintf("NACKs differed most: A sotw got %d, B delta 1 (%s×). Most of the difference is in invalid-route",
+		rep.Total[0].Nacks, ratioText(rep.Total[0].Nacks, 1))), h.Text)
 
 	// Per-type labels and hold leave the control-plane restart, where the SnapshotCache
 	// answers the new stream with all four resources and delta with none.
@@ -534,7 +548,7 @@ func TestLoadErrors(t *testing.T) {
 
 // TestRenderUnknownFormat names the accepted formats.
 func TestRenderUnknownFormat(t *testing.T) {
-	err := Render(&bytes.Buffer{}, &Report{}, "pdf")
+	err := Render(&bytes.Buffer{}, &Report{}, "pdf", 0)
 	require.EqualError(t, err, `unknown format "pdf" (want text, markdown, json, html)`)
 }
 

@@ -136,7 +136,7 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 			}
 		case xdslog.EventStorm:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindNack
-			m.Label = fmt.Sprintf("storm %s: %d re-sends, %d NACKs n=%s..%s (condensed)", e.Type, e.Sends, e.Nacks, e.Nonce, e.LastNonce)
+			m.Label = fmt.Sprintf("storm %s: %s, %s n=%s..%s (condensed)", e.Type, count(e.Sends, "re-send"), count(e.Nacks, "NACK"), e.Nonce, e.LastNonce)
 		case xdslog.EventUnmatched:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
 			m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)

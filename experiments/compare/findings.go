@@ -230,11 +230,14 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 	}
 	t := rep.Total
 	if t[0].Bytes > 0 || t[1].Bytes > 0 {
-		text := fmt.Sprintf("total over %s: %s sent %d bytes in %d responses (%d resources, %d redundant); %s sent %d bytes in %d responses (%d resources, %d redundant)",
-			count(len(steps), "step"), runs[0].Name(), t[0].Bytes, sumMap(t[0].Responses), t[0].Resources, t[0].Redundant,
-			runs[1].Name(), t[1].Bytes, sumMap(t[1].Responses), t[1].Resources, t[1].Redundant)
+		sent := func(f Figures) string {
+			return fmt.Sprintf("%s in %s (%s, %d redundant)", count(f.Bytes, "byte"), count(sumMap(f.Responses), "response"),
+				count(f.Resources, "resource"), f.Redundant)
+		}
+		text := fmt.Sprintf("total over %s: %s sent %s; %s sent %s", count(len(steps), "step"),
+			runs[0].Name(), sent(t[0]), runs[1].Name(), sent(t[1]))
 		if t[0].Bytes > 0 && t[1].Bytes > 0 {
-			text += fmt.Sprintf("; bytes %s/%s = %.2f", runs[0].Label, runs[1].Label, float64(t[0].Bytes)/float64(t[1].Bytes))
+			text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, ratioText(t[0].Bytes, t[1].Bytes))
 		}
 		// The total is as much protocol as the step that makes most of its difference.
 		ex := explain(out, rep.Rows, metricBytes)
@@ -242,8 +245,8 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 			// Equal in every step: nothing but what both protocols' messages need.
 			ex.attr = attribution{attr: AttrProtocol, source: srcSpecGrouping}
 		} else {
-			text += fmt.Sprintf("; the largest difference is in %s (%s %d bytes, %s %d bytes)", stepName(ex.step),
-				runs[0].Label, ex.values[0], runs[1].Label, ex.values[1])
+			text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", stepName(ex.step),
+				runs[0].Label, count(ex.values[0], "byte"), runs[1].Label, count(ex.values[1], "byte"))
 			if ex.kind != "" {
 				text += ", see its " + ex.kind + " finding"
 			}
@@ -489,17 +492,17 @@ func movedText(types []string, of int) string {
 
 func redundantText(r *Run, f Figures) string {
 	if f.Redundant > 0 {
-		return fmt.Sprintf("%s re-sent %s (%d bytes) among %s in %s (%d bytes)",
-			r.Name(), count(f.Redundant, "unchanged resource"), f.RedundantBytes, count(f.Resources, "resource"),
-			count(sumMap(f.Responses), "response"), f.Bytes)
+		return fmt.Sprintf("%s re-sent %s (%s) among %s in %s (%s)",
+			r.Name(), count(f.Redundant, "unchanged resource"), count(f.RedundantBytes, "byte"), count(f.Resources, "resource"),
+			count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
 	}
 	switch {
 	case sumMap(f.Responses) == 0:
 		return r.Name() + " sent nothing"
 	case f.Resources == 0:
-		return fmt.Sprintf("%s sent %s without resources (%d bytes)", r.Name(), count(sumMap(f.Responses), "response"), f.Bytes)
+		return fmt.Sprintf("%s sent %s without resources (%s)", r.Name(), count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
 	}
-	return fmt.Sprintf("%s sent %s in %s (%d bytes), none unchanged", r.Name(), count(f.Resources, "resource"), count(sumMap(f.Responses), "response"), f.Bytes)
+	return fmt.Sprintf("%s sent %s in %s (%s), none unchanged", r.Name(), count(f.Resources, "resource"), count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
 }
 
 func nackText(r *Run, f Figures, st *analysis.Step) string {
@@ -522,7 +525,7 @@ func nackText(r *Run, f Figures, st *analysis.Step) string {
 	}
 	s := fmt.Sprintf("%s re-sent the rejected %s content %s", r.Name(), strings.Join(resent, ", "), count(f.RejectedResends, "time"))
 	if f.RejectedResends >= 2 {
-		s += fmt.Sprintf(" (NACK storm: %d NACKs", f.Nacks)
+		s += " (NACK storm: " + count(f.Nacks, "NACK")
 		if f.NackRate > 0 {
 			s += fmt.Sprintf(", %.0f NACKs/s", f.NackRate)
 		}
@@ -570,10 +573,10 @@ func reconnectText(r *Run, re *analysis.Reconnect) string {
 	case re.Responses == 0:
 		s = fmt.Sprintf("%s sent nothing on the new stream", r.Name())
 	case re.Resources == 0:
-		s = fmt.Sprintf("%s sent %s without resources (%d bytes) on the new stream", r.Name(), count(re.Responses, "response"), re.Bytes)
+		s = fmt.Sprintf("%s sent %s without resources (%s) on the new stream", r.Name(), count(re.Responses, "response"), count(re.Bytes, "byte"))
 	default:
-		s = fmt.Sprintf("%s sent %s with %s (%d bytes) on the new stream, %d of them what the client already ran",
-			r.Name(), count(re.Responses, "response"), count(re.Resources, "resource"), re.Bytes, re.Redundant)
+		s = fmt.Sprintf("%s sent %s with %s (%s) on the new stream, %d of them what the client already ran",
+			r.Name(), count(re.Responses, "response"), count(re.Resources, "resource"), count(re.Bytes, "byte"), re.Redundant)
 	}
 	switch {
 	case re.InitialVersions > 0:
@@ -596,17 +599,6 @@ func dpOrNone(d *DataPlaneResult) string {
 		return "made no request"
 	}
 	return d.Text
-}
-
-// count is "1 resource" or "3 resources".
-func count(n int, word string) string {
-	switch {
-	case n == 1:
-		return "1 " + word
-	case strings.HasSuffix(word, "sh"):
-		return fmt.Sprintf("%d %ses", n, word) // publishes
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func sumMap(m map[string]int) int {

@@ -106,15 +106,15 @@ func headline(runs [2]*Run, rep *Report) Headline {
 		h.Text = "No total differs: A and B sent the same bytes and responses and got the same NACKs over the compared steps."
 		return h
 	}
-	ratioText := fmt.Sprintf("%s none", runs[argMin(h.Values)].Label)
+	shown := fmt.Sprintf("%s none", runs[argMin(h.Values)].Label)
 	if !math.IsInf(bestRatio, 1) {
 		r := bestRatio
 		h.Ratio = &r
-		ratioText = fmt.Sprintf("%.1f×", r)
+		shown = ratioText(max(h.Values[0], h.Values[1]), min(h.Values[0], h.Values[1])) + "×"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s differed most: %s %s %d, %s %d (%s).", capitalize(chosen.noun),
-		runs[0].Name(), chosen.verb, h.Values[0], runs[1].Name(), h.Values[1], ratioText)
+		runs[0].Name(), chosen.verb, h.Values[0], runs[1].Name(), h.Values[1], shown)
 	ex := explain(rep.Findings, rep.Rows, h.Metric)
 	if ex.step != "" {
 		h.Step = ex.step

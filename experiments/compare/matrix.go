@@ -212,12 +212,9 @@ func CompareMatrix(runs []*Run, opt Options) (*Matrix, error) {
 	for i, r := range runs {
 		m.Runs = append(m.Runs, MatrixRun{RunHeader: header(r, stepsOf(r), m.SharedSteps), Axes: titles[i]})
 	}
-	steps := m.SharedSteps
-	if opt.Step != "" {
-		if !slices.Contains(steps, opt.Step) {
-			return nil, fmt.Errorf("step %q is not in every run (shared steps: %s)", opt.Step, listOrNone(steps))
-		}
-		steps = []string{opt.Step}
+	steps, err := selectSteps(m.SharedSteps, opt.Step, "every run")
+	if err != nil {
+		return nil, err
 	}
 
 	// The columns: each run's own figures and checkpoints, indexed once per run.

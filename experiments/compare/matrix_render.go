@@ -8,14 +8,14 @@ import (
 	"strings"
 )
 
-// RenderMatrix writes the matrix in format (text, markdown, json or html). The tables
-// are the two-run report's (runsTable, figuresTable, versionsTable) with a column group
-// per run, so that both read alike.
-func RenderMatrix(w io.Writer, m *Matrix, format string) error {
+// RenderMatrix writes the matrix in format (text, markdown, json or html), its text
+// tables bounded by width as Render's. The tables are the two-run report's (runsTable,
+// figuresTable, versionsTable) with a column group per run, so that both read alike.
+func RenderMatrix(w io.Writer, m *Matrix, format string, width int) error {
 	var err error
 	switch format {
 	case "text", "":
-		err = renderMatrixText(w, m)
+		err = renderMatrixText(w, m, width)
 	case "markdown":
 		err = renderMatrixMarkdown(w, m)
 	case "json":
@@ -94,7 +94,7 @@ func pairLine(p PairObservation) string {
 
 // ---- text ----
 
-func renderMatrixText(w io.Writer, m *Matrix) error {
+func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	var b strings.Builder
 	runs, steps, versions := m.tables()
 	b.WriteString(wrap(sanitize(m.title()), 100, "", "  "))
@@ -103,19 +103,19 @@ func renderMatrixText(w io.Writer, m *Matrix) error {
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, 100, "", ""))
 	b.WriteString("\n")
-	writeTextTable(&b, runs)
+	writeTextTable(&b, runs, width)
 	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(m.SharedSteps)))
 	if m.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
 	}
 	b.WriteString("\nSTEPS\n")
-	writeTextTable(&b, steps)
+	writeTextTable(&b, steps, width)
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
-	writeTextProbes(&b, m.titles(), matrixStepRows(m))
-	writeTextTraffic(&b, m.titles(), matrixStepRows(m))
+	writeTextProbes(&b, m.titles(), matrixStepRows(m), width)
+	writeTextTraffic(&b, m.titles(), matrixStepRows(m), width)
 	b.WriteString("\nVERSIONS\n")
-	writeTextTable(&b, versions)
+	writeTextTable(&b, versions, width)
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	b.WriteString(wrap(matrixLegend, 100, "  ", "  "))

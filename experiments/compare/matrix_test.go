@@ -52,10 +52,16 @@ func matrix(t *testing.T, paths []string, opt Options) *Matrix {
 	return m
 }
 
+// renderMatrix renders m as --wide does, like render.
 func renderMatrix(t *testing.T, m *Matrix, format string) []byte {
 	t.Helper()
+	return renderMatrixWidth(t, m, format, 0)
+}
+
+func renderMatrixWidth(t *testing.T, m *Matrix, format string, width int) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, RenderMatrix(&buf, m, format))
+	require.NoError(t, RenderMatrix(&buf, m, format, width))
 	return buf.Bytes()
 }
 
@@ -93,9 +99,11 @@ var matrixGoldens = []struct {
 	file, format string
 	runs         []string
 	opt          Options
+	width        int // text only: 0 is --wide
 }{
-	{"golden-matrix.txt", "text", teaching4, Options{}},
-	{"golden-matrix-scaled.md", "markdown", scaled4, Options{}},
+	{"golden-matrix.txt", "text", teaching4, Options{}, 0},
+	{"golden-matrix-narrow.txt", "text", teaching4, Options{}, narrowWidth},
+	{"golden-matrix-scaled.md", "markdown", scaled4, Options{}, 0},
 }
 
 // TestMatrixGolden renders the committed matrices byte for byte (regenerated with
@@ -106,7 +114,7 @@ func TestMatrixGolden(t *testing.T) {
 	}
 	for _, c := range matrixGoldens {
 		t.Run(c.file, func(t *testing.T) {
-			got := renderMatrix(t, matrix(t, c.runs, c.opt), c.format)
+			got := renderMatrixWidth(t, matrix(t, c.runs, c.opt), c.format, c.width)
 			path := filepath.Join("testdata", c.file)
 			want, err := os.ReadFile(path)
 			require.NoError(t, err, "missing golden file: go test ./experiments/compare -run TestGolden -update")

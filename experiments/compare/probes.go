@@ -193,12 +193,12 @@ func barCell(p *analysis.Probes) cell {
 }
 
 // writeTextProbes is the text section's body: the table and its legend, or probeNone.
-func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures) {
+func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures, width int) {
 	if !anyProbes(rows) {
 		b.WriteString("  " + probeNone + "\n")
 		return
 	}
-	writeTextTable(b, probesTable(titles, rows, false))
+	writeTextTable(b, probesTable(titles, rows, false), width)
 	b.WriteString(wrap(probeLegend, 100, "  ", "  "))
 }
 

@@ -132,7 +132,7 @@ func TestProbesMatrix(t *testing.T) {
 	m, err := CompareMatrix([]*Run{a, b, c}, Options{})
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	require.NoError(t, RenderMatrix(&buf, m, "text"))
+	require.NoError(t, RenderMatrix(&buf, m, "text", 0))
 	dp := section(t, buf.String(), "DATA PLANE")
 	lines := strings.Split(dp, "\n")
 	require.GreaterOrEqual(t, len(lines), 3)
@@ -152,7 +152,7 @@ func TestProbesMatrix(t *testing.T) {
 	assert.True(t, found, "no initial row: %s", dp)
 	for _, format := range []string{"markdown", "html", "json"} {
 		buf.Reset()
-		require.NoError(t, RenderMatrix(&buf, m, format))
+		require.NoError(t, RenderMatrix(&buf, m, format, 0))
 		assert.Contains(t, buf.String(), "SIMULATED", format)
 	}
 }

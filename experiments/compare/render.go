@@ -16,12 +16,14 @@ var Formats = []string{"text", "markdown", "json", "html"}
 // (a NACK storm can be thousands of messages). The Diagram structure keeps them all.
 const DiagramCap = 50
 
-// Render writes the report in format (text, markdown, json or html).
-func Render(w io.Writer, rep *Report, format string) error {
+// Render writes the report in format (text, markdown, json or html). width bounds the
+// text tables: one wider is split into stacked tables (0: never split); the other
+// formats have no width.
+func Render(w io.Writer, rep *Report, format string, width int) error {
 	var err error
 	switch format {
 	case "text", "":
-		err = renderText(w, rep)
+		err = renderText(w, rep, width)
 	case "markdown":
 		err = renderMarkdown(w, rep)
 	case "json":
@@ -124,7 +126,7 @@ func runsTable(runs []RunHeader, labels []string) table {
 	row("events", func(h RunHeader) string {
 		s := fmt.Sprint(h.Events)
 		if h.SkippedLines > 0 {
-			s += fmt.Sprintf(" (%d unreadable lines skipped; first %s)", h.SkippedLines, clip(h.FirstSkip, 80))
+			s += fmt.Sprintf(" (%s skipped; first %s)", count(h.SkippedLines, "unreadable line"), clip(h.FirstSkip, 80))
 		}
 		return s
 	})
@@ -341,26 +343,26 @@ func runTitle(h RunHeader) string {
 
 // ---- text ----
 
-func renderText(w io.Writer, rep *Report) error {
+func renderText(w io.Writer, rep *Report, width int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
 	b.WriteString(wrap(sanitize(rep.Headline.Text), 100, "", ""))
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, 100, "", ""))
 	b.WriteString("\n")
-	writeTextTable(&b, headerTable(rep))
+	writeTextTable(&b, headerTable(rep), width)
 	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(rep.SharedSteps)))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
 	}
 	b.WriteString("\nSTEPS\n")
-	writeTextTable(&b, stepTable(rep))
+	writeTextTable(&b, stepTable(rep), width)
 	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
-	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
-	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
+	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
+	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	b.WriteString("\nVERSIONS\n")
-	writeTextTable(&b, versionTable(rep))
+	writeTextTable(&b, versionTable(rep), width)
 	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	if len(rep.Findings) == 0 {
@@ -386,9 +388,22 @@ func writeTextFinding(b *strings.Builder, i int, f Finding) {
 	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
 }
 
-func writeTextTable(b *strings.Builder, t table) {
-	n := len(t.Head)
-	width := make([]int, n)
+// writeTextTable writes t, split into stacked tables of at most width columns each when
+// it is wider (width 0: never split). Each part repeats the row header (the step) and
+// keeps a run's column group whole when the group fits alone; a single column wider than
+// width is a part of its own.
+func writeTextTable(b *strings.Builder, t table, width int) {
+	for i, part := range splitTable(t, width) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		writeWholeTextTable(b, part)
+	}
+}
+
+// textColumnWidths is each column's width in the text table: its widest cell or head.
+func textColumnWidths(t table) []int {
+	width := make([]int, len(t.Head))
 	for i, h := range t.Head {
 		width[i] = utf8.RuneCountInString(h)
 	}
@@ -397,6 +412,122 @@ func writeTextTable(b *strings.Builder, t table) {
 			width[i] = max(width[i], utf8.RuneCountInString(c.Text))
 		}
 	}
+	return width
+}
+
+// splitTable cuts t's columns after the first into parts that fit width, as
+// writeWholeTextTable lays them out: a two-space indent, the row header, then each
+// column after its separator (" | " where a group starts, two spaces otherwise).
+func splitTable(t table, width int) []table {
+	colWidth := textColumnWidths(t)
+	if width <= 0 || len(t.Head) < 2 {
+		return []table{t}
+	}
+	// groupOf is each column's group; the units to keep together are the groups after the
+	// row header's, or single columns when the table has no groups.
+	grouped := len(t.Groups) > 1
+	groupOf := make([]int, len(t.Head))
+	var units [][]int
+	col := 0
+	for gi, g := range t.Groups {
+		for i := col; i < col+g.Span && i < len(t.Head); i++ {
+			groupOf[i] = gi
+		}
+		if gi > 0 {
+			units = append(units, seq(col, col+g.Span))
+		}
+		col += g.Span
+	}
+	if !grouped {
+		units = nil
+		for i := 1; i < len(t.Head); i++ {
+			units = append(units, []int{i})
+		}
+	}
+	lineWidth := func(cols []int) int {
+		w := 2 + colWidth[0]
+		for k, c := range cols {
+			sep := 2
+			if grouped && (k == 0 || groupOf[c] != groupOf[cols[k-1]]) {
+				sep = 3
+			}
+			w += sep + colWidth[c]
+		}
+		return w
+	}
+	if lineWidth(seq(1, len(t.Head))) <= width {
+		return []table{t}
+	}
+	var parts [][]int
+	var cur []int
+	flush := func() {
+		if len(cur) > 0 {
+			parts, cur = append(parts, cur), nil
+		}
+	}
+	fits := func(cols []int) bool { return lineWidth(append(slices.Clone(cur), cols...)) <= width }
+	for _, u := range units {
+		switch {
+		case fits(u):
+			cur = append(cur, u...)
+		case lineWidth(u) <= width:
+			flush()
+			cur = u
+		default:
+			for _, c := range u {
+				if !fits([]int{c}) {
+					flush()
+				}
+				cur = append(cur, c)
+			}
+		}
+	}
+	flush()
+	out := make([]table, len(parts))
+	for i, cols := range parts {
+		out[i] = subTable(t, cols, groupOf)
+	}
+	return out
+}
+
+// subTable is t's row header and cols, with the groups that cover them.
+func subTable(t table, cols, groupOf []int) table {
+	all := append([]int{0}, cols...)
+	var s table
+	for k, c := range all {
+		s.Head = append(s.Head, t.Head[c])
+		if len(t.Groups) > 1 {
+			if k > 0 && groupOf[c] == groupOf[all[k-1]] {
+				s.Groups[len(s.Groups)-1].Span++
+			} else {
+				s.Groups = append(s.Groups, group{t.Groups[groupOf[c]].Title, 1})
+			}
+		}
+	}
+	for _, r := range t.Rows {
+		row := make([]cell, 0, len(all))
+		for _, c := range all {
+			if c < len(r) {
+				row = append(row, r[c])
+			}
+		}
+		s.Rows = append(s.Rows, row)
+	}
+	return s
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// writeWholeTextTable writes t as one table, however wide.
+func writeWholeTextTable(b *strings.Builder, t table) {
+	n := len(t.Head)
+	width := textColumnWidths(t)
 	// Column i starts a new group when a group begins there: a "|" separates groups.
 	starts := map[int]bool{}
 	col := 0
@@ -432,7 +563,12 @@ func writeTextTable(b *strings.Builder, t table) {
 			for i := col; i < col+g.Span; i++ {
 				span += width[i]
 			}
-			title := clip(g.Title, span)
+			// Within the span, "..." included: a longer title would push the next one off
+			// its columns, and a split table past its width.
+			title := g.Title
+			if utf8.RuneCountInString(title) > span {
+				title = clip(title, max(span-3, 0))
+			}
 			titles = append(titles, title+strings.Repeat(" ", max(0, span-utf8.RuneCountInString(title))))
 			col += g.Span
 		}

@@ -186,7 +186,8 @@ type Headline struct {
 
 // Options select what to compare.
 type Options struct {
-	// Step restricts the report to one shared step ("" for all).
+	// Step restricts the report to one shared step ("" for all), by its shown name:
+	// NoStep for the events recorded before the first step.
 	Step string
 }
 
@@ -219,12 +220,9 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 	for i, r := range runs {
 		rep.Runs[i] = header(r, stepsOf(r), stepsOf(runs[1-i]))
 	}
-	steps := rep.SharedSteps
-	if opt.Step != "" {
-		if !slices.Contains(steps, opt.Step) {
-			return nil, fmt.Errorf("step %q is not in both runs (shared steps: %s)", opt.Step, listOrNone(steps))
-		}
-		steps = []string{opt.Step}
+	steps, err := selectSteps(rep.SharedSteps, opt.Step, "both runs")
+	if err != nil {
+		return nil, err
 	}
 	versions := [2]map[string]VersionSet{checkpoints(a), checkpoints(b)}
 	// Index once: a hostile log can have thousands of steps, and per-step scans of every
@@ -415,10 +413,32 @@ func listOrNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// stepName shows the unnamed step (events recorded before the first step was set).
+// NoStep is how every format shows the unnamed step: the events recorded before the
+// first step was set (a lab serve log's first pushes). Options.Step accepts it.
+const NoStep = "(no step)"
+
+// stepName shows the unnamed step as NoStep.
 func stepName(s string) string {
 	if s == "" {
-		return "(no step)"
+		return NoStep
 	}
 	return s
+}
+
+// selectSteps is the steps a report shows: every shared step, or only the one step
+// asked for, given by its shown name (NoStep for the unnamed one); in says where it must
+// be ("both runs") when it is not shared.
+func selectSteps(shared []string, step, in string) ([]string, error) {
+	if step == "" {
+		return shared, nil
+	}
+	// A step really named "(no step)" is itself; otherwise the label is the unnamed one.
+	want := step
+	if step == NoStep && !slices.Contains(shared, step) {
+		want = ""
+	}
+	if !slices.Contains(shared, want) {
+		return nil, fmt.Errorf("step %q is not in %s (shared steps: %s)", step, in, listOrNone(stepNames(shared)))
+	}
+	return []string{want}, nil
 }

@@ -100,13 +100,13 @@ func trafficCells(t *analysis.Traffic, logs bool) []cell {
 
 // writeTextTraffic is the text report's traffic section: the table, its legend and the
 // timelines. Nothing when no step has a traffic event.
-func writeTextTraffic(b *strings.Builder, titles []string, rows []stepFigures) {
+func writeTextTraffic(b *strings.Builder, titles []string, rows []stepFigures, width int) {
 	if !anyTraffic(rows) {
 		return
 	}
 	t, legend := trafficTable(titles, rows)
 	b.WriteString("\nTRAFFIC\n")
-	writeTextTable(b, t)
+	writeTextTable(b, t, width)
 	b.WriteString(wrap(legend, 100, "  ", "  "))
 	b.WriteString("\n")
 	b.WriteString(wrap("timelines: "+timelineLegend, 100, "  ", "  "))

@@ -1,0 +1,95 @@
+package compare
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSplitTable: a table wider than the width is stacked parts that each fit it and
+// repeat the step column, a run's group kept whole when it fits alone, and no cell lost.
+func TestSplitTable(t *testing.T) {
+	row := func(cells ...string) []cell {
+		out := make([]cell, len(cells))
+		for i, c := range cells {
+			out[i] = cell{Text: c}
+		}
+		return out
+	}
+	tab := table{
+		Groups: []group{{"", 1}, {"A: sotw", 3}, {"B: delta", 3}},
+		Head:   []string{"step", "sent", "res", "bytes", "sent", "res", "bytes"},
+		Rows:   [][]cell{row("initial", "L1 R1 C1 E1", "4", "978", "L1 R1 C1 E1", "4", "1305")},
+	}
+	var b strings.Builder
+	writeTextTable(&b, tab, 0)
+	assert.Equal(t, ""+
+		"          | A: sotw                 | B: delta\n"+
+		"  step    | sent         res  bytes | sent         res  bytes\n"+
+		"  initial | L1 R1 C1 E1  4    978   | L1 R1 C1 E1  4    1305\n", b.String(), "width 0: never split")
+
+	b.Reset()
+	writeTextTable(&b, tab, 40)
+	assert.Equal(t, ""+
+		"          | A: sotw\n"+
+		"  step    | sent         res  bytes\n"+
+		"  initial | L1 R1 C1 E1  4    978\n"+
+		"\n"+
+		"          | B: delta\n"+
+		"  step    | sent         res  bytes\n"+
+		"  initial | L1 R1 C1 E1  4    1305\n", b.String(), "a group per part")
+
+	// Narrower than a group: its columns are split, its title repeated (clipped to fit)
+	// over each part, and a group that fits alone starts a part of its own.
+	b.Reset()
+	writeTextTable(&b, tab, 28)
+	assert.Equal(t, ""+
+		"          | A: sotw\n"+
+		"  step    | sent         res\n"+
+		"  initial | L1 R1 C1 E1  4\n"+
+		"\n"+
+		"          | A:...\n"+
+		"  step    | bytes\n"+
+		"  initial | 978\n"+
+		"\n"+
+		"          | B: delta\n"+
+		"  step    | sent         res\n"+
+		"  initial | L1 R1 C1 E1  4\n"+
+		"\n"+
+		"          | B:...\n"+
+		"  step    | bytes\n"+
+		"  initial | 1305\n", b.String())
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(l), 28, l)
+	}
+
+	// A table that fits is left alone.
+	assert.Len(t, splitTable(tab, 200), 1)
+	// No groups (the run header): single columns are the units.
+	runs := table{Head: []string{"", "A", "B"}, Rows: [][]cell{row("path", strings.Repeat("a", 30), strings.Repeat("b", 30))}}
+	parts := splitTable(runs, 50)
+	require.Len(t, parts, 2)
+	assert.Equal(t, []string{"", "B"}, parts[1].Head)
+	assert.Equal(t, "path", parts[1].Rows[0][0].Text)
+}
+
+// TestNarrowReport: at a width, every table line of the reports fits it (the committed
+// pair's widest cell is narrower than 60), for two runs and the matrix alike.
+func TestNarrowReport(t *testing.T) {
+	rep := report(t, sotwRun, deltaRun, Options{})
+	m := matrix(t, teaching4, Options{})
+	for name, out := range map[string][]byte{
+		"two runs": renderWidth(t, rep, "text", 60),
+		"matrix":   renderMatrixWidth(t, m, "text", 60),
+	} {
+		for _, l := range strings.Split(string(out), "\n") {
+			// Table lines start with two spaces and hold a group separator.
+			if strings.HasPrefix(l, "  ") && strings.Contains(l, " | ") && !strings.Contains(l, "->") {
+				assert.LessOrEqual(t, utf8.RuneCountInString(l), 60, "%s: %s", name, l)
+			}
+		}
+	}
+}
