@@ -25,6 +25,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -365,12 +366,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	start := time.Now()
 	var failed []string
+	total, k := len(o.Workloads)*len(o.Clusters)*len(ser), 0
 	for _, w := range o.Workloads {
 		for _, n := range o.Clusters {
 			for _, s := range ser {
 				if ctx.Err() != nil {
 					break
 				}
+				// The estimate is the mean of the configurations so far: a larger N takes
+				// longer, so it runs short while the cluster counts grow.
+				k++
+				e.say("%s %s N=%d %s%s", progress.Mark(k, total), w, n, s.name, progress.Left(time.Since(start), k-1, total))
 				cfg := e.runConfig(ctx, w, s, n)
 				rep.Configs = append(rep.Configs, cfg)
 				if cfg.Error != "" {

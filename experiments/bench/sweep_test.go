@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,21 @@ func TestSweepSimulated(t *testing.T) {
 		}
 		assert.FileExists(t, filepath.Join(dir, "xds-"+c.Series+"-N"+itoa(c.N)+".log"), "the endpoint workload keeps its file names")
 	}
+	// A line per configuration as it starts, numbered, with the time left once one is done.
+	var starts []string
+	for _, l := range strings.Split(progress, "\n") {
+		if strings.HasPrefix(l, "[") && strings.Contains(l, "/6] ") {
+			starts = append(starts, regexp.MustCompile(` \(about [0-9hms]+ left\)$`).ReplaceAllString(l, " (about T left)"))
+		}
+	}
+	assert.Equal(t, []string{
+		"[1/6] endpoint N=10 sotw-uniform",
+		"[2/6] endpoint N=10 sotw-per-type (about T left)",
+		"[3/6] endpoint N=10 delta (about T left)",
+		"[4/6] endpoint N=100 sotw-uniform (about T left)",
+		"[5/6] endpoint N=100 sotw-per-type (about T left)",
+		"[6/6] endpoint N=100 delta (about T left)",
+	}, starts)
 	assert.Contains(t, progress, "[endpoint N=10 delta] repeat 1/1:")
 	assert.Contains(t, progress, "[endpoint N=100 sotw-per-type] initial:")
 	assert.Contains(t, progress, "SotW ÷ delta")

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/load"
+	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -166,7 +167,7 @@ runs:
 			if rate > 0 {
 				ro.Load = runner.Load{Rate: rate, Connections: o.Connections, Protocol: o.Protocol, Path: loadPath(o.Scenario)}
 			}
-			say(o.Progress, "[%d/%d] %s at %s%s", k, total, o.Scenario.Name, rateText(rate), eta(began, k-1, total))
+			say(o.Progress, "%s %s at %s%s", progress.Mark(k, total), o.Scenario.Name, rateText(rate), progress.Left(time.Since(began), k-1, total))
 			res, runErr := o.execute(ctx, ro)
 			if ctx.Err() != nil {
 				err = ctx.Err()
@@ -214,14 +215,6 @@ func rateText(rate int) string {
 		return "no load"
 	}
 	return fmt.Sprintf("%d requests/s", rate)
-}
-
-func eta(began time.Time, done, total int) string {
-	if done == 0 {
-		return ""
-	}
-	left := time.Duration(float64(time.Since(began)) / float64(done) * float64(total-done))
-	return fmt.Sprintf(" (about %s left)", left.Round(time.Second))
 }
 
 func say(w io.Writer, format string, args ...any) {
