@@ -24,46 +24,37 @@ func TestSplitTable(t *testing.T) {
 		Head:   []string{"step", "sent", "res", "bytes", "sent", "res", "bytes"},
 		Rows:   [][]cell{row("initial", "L1 R1 C1 E1", "4", "978", "L1 R1 C1 E1", "4", "1305")},
 	}
-	var b strings.Builder
-	writeTextTable(&b, tab, 0)
-	assert.Equal(t, ""+
-		"          | A: sotw                 | B: delta\n"+
-		"  step    | sent         res  bytes | sent         res  bytes\n"+
-		"  initial | L1 R1 C1 E1  4    978   | L1 R1 C1 E1  4    1305\n", b.String(), "width 0: never split")
-
-	b.Reset()
-	writeTextTable(&b, tab, 40)
-	assert.Equal(t, ""+
-		"          | A: sotw\n"+
-		"  step    | sent         res  bytes\n"+
-		"  initial | L1 R1 C1 E1  4    978\n"+
-		"\n"+
-		"          | B: delta\n"+
-		"  step    | sent         res  bytes\n"+
-		"  initial | L1 R1 C1 E1  4    1305\n", b.String(), "a group per part")
-
-	// Narrower than a group: its columns are split, its title repeated (clipped to fit)
-	// over each part, and a group that fits alone starts a part of its own.
-	b.Reset()
-	writeTextTable(&b, tab, 28)
-	assert.Equal(t, ""+
-		"          | A: sotw\n"+
-		"  step    | sent         res\n"+
-		"  initial | L1 R1 C1 E1  4\n"+
-		"\n"+
-		"          | A:...\n"+
-		"  step    | bytes\n"+
-		"  initial | 978\n"+
-		"\n"+
-		"          | B: delta\n"+
-		"  step    | sent         res\n"+
-		"  initial | L1 R1 C1 E1  4\n"+
-		"\n"+
-		"          | B:...\n"+
-		"  step    | bytes\n"+
-		"  initial | 1305\n", b.String())
-	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-		assert.LessOrEqual(t, utf8.RuneCountInString(l), 28, l)
+	for _, c := range []struct {
+		width int
+		want  []string
+		why   string
+	}{
+		{0, []string{
+			"          | A: sotw                 | B: delta",
+			"  step    | sent         res  bytes | sent         res  bytes",
+			"  initial | L1 R1 C1 E1  4    978   | L1 R1 C1 E1  4    1305",
+		}, "width 0: never split"},
+		{40, []string{
+			"          | A: sotw", "  step    | sent         res  bytes", "  initial | L1 R1 C1 E1  4    978", "",
+			"          | B: delta", "  step    | sent         res  bytes", "  initial | L1 R1 C1 E1  4    1305",
+		}, "a group per part"},
+		{28, []string{
+			"          | A: sotw", "  step    | sent         res", "  initial | L1 R1 C1 E1  4", "",
+			"          | A:...", "  step    | bytes", "  initial | 978", "",
+			"          | B: delta", "  step    | sent         res", "  initial | L1 R1 C1 E1  4", "",
+			"          | B:...", "  step    | bytes", "  initial | 1305",
+		}, "narrower than a group: its columns split, its title repeated (clipped to fit) over " +
+			"each part, and a group that fits alone starts a part of its own"},
+	} {
+		var b strings.Builder
+		writeTextTable(&b, tab, c.width)
+		got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		assert.Equal(t, c.want, got, c.why)
+		for _, l := range got {
+			if c.width > 0 {
+				assert.LessOrEqual(t, utf8.RuneCountInString(l), c.width, l)
+			}
+		}
 	}
 
 	// A table that fits is left alone.
