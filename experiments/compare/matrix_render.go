@@ -104,7 +104,7 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	b.WriteString(wrap(labelLegend, 100, "", ""))
 	b.WriteString("\n")
 	writeTextTable(&b, runs, width)
-	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(m.SharedSteps)))
+	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(m.SharedSteps)), 100, "", "  "))
 	if m.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
 	}

@@ -351,7 +351,7 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	b.WriteString(wrap(labelLegend, 100, "", ""))
 	b.WriteString("\n")
 	writeTextTable(&b, headerTable(rep), width)
-	fmt.Fprintf(&b, "\ncompared steps: %s\n", listOrNone(stepNames(rep.SharedSteps)))
+	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(rep.SharedSteps)), 100, "", "  "))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
 	}
