@@ -96,61 +96,57 @@ func pairLine(p PairObservation) string {
 
 func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	var b strings.Builder
+	pw := proseWidth(width)
 	runs, steps, versions := m.tables()
-	b.WriteString(wrap(sanitize(m.title()), 100, "", "  "))
+	b.WriteString(wrap(sanitize(m.title()), pw, "", "  "))
 	b.WriteString("\n")
-	b.WriteString(wrap(sanitize(m.Summary), 100, "", ""))
+	b.WriteString(wrap(sanitize(m.Summary), pw, "", ""))
 	b.WriteString("\n")
-	b.WriteString(wrap(labelLegend, 100, "", ""))
+	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
 	writeTextTable(&b, runs, width)
-	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(m.SharedSteps)), 100, "", "  "))
+	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(m.SharedSteps)), pw, "", "  "))
 	if m.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
 	}
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, steps, width)
-	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString(wrap(stepLegend, pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, m.titles(), matrixStepRows(m), width)
 	writeTextTraffic(&b, m.titles(), matrixStepRows(m), width)
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versions, width)
-	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
+	b.WriteString(wrap(versionLegend, pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
-	b.WriteString(wrap(matrixLegend, 100, "  ", "  "))
+	b.WriteString(wrap(matrixLegend, pw, "  ", "  "))
 	if len(m.Findings) == 0 {
 		b.WriteString("  none: no pair shows a SotW-vs-delta difference worth stating\n")
 	}
 	for i, f := range m.Findings {
-		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
-		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Basis)), 100, "     ", "       "))
+		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), pw, "  ", "     "))
+		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Basis)), pw, "     ", "       "))
 		if f.Source != "" {
-			b.WriteString(wrap("source: "+sanitize(f.Source), 100, "       ", "         "))
+			b.WriteString(wrap("source: "+sanitize(f.Source), pw, "       ", "         "))
 		}
 		for _, p := range f.Pairs {
-			b.WriteString(wrap(sanitize(pairLine(p)), 100, "       - ", "         "))
+			b.WriteString(wrap(sanitize(pairLine(p)), pw, "       - ", "         "))
 		}
 	}
 	b.WriteString("\nNOTES\n")
-	b.WriteString(wrap(notesLegend, 100, "  ", "  "))
+	b.WriteString(wrap(notesLegend, pw, "  ", "  "))
 	if len(m.Notes) == 0 {
 		b.WriteString("  none\n")
 	}
 	for i, f := range m.Notes {
-		writeTextFinding(&b, i, f)
+		writeTextFinding(&b, i, f, pw)
 	}
 	if m.Step != "" {
 		// One run after the other: side by side, N columns would not fit a terminal.
 		fmt.Fprintf(&b, "\nSEQUENCE %s\n", m.Step)
-		for _, d := range m.Diagrams {
-			for _, l := range textDiagram(d) {
-				b.WriteString(strings.TrimRight("  "+l, " ") + "\n")
-			}
-			b.WriteString("\n")
-		}
+		writeStackedDiagrams(&b, m.Diagrams)
 	} else {
-		b.WriteString("\nsequence diagrams: lab compare --step NAME (text, markdown), or --format html for every step\n")
+		b.WriteString("\n" + wrap(diagramsHint, pw, "", "  "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

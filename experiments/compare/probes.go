@@ -194,12 +194,13 @@ func barCell(p *analysis.Probes) cell {
 
 // writeTextProbes is the text section's body: the table and its legend, or probeNone.
 func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures, width int) {
+	pw := proseWidth(width)
 	if !anyProbes(rows) {
 		b.WriteString("  " + probeNone + "\n")
 		return
 	}
 	writeTextTable(b, probesTable(titles, rows, false), width)
-	b.WriteString(wrap(probeLegend, 100, "  ", "  "))
+	b.WriteString(wrap(probeLegend, pw, "  ", "  "))
 }
 
 // writeMDProbes is the Markdown section's body, like writeTextProbes.

@@ -345,47 +345,63 @@ func runTitle(h RunHeader) string {
 
 func renderText(w io.Writer, rep *Report, width int) error {
 	var b strings.Builder
+	pw := proseWidth(width)
 	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
-	b.WriteString(wrap(sanitize(rep.Headline.Text), 100, "", ""))
+	b.WriteString(wrap(sanitize(rep.Headline.Text), pw, "", ""))
 	b.WriteString("\n")
-	b.WriteString(wrap(labelLegend, 100, "", ""))
+	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
 	writeTextTable(&b, headerTable(rep), width)
-	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(rep.SharedSteps)), 100, "", "  "))
+	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(rep.SharedSteps)), pw, "", "  "))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
 	}
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, stepTable(rep), width)
-	b.WriteString(wrap(stepLegend, 100, "  ", "  "))
+	b.WriteString(wrap(stepLegend, pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versionTable(rep), width)
-	b.WriteString(wrap(versionLegend, 100, "  ", "  "))
+	b.WriteString(wrap(versionLegend, pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	if len(rep.Findings) == 0 {
 		b.WriteString("  none: the figures show no difference worth stating\n")
 	}
 	for i, f := range rep.Findings {
-		writeTextFinding(&b, i, f)
+		writeTextFinding(&b, i, f, pw)
 	}
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "\nSEQUENCE %s\n", rep.Step)
-		writeTextDiagrams(&b, rep.Diagrams)
+		writeTextDiagrams(&b, rep.Diagrams, width)
 	} else {
-		b.WriteString("\nsequence diagrams: lab compare --step NAME (text, markdown), or --format html for every step\n")
+		b.WriteString("\n" + wrap(diagramsHint, pw, "", "  "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// writeTextFinding writes finding i of a text report: its text, numbered, then its
-// attribution and source, indented under it.
-func writeTextFinding(b *strings.Builder, i int, f Finding) {
-	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), 100, "  ", "     "))
-	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), 100, "     ", "       "))
+// diagramsHint ends a text report without --step: how to see the diagrams.
+const diagramsHint = "sequence diagrams: lab compare --step NAME (text, markdown), or --format html for every step"
+
+// proseColumns is where the text report wraps its prose: headline, legends, findings.
+const proseColumns = 100
+
+// proseWidth is where the prose wraps for tables of width: proseColumns, or width when
+// that is narrower (0: never split, so proseColumns).
+func proseWidth(width int) int {
+	if width > 0 && width < proseColumns {
+		return width
+	}
+	return proseColumns
+}
+
+// writeTextFinding writes finding i of a text report, wrapped at pw: its text, numbered,
+// then its attribution and source, indented under it.
+func writeTextFinding(b *strings.Builder, i int, f Finding, pw int) {
+	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), pw, "  ", "     "))
+	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), pw, "     ", "       "))
 }
 
 // writeTextTable writes t, split into stacked tables of at most width columns each when
@@ -584,8 +600,13 @@ func writeWholeTextTable(b *strings.Builder, t table) {
 	}
 }
 
-// writeTextDiagrams prints each step's two diagrams side by side, one message per line.
-func writeTextDiagrams(b *strings.Builder, ds []Diagram) {
+// writeTextDiagrams prints each step's two diagrams side by side, one message per line,
+// or one after the other when the two sides do not fit width (0: any width).
+func writeTextDiagrams(b *strings.Builder, ds []Diagram, width int) {
+	if width > 0 && width < 2+2*textColumn+3 {
+		writeStackedDiagrams(b, ds)
+		return
+	}
 	for i := 0; i+1 < len(ds); i += 2 {
 		left, right := textDiagram(ds[i]), textDiagram(ds[i+1])
 		w := 0
@@ -602,6 +623,16 @@ func writeTextDiagrams(b *strings.Builder, ds []Diagram) {
 			}
 			b.WriteString(strings.TrimRight("  "+l+strings.Repeat(" ", w-utf8.RuneCountInString(l))+" | "+r, " ") + "\n")
 		}
+	}
+}
+
+// writeStackedDiagrams prints the diagrams one after the other.
+func writeStackedDiagrams(b *strings.Builder, ds []Diagram) {
+	for _, d := range ds {
+		for _, l := range textDiagram(d) {
+			b.WriteString(strings.TrimRight("  "+l, " ") + "\n")
+		}
+		b.WriteString("\n")
 	}
 }
 

@@ -68,8 +68,8 @@ func markLetter(kind string) rune {
 }
 
 // textTimeline is one run's timeline of a step as text lines: a header, a sparkline per
-// series, the marks' positions and their list.
-func textTimeline(title string, t *analysis.Traffic) []string {
+// series, the marks' positions and their list, wrapped at marksWidth.
+func textTimeline(title string, t *analysis.Traffic, marksWidth int) []string {
 	switch {
 	case t == nil:
 		return []string{title + ": no traffic event in this step"}
@@ -118,7 +118,7 @@ func textTimeline(title string, t *analysis.Traffic) []string {
 			}
 		}
 		out = append(out, strings.TrimRight(fmt.Sprintf("  %-*s %*s %s", keyW, "marks", countW, "", string(at)), " "))
-		out = append(out, strings.Split(strings.TrimSuffix(wrap(markList(t.Marks, true), 94, "  ", "    "), "\n"), "\n")...)
+		out = append(out, strings.Split(strings.TrimSuffix(wrap(markList(t.Marks, true), marksWidth, "  ", "    "), "\n"), "\n")...)
 	}
 	if t.MarksLeftOut > 0 {
 		out = append(out, "  ("+marksLeftOutText(t)+")")

@@ -98,23 +98,29 @@ func trafficCells(t *analysis.Traffic, logs bool) []cell {
 	return out
 }
 
+// timelineIndent is how much shorter than the prose a timeline's list of marks wraps:
+// the text report indents it by four, and a code block's lines must not be longer.
+const timelineIndent = 6
+
 // writeTextTraffic is the text report's traffic section: the table, its legend and the
 // timelines. Nothing when no step has a traffic event.
 func writeTextTraffic(b *strings.Builder, titles []string, rows []stepFigures, width int) {
+	pw := proseWidth(width)
 	if !anyTraffic(rows) {
 		return
 	}
 	t, legend := trafficTable(titles, rows)
 	b.WriteString("\nTRAFFIC\n")
 	writeTextTable(b, t, width)
-	b.WriteString(wrap(legend, 100, "  ", "  "))
+	b.WriteString(wrap(legend, pw, "  ", "  "))
 	b.WriteString("\n")
-	b.WriteString(wrap("timelines: "+timelineLegend, 100, "  ", "  "))
+	b.WriteString(wrap("timelines: "+timelineLegend, pw, "  ", "  "))
 	b.WriteString("\n")
 	for _, row := range rows {
 		b.WriteString("  " + stepName(row.step) + "\n")
 		for i, f := range row.runs {
-			for _, l := range textTimeline(titles[i], f.Traffic) {
+			// The timelines are indented, and their marks' list wraps short of the prose.
+			for _, l := range textTimeline(titles[i], f.Traffic, pw-timelineIndent) {
 				b.WriteString(strings.TrimRight("    "+l, " ") + "\n")
 			}
 		}
@@ -134,7 +140,7 @@ func writeMDTraffic(b *strings.Builder, titles []string, rows []stepFigures) {
 	for _, row := range rows {
 		var lines []string
 		for i, f := range row.runs {
-			lines = append(lines, textTimeline(titles[i], f.Traffic)...)
+			lines = append(lines, textTimeline(titles[i], f.Traffic, proseColumns-timelineIndent)...)
 		}
 		fmt.Fprintf(b, "\n#### %s\n\n", mdEscape(stepName(row.step)))
 		writeCodeBlock(b, lines)

@@ -426,7 +426,7 @@ func TestTrafficMarksLeftOut(t *testing.T) {
 		Marks:   []analysis.TrafficMark{{Kind: xdslog.EventNack, Type: "RDS", AtMS: 5}},
 		Traffic: xdslog.Traffic{Timeline: &xdslog.Timeline{Start: fixtureStart, BucketMS: 10, Series: map[string][]int{"v1": {1, 1}}}},
 	}
-	lines := textTimeline("A: sotw", tr)
+	lines := textTimeline("A: sotw", tr, 94)
 	assert.Equal(t, []string{
 		"A: sotw: 20 ms from 10:00:00.000 in 10 ms buckets",
 		"  v1    1 ██ 1 max 1",

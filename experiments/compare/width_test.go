@@ -67,20 +67,22 @@ func TestSplitTable(t *testing.T) {
 	assert.Equal(t, "path", parts[1].Rows[0][0].Text)
 }
 
-// TestNarrowReport: at a width, every table line of the reports fits it (the committed
-// pair's widest cell is narrower than 60), for two runs and the matrix alike.
+// TestNarrowReport: at a width, every line of the reports fits it: tables split, prose
+// wrapped, the two-run diagrams one after the other (80 columns hold a 72-column diagram
+// side). For two runs and the matrix alike, with and without --step.
 func TestNarrowReport(t *testing.T) {
-	rep := report(t, sotwRun, deltaRun, Options{})
-	m := matrix(t, teaching4, Options{})
+	const width = 80
 	for name, out := range map[string][]byte{
-		"two runs": renderWidth(t, rep, "text", 60),
-		"matrix":   renderMatrixWidth(t, m, "text", 60),
+		"two runs":       renderWidth(t, report(t, sotwRun, deltaRun, Options{}), "text", width),
+		"two runs, step": renderWidth(t, report(t, sotwRun, deltaRun, Options{Step: "invalid-route"}), "text", width),
+		"matrix":         renderMatrixWidth(t, matrix(t, teaching4, Options{}), "text", width),
+		"matrix, step":   renderMatrixWidth(t, matrix(t, teaching4, Options{Step: "remove-cluster"}), "text", width),
 	} {
 		for _, l := range strings.Split(string(out), "\n") {
-			// Table lines start with two spaces and hold a group separator.
-			if strings.HasPrefix(l, "  ") && strings.Contains(l, " | ") && !strings.Contains(l, "->") {
-				assert.LessOrEqual(t, utf8.RuneCountInString(l), 60, "%s: %s", name, l)
-			}
+			assert.LessOrEqual(t, utf8.RuneCountInString(l), width, "%s: %s", name, l)
 		}
 	}
+	// Wide, the two-run diagrams stand side by side.
+	wide := string(render(t, report(t, sotwRun, deltaRun, Options{Step: "invalid-route"}), "text"))
+	assert.Contains(t, wide, "  A sotw: CP = control plane, C = simulated client, DP = data plane      | B delta: CP = control plane")
 }
