@@ -17,6 +17,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -42,6 +43,14 @@ type serveOptions struct {
 	stormEvery time.Duration
 	// quiet keeps the console to publishes and errors (no per-event lines).
 	quiet bool
+	// withEnvoy and withInventory start the teaching setup beside the control plane
+	// (serve_env.go): Envoy, and backends v1 on inventoryPort and v2 on v2Port.
+	withEnvoy, withInventory bool
+	// v2Port is backend v2's port: inventoryPort+1 when 0 (the port a `port N` moving
+	// the traffic to v2 names). Not a flag; tests set it to a free port.
+	v2Port int
+	// envoyBin is Envoy's binary for --with-envoy ("": envoy.Find's default order).
+	envoyBin string
 }
 
 func defaultServeOptions() serveOptions {
@@ -114,6 +123,8 @@ publishes, refusals, storm warnings and errors only.
 	f.Var(intValue{&o.limits.MaxStreams, serveStreamsRange}, "max-streams", "ADS streams served at once in total, "+serveStreamsRange.String()+"; extra ones are refused with RESOURCE_EXHAUSTED")
 	f.Var(durationValue{&o.limits.KeepaliveMinTime, serveKeepaliveRange}, "keepalive-min-time", "clients pinging more often get GOAWAY too_many_pings, "+serveKeepaliveRange.String())
 	f.BoolVar(&o.quiet, "quiet", false, "print only publishes, refusals, storm warnings and errors (no line per stream, ACK or NACK)")
+	f.BoolVar(&o.withEnvoy, "with-envoy", false, "also run Envoy on the bootstrap lab bootstrap renders (node "+resources.NodeID+", admin on a free port); stopped when serve ends")
+	f.BoolVar(&o.withInventory, "with-inventory", false, "also run backends v1 on --inventory-port and v2 on the next port; stopped when serve ends")
 	return cmd
 }
 
@@ -159,6 +170,12 @@ func (o *serveOptions) validate() error {
 	if o.logPath == "" {
 		return badFlag("log", "", "empty (want a file path)")
 	}
+	if o.v2Port == 0 && o.withInventory {
+		if o.inventoryPort >= portRange.max {
+			return badFlag("inventory-port", strconv.Itoa(o.inventoryPort), "--with-inventory serves v2 on the next port (want at most %d)", portRange.max-1)
+		}
+		o.v2Port = o.inventoryPort + 1
+	}
 	if o.cache == "" {
 		o.cache = frontend.SnapshotCache
 	}
@@ -185,6 +202,14 @@ func (o *serveOptions) validate() error {
 func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.Writer) (err error) {
 	if err := o.validate(); err != nil {
 		return err
+	}
+	var bin envoy.Binary
+	if o.withEnvoy {
+		b, err := envoy.Find(o.envoyBin)
+		if err != nil {
+			return fmt.Errorf("--with-envoy: %w", err)
+		}
+		bin = b
 	}
 	// A held port is refused before the log is touched (the control plane binds it only
 	// after the log is open, since it records from its first stream on).
@@ -256,8 +281,19 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		}
 	}()
 
-	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, steps: map[string]int{}}
-	if err := sv.publish(ctx, resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}); err != nil {
+	env, err := newServeEnv(o)
+	if err != nil {
+		return err
+	}
+	// Stopped before the control plane (deferred later, runs first): Envoy's stream
+	// closes while the recorder still writes.
+	defer env.stop()
+	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
+	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}
+	if env != nil {
+		first.AccessLogPath = env.accessLog
+	}
+	if err := sv.publish(ctx, first); err != nil {
 		return err
 	}
 	logAbs, e := filepath.Abs(o.logPath)
@@ -273,6 +309,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
 	}
 	sv.printPublish()
+	if env != nil {
+		if err := env.start(ctx, o, bin, cp.Addr(), out); err != nil {
+			return err
+		}
+	}
 
 	done := make(chan struct{})
 	defer close(done)
@@ -326,6 +367,7 @@ type serveLoop struct {
 	out       io.Writer
 	o         serveOptions
 	steps     map[string]int // step name -> times used, to keep names unique
+	env       *serveEnv      // nil without --with-envoy and --with-inventory
 	state     resources.State
 	prev, cur *resources.Set
 	published int
@@ -353,6 +395,15 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 		return
 	case verbHelp:
 		fmt.Fprintln(sv.out, serveHelp)
+		return
+	case verbRequest:
+		sv.step(cmd)
+		line, err := sv.env.request(ctx, sv.rec, sv.o.listenerPort)
+		if err != nil {
+			fmt.Fprintf(errOut, "error: %v\n", err)
+			return
+		}
+		fmt.Fprintln(sv.out, line)
 		return
 	case verbStatus:
 		if cmd.JSON {

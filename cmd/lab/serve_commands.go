@@ -20,6 +20,7 @@ const (
 	verbRemove  serveVerb = "remove"
 	verbRestore serveVerb = "restore"
 	verbStatus  serveVerb = "status"
+	verbRequest serveVerb = "request"
 	verbHelp    serveVerb = "help"
 	verbQuit    serveVerb = "quit"
 )
@@ -52,6 +53,7 @@ const serveHelp = `commands (one per line):
   restore   bring the cluster and its endpoints back (CDS and EDS change)
   status    per stream: node, peer, protocol; per type SYNCED, STALE, NACKED or NOT SENT;
             per resource the version the client runs (status --json: the same as JSON)
+  request   send GET /quote through Envoy (serve --with-envoy): who answered, status, flags
   help      show this list
   quit      stop the server (end of input does the same)`
 
@@ -85,7 +87,7 @@ func parseServeCommand(line string) (serveCommand, error) {
 			return serveCommand{}, fmt.Errorf("status takes no arguments but --json (got %q)", serveTruncate(strings.Join(args, " "), 40))
 		}
 		return serveCommand{Verb: verb}, nil
-	case verbInvalid, verbValid, verbRemove, verbRestore, verbHelp, verbQuit:
+	case verbInvalid, verbValid, verbRemove, verbRestore, verbRequest, verbHelp, verbQuit:
 		if len(args) != 0 {
 			return serveCommand{}, fmt.Errorf("%s takes no arguments (got %q)", verb, serveTruncate(strings.Join(args, " "), 40))
 		}

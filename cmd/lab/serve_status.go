@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -91,7 +92,8 @@ func (sv *serveLoop) printStatus() {
 	for _, s := range st.Streams {
 		fmt.Fprintf(sv.out, "stream %d: node %s, peer %s, %s ADS, %s cache, connected since %s (%s)\n",
 			s.Stream, serveOrDash(s.Node), serveOrDash(s.Peer), st.Mode, st.Cache, s.Opened.Local().Format("15:04:05"), serveAgo(now, s.Opened))
-		tw := tabwriter.NewWriter(sv.out, 0, 4, 2, ' ', 0)
+		var table strings.Builder
+		tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 		types := slices.Sorted(maps.Keys(s.Types))
 		if len(types) == 0 {
 			fmt.Fprintln(tw, "  (nothing requested yet)")
@@ -112,6 +114,7 @@ func (sv *serveLoop) printStatus() {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", typ, ts.State, serveOrDash(ts.Version), detail)
 		}
 		_ = tw.Flush()
+		writeTrimmed(sv.out, table.String())
 		sv.printResources(s)
 	}
 	for _, n := range st.Notes {
@@ -133,7 +136,8 @@ func (sv *serveLoop) printResources(s xdslog.StreamStatus) {
 	if n == 0 {
 		return
 	}
-	tw := tabwriter.NewWriter(sv.out, 0, 4, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	if withVersion {
 		fmt.Fprintln(tw, "  RESOURCE\tVERSION\tHASH")
 	} else {
@@ -150,6 +154,7 @@ func (sv *serveLoop) printResources(s xdslog.StreamStatus) {
 		}
 	}
 	_ = tw.Flush()
+	writeTrimmed(sv.out, table.String())
 }
 
 // serveAgo is how long ago t was, rounded for a console.
@@ -159,4 +164,13 @@ func serveAgo(now, t time.Time) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// writeTrimmed writes a tabwriter's output without the padding it leaves after a row's
+// last, empty cell (a type with no detail), so no console line ends in spaces.
+func writeTrimmed(w io.Writer, table string) {
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	for _, l := range lines {
+		fmt.Fprintln(w, strings.TrimRight(l, " "))
+	}
 }

@@ -2,10 +2,11 @@ package xdslog
 
 import "strings"
 
-// debugMarker is the prefix Abseil/protobuf put on debug-only text (Envoy embeds the
-// rejected resource with it in error_detail). It means "do not parse this": it says
+// debugMarker starts the marker protobuf puts on debug-only text ("goo.gle/debugonly",
+// or "goo.gle/debugproto": the word varies between builds and runs). Envoy embeds the
+// rejected resource with it in error_detail. It means "do not parse this" and says
 // nothing about the rejection, so the recorder drops it from the stored error.
-const debugMarker = "goo.gle/debugonly"
+const debugMarker = "goo.gle/debug"
 
 // CleanError removes Envoy's debug-only marker from a NACK's error_detail; the rest is
 // kept verbatim as the evidence.
@@ -14,7 +15,10 @@ func CleanError(s string) string {
 	if !strings.HasPrefix(t, debugMarker) {
 		return s
 	}
-	return strings.TrimLeft(strings.TrimPrefix(t, debugMarker), " \t\n")
+	if i := strings.IndexAny(t, " \t\n"); i >= 0 {
+		return strings.TrimLeft(t[i:], " \t\n")
+	}
+	return ""
 }
 
 // maxReason bounds a reason on one console line.

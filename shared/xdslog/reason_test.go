@@ -29,6 +29,8 @@ func TestCleanError(t *testing.T) {
 	assert.True(t, len(got) > 0 && got[0] == 'n', "starts with the resource: %q", got[:20])
 	assert.NotContains(t, got, "goo.gle")
 	assert.Equal(t, "plain", CleanError("plain"))
+	// Envoy 1.40 also writes the marker as goo.gle/debugproto (seen in a real run).
+	assert.Equal(t, "name: \"quote-route\"\n: bad", CleanError("goo.gle/debugproto  \nname: \"quote-route\"\n: bad"))
 }
 
 // TestTypeStatus: the latest send decides a type's state: unanswered is STALE (with its
