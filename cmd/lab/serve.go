@@ -94,6 +94,9 @@ publishes, refusals, storm warnings and errors only.
   lab serve --mode sotw
   lab bootstrap --mode sotw > sotw.yaml && envoy -c sotw.yaml --disable-hot-restart
 
+  # the whole teaching setup: Envoy and the backends v1 (18080) and v2 (18081) too
+  lab serve --mode sotw --with-envoy --with-inventory
+
   # delta on another port, with its own log
   lab serve --mode delta --xds-addr 127.0.0.1:18001 --log delta.log
 

@@ -263,6 +263,7 @@ func TestServeRefusesBadOptions(t *testing.T) {
 		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "--nack-policy hold: SotW only (want --mode sotw, or no --nack-policy)"},
 		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
 		{"zero streams", func(o *serveOptions) { o.limits.MaxStreams = 0 }, "--max-streams 0: outside 1-1000000"},
+		{"no port for v2", func(o *serveOptions) { o.withInventory = true; o.inventoryPort = 65535 }, "--inventory-port 65535: --with-inventory serves v2 on the next port (want at most 65534)"},
 		{"log dir missing", func(o *serveOptions) { o.logPath = filepath.Join(o.logPath, "no", "such", "xds.log") }, "open xds.log"},
 	}
 	for _, tc := range cases {
