@@ -145,3 +145,23 @@ func TestServeWithEnvoyWrongNode(t *testing.T) {
 	s.waitLine(10*time.Second, `^out: no stream for node other, the node this server publishes to: nothing receives version 1 `)
 	s.stop()
 }
+
+// TestServeWithEnvoyRemove: after remove Envoy lets go of the cluster's endpoints, which
+// the console shows (an unsubscribe, or in SotW usually a stale request: the server has
+// sent a newer EDS response by then), and a request gets Envoy's 503 NC with no backend.
+func TestServeWithEnvoyRemove(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveEnvoyOptions(t, bin)
+			o.mode = mode
+			s := startServeSession(t, o)
+			s.waitLine(30*time.Second, `^out: stream 1 RDS ACK version 1$`)
+			s.send("remove")
+			s.waitLine(30*time.Second, `^out: stream 1 CDS ACK version 2$`)
+			s.waitLine(30*time.Second, `^out: stream 1 EDS (stale request: nonce \d+ is not the latest sent \(\d+\), so the server ignores it|unsubscribe: the client let go of every name \(inventory\))$`)
+			s.request(t, `^out: request serve-\d+: 503, no backend answered, response flags NC$`)
+			s.stop()
+		})
+	}
+}
