@@ -64,8 +64,8 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 		f.describe = frontend.DescribeWire
 	}
 	cb := server.CallbackFuncs{
-		DeltaStreamOpenFunc: func(_ context.Context, id int64, _ string) error {
-			f.rec.StreamOpen(id)
+		DeltaStreamOpenFunc: func(sctx context.Context, id int64, _ string) error {
+			f.rec.StreamOpen(id, frontend.PeerAddr(sctx))
 			return nil
 		},
 		DeltaStreamClosedFunc:   func(id int64, _ *core.Node) { f.rec.StreamClose(id) },
@@ -88,12 +88,12 @@ func (f *FrontEnd) DeltaAggregatedResources(s discovery.AggregatedDiscoveryServi
 }
 
 // RefusalMessage is the status message for a SotW client.
-const RefusalMessage = "this control plane serves delta ADS (DeltaAggregatedResources) only; start Envoy with bootstrap/delta.yaml (api_type: DELTA_GRPC) or run the control plane with --mode=sotw"
+const RefusalMessage = "this control plane serves delta ADS (DeltaAggregatedResources) only; start Envoy with the bootstrap `lab bootstrap --mode delta` prints (api_type: DELTA_GRPC) or run the control plane with --mode=sotw"
 
 // StreamAggregatedResources refuses SotW: serving it would let a SotW bootstrap talk to a
 // server the user believes is delta.
-func (f *FrontEnd) StreamAggregatedResources(discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return frontend.RefuseProtocol(f.rec, "SotW stream", RefusalMessage)
+func (f *FrontEnd) StreamAggregatedResources(s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return frontend.RefuseProtocol(s.Context(), f.rec, "SotW stream", RefusalMessage)
 }
 
 // onRequest runs before the library fills in node and type defaults; with ADS the client

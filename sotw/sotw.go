@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 	}
 	cb := server.CallbackFuncs{
 		StreamOpenFunc: func(sctx context.Context, id int64, _ string) error {
-			f.rec.StreamOpen(id)
+			f.rec.StreamOpen(id, frontend.PeerAddr(sctx))
 			if f.policy == Backoff {
 				// The stream's context, so that a backoff wait ends with the stream.
 				f.mu.Lock()
@@ -227,12 +227,12 @@ func (f *FrontEnd) StreamAggregatedResources(s discovery.AggregatedDiscoveryServ
 }
 
 // RefusalMessage is the status message for a delta client.
-const RefusalMessage = "this control plane serves SotW ADS (StreamAggregatedResources) only; start Envoy with bootstrap/sotw.yaml (api_type: GRPC) or run the control plane with --mode=delta"
+const RefusalMessage = "this control plane serves SotW ADS (StreamAggregatedResources) only; start Envoy with the bootstrap `lab bootstrap --mode sotw` prints (api_type: GRPC) or run the control plane with --mode=delta"
 
 // DeltaAggregatedResources refuses delta: serving it would let a delta bootstrap talk to a
 // server the user believes is SotW.
-func (f *FrontEnd) DeltaAggregatedResources(discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return frontend.RefuseProtocol(f.rec, "delta stream", RefusalMessage)
+func (f *FrontEnd) DeltaAggregatedResources(s discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return frontend.RefuseProtocol(s.Context(), f.rec, "delta stream", RefusalMessage)
 }
 
 func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {

@@ -6,21 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -44,6 +41,16 @@ type serveOptions struct {
 	maxLogSize int64
 	// stormEvery is how often a storm in progress is summarized on the console.
 	stormEvery time.Duration
+	// quiet keeps the console to publishes and errors (no per-event lines).
+	quiet bool
+	// withEnvoy and withInventory start the teaching setup beside the control plane
+	// (serve_env.go): Envoy, and backends v1 on inventoryPort and v2 on v2Port.
+	withEnvoy, withInventory bool
+	// v2Port is backend v2's port: inventoryPort+1 when 0 (the port a `port N` moving
+	// the traffic to v2 names). Not a flag; tests set it to a free port.
+	v2Port int
+	// envoyBin is Envoy's binary for --with-envoy ("": envoy.Find's default order).
+	envoyBin string
 }
 
 func defaultServeOptions() serveOptions {
@@ -75,9 +82,20 @@ and then reads commands from stdin, one per line; each state command publishes t
 version (2, 3, ...). Every publish, send, ACK and NACK is appended to the xds.log file.
 End of input, quit, SIGINT or SIGTERM stop the server.
 
+The console shows one line per event that matters, read from the recorded events: a
+stream opened (node ID, peer, protocol), each ACK with its version, the first NACK of
+a content with its reason, refused streams with the fix, stale and unsubscribe requests,
+a stream closed with the sends it never answered, and NACK storm summaries. --quiet keeps
+publishes, refusals, storm warnings and errors only.
+
 ` + serveHelp,
-		Example: `  # SotW, for an Envoy started with bootstrap/sotw.yaml
+		Example: `  # SotW, then Envoy with the bootstrap lab bootstrap renders (bootstrap/*.yaml are
+  # templates Envoy cannot load)
   lab serve --mode sotw
+  lab bootstrap --mode sotw > sotw.yaml && envoy -c sotw.yaml --disable-hot-restart
+
+  # the whole teaching setup: Envoy and the backends v1 (18080) and v2 (18081) too
+  lab serve --mode sotw --with-envoy --with-inventory
 
   # delta on another port, with its own log
   lab serve --mode delta --xds-addr 127.0.0.1:18001 --log delta.log
@@ -107,6 +125,9 @@ End of input, quit, SIGINT or SIGTERM stop the server.
 	f.Var(uint32Value{&o.limits.MaxConcurrentStreams, serveStreamsRange}, "max-concurrent-streams", "HTTP/2 streams per connection, "+serveStreamsRange.String())
 	f.Var(intValue{&o.limits.MaxStreams, serveStreamsRange}, "max-streams", "ADS streams served at once in total, "+serveStreamsRange.String()+"; extra ones are refused with RESOURCE_EXHAUSTED")
 	f.Var(durationValue{&o.limits.KeepaliveMinTime, serveKeepaliveRange}, "keepalive-min-time", "clients pinging more often get GOAWAY too_many_pings, "+serveKeepaliveRange.String())
+	f.BoolVar(&o.quiet, "quiet", false, "print only publishes, refusals, storm warnings and errors (no line per stream, ACK or NACK)")
+	f.BoolVar(&o.withEnvoy, "with-envoy", false, "also run Envoy on the bootstrap lab bootstrap renders (node "+resources.NodeID+", admin on a free port); stopped when serve ends")
+	f.BoolVar(&o.withInventory, "with-inventory", false, "also run backends v1 on --inventory-port and v2 on the next port; stopped when serve ends")
 	return cmd
 }
 
@@ -152,6 +173,12 @@ func (o *serveOptions) validate() error {
 	if o.logPath == "" {
 		return badFlag("log", "", "empty (want a file path)")
 	}
+	if o.v2Port == 0 && o.withInventory {
+		if o.inventoryPort >= portRange.max {
+			return badFlag("inventory-port", strconv.Itoa(o.inventoryPort), "--with-inventory serves v2 on the next port (want at most %d)", portRange.max-1)
+		}
+		o.v2Port = o.inventoryPort + 1
+	}
 	if o.cache == "" {
 		o.cache = frontend.SnapshotCache
 	}
@@ -179,6 +206,14 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	if err := o.validate(); err != nil {
 		return err
 	}
+	var bin envoy.Binary
+	if o.withEnvoy {
+		b, err := envoy.Find(o.envoyBin)
+		if err != nil {
+			return fmt.Errorf("--with-envoy: %w", err)
+		}
+		bin = b
+	}
 	// A held port is refused before the log is touched (the control plane binds it only
 	// after the log is open, since it records from its first stream on).
 	if port, perr := loopback.ParseListenAddr(o.xdsAddr); perr == nil && port != 0 {
@@ -200,8 +235,9 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	storms := newStormWatch(out, o.stormEvery, nil, o.maxLogSize)
 	// The one tally of the log's events, live: status reads what each client holds here.
 	acc := analysis.NewAccumulator()
+	console := newServeConsole(out, o.quiet, o.mode, serveNodeID(o.nodeID), o.cache)
 	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
-		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e) }))
+		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e); console.observe(e) }))
 	storms.logSize = rec.Written
 	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
 	// the session line keeps them apart for every reader.
@@ -227,11 +263,19 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		defer close(stormsStopped)
 		storms.run(stormsDone)
 	}()
+	consoleDone := make(chan struct{})
+	consoleStopped := make(chan struct{})
+	go func() {
+		defer close(consoleStopped)
+		console.run(consoleDone)
+	}()
 	defer func() {
 		cp.Stop()
 		rec.Flush()
 		close(stormsDone)
 		<-stormsStopped
+		close(consoleDone)
+		<-consoleStopped
 		if e := rec.Err(); e != nil && err == nil {
 			err = e
 		}
@@ -240,8 +284,19 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		}
 	}()
 
-	sv := &serveLoop{cp: cp, acc: acc, out: out}
-	if err := sv.publish(ctx, resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}); err != nil {
+	env, err := newServeEnv(o)
+	if err != nil {
+		return err
+	}
+	// Stopped before the control plane (deferred later, runs first): Envoy's stream
+	// closes while the recorder still writes.
+	defer env.stop()
+	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
+	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}
+	if env != nil {
+		first.AccessLogPath = env.accessLog
+	}
+	if err := sv.publish(ctx, first); err != nil {
 		return err
 	}
 	logAbs, e := filepath.Abs(o.logPath)
@@ -257,6 +312,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
 	}
 	sv.printPublish()
+	if env != nil {
+		if err := env.start(ctx, o, bin, cp.Addr(), out); err != nil {
+			return err
+		}
+	}
 
 	done := make(chan struct{})
 	defer close(done)
@@ -306,7 +366,11 @@ func serveNodeID(id string) string {
 type serveLoop struct {
 	cp        *controlplane.ControlPlane
 	acc       *analysis.Accumulator
+	rec       *xdslog.Recorder
 	out       io.Writer
+	o         serveOptions
+	steps     map[string]int // step name -> times used, to keep names unique
+	env       *serveEnv      // nil without --with-envoy and --with-inventory
 	state     resources.State
 	prev, cur *resources.Set
 	published int
@@ -335,14 +399,28 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 	case verbHelp:
 		fmt.Fprintln(sv.out, serveHelp)
 		return
+	case verbRequest:
+		sv.step(cmd)
+		line, err := sv.env.request(ctx, sv.rec, sv.o.listenerPort)
+		if err != nil {
+			fmt.Fprintf(errOut, "error: %v\n", err)
+			return
+		}
+		fmt.Fprintln(sv.out, line)
+		return
 	case verbStatus:
-		sv.printStatus()
+		if cmd.JSON {
+			sv.printStatusJSON()
+		} else {
+			sv.printStatus()
+		}
 		return
 	}
 	next, publish := applyServeCommand(sv.state, cmd)
 	if !publish {
 		return
 	}
+	sv.step(cmd)
 	if err := sv.publish(ctx, next); err != nil {
 		fmt.Fprintf(errOut, "error: %v\n", err)
 		return
@@ -350,59 +428,24 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 	sv.printPublish()
 }
 
-// printStatus shows the current version and, per open stream, what the client accepted
-// (from the recorder's ACK bookkeeping: a NACKed send never appears here).
-func (sv *serveLoop) printStatus() {
-	head := fmt.Sprintf("version %s published", sv.cur.Version)
-	// SotW per-type versions can lag the label; show them when they do.
-	versions := sv.cp.Publisher().Versions()
-	var parts []string
-	lag := false
-	for _, t := range resources.Types {
-		tv := versions[t]
-		lag = lag || tv != sv.cur.Version
-		parts = append(parts, string(t)+" "+tv)
-	}
-	if lag {
-		head += " (type versions: " + strings.Join(parts, ", ") + ")"
-	}
-	streams := sv.acc.Status()
-	switch len(streams) {
-	case 0:
-		fmt.Fprintf(sv.out, "%s; no stream connected\n", head)
-		return
-	case 1:
-		fmt.Fprintf(sv.out, "%s; 1 stream connected\n", head)
-	default:
-		fmt.Fprintf(sv.out, "%s; %d streams connected\n", head, len(streams))
-	}
-	tw := tabwriter.NewWriter(sv.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tTYPE\tACCEPTED\tRESOURCE\tVERSION\tHASH")
-	for _, st := range streams {
-		types := slices.Sorted(maps.Keys(st.Accepted))
-		if len(types) == 0 {
-			fmt.Fprintf(tw, "%d\t-\t-\t(nothing requested yet)\t-\t-\n", st.Stream)
-		}
-		for _, typ := range types {
-			label := serveOrDash(st.Versions[typ])
-			names := slices.Sorted(maps.Keys(st.Accepted[typ]))
-			if len(names) == 0 {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t(none accepted)\t-\t-\n", st.Stream, typ, label)
-			}
-			for _, n := range names {
-				a := st.Accepted[typ][n]
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", st.Stream, typ, label, n, serveShort(a.Version), serveShort(a.Hash))
-			}
-		}
-	}
-	_ = tw.Flush()
-}
-
 func serveOrDash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
+}
+
+// step starts an xds.log step named after the command, so lab compare can set an
+// interactive session beside a run and --step can pick a command. A repeated command
+// gets its count ("invalid #2"): steps with one name would merge.
+func (sv *serveLoop) step(cmd serveCommand) {
+	name := cmd.String()
+	sv.steps[name]++
+	if n := sv.steps[name]; n > 1 {
+		name = fmt.Sprintf("%s #%d", name, n)
+	}
+	sv.rec.SetStep(name)
+	sv.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
 // serveShort cuts content hashes (delta resource versions are hashes too) to a readable prefix.

@@ -20,14 +20,28 @@ const (
 	verbRemove  serveVerb = "remove"
 	verbRestore serveVerb = "restore"
 	verbStatus  serveVerb = "status"
+	verbRequest serveVerb = "request"
 	verbHelp    serveVerb = "help"
 	verbQuit    serveVerb = "quit"
 )
 
-// serveCommand is a parsed stdin line. Port is set only for verbPort.
+// serveCommand is a parsed stdin line. Port is set only for verbPort, JSON only for
+// verbStatus.
 type serveCommand struct {
 	Verb serveVerb
 	Port int
+	JSON bool
+}
+
+// String is the command as a step name: its verb and argument ("port 18081").
+func (c serveCommand) String() string {
+	switch {
+	case c.Verb == verbPort:
+		return fmt.Sprintf("port %d", c.Port)
+	case c.JSON:
+		return string(c.Verb) + " --json"
+	}
+	return string(c.Verb)
 }
 
 // serveHelp lists the commands; `help` prints it.
@@ -37,7 +51,9 @@ const serveHelp = `commands (one per line):
   valid     publish the valid route again (RDS changes)
   remove    publish without the inventory cluster and its endpoints (CDS and EDS change)
   restore   bring the cluster and its endpoints back (CDS and EDS change)
-  status    show the current version and what each connected stream has accepted
+  status    per stream: node, peer, protocol; per type SYNCED, STALE, NACKED or NOT SENT;
+            per resource the version the client runs (status --json: the same as JSON)
+  request   send GET /quote through Envoy (serve --with-envoy): who answered, status, flags
   help      show this list
   quit      stop the server (end of input does the same)`
 
@@ -63,7 +79,15 @@ func parseServeCommand(line string) (serveCommand, error) {
 			return serveCommand{}, fmt.Errorf("bad port %q: want a number 1-65535 (the host is always %s)", serveTruncate(args[0], 20), loopback.Host)
 		}
 		return serveCommand{Verb: verbPort, Port: p}, nil
-	case verbInvalid, verbValid, verbRemove, verbRestore, verbStatus, verbHelp, verbQuit:
+	case verbStatus:
+		if len(args) == 1 && args[0] == "--json" {
+			return serveCommand{Verb: verb, JSON: true}, nil
+		}
+		if len(args) != 0 {
+			return serveCommand{}, fmt.Errorf("status takes no arguments but --json (got %q)", serveTruncate(strings.Join(args, " "), 40))
+		}
+		return serveCommand{Verb: verb}, nil
+	case verbInvalid, verbValid, verbRemove, verbRestore, verbRequest, verbHelp, verbQuit:
 		if len(args) != 0 {
 			return serveCommand{}, fmt.Errorf("%s takes no arguments (got %q)", verb, serveTruncate(strings.Join(args, " "), 40))
 		}

@@ -158,8 +158,8 @@ func TestServeSessionsDoNotMerge(t *testing.T) {
 		assert.Equal(t, xdslog.EventSession, s[0].Event)
 		assert.Equal(t, "1", s[1].Version, "session %d starts again at version 1", i+1)
 	}
-	assert.Len(t, ss[0], 3, "session 1: its line and two publishes")
-	assert.Len(t, ss[1], 4, "session 2: its line and three publishes")
+	assert.Len(t, ss[0], 4, "session 1: its line, two publishes and a step")
+	assert.Len(t, ss[1], 6, "session 2: its line, three publishes and two steps")
 
 	cmd := newRootCmd()
 	var stderr strings.Builder

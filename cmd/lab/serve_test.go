@@ -147,12 +147,13 @@ func TestServeScript(t *testing.T) {
 				err + `bad port "abc"`,
 				fmt.Sprintf(version, 5) + `CDS -inventory; EDS -inventory$`,
 				err + `bad port "127\.0\.0\.1:9000"`,
-				err + `status takes no arguments`,
+				err + `status takes no arguments but --json \(got "now"\)`,
 				err + `port takes one argument`,
 				fmt.Sprintf(version, 6) + `CDS \+inventory; EDS \+inventory$`,
 				err + `invalid takes no arguments`,
 				err + `port needs the endpoint port`,
-				`^out: version 6 published; no stream connected$`,
+				`^out: version 6 published to node teaching-envoy; no stream connected$`,
+				`^out: no stream for node teaching-envoy, the node this server publishes to: nothing receives version 6 \(start Envoy with the bootstrap lab bootstrap --mode ` + mode + ` prints\)$`,
 				`^out: stopping: end of input$`,
 			}
 			got := out.all()
@@ -170,9 +171,20 @@ func TestServeScript(t *testing.T) {
 			require.NotEmpty(t, ev)
 			assert.Equal(t, xdslog.EventSession, ev[0].Event, "the session line comes first")
 			assert.NotEmpty(t, ev[0].Session)
-			ev = ev[1:]
+			// Each state command is a step named after it, written before its publish.
+			var steps []string
+			var publishes []xdslog.Event
+			for _, e := range ev[1:] {
+				if e.Event == xdslog.EventStep {
+					steps = append(steps, e.Step)
+					continue
+				}
+				publishes = append(publishes, e)
+			}
+			assert.Equal(t, []string{"port 18081", "invalid", "valid", "remove", "restore"}, steps)
+			ev = publishes
 			wantChanged := [][]string{{"CDS", "EDS", "LDS", "RDS"}, {"EDS"}, {"RDS"}, {"RDS"}, {"CDS", "EDS"}, {"CDS", "EDS"}}
-			require.Len(t, ev, len(wantChanged), "no client connected: publish events only")
+			require.Len(t, ev, len(wantChanged), "no client connected: publish and step events only")
 			for i, e := range ev {
 				assert.Equal(t, xdslog.EventPublish, e.Event)
 				assert.Equal(t, mode, e.Mode)
@@ -251,6 +263,7 @@ func TestServeRefusesBadOptions(t *testing.T) {
 		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "--nack-policy hold: SotW only (want --mode sotw, or no --nack-policy)"},
 		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
 		{"zero streams", func(o *serveOptions) { o.limits.MaxStreams = 0 }, "--max-streams 0: outside 1-1000000"},
+		{"no port for v2", func(o *serveOptions) { o.withInventory = true; o.inventoryPort = 65535 }, "--inventory-port 65535: --with-inventory serves v2 on the next port (want at most 65534)"},
 		{"log dir missing", func(o *serveOptions) { o.logPath = filepath.Join(o.logPath, "no", "such", "xds.log") }, "open xds.log"},
 	}
 	for _, tc := range cases {
@@ -368,16 +381,17 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 			defer stopClient()
 			serveClient(t, clientCtx, addr, mode)
 
-			// In SotW the accepted version is the label; in delta it is the content hash,
-			// and the accepted label is system_version_info.
+			// In SotW the resource's version is the label, shown beside its hash; in delta
+			// it is the content hash, so only the hash is shown, and the label the type
+			// runs is system_version_info.
 			resVersion := func(v string) string {
 				if mode == xdslog.ModeSotW {
-					return v
+					return v + `\s+`
 				}
-				return `[0-9a-f]{12}`
+				return ""
 			}
 			row := func(typ, label string) *regexp.Regexp {
-				return regexp.MustCompile(`(?m)^out: 1\s+` + typ + `\s+` + label + `\s+inventory\s+` + resVersion(label) + `\s+[0-9a-f]{12}$`)
+				return regexp.MustCompile(`(?ms)^out:   ` + typ + `\s+SYNCED\s+` + label + `\s*$.*^out:   ` + typ + ` inventory\s+` + resVersion(label) + `[0-9a-f]{12}$`)
 			}
 			// status, then a deliberately unknown word: commands run in order, so its error
 			// line marks the end of the status output.
@@ -404,8 +418,9 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 				}
 			}
 			serveWaitFor(t, 10*time.Second, "status rows for version 1", statusShows(row("CDS", "1"), row("EDS", "1")))
-			assert.Contains(t, out.text(), "out: version 1 published; 1 stream connected")
-			assert.Regexp(t, `(?m)^out: STREAM\s+TYPE\s+ACCEPTED\s+RESOURCE\s+VERSION\s+HASH$`, out.text())
+			assert.Contains(t, out.text(), "out: version 1 published to node teaching-envoy; 1 stream connected")
+			assert.Regexp(t, `(?m)^out: stream 1: node teaching-envoy, peer 127\.0\.0\.1:\d+, `+mode+` ADS, snapshot cache, connected since \d\d:\d\d:\d\d \(\S+\)$`, out.text())
+			assert.Regexp(t, `(?m)^out:   TYPE\s+STATE\s+RUNS\s+DETAIL$`, out.text())
 
 			// A port change moves EDS; the client ACKs it and status follows. SotW with
 			// uniform versions re-sends CDS too (accepted as 2); delta leaves CDS at 1.
@@ -471,7 +486,7 @@ func TestServeLinear(t *testing.T) {
 			defer stopClient()
 			serveClient(t, clientCtx, addr, mode)
 			row := func(typ, n string) *regexp.Regexp {
-				return regexp.MustCompile(`(?m)^out: 1\s+` + typ + `\s+[0-9a-z]+\.` + n + `\s+inventory\s+\S+\s+[0-9a-f]{12}$`)
+				return regexp.MustCompile(`(?ms)^out:   ` + typ + `\s+SYNCED\s+[0-9a-z]+\.` + n + `\s*$.*^out:   ` + typ + ` inventory\s+(\S+\s+)?[0-9a-f]{12}$`)
 			}
 			marks := 0
 			statusShows := func(rows ...*regexp.Regexp) func() bool {

@@ -18,7 +18,7 @@ func TestStormSummaryCountsLikeTheLines(t *testing.T) {
 		var buf bytes.Buffer
 		r := xdslog.NewRecorder(&buf, xdslog.ModeSotW, xdslog.WithMaxLogBytes(limit))
 		r.SetStep("invalid-route")
-		r.StreamOpen(1)
+		r.StreamOpen(1, "")
 		bad := []xdslog.Resource{{Name: "quote-route", Version: "3", Hash: "bad"}}
 		for i := 1; i <= 300; i++ {
 			n := strconv.Itoa(i)

@@ -246,7 +246,7 @@ func TestRevertDecisions(t *testing.T) {
 	require.NoError(t, err)
 	accepted := first.ByType[resources.RDS][0]
 	// Stream 1 accepts version 1's route.
-	rec.StreamOpen(1)
+	rec.StreamOpen(1, "")
 	rec.SotW(1, "RDS", xdslog.SotWRequest{Node: resources.NodeID, Names: []string{resources.RouteName}})
 	rec.Send(1, "RDS", "1", "1", []xdslog.Resource{{Name: accepted.Name, Version: "1", Hash: accepted.Hash}}, nil, 0)
 	rec.SotW(1, "RDS", xdslog.SotWRequest{Names: []string{resources.RouteName}, VersionInfo: "1", Nonce: "1"})

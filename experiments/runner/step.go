@@ -443,17 +443,5 @@ func errOr(err error, s string) string {
 	return s
 }
 
-// nackReason shortens a NACK message to its reason: Envoy's message embeds the rejected
-// resource in text form; the reason is the last "caused by" clause.
-func nackReason(s string) string {
-	if i := strings.LastIndex(s, "caused by "); i >= 0 {
-		s = s[i+len("caused by "):]
-	} else if i := strings.LastIndexByte(strings.TrimSpace(s), '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSpace(s)
-	if len(s) > 160 {
-		s = s[:160] + "..."
-	}
-	return s
-}
+// nackReason is xdslog.NackReason: one rule for the console and the runner.
+func nackReason(s string) string { return xdslog.NackReason(s) }

@@ -16,11 +16,13 @@
 package frontend
 
 import (
+	"context"
 	"fmt"
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -68,10 +70,20 @@ func CheckType(rec *xdslog.Recorder, stream int64, url string) (resources.Type, 
 	return t, nil
 }
 
-// RefuseProtocol records and returns the refusal of a stream in the other protocol.
-func RefuseProtocol(rec *xdslog.Recorder, what, msg string) error {
-	rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Error: what + " refused: " + msg})
+// RefuseProtocol records and returns the refusal of a stream in the other protocol; ctx
+// is the stream's, for the client's address.
+func RefuseProtocol(ctx context.Context, rec *xdslog.Recorder, what, msg string) error {
+	rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Peer: PeerAddr(ctx), Error: what + " refused: " + msg})
 	return status.Error(codes.Unimplemented, msg)
+}
+
+// PeerAddr is the address of the client of a gRPC stream's context ("" when unknown),
+// for stream_open and refused events: which Envoy it is.
+func PeerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 // DiscardLogger drops the library's logs; the workbench's evidence is xds.log.

@@ -120,7 +120,9 @@ type Event struct {
 	Kind string `json:"kind,omitempty"`
 	// Node is the node ID: on the first request event of a stream that names one, on a
 	// publish when the control plane serves one state per node, and on a revert.
-	Node        string            `json:"node,omitempty"`
+	Node string `json:"node,omitempty"`
+	// Peer is the client's address (stream_open, refused).
+	Peer        string            `json:"peer,omitempty"`
 	Added       []string          `json:"added,omitempty"`
 	Wildcard    bool              `json:"wildcard,omitempty"`
 	Missing     []string          `json:"missing,omitempty"`

@@ -32,6 +32,9 @@ type streamState struct {
 	key   streamKey
 	types map[string]*typeState
 	node  string // the node ID its first request named
+	// peer is the client's address and opened when the stream opened (its stream_open).
+	peer   string
+	opened time.Time
 }
 
 type typeState struct {
@@ -52,7 +55,10 @@ type typeState struct {
 	// heldUnknown: the client resumed from a label the server cannot map to content, so
 	// redundancy is unknown until its first ACK on this stream.
 	heldUnknown bool
-	storm       *condensed // recorder only: repeated pairs not yet written (storm.go)
+	// nackNonce and nackErr are the last NACK since the last ACK: the nonce it answered
+	// and the client's error (cleared by an ACK).
+	nackNonce, nackErr string
+	storm              *condensed // recorder only: repeated pairs not yet written (storm.go)
 }
 
 type sent struct {
@@ -103,6 +109,7 @@ func (m *Model) Observe(e Event) {
 		m.publish(e)
 	case EventStreamOpen:
 		m.last = m.stream(e.Server, e.Stream)
+		m.last.peer, m.last.opened = e.Peer, e.TS
 	case EventStreamClose:
 		delete(m.streams, streamKey{e.Server, e.Stream})
 	case EventRequest:
@@ -123,6 +130,9 @@ func (m *Model) Observe(e Event) {
 		s := m.send(Event{Server: e.Server, Stream: e.Stream, Type: e.Type, Nonce: e.LastNonce, Version: e.Version,
 			Resources: e.Resources, Removed: e.Removed, Bytes: e.Bytes, TS: e.TS})
 		t.rejected[s.fingerprint] += e.Nacks
+		if e.Nacks > 0 {
+			t.nackNonce, t.nackErr = e.LastNonce, e.Error
+		}
 		if e.Nacks >= e.Sends {
 			delete(t.pending, e.LastNonce)
 		}
@@ -136,6 +146,7 @@ func (m *Model) Observe(e Event) {
 		m.apply(e.Mode, e.Type, t, s)
 		t.version = e.Accepted()
 		t.heldUnknown = false
+		t.nackNonce, t.nackErr = "", ""
 		if e.Mode == ModeSotW {
 			m.labels.learn(e.Type, s.version, s.resources)
 		}
@@ -144,6 +155,7 @@ func (m *Model) Observe(e Event) {
 		if s, ok := t.sentAll[e.Nonce]; ok {
 			delete(t.pending, e.Nonce)
 			t.rejected[s.fingerprint]++
+			t.nackNonce, t.nackErr = e.Nonce, e.Error
 		}
 	}
 }
@@ -317,12 +329,39 @@ func (m *Model) Held() map[string]map[string]string {
 }
 
 func (s *streamState) status() StreamStatus {
-	st := StreamStatus{Server: s.key.server, Stream: s.key.stream, Accepted: map[string]map[string]Accepted{}, Versions: map[string]string{}}
+	st := StreamStatus{Server: s.key.server, Stream: s.key.stream, Node: s.node, Peer: s.peer, Opened: s.opened,
+		Accepted: map[string]map[string]Accepted{}, Versions: map[string]string{}, Types: map[string]TypeStatus{}}
 	for typ, t := range s.types {
 		st.Accepted[typ] = maps.Clone(t.accepted)
 		if t.version != "" {
 			st.Versions[typ] = t.version
 		}
+		st.Types[typ] = t.status()
 	}
 	return st
+}
+
+// status says where the type stands with its latest send, the only one that counts (in
+// SotW an older nonce can no longer be answered, in delta it is superseded).
+func (t *typeState) status() TypeStatus {
+	ts := TypeStatus{Version: t.version}
+	s, ok := t.sentAll[t.latest]
+	if t.latest == "" || !ok {
+		ts.State = TypeNotSent
+		return ts
+	}
+	ts.SentVersion = s.version
+	_, pending := t.pending[t.latest]
+	switch {
+	case t.nackErr != "" && (t.nackNonce == t.latest || pending && t.rejected[s.fingerprint] > 0):
+		// NACKed, or re-sent after a NACK with the same content (a NACK storm): the
+		// client keeps running Version.
+		ts.State, ts.Nonce, ts.Error = TypeNacked, t.nackNonce, t.nackErr
+	case pending:
+		at := s.at
+		ts.State, ts.Nonce, ts.Since = TypeStale, t.latest, &at
+	default:
+		ts.State = TypeSynced
+	}
+	return ts
 }

@@ -14,14 +14,48 @@ type Accepted struct {
 	Hash    string `json:"hash"`
 }
 
-// StreamStatus is a snapshot of one open stream: per type, per resource, what the client
-// has accepted.
+// StreamStatus is a snapshot of one open stream: who the client is, per type where it
+// stands with the latest send, and per resource what it has accepted.
 type StreamStatus struct {
-	Server   int                            `json:"server"`
-	Stream   int64                          `json:"stream"`
+	Server int   `json:"server"`
+	Stream int64 `json:"stream"`
+	// Node is the node ID its first request named ("" before one did); Peer the
+	// client's address; Opened when the stream opened.
+	Node     string                         `json:"node"`
+	Peer     string                         `json:"peer,omitempty"`
+	Opened   time.Time                      `json:"opened"`
 	Accepted map[string]map[string]Accepted `json:"accepted"`
 	// Versions is the last accepted version label per type.
 	Versions map[string]string `json:"versions"`
+	// Types is, per type the client asked for or was sent, where it stands.
+	Types map[string]TypeStatus `json:"types"`
+}
+
+// Type states (TypeStatus.State), after istioctl proxy-status.
+const (
+	// TypeSynced: the latest send was ACKed.
+	TypeSynced = "SYNCED"
+	// TypeStale: the latest send is not answered yet (Nonce, Since).
+	TypeStale = "STALE"
+	// TypeNacked: the latest content was rejected (Error); the client runs Version.
+	TypeNacked = "NACKED"
+	// TypeNotSent: the client asked, nothing was sent.
+	TypeNotSent = "NOT SENT"
+)
+
+// TypeStatus is where one type of one stream stands with its latest send.
+type TypeStatus struct {
+	State string `json:"state"`
+	// Version is the label the client last accepted (runs), "" when none.
+	Version string `json:"version"`
+	// SentVersion is the latest send's label.
+	SentVersion string `json:"sent_version,omitempty"`
+	// Nonce is the pending send's (STALE) or the NACKed one's (NACKED).
+	Nonce string `json:"nonce,omitempty"`
+	// Since is when the pending send went out (STALE).
+	Since *time.Time `json:"since,omitempty"`
+	// Error is the client's error_detail (NACKED).
+	Error string `json:"error,omitempty"`
 }
 
 // Feedback is the client's answer carried by a request with a response nonce.
@@ -199,9 +233,9 @@ func (r *Recorder) typeLocked(stream int64, typ string) *typeState {
 	return r.model.typ(r.server, stream, typ)
 }
 
-// StreamOpen records a new stream.
-func (r *Recorder) StreamOpen(stream int64) {
-	r.Emit(Event{Event: EventStreamOpen, Stream: stream})
+// StreamOpen records a new stream from peer, the client's address ("" when unknown).
+func (r *Recorder) StreamOpen(stream int64, peer string) {
+	r.Emit(Event{Event: EventStreamOpen, Stream: stream, Peer: peer})
 }
 
 // StreamClose records the end of a stream; sends never answered are counted as dropped.
@@ -311,7 +345,7 @@ func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 			e.AcceptedVersion = &fb.ClientVersion
 		}
 		if fb.Error != nil {
-			e.Error = *fb.Error
+			e.Error = CleanError(*fb.Error)
 		}
 		r.emitLocked(e)
 		return e
@@ -334,7 +368,7 @@ func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 		return e
 	}
 	e.Event = EventNack
-	e.Error = *fb.Error
+	e.Error = CleanError(*fb.Error)
 	e.Repeat = t.rejected[s.fingerprint] + 1
 	if r.mode == ModeDelta {
 		// Delta NACK: the client accepted none of the response; its accepted label stays

@@ -47,7 +47,7 @@ func msg(s string) *string { return &s }
 func TestAckNackAndRedundancy(t *testing.T) {
 	r, buf := newTestRecorder(ModeSotW)
 	r.SetStep("s1")
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	r.SotW(1, "CDS", SotWRequest{})
 	r.Send(1, "CDS", "1", "1", res("inventory", "h1"), nil, 100)
 	ack := r.Feedback(1, "CDS", Feedback{Nonce: "1", ClientVersion: "1"})
@@ -99,7 +99,7 @@ func TestAckNackAndRedundancy(t *testing.T) {
 
 func TestUnmatchedIsNeverAnAck(t *testing.T) {
 	r, buf := newTestRecorder(ModeSotW)
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	r.Send(1, "LDS", "1", "1", res("l", "h"), nil, 10)
 	e := r.Feedback(1, "CDS", Feedback{Nonce: "1", ClientVersion: "1"})
 	assert.Equal(t, EventUnmatched, e.Event, "nonce 1 was sent for LDS, not CDS")
@@ -166,7 +166,7 @@ func TestRememberedSendsAreBounded(t *testing.T) {
 func TestNilRecorderIsANoOp(t *testing.T) {
 	var r *Recorder
 	r.SetStep("x")
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	r.Send(1, "CDS", "1", "1", nil, nil, 0)
 	assert.Equal(t, Event{}, r.Feedback(1, "CDS", Feedback{Nonce: "1"}))
 	r.StreamClose(1)
@@ -196,7 +196,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, assert.AnError }
 
 func TestWriteErrorIsKept(t *testing.T) {
 	r := NewRecorder(failWriter{}, ModeSotW)
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	require.Error(t, r.Err())
 	assert.Contains(t, r.Err().Error(), "write xds.log")
 }

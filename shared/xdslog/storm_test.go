@@ -13,7 +13,7 @@ import (
 // storm drives n NACK/re-send pairs of the same rejected route on stream 1, then a valid
 // route that is ACKed, and returns the nonce of that last send.
 func storm(r *Recorder, n int) string {
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	r.SotW(1, "RDS", SotWRequest{Names: []string{"quote-route"}})
 	for i := 1; i <= n; i++ {
 		nonce := strconv.Itoa(i)
@@ -107,7 +107,7 @@ func TestStormNotCondensedUnderTheLimit(t *testing.T) {
 func TestStormFlushedOnFlushAndClose(t *testing.T) {
 	var buf bytes.Buffer
 	r := NewRecorder(&buf, ModeSotW, WithMaxLogBytes(1))
-	r.StreamOpen(1)
+	r.StreamOpen(1, "")
 	for i := 1; i <= 5; i++ {
 		n := strconv.Itoa(i)
 		r.Send(1, "RDS", n, "3", res("quote-route", "bad"), nil, 200)

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// serveEnv is the teaching setup that --with-envoy and --with-inventory start beside the
+// control plane, from the runner's building blocks: a real Envoy (experiments/envoy) on
+// the bootstrap `lab bootstrap` renders, and the backends v1 and v2
+// (experiments/inventory). Its files (bootstrap, Envoy's log, the access log, the
+// backends' request logs) live in one temporary directory removed when serve ends; the
+// evidence that stays is xds.log.
+type serveEnv struct {
+	dir       string
+	accessLog string // "" without Envoy
+	proc      *envoy.Process
+	backends  []*inventory.Backend
+	listener  int
+	http      *http.Client
+	requests  int
+}
+
+// serveQuotePath is what `request` asks for: the path the runner's probes use.
+const serveQuotePath = resources.QuotePath + "?sku=paper"
+
+// newServeEnv makes the directory; with Envoy the listener writes its access log there,
+// so the state published must carry accessLog from version 1 on.
+func newServeEnv(o serveOptions) (*serveEnv, error) {
+	if !o.withEnvoy && !o.withInventory {
+		return nil, nil
+	}
+	dir, err := os.MkdirTemp("", "lab-serve-")
+	if err != nil {
+		return nil, fmt.Errorf("serve: temp dir: %w", err)
+	}
+	e := &serveEnv{dir: dir, listener: o.listenerPort,
+		http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}}
+	if o.withEnvoy {
+		e.accessLog = filepath.Join(dir, "access.log")
+	}
+	return e, nil
+}
+
+// start starts the backends, then Envoy pointed at xdsAddr, and says where they are.
+func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, xdsAddr string, out io.Writer) error {
+	if o.withInventory {
+		for _, b := range []struct {
+			name string
+			port int
+		}{{"v1", o.inventoryPort}, {"v2", o.v2Port}} {
+			be, err := inventory.Start(b.name, b.port, filepath.Join(e.dir, "inventory-"+b.name+".log"))
+			if err != nil {
+				return err
+			}
+			e.backends = append(e.backends, be)
+		}
+		fmt.Fprintf(out, "inventory: v1 on %s, v2 on %s (port %d moves the traffic to v2)\n",
+			e.backends[0].Addr(), e.backends[1].Addr(), e.backends[1].Port())
+	}
+	if !o.withEnvoy {
+		return nil
+	}
+	// The same bootstrap `lab bootstrap --mode M --xds-addr ADDR --admin-port 0` prints:
+	// its node ID is the default one, so serving another --node-id shows the wrong-node
+	// fault.
+	cfg, err := bootstrap.Render(o.mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0})
+	if err != nil {
+		return fmt.Errorf("render %s bootstrap: %w", o.mode, err)
+	}
+	path := filepath.Join(e.dir, "bootstrap.yaml")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		return fmt.Errorf("write bootstrap: %w", err)
+	}
+	p, err := envoy.Start(ctx, envoy.Options{Binary: bin, ConfigPath: path, LogPath: filepath.Join(e.dir, "envoy.log"),
+		ExtraArgs: []string{"--concurrency", "1"}})
+	if err != nil {
+		return err
+	}
+	e.proc = p
+	fmt.Fprintf(out, "envoy: pid %d, admin http://%s, bootstrap as lab bootstrap --mode %s --xds-addr %s --admin-port 0 prints; listener %s (type request to send %s through it)\n",
+		p.Pid(), p.AdminAddr(), o.mode, xdsAddr, loopback.Addr(o.listenerPort), serveQuotePath)
+	return nil
+}
+
+// stop stops Envoy first (its stream closes while the recorder still writes), then the
+// backends, and removes the directory.
+func (e *serveEnv) stop() {
+	if e == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if e.proc != nil {
+		_ = e.proc.Stop(ctx)
+	}
+	for _, b := range e.backends {
+		_ = b.Stop(ctx)
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+// request sends GET /quote through Envoy and returns the console line: who answered
+// (the backend named in the body, which echoes the request ID), the status, and Envoy's
+// response flags from its access log. The result is recorded as a data-plane event.
+func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPort int) (string, error) {
+	if e == nil || e.proc == nil {
+		return "", fmt.Errorf("request needs serve --with-envoy (or send curl http://%s%s yourself)", loopback.Addr(listenerPort), serveQuotePath)
+	}
+	e.requests++
+	id := fmt.Sprintf("serve-%d", e.requests)
+	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: "envoy", Path: serveQuotePath, Probe: xdslog.ProbeRequest}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listener)+serveQuotePath, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("x-request-id", id)
+	resp, err := e.http.Do(req)
+	if err != nil {
+		ev.TS = time.Now().UTC()
+		ev.Error = err.Error()
+		rec.Emit(ev)
+		return fmt.Sprintf("request %s: no response (%v): Envoy has no listener yet, or it was NACKed", id, err), nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	ev.TS = time.Now().UTC()
+	ev.Status = resp.StatusCode
+	var q inventory.Quote
+	if json.Unmarshal(body, &q) == nil && q.RequestID == id {
+		ev.Backend = q.Backend
+	}
+	// The access log is flushed every 100 ms (envoy.Start's --file-flush-interval-msec).
+	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	flags := "unknown (no access-log line)"
+	if a, err := envoy.WaitAccess(actx, e.accessLog, id); err == nil {
+		ev.Flags, ev.Upstream = a.Flags, a.UpstreamHost
+		flags = serveOrDash(a.Flags)
+	}
+	rec.Emit(ev)
+	who := "no backend answered"
+	if ev.Backend != "" {
+		who = "answered by " + ev.Backend
+		if ev.Upstream != "" {
+			who += " (" + ev.Upstream + ")"
+		}
+	}
+	return fmt.Sprintf("request %s: %d, %s, response flags %s", id, ev.Status, who, flags), nil
+}

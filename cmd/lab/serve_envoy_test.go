@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// serveEnvoyOptions: serve --with-envoy --with-inventory on free ports.
+func serveEnvoyOptions(t *testing.T, bin envoy.Binary) serveOptions {
+	o := serveTestOptions(t, xdslog.ModeSotW)
+	ports := freePorts(t, 3)
+	o.withEnvoy, o.withInventory, o.envoyBin = true, true, bin.Path
+	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]
+	return o
+}
+
+// request sends request commands until one is answered with 200 (Envoy's listener
+// serves once its route is warm, a moment after the ACKs) and returns that line.
+func (s *serveSession) request(t *testing.T, pattern string) string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	var got string
+	serveWaitFor(t, 30*time.Second, pattern, func() bool {
+		before := len(s.out.all())
+		s.n++
+		mark := fmt.Sprintf("end-of-request-%d", s.n)
+		s.send("request")
+		s.send(mark)
+		s.waitLine(10*time.Second, regexp.QuoteMeta(mark))
+		for _, l := range s.out.all()[before:] {
+			if re.MatchString(l) {
+				got = l
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func streamStatus(t *testing.T, st serveStatus) xdslog.StreamStatus {
+	t.Helper()
+	require.Len(t, st.Streams, 1, "one Envoy, one stream")
+	return st.Streams[0]
+}
+
+// TestServeWithEnvoy drives lab serve --with-envoy --with-inventory through its standard
+// input against real Envoy: after port the types are SYNCED and v2 answers; after invalid
+// RDS is NACKED with the reason while Envoy keeps the old route; after valid it is
+// SYNCED again; each command is a step in xds.log.
+func TestServeWithEnvoy(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	o := serveEnvoyOptions(t, bin)
+	s := startServeSession(t, o)
+	s.waitLine(10*time.Second, fmt.Sprintf(`^out: inventory: v1 on 127\.0\.0\.1:%d, v2 on 127\.0\.0\.1:%d \(port %d moves the traffic to v2\)$`, o.inventoryPort, o.v2Port, o.v2Port))
+	s.waitLine(30*time.Second, `^out: envoy: pid \d+, admin http://127\.0\.0\.1:\d+, bootstrap as lab bootstrap --mode sotw --xds-addr 127\.0\.0\.1:\d+ --admin-port 0 prints; listener 127\.0\.0\.1:\d+ \(type request to send /quote\?sku=paper through it\)$`)
+	s.waitLine(30*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\)$`)
+	for _, typ := range []string{"CDS", "EDS", "LDS", "RDS"} {
+		s.waitLine(30*time.Second, `^out: stream 1 `+typ+` ACK version 1$`)
+	}
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.inventoryPort))
+
+	s.send(fmt.Sprintf("port %d", o.v2Port))
+	s.waitLine(30*time.Second, `^out: stream 1 EDS ACK version 2$`)
+	st := streamStatus(t, s.waitStatus(30*time.Second, "every type SYNCED at 2", func(st serveStatus) bool {
+		if len(st.Streams) != 1 {
+			return false
+		}
+		for _, typ := range []string{"CDS", "EDS", "LDS", "RDS"} {
+			if ts := st.Streams[0].Types[typ]; ts.State != xdslog.TypeSynced || ts.Version != "2" {
+				return false
+			}
+		}
+		return true
+	}))
+	assert.Equal(t, "teaching-envoy", st.Node)
+	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, st.Peer)
+	assert.Equal(t, "2", st.Accepted["EDS"]["inventory"].Version)
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.v2Port))
+
+	s.send("invalid")
+	s.waitLine(30*time.Second, `^out: stream 1 RDS NACK of version 3 \(the client keeps version 2\): field: "path_specifier", reason: is required$`)
+	st = streamStatus(t, s.waitStatus(30*time.Second, "RDS NACKED", func(st serveStatus) bool {
+		return len(st.Streams) == 1 && st.Streams[0].Types["RDS"].State == xdslog.TypeNacked
+	}))
+	rds := st.Types["RDS"]
+	assert.Equal(t, "2", rds.Version, "Envoy keeps running version 2 of the route")
+	assert.Equal(t, "3", rds.SentVersion)
+	assert.Equal(t, `field: "path_specifier", reason: is required`, xdslog.NackReason(rds.Error))
+	assert.NotContains(t, rds.Error, "goo.gle", "the stored error has no debug marker")
+	// The text status says the same.
+	s.send("status")
+	s.waitLine(10*time.Second, `^out:   RDS\s+NACKED\s+2\s+version 3 rejected: field: "path_specifier", reason: is required$`)
+
+	s.send("valid")
+	s.waitLine(30*time.Second, `^out: stream 1 RDS ACK version 4$`)
+	s.waitStatus(30*time.Second, "RDS SYNCED at 4", func(st serveStatus) bool {
+		return len(st.Streams) == 1 && st.Streams[0].Types["RDS"].State == xdslog.TypeSynced && st.Streams[0].Types["RDS"].Version == "4"
+	})
+	s.request(t, `^out: request serve-\d+: 200, answered by v2 `)
+	s.stop()
+	s.waitLine(10*time.Second, `^out: stream 1 closed: `)
+
+	ev, _, err := xdslog.ReadFile(o.logPath)
+	require.NoError(t, err)
+	steps := map[string]bool{}
+	answered := map[string]bool{}
+	for _, e := range ev {
+		if e.Event == xdslog.EventStep {
+			steps[strings.SplitN(e.Step, " #", 2)[0]] = true
+		}
+		if e.Event == xdslog.EventDataPlane && e.Status == 200 {
+			answered[e.Backend] = true
+		}
+	}
+	for _, want := range []string{fmt.Sprintf("port %d", o.v2Port), "invalid", "valid", "request"} {
+		assert.True(t, steps[want], "step %q in xds.log (have %v)", want, steps)
+	}
+	assert.Equal(t, map[string]bool{"v1": true, "v2": true}, answered, "the requests are data-plane events")
+}
+
+// TestServeWithEnvoyWrongNode: serving --node-id other to an Envoy whose bootstrap says
+// teaching-envoy is the classic fault: the open line and status say so plainly.
+func TestServeWithEnvoyWrongNode(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	o := serveEnvoyOptions(t, bin)
+	o.nodeID = "other"
+	s := startServeSession(t, o)
+	s.waitLine(30*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\); no state for this node ID: this server publishes to node other `)
+	st := s.waitStatus(30*time.Second, "the stream's node", func(st serveStatus) bool {
+		return len(st.Streams) == 1 && st.Streams[0].Node != ""
+	})
+	assert.Equal(t, xdslog.TypeNotSent, st.Streams[0].Types["CDS"].State)
+	assert.Contains(t, st.Notes, "no stream for node other, the node this server publishes to: nothing receives version 1 (check the node.id in Envoy's bootstrap, or serve with that --node-id)")
+	s.send("status")
+	s.waitLine(10*time.Second, `^out: no stream for node other, the node this server publishes to: nothing receives version 1 `)
+	s.stop()
+}
+
+// TestServeWithEnvoyRemove: after remove Envoy lets go of the cluster's endpoints, which
+// the console shows (an unsubscribe, or in SotW usually a stale request: the server has
+// sent a newer EDS response by then), and a request gets Envoy's 503 NC with no backend.
+func TestServeWithEnvoyRemove(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveEnvoyOptions(t, bin)
+			o.mode = mode
+			s := startServeSession(t, o)
+			s.waitLine(30*time.Second, `^out: stream 1 RDS ACK version 1$`)
+			s.send("remove")
+			s.waitLine(30*time.Second, `^out: stream 1 CDS ACK version 2$`)
+			s.waitLine(30*time.Second, `^out: stream 1 EDS (stale request: nonce \d+ is not the latest sent \(\d+\), so the server ignores it|unsubscribe: the client let go of every name \(inventory\))$`)
+			s.request(t, `^out: request serve-\d+: 503, no backend answered, response flags NC$`)
+			s.stop()
+		})
+	}
+}
