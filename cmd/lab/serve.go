@@ -44,6 +44,8 @@ type serveOptions struct {
 	maxLogSize int64
 	// stormEvery is how often a storm in progress is summarized on the console.
 	stormEvery time.Duration
+	// metricsAddr serves Prometheus metrics there ("": off; cmd/lab/metrics.go).
+	metricsAddr string
 }
 
 func defaultServeOptions() serveOptions {
@@ -107,6 +109,7 @@ End of input, quit, SIGINT or SIGTERM stop the server.
 	f.Var(uint32Value{&o.limits.MaxConcurrentStreams, serveStreamsRange}, "max-concurrent-streams", "HTTP/2 streams per connection, "+serveStreamsRange.String())
 	f.Var(intValue{&o.limits.MaxStreams, serveStreamsRange}, "max-streams", "ADS streams served at once in total, "+serveStreamsRange.String()+"; extra ones are refused with RESOURCE_EXHAUSTED")
 	f.Var(durationValue{&o.limits.KeepaliveMinTime, serveKeepaliveRange}, "keepalive-min-time", "clients pinging more often get GOAWAY too_many_pings, "+serveKeepaliveRange.String())
+	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
 	return cmd
 }
 
@@ -188,6 +191,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		}
 		_ = l.Close()
 	}
+	metrics, stopMetrics, err := startMetrics(o.metricsAddr, o.mode, o.cache, out, "")
+	if err != nil {
+		return err
+	}
+	defer stopMetrics() // after the control plane stopped (deferred below, so run first)
 	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
 	logFile, err := os.OpenFile(o.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -201,7 +209,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	// The one tally of the log's events, live: status reads what each client holds here.
 	acc := analysis.NewAccumulator()
 	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
-		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e) }))
+		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e); metrics.Observe(e) }))
 	storms.logSize = rec.Written
 	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
 	// the session line keeps them apart for every reader.
