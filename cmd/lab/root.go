@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
 
 // newRootCmd assembles the CLI. Each subcommand lives in its own file with its flags.
 func newRootCmd() *cobra.Command {
@@ -9,7 +13,11 @@ func newRootCmd() *cobra.Command {
 		Short:         "xDS Delta-vs-SotW workbench for Envoy",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// lab --version prints what lab version prints (the template calls it at print
+		// time: the Envoy probe runs only when asked).
+		Version: mainVersion(),
 	}
+	root.SetVersionTemplate("{{labVersionReport}}")
 	// pflag's parse errors, reworded like every other error: "--flag VALUE: ...".
 	root.SetFlagErrorFunc(rewordFlagError)
 	root.AddCommand(
@@ -22,6 +30,20 @@ func newRootCmd() *cobra.Command {
 		newScenariosCmd(),
 		newBenchCmd(),
 		newSweepCmd(),
+		newVersionCmd(),
 	)
+	registerCompletions(root)
 	return root
+}
+
+func init() {
+	cobra.AddTemplateFunc("labVersionReport", func() string { return versionReport("") })
+}
+
+// mainVersion is the lab module's version ("(devel)" when the build does not say).
+func mainVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }

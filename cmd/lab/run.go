@@ -41,6 +41,8 @@ type runOptions struct {
 	scenario string
 	// loadProtocol is --protocol.
 	loadProtocol string
+	// metricsAddr serves Prometheus metrics there for the whole run ("": off).
+	metricsAddr string
 	// given reports whether a flag was on the command line (cobra's Changed).
 	given func(flag string) bool
 }
@@ -136,6 +138,14 @@ writes every file, and the exit code is the run's own.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			progress := newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
+			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, progress, "["+ro.Mode+"] ")
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+			if metrics != nil {
+				ro.Observer = metrics.Observe
+			}
 			if len(scs) == 1 && o.scenario != scenarioAll {
 				return run(ctx, ro, progress)
 			}
@@ -167,6 +177,7 @@ writes every file, and the exit code is the run's own.`,
 		"the load's protocol: http1 (HTTP/1.1 keep-alive, default) or http2 (HTTP/2 prior knowledge)")
 	f.StringVar(&o.run.ConfigYAML, "config-yaml", "", "YAML merged over Envoy's bootstrap, after the scenario's own (e.g. '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 2, fill_rate: 1}}}}')")
 	f.StringVar(&o.scenario, "scenario", o.scenario, "the scenario: a built-in name (lab scenarios lists them), a scenario file, or all (the whole pack)")
+	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
 	f.BoolVar(&o.run.PublishDuringReconnect, "publish-during-reconnect", false, "in control-plane-restart, publish two states while Envoy is disconnected; Envoy must end up on the newest only")
 	return cmd
 }

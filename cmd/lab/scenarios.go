@@ -30,7 +30,8 @@ lab run --scenario NAME|FILE, or the whole pack with --scenario all.`,
   lab scenarios warming-order > my-scenario.yaml
   lab scenarios my-scenario.yaml
   lab run --mode delta --scenario my-scenario.yaml`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: scenarioArgCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.show = args[0]

@@ -51,6 +51,8 @@ type serveOptions struct {
 	v2Port int
 	// envoyBin is Envoy's binary for --with-envoy ("": envoy.Find's default order).
 	envoyBin string
+	// metricsAddr serves Prometheus metrics there ("": off; cmd/lab/metrics.go).
+	metricsAddr string
 }
 
 func defaultServeOptions() serveOptions {
@@ -128,6 +130,7 @@ publishes, refusals, storm warnings and errors only.
 	f.BoolVar(&o.quiet, "quiet", false, "print only publishes, refusals, storm warnings and errors (no line per stream, ACK or NACK)")
 	f.BoolVar(&o.withEnvoy, "with-envoy", false, "also run Envoy on the bootstrap lab bootstrap renders (node "+resources.NodeID+", admin on a free port); stopped when serve ends")
 	f.BoolVar(&o.withInventory, "with-inventory", false, "also run backends v1 on --inventory-port and v2 on the next port; stopped when serve ends")
+	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
 	return cmd
 }
 
@@ -223,6 +226,11 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		}
 		_ = l.Close()
 	}
+	metrics, stopMetrics, err := startMetrics(o.metricsAddr, o.mode, o.cache, out, "")
+	if err != nil {
+		return err
+	}
+	defer stopMetrics() // after the control plane stopped (deferred below, so run first)
 	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
 	logFile, err := os.OpenFile(o.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -237,7 +245,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	acc := analysis.NewAccumulator()
 	console := newServeConsole(out, o.quiet, o.mode, serveNodeID(o.nodeID), o.cache)
 	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
-		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e); console.observe(e) }))
+		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e); console.observe(e); metrics.Observe(e) }))
 	storms.logSize = rec.Written
 	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
 	// the session line keeps them apart for every reader.

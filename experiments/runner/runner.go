@@ -93,6 +93,10 @@ type Options struct {
 	// v2) while the proxy is held (Hold) so it cannot reconnect in between. The step then
 	// expects the newest state: 200 from v2, and no send of the intermediate label.
 	PublishDuringReconnect bool
+	// Observer, when set, is given every event the run records, as the recorder writes
+	// it (xdslog.WithObserver: under the recorder's lock, so it must be quick and must not
+	// call the recorder); lab run --metrics-addr counts them for Prometheus.
+	Observer func(xdslog.Event)
 }
 
 // RunInfo is run.json: what was run, with which options.
@@ -670,7 +674,12 @@ func (r *Run) startControlPlane(port int) error {
 		// with version_info from the old server is matched to the content it holds.
 		r.labels = xdslog.NewLabelBook()
 	}
-	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(r.track.observe),
+	observe := r.track.observe
+	if fn := r.o.Observer; fn != nil {
+		// The caller's first: whatever the run's waiters see, it has seen too.
+		observe = func(e xdslog.Event) { fn(e); r.track.observe(e) }
+	}
+	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(observe),
 		xdslog.WithLabelBook(r.labels))
 	r.rec.SetStep(r.step)
 	cp, err := controlplane.Start(r.life, controlplane.Options{

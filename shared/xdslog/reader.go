@@ -2,6 +2,7 @@ package xdslog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,4 +112,46 @@ func Sessions(events []Event) [][]Event {
 		out = append(out, events[start:])
 	}
 	return out
+}
+
+// StepNames lists the scenario steps of an xds.log file, or of the xds.log inside a run
+// directory, in the order their step events first appear. It decodes only the step
+// events, so it is cheap on a large log (shell completion calls it).
+func StepNames(path string) ([]string, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	} else if fi.IsDir() {
+		path = filepath.Join(path, "xds.log")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	var (
+		names []string
+		seen  = map[string]bool{}
+	)
+	marker := []byte(`"event":"` + EventStep + `"`)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	for sc.Scan() {
+		b := sc.Bytes()
+		if !bytes.Contains(b, marker) {
+			continue
+		}
+		var e struct {
+			Event string `json:"event"`
+			Step  string `json:"step"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Event != EventStep || e.Step == "" || seen[e.Step] {
+			continue
+		}
+		seen[e.Step] = true
+		names = append(names, e.Step)
+	}
+	if err := sc.Err(); err != nil {
+		return names, fmt.Errorf("read %s: %w", path, err)
+	}
+	return names, nil
 }

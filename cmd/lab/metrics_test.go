@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdsmetrics/xdsmetricstest"
+)
+
+// TestServeMetrics serves with --metrics-addr, drives a simulated client through an
+// invalid route and back (in SotW a NACK storm, condensed in the log past
+// --max-log-size), and scrapes /metrics until the exchange is quiet: every series then
+// equals the count of its events in xds.log, storm summaries counted as their sends and
+// NACKs, and the RDS NACKs are there.
+func TestServeMetrics(t *testing.T) {
+	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
+		t.Run(mode, func(t *testing.T) {
+			o := serveTestOptions(t, mode)
+			o.metricsAddr = "127.0.0.1:0"
+			o.maxLogSize = 64 << 10
+			send, out, addr, stop := startServe(t, o)
+			url := serveAddr(t, out, `out: metrics: (http://127\.0\.0\.1:\d+/metrics)`)
+			c := connectSim(t, addr, mode)
+			_, err := c.WaitFor(t.Context(), func(s simclient.State) bool { return len(s.Accepted[resources.RDS]) == 1 })
+			require.NoError(t, err)
+
+			send("invalid")
+			serveWaitFor(t, 20*time.Second, "a NACK in the log (condensed storm lines in SotW)", func() bool {
+				ev, _, err := xdslog.ReadFile(o.logPath)
+				if err != nil {
+					return false
+				}
+				for _, e := range ev {
+					if (mode == xdslog.ModeSotW && e.Event == xdslog.EventStorm) || (mode == xdslog.ModeDelta && e.Event == xdslog.EventNack) {
+						return true
+					}
+				}
+				return false
+			})
+			send("valid")
+			rds := func(s xdsmetricstest.Samples, name string) float64 {
+				return s[xdsmetricstest.Series(name, map[string]string{"type": "RDS", "mode": mode, "cache": "snapshot"})]
+			}
+			// Quiet once the recovery's RDS ACK is in the log: nothing follows it.
+			var got, want xdsmetricstest.Samples
+			serveWaitFor(t, 20*time.Second, "the recovery's ACK, and the scrape to equal the log's counts", func() bool {
+				ev, _, err := xdslog.ReadFile(o.logPath)
+				if err != nil {
+					return false
+				}
+				want = xdsmetricstest.FromLog(ev, mode, "snapshot")
+				if got, err = xdsmetricstest.Scrape(url); err != nil {
+					return false
+				}
+				return rds(want, "lab_xds_ack_total") >= 2 && samplesEqual(want, got)
+			})
+			assert.Positive(t, rds(got, "lab_xds_nack_total"))
+			assert.Positive(t, rds(got, "lab_xds_publish_to_ack_seconds_count"))
+			assert.Positive(t, rds(got, "lab_xds_sent_bytes_total"))
+			assert.Equal(t, 1.0, got[xdsmetricstest.Series("lab_xds_connected_streams", map[string]string{"mode": mode, "cache": "snapshot"})])
+			require.NoError(t, stop())
+		})
+	}
+}
+
+// samplesEqual: every series counted from the log has the scraped value (the histogram's
+// sum within a microsecond), and no lab_xds_ series was scraped that the log has no count for.
+func samplesEqual(want, got xdsmetricstest.Samples) bool {
+	for series, v := range want {
+		g, ok := got[series]
+		if !ok {
+			return false
+		}
+		if strings.Contains(series, "_seconds_sum") {
+			if d := g - v; d > 1e-6 || d < -1e-6 {
+				return false
+			}
+			continue
+		}
+		if g != v {
+			return false
+		}
+	}
+	for series := range got {
+		if _, ok := want[series]; !ok && strings.HasPrefix(series, "lab_xds_") {
+			return false
+		}
+	}
+	return true
+}
+
+// lab run --metrics-addr serves the metrics for the whole run: the URL is printed before
+// the run starts, the runner gets their observer, and what it observes is scraped.
+func TestRunMetricsAddr(t *testing.T) {
+	var out bytes.Buffer
+	var scraped xdsmetricstest.Samples
+	cmd := newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error {
+		if o.Observer == nil {
+			return errors.New("no observer")
+		}
+		m := regexp.MustCompile(`\[delta\] metrics: (http://127\.0\.0\.1:\d+/metrics)\n`).FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("no metrics line in %q", out.String())
+		}
+		o.Observer(xdslog.Event{Event: xdslog.EventSend, Mode: xdslog.ModeDelta, Type: "CDS", Resources: make(xdslog.Resources, 2), Bytes: 70})
+		o.Observer(xdslog.Event{Event: xdslog.EventNack, Mode: xdslog.ModeDelta, Type: "CDS"})
+		var err error
+		scraped, err = xdsmetricstest.Scrape(m[1])
+		return err
+	})
+	cmd.SetArgs([]string{"--mode", "delta", "--client", "sim", "--cache", "linear", "--out", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "127.0.0.1:0"})
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	require.NoError(t, cmd.Execute())
+	cds := map[string]string{"type": "CDS", "mode": "delta", "cache": "linear"}
+	assert.Equal(t, 1.0, scraped[xdsmetricstest.Series("lab_xds_pushes_total", cds)])
+	assert.Equal(t, 2.0, scraped[xdsmetricstest.Series("lab_xds_resources_sent_total", cds)])
+	assert.Equal(t, 70.0, scraped[xdsmetricstest.Series("lab_xds_sent_bytes_total", cds)])
+	assert.Equal(t, 1.0, scraped[xdsmetricstest.Series("lab_xds_nack_total", cds)])
+	assert.Equal(t, 0.0, scraped[xdsmetricstest.Series("lab_xds_ack_total", cds)])
+
+	// Without the flag the runner gets no observer.
+	var got runner.Options
+	cmd = newRunCmdWith(func(_ context.Context, o runner.Options, _ io.Writer) error { got = o; return nil })
+	cmd.SetArgs([]string{"--mode", "delta", "--client", "sim", "--out", filepath.Join(t.TempDir(), "run")})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	require.NoError(t, cmd.Execute())
+	assert.Nil(t, got.Observer)
+}
+
+// A --metrics-addr off loopback is refused in the standard one line, before anything starts.
+func TestMetricsAddrRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--mode", "sotw", "--metrics-addr", "0.0.0.0:9090"}, "lab serve: --metrics-addr 0.0.0.0:9090: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		{[]string{"run", "--mode", "delta", "--metrics-addr", "10.0.0.1:9090"}, "lab run: --metrics-addr 10.0.0.1:9090: not loopback (only 127.0.0.1 or localhost is allowed)"},
+		{[]string{"run", "--mode", "delta", "--metrics-addr", "9090"}, ""},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			root := newRootCmd()
+			var stdout, stderr bytes.Buffer
+			root.SetOut(&stdout)
+			root.SetErr(&stderr)
+			root.SetArgs(c.args)
+			assert.Equal(t, 1, execute(root, &stderr))
+			if c.want != "" {
+				assert.Equal(t, c.want+"\n", stderr.String())
+			}
+			assert.Regexp(t, `^lab `+c.args[0]+`: --metrics-addr \S+: [^\n]+\n$`, stderr.String())
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
