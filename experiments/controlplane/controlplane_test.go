@@ -233,7 +233,7 @@ func TestServesAndRecords(t *testing.T) {
 			_ = wrong.requestCDS(nil)
 			_, _, err = wrong.recvClusters()
 			assert.Equal(t, codes.Unimplemented, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "bootstrap/"+mode+".yaml")
+			assert.Contains(t, status.Convert(err).Message(), "lab bootstrap --mode "+mode)
 			waitFor(t, 5*time.Second, "refused event", func() bool { return len(refusals(log.events(t))) == 1 })
 		})
 	}

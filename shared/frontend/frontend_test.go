@@ -89,7 +89,7 @@ func TestCheckTypeAndRefusal(t *testing.T) {
 	assert.Equal(t, resources.EDS, typ)
 	_, err = CheckType(rec, 1, "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret")
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
-	err = RefuseProtocol(context.Background(), rec, "SotW stream", "use bootstrap/delta.yaml")
+	err = RefuseProtocol(context.Background(), rec, "SotW stream", "start Envoy with the bootstrap `lab bootstrap --mode delta` prints")
 	assert.Equal(t, codes.Unimplemented, status.Code(err))
 	ev, _, rerr := xdslog.Read(&buf)
 	require.NoError(t, rerr)
