@@ -39,7 +39,6 @@ func serverBinary(t *testing.T) string {
 	return buildBin
 }
 
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	p, err := loopback.FreePort()
@@ -57,7 +56,16 @@ type rig struct {
 	opts  Options
 }
 
-func startRig(t *testing.T, mode string, mux bool) *rig {
+// rigConfig varies a rig: envoyNode, when set, is Envoy's node id instead of the
+// server's -nodeID; edit changes the server's options.
+type rigConfig struct {
+	mode      string
+	mux       bool
+	envoyNode string
+	edit      func(*Options)
+}
+
+func startRig(t *testing.T, c rigConfig) *rig {
 	t.Helper()
 	bin := envoy.RequireOrSkip(t)
 	serverBin := serverBinary(t)
@@ -68,11 +76,18 @@ func startRig(t *testing.T, mode string, mux bool) *rig {
 	}
 	t.Cleanup(func() { loopback.Release(base) })
 	o := Options{
-		Mode: mode, Mux: mux,
+		Mode: c.mode, Mux: c.mux,
 		Port: freePort(t), GatewayPort: freePort(t), ALSPort: freePort(t), UpstreamPort: freePort(t),
-		BasePort: base, NodeID: "lab-gcp-" + mode,
+		BasePort: base, NodeID: "lab-gcp-" + c.mode,
 		Updates: 2, Requests: 6, Delay: 250 * time.Millisecond,
 		HTTPListeners: 1, ScopedHTTPListeners: 1, TCPListeners: 1, Clusters: 2,
+	}
+	if c.edit != nil {
+		c.edit(&o)
+	}
+	envoyNode := o.NodeID
+	if c.envoyNode != "" {
+		envoyNode = c.envoyNode
 	}
 	up, err := StartUpstream(o.UpstreamPort, o.message())
 	if err != nil {
@@ -100,7 +115,7 @@ func startRig(t *testing.T, mode string, mux bool) *rig {
 	})
 
 	dir := t.TempDir()
-	boot, err := Bootstrap(ctx, BootstrapConfig{Mode: mode, XDSAddr: srv.Addr(), ALSAddr: loopback.Addr(o.ALSPort), AdminPort: freePort(t), NodeID: o.NodeID})
+	boot, err := Bootstrap(ctx, BootstrapConfig{Mode: c.mode, XDSAddr: srv.Addr(), ALSAddr: loopback.Addr(o.ALSPort), AdminPort: freePort(t), NodeID: envoyNode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +160,7 @@ func TestEnvoyConvergesOnGCPServer(t *testing.T) {
 		{"ads-mux", ModeADS, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := startRig(t, tc.mode, tc.mux)
+			r := startRig(t, rigConfig{mode: tc.mode, mux: tc.mux})
 			o := r.opts
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -190,6 +205,41 @@ func TestEnvoyConvergesOnGCPServer(t *testing.T) {
 					t.Errorf("%s = %d (%v), want 0", s, n, err)
 				}
 			}
+			// For the record (no assertion): how many updates each xDS type took.
+			if stats, err := r.proxy.Stats(ctx); err == nil {
+				var parts []string
+				for _, s := range []string{"cluster_manager.cds.update_success", "listener_manager.lds.update_success", "cluster_manager.cds.update_attempt", "listener_manager.lds.update_attempt", "control_plane.connected_state"} {
+					parts = append(parts, s+"="+stats[s])
+				}
+				t.Logf("envoy: %s", strings.Join(parts, " "))
+			}
 		})
+	}
+}
+
+// TestServerVerdictFailsWhenEnvoyIsAnotherNode checks the failure side of the signal:
+// Envoy dials the server (its first request starts the run) but as a node the server
+// has no snapshot for, so no listener ever comes up, every batch fails, and the server
+// exits 1 after "failed all requests in a run 0".
+func TestServerVerdictFailsWhenEnvoyIsAnotherNode(t *testing.T) {
+	r := startRig(t, rigConfig{mode: ModeADS, envoyNode: "someone-else", edit: func(o *Options) {
+		o.Updates, o.Requests, o.Delay = 1, 2, 100*time.Millisecond
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := r.srv.WaitPassed(ctx)
+	if err == nil {
+		t.Fatal("WaitPassed = nil, want the server's failure")
+	}
+	if !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("WaitPassed = %v, want exit status 1", err)
+	}
+	if _, err := r.srv.WaitLine(ctx, func(l string) bool { return strings.Contains(l, "failed all requests in a run 0") }); err != nil {
+		t.Errorf("no failure line: %v", err)
+	}
+	for _, b := range r.srv.Batches() {
+		if b.Pass || b.OK != 0 {
+			t.Errorf("batch %+v passed with no config for Envoy's node", b)
+		}
 	}
 }
