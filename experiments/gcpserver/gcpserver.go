@@ -64,7 +64,9 @@ func goTool() (string, error) {
 }
 
 // Build compiles the server into dir/gcp-test with the current toolchain, from this
-// module (so at the go-control-plane version go.mod requires), and returns its path.
+// module (so at the go-control-plane version go.mod requires), and returns its path. It
+// runs `go build` in the module root found above the working directory, so it needs
+// this module's source tree and the module cache (tests have both).
 func Build(ctx context.Context, dir string) (string, error) {
 	gobin, err := goTool()
 	if err != nil {
