@@ -81,7 +81,10 @@ type tapRun struct {
 	stop                func() error
 }
 
-func startTapRun(t *testing.T, mode string) *tapRun {
+func startTapRun(t *testing.T, mode string) *tapRun { return startTapRunOn(t, mode, 0) }
+
+// startTapRunOn is startTapRun with Envoy's listener on listenerPort (0: the default).
+func startTapRunOn(t *testing.T, mode string, listenerPort int) *tapRun {
 	t.Helper()
 	dir := t.TempDir()
 	r := &tapRun{tapLog: filepath.Join(dir, "tap.log"), cpLog: filepath.Join(dir, "cp.log"), out: &syncBuf{}}
@@ -95,7 +98,7 @@ func startTapRun(t *testing.T, mode string) *tapRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: rec})
 	require.NoError(t, err)
-	_, err = cp.Publish(ctx, resources.State{Version: "1", InventoryPort: 18080})
+	_, err = cp.Publish(ctx, resources.State{Version: "1", InventoryPort: 18080, ListenerPort: listenerPort})
 	require.NoError(t, err)
 	r.cp = cp
 
