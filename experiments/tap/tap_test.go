@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -479,4 +480,48 @@ func TestNewRefusesNonLoopback(t *testing.T) {
 	assert.ErrorContains(t, err, "no upstream")
 	_, err = New(Config{Upstream: "127.0.0.1:18000", MaxRecvMsgSize: -1})
 	assert.ErrorContains(t, err, "negative")
+}
+
+// TestCompareReadsTapLogs: a tap log (no publishes, undecodable events, a stream
+// closed by the upstream) compares with itself in every format.
+func TestCompareReadsTapLogs(t *testing.T) {
+	resp, err := proto.Marshal(&discovery.DiscoveryResponse{TypeUrl: resources.CDS.URL(), VersionInfo: "7", Nonce: "n1"})
+	require.NoError(t, err)
+	first, err := proto.Marshal(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
+	require.NoError(t, err)
+	u := &rawUpstream{answer: [][]byte{{0xff}, resp}, end: grpcstatus.Error(codes.Unavailable, "bye")}
+	h := startTap(t, bufDialer(u.serve(t)))
+	h.tap.SetStep("w1")
+	s, err := h.client(t).NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	require.NoError(t, s.SendMsg(&frame{data: first}))
+	require.NoError(t, s.SendMsg(&frame{data: []byte{0xff}}))
+	for range 2 {
+		var f frame
+		require.NoError(t, s.RecvMsg(&f))
+	}
+	var f frame
+	require.Error(t, s.RecvMsg(&f))
+	lg := h.logs[xdslog.ModeSotW]
+	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	lg.mu.Lock()
+	data := append([]byte(nil), lg.buf.Bytes()...)
+	lg.mu.Unlock()
+
+	a, err := compare.FromLog("A", data)
+	require.NoError(t, err)
+	b, err := compare.FromLog("B", data)
+	require.NoError(t, err)
+	rep, err := compare.Compare(a, b, compare.Options{})
+	require.NoError(t, err)
+	for _, format := range compare.Formats {
+		var out bytes.Buffer
+		require.NoError(t, compare.Render(&out, rep, format, 0), format)
+		assert.NotEmpty(t, out.String(), format)
+	}
+	sends := 0
+	for _, st := range a.Summary.Steps {
+		sends += st.Total.Responses
+	}
+	assert.Equal(t, 1, sends, "the one decodable response")
 }
