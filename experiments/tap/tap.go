@@ -75,10 +75,11 @@ type Config struct {
 // Tap is a running proxy: a gRPC server to register on a listener (Serve) and one
 // client connection to the upstream.
 type Tap struct {
-	cfg  Config
-	conn *grpc.ClientConn
-	srv  *grpc.Server
-	ids  atomic.Int64
+	cfg      Config
+	conn     *grpc.ClientConn
+	srv      *grpc.Server
+	ids      atomic.Int64
+	stopping atomic.Bool
 
 	mu   sync.Mutex
 	recs map[string]*xdslog.Recorder
@@ -141,6 +142,7 @@ func (t *Tap) Serve(lis net.Listener) error { return t.srv.Serve(lis) }
 // closes the upstream connection; each stream's stream_close is written before Stop
 // returns.
 func (t *Tap) Stop() {
+	t.stopping.Store(true)
 	t.srv.Stop()
 	_ = t.conn.Close()
 }
@@ -203,7 +205,12 @@ func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
 	s := &stream{id: t.ids.Add(1), mode: mode, rec: t.recorder(mode)}
 	s.rec.StreamOpen(s.id, frontend.PeerAddr(down.Context()))
 	why := ""
-	defer func() { s.close(why) }()
+	defer func() {
+		if t.stopping.Load() {
+			why = "tap stopped"
+		}
+		s.close(why)
+	}()
 
 	up, err := t.conn.NewStream(outgoing(ctx), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
 	if err != nil {
