@@ -266,7 +266,10 @@ func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writ
 		o.ready(addr)
 	}
 	if o.window > 0 {
-		return tapWindows(ctx, t, o.window)
+		tick := time.NewTicker(o.window)
+		defer tick.Stop()
+		tapWindows(ctx, t, tick.C)
+		return nil
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -297,17 +300,15 @@ func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writ
 	}
 }
 
-// tapWindows starts step w1 now and w2, w3, ... every window until ctx ends.
-func tapWindows(ctx context.Context, t *tap.Tap, window time.Duration) error {
+// tapWindows starts step w1 now and w2, w3, ... at each tick until ctx ends.
+func tapWindows(ctx context.Context, t interface{ SetStep(string) }, ticks <-chan time.Time) {
 	n := 1
 	t.SetStep("w1")
-	tick := time.NewTicker(window)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-tick.C:
+			return
+		case <-ticks:
 			n++
 			t.SetStep("w" + strconv.Itoa(n))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,4 +305,36 @@ func sumKey(v any, key string) float64 {
 func TestTapSecondProtocolPath(t *testing.T) {
 	assert.Equal(t, "dir/xds.delta.log", tapSecondPath("dir/xds.log", "delta"))
 	assert.Equal(t, "tap.sotw", tapSecondPath("tap", "sotw"))
+}
+
+// stepRecorder keeps the steps set.
+type stepRecorder struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (s *stepRecorder) SetStep(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps = append(s.steps, name)
+}
+
+func (s *stepRecorder) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.steps...)
+}
+
+// TestTapWindows: w1 at once, then one step per tick, until the context ends.
+func TestTapWindows(t *testing.T) {
+	ticks := make(chan time.Time)
+	rec := &stepRecorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); tapWindows(ctx, rec, ticks) }()
+	ticks <- time.Time{}
+	ticks <- time.Time{}
+	cancel()
+	<-done
+	assert.Equal(t, []string{"w1", "w2", "w3"}, rec.got())
 }

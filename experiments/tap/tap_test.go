@@ -234,6 +234,12 @@ func TestSotWThroughTheTap(t *testing.T) {
 			assert.Positive(t, e.Bytes, "event %d", i)
 		}
 	}
+	// A request without the latest nonce is stale, for the tap as for the server.
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo()}))
+	stale := func(e xdslog.Event) bool { return e.Event == xdslog.EventStale && e.Type == "CDS" }
+	up.log.waitFor(t, "the server's stale", stale)
+	assert.Equal(t, cds.GetNonce(), tapLog.waitFor(t, "the tap's stale", stale).LatestNonce)
+
 	sends := func(ev []xdslog.Event) (n []int) {
 		for _, e := range ev {
 			if e.Event == xdslog.EventSend {
@@ -524,4 +530,29 @@ func TestCompareReadsTapLogs(t *testing.T) {
 		sends += st.Total.Responses
 	}
 	assert.Equal(t, 1, sends, "the one decodable response")
+}
+
+// TestMessageSizeLimits: a request over the tap's limit fails its stream with
+// ResourceExhausted before it reaches the upstream.
+func TestMessageSizeLimits(t *testing.T) {
+	u := &rawUpstream{answer: [][]byte{{0x01}}}
+	lis := u.serve(t)
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(lis), MaxRecvMsgSize: 64})
+	require.NoError(t, err)
+	down := bufconn.Listen(1 << 20)
+	go func() { _ = tp.Serve(down) }()
+	t.Cleanup(tp.Stop)
+	conn, err := grpc.NewClient("passthrough:///tap", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return down.DialContext(ctx) }))
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	require.NoError(t, s.SendMsg(&frame{data: bytes.Repeat([]byte{0x0a}, 100)}))
+	var f frame
+	err = s.RecvMsg(&f)
+	assert.Equal(t, codes.ResourceExhausted, grpcstatus.Code(err), "%v", err)
+	u.mu.Lock()
+	assert.Empty(t, u.got, "nothing reached the upstream")
+	u.mu.Unlock()
 }
