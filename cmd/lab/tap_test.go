@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
@@ -337,4 +338,33 @@ func TestTapWindows(t *testing.T) {
 	cancel()
 	<-done
 	assert.Equal(t, []string{"w1", "w2", "w3"}, rec.got())
+}
+
+// TestTapSecondProtocol: a delta stream after a SotW one is recorded beside the log, and
+// the SotW control plane's refusal reaches the client as its status.
+func TestTapSecondProtocol(t *testing.T) {
+	r := startTapRun(t, xdslog.ModeSotW)
+	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ads := discovery.NewAggregatedDiscoveryServiceClient(conn)
+	s, err := ads.StreamAggregatedResources(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: &core.Node{Id: resources.NodeID}, TypeUrl: resources.CDS.URL()}))
+	_, err = s.Recv()
+	require.NoError(t, err)
+	d, err := ads.DeltaAggregatedResources(context.Background())
+	require.NoError(t, err)
+	_, err = d.Recv()
+	assert.Equal(t, codes.Unimplemented, status.Code(err), "the upstream's refusal: %v", err)
+	require.NoError(t, r.stop())
+	assert.Contains(t, r.out.String(), "a delta stream: recorded in "+tapSecondPath(r.tapLog, "delta"))
+	for _, e := range readLog(t, r.tapLog) {
+		assert.Equal(t, xdslog.ModeSotW, e.Mode)
+	}
+	ev := readLog(t, tapSecondPath(r.tapLog, "delta"))
+	require.Len(t, ev, 3, "session, stream_open, stream_close")
+	assert.Equal(t, xdslog.SourceTap, ev[0].Source)
+	assert.Equal(t, xdslog.ModeDelta, ev[2].Mode)
+	assert.Contains(t, ev[2].Error, "upstream ended the stream: Unimplemented")
 }
