@@ -103,22 +103,11 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DeltaDiscoveryRequest) err
 	if err != nil {
 		return err
 	}
-	q := xdslog.DeltaRequest{Node: req.GetNode().GetId(), Subscribe: req.GetResourceNamesSubscribe(), Unsubscribe: req.GetResourceNamesUnsubscribe(),
-		Initial: req.GetInitialResourceVersions(), Nonce: req.GetResponseNonce()}
-	if req.GetErrorDetail() != nil {
-		msg := req.GetErrorDetail().GetMessage()
-		q.Error = &msg
-	}
-	f.rec.Delta(id, string(typ), q)
+	f.rec.Delta(id, string(typ), frontend.DeltaRequest(req))
 	return nil
 }
 
 func (f *FrontEnd) onResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
 	typ, _ := resources.TypeOf(resp.GetTypeUrl())
-	res := make([]xdslog.Resource, len(resp.GetResources()))
-	for i, r := range resp.GetResources() {
-		_, hash := f.describe(r.GetResource())
-		res[i] = xdslog.Resource{Name: r.GetName(), Version: r.GetVersion(), Hash: hash}
-	}
-	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetSystemVersionInfo(), res, resp.GetRemovedResources(), proto.Size(resp))
+	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetSystemVersionInfo(), frontend.DeltaSent(resp, f.describe), resp.GetRemovedResources(), proto.Size(resp))
 }

@@ -240,11 +240,7 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
 	if err != nil {
 		return err
 	}
-	q := xdslog.SotWRequest{Node: req.GetNode().GetId(), Names: req.GetResourceNames(), VersionInfo: req.GetVersionInfo(), Nonce: req.GetResponseNonce()}
-	if req.GetErrorDetail() != nil {
-		msg := req.GetErrorDetail().GetMessage()
-		q.Error = &msg
-	}
+	q := frontend.SotWRequest(req)
 	// The policies act on the recorder's classification (only the latest nonce answers a
 	// send), so without a recorder every policy is Resend.
 	e := f.rec.SotW(id, string(typ), q)
@@ -312,10 +308,5 @@ func (f *FrontEnd) nackCount(id int64, typ resources.Type) int {
 
 func (f *FrontEnd) onResponse(_ context.Context, id int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 	typ, _ := resources.TypeOf(resp.GetTypeUrl())
-	res := make([]xdslog.Resource, len(resp.GetResources()))
-	for i, a := range resp.GetResources() {
-		name, hash := f.describe(a)
-		res[i] = xdslog.Resource{Name: name, Version: resp.GetVersionInfo(), Hash: hash}
-	}
-	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetVersionInfo(), res, nil, proto.Size(resp))
+	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetVersionInfo(), frontend.SotWSent(resp, f.describe), nil, proto.Size(resp))
 }

@@ -31,6 +31,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newSweepCmd(),
 		newVersionCmd(),
+		newTapCmd(),
 	)
 	registerCompletions(root)
 	return root

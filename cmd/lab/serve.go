@@ -447,13 +447,19 @@ func serveOrDash(s string) string {
 // interactive session beside a run and --step can pick a command. A repeated command
 // gets its count ("invalid #2"): steps with one name would merge.
 func (sv *serveLoop) step(cmd serveCommand) {
-	name := cmd.String()
-	sv.steps[name]++
-	if n := sv.steps[name]; n > 1 {
-		name = fmt.Sprintf("%s #%d", name, n)
-	}
+	name := uniqueStep(sv.steps, cmd.String())
 	sv.rec.SetStep(name)
 	sv.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+}
+
+// uniqueStep counts name in seen and returns it, with its count from the second use on
+// ("invalid #2"): steps with one name would merge.
+func uniqueStep(seen map[string]int, name string) string {
+	seen[name]++
+	if n := seen[name]; n > 1 {
+		return fmt.Sprintf("%s #%d", name, n)
+	}
+	return name
 }
 
 // serveShort cuts content hashes (delta resource versions are hashes too) to a readable prefix.

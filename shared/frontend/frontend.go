@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -93,3 +94,48 @@ func (DiscardLogger) Debugf(string, ...any) {}
 func (DiscardLogger) Infof(string, ...any)  {}
 func (DiscardLogger) Warnf(string, ...any)  {}
 func (DiscardLogger) Errorf(string, ...any) {}
+
+// SotWRequest is what the recorder needs of a SotW request (xdslog.Recorder.SotW): the
+// one conversion the SotW transport and lab tap share.
+func SotWRequest(req *discovery.DiscoveryRequest) xdslog.SotWRequest {
+	q := xdslog.SotWRequest{Node: req.GetNode().GetId(), Names: req.GetResourceNames(), VersionInfo: req.GetVersionInfo(), Nonce: req.GetResponseNonce()}
+	if req.GetErrorDetail() != nil {
+		msg := req.GetErrorDetail().GetMessage()
+		q.Error = &msg
+	}
+	return q
+}
+
+// DeltaRequest is what the recorder needs of a delta request (xdslog.Recorder.Delta).
+func DeltaRequest(req *discovery.DeltaDiscoveryRequest) xdslog.DeltaRequest {
+	q := xdslog.DeltaRequest{Node: req.GetNode().GetId(), Subscribe: req.GetResourceNamesSubscribe(), Unsubscribe: req.GetResourceNamesUnsubscribe(),
+		Initial: req.GetInitialResourceVersions(), Nonce: req.GetResponseNonce()}
+	if req.GetErrorDetail() != nil {
+		msg := req.GetErrorDetail().GetMessage()
+		q.Error = &msg
+	}
+	return q
+}
+
+// SotWSent is a SotW response's resources as xds.log records them: named and hashed by
+// describe, each with the response's version_info (SotW resources carry no version of
+// their own).
+func SotWSent(resp *discovery.DiscoveryResponse, describe DescribeFunc) []xdslog.Resource {
+	res := make([]xdslog.Resource, len(resp.GetResources()))
+	for i, a := range resp.GetResources() {
+		name, hash := describe(a)
+		res[i] = xdslog.Resource{Name: name, Version: resp.GetVersionInfo(), Hash: hash}
+	}
+	return res
+}
+
+// DeltaSent is a delta response's resources as xds.log records them: the name and
+// version on the wire, the content hashed by describe.
+func DeltaSent(resp *discovery.DeltaDiscoveryResponse, describe DescribeFunc) []xdslog.Resource {
+	res := make([]xdslog.Resource, len(resp.GetResources()))
+	for i, r := range resp.GetResources() {
+		_, hash := describe(r.GetResource())
+		res[i] = xdslog.Resource{Name: r.GetName(), Version: r.GetVersion(), Hash: hash}
+	}
+	return res
+}

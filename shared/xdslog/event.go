@@ -43,14 +43,29 @@ const (
 	// answers per backend, failures per status and flag, asked and achieved rate,
 	// latency percentiles.
 	EventTraffic = "traffic"
+	// EventUndecodable is a message lab tap forwarded unchanged but could not record:
+	// not a discovery message, or of a type the workbench does not model. Kind says which
+	// way it went (KindRequest: client to server, KindResponse: server to client), Error
+	// why, Bytes its size. It answers no send and changes no subscription.
+	EventUndecodable = "undecodable"
 )
+
+// Directions of an undecodable message (Event.Kind of EventUndecodable).
+const (
+	KindRequest  = "request"
+	KindResponse = "response"
+)
+
+// SourceTap is the Source of a session recorded by lab tap: a transparent proxy sees
+// the streams but not the server's state, so its log has no publish events.
+const SourceTap = "tap"
 
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
 	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true, EventStale: true,
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
-	EventRevert: true, EventTraffic: true,
+	EventRevert: true, EventTraffic: true, EventUndecodable: true,
 }
 
 // Probe kinds (Event.Probe of a data-plane event).
@@ -153,6 +168,12 @@ type Event struct {
 	PID     int    `json:"pid,omitempty"`
 	// MaxLogBytes is the size past which storms are condensed (0: never).
 	MaxLogBytes int64 `json:"max_log_bytes,omitempty"`
+	// Source is who recorded the session: "" for the workbench's own control plane,
+	// SourceTap for lab tap (Upstream is then the server it forwards to).
+	Source string `json:"source,omitempty"`
+	// NoPublish says the session has no publish events by construction (a tap cannot
+	// see the upstream's state): its redundancy is per stream, and nothing is "missing".
+	NoPublish bool `json:"no_publish,omitempty"`
 
 	// Storm summary fields (EventStorm); Nonce is the first condensed nonce, Bytes the
 	// condensed sends' total, Resources one condensed send's resources, Repeat the last

@@ -90,6 +90,8 @@ type Recorder struct {
 	maxBytes int64
 	// node is the node ID of the request being recorded, for its request event.
 	node string
+	// tapUpstream is set for lab tap's recorder (WithTap): its session line says so.
+	tapUpstream string
 }
 
 // Option configures a Recorder.
@@ -104,6 +106,10 @@ func WithServer(n int) Option { return func(r *Recorder) { r.server = n } }
 // must not call the recorder). Events folded into a storm summary are observed one by
 // one as if written; the summary itself is not.
 func WithObserver(fn func(Event)) Option { return func(r *Recorder) { r.observe = fn } }
+
+// WithTap marks the recorder as lab tap's, forwarding to upstream: its session line
+// (BeginSession) carries Source SourceTap, Upstream and NoPublish.
+func WithTap(upstream string) Option { return func(r *Recorder) { r.tapUpstream = upstream } }
 
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now = now } }
@@ -239,7 +245,11 @@ func (r *Recorder) StreamOpen(stream int64, peer string) {
 }
 
 // StreamClose records the end of a stream; sends never answered are counted as dropped.
-func (r *Recorder) StreamClose(stream int64) {
+func (r *Recorder) StreamClose(stream int64) { r.StreamCloseStatus(stream, "") }
+
+// StreamCloseStatus is StreamClose with why the stream ended (its Error), e.g. lab tap's
+// "upstream closed the stream: Unavailable: ...".
+func (r *Recorder) StreamCloseStatus(stream int64, why string) {
 	if r == nil {
 		return
 	}
@@ -251,7 +261,7 @@ func (r *Recorder) StreamClose(stream int64) {
 		}
 	}
 	dropped := r.model.Pending(r.server, stream)
-	r.emitLocked(Event{Event: EventStreamClose, Stream: stream, Dropped: &dropped})
+	r.emitLocked(Event{Event: EventStreamClose, Stream: stream, Dropped: &dropped, Error: why})
 }
 
 // Send records a response. Each resource is marked redundant when the client already

@@ -132,7 +132,11 @@ func (r *Recorder) BeginSession() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	id := time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-	r.Emit(Event{Event: EventSession, Session: id, PID: os.Getpid(), MaxLogBytes: r.maxBytes})
+	e := Event{Event: EventSession, Session: id, PID: os.Getpid(), MaxLogBytes: r.maxBytes}
+	if r.tapUpstream != "" {
+		e.Source, e.Upstream, e.NoPublish = SourceTap, r.tapUpstream, true
+	}
+	r.Emit(e)
 	return id
 }
 

@@ -1,0 +1,558 @@
+package tap
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
+)
+
+// wait bounds every wait on a condition.
+const wait = 10 * time.Second
+
+// logBuf is an xds.log in memory, safe for the recorder and the test at once.
+type logBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuf) events(t *testing.T) []xdslog.Event {
+	t.Helper()
+	b.mu.Lock()
+	data := append([]byte(nil), b.buf.Bytes()...)
+	b.mu.Unlock()
+	ev, _, err := xdslog.Read(bytes.NewReader(data))
+	require.NoError(t, err)
+	return ev
+}
+
+// waitFor waits until some event satisfies ok and returns it.
+func (b *logBuf) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
+	t.Helper()
+	var found xdslog.Event
+	require.Eventually(t, func() bool {
+		for _, e := range b.events(t) {
+			if ok(e) {
+				found = e
+				return true
+			}
+		}
+		return false
+	}, wait, time.Millisecond, "waiting for %s", what)
+	return found
+}
+
+func kind(ev, typ, nonce string) func(xdslog.Event) bool {
+	return func(e xdslog.Event) bool { return e.Event == ev && e.Type == typ && e.Nonce == nonce }
+}
+
+// upstream is the workbench's own control plane (publisher, cache, transport) on an
+// in-memory listener, recording into its own log.
+type upstream struct {
+	lis *bufconn.Listener
+	srv *grpc.Server
+	log *logBuf
+}
+
+func startUpstream(t *testing.T, mode string) *upstream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &logBuf{}}
+	rec := xdslog.NewRecorder(u.log, mode)
+	cache := frontend.NewSnapshotCache(nil)
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: resources.NodeID, Recorder: rec})
+	require.NoError(t, err)
+	// Version 2 carries an invalid route, which is still valid protobuf: the client
+	// decides what to NACK.
+	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, set))
+	var fe frontend.FrontEnd
+	if mode == xdslog.ModeSotW {
+		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
+	} else {
+		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
+	}
+	require.NoError(t, err)
+	fe.Register(u.srv)
+	go func() { _ = u.srv.Serve(u.lis) }()
+	t.Cleanup(u.srv.Stop)
+	return u
+}
+
+// harness is a tap between an upstream reached through dial and a client on bufconn.
+type harness struct {
+	tap  *Tap
+	lis  *bufconn.Listener
+	logs map[string]*logBuf
+}
+
+func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
+	t.Helper()
+	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*logBuf{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, Recorder: func(mode string) *xdslog.Recorder {
+		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
+		r.BeginSession()
+		return r
+	}})
+	require.NoError(t, err)
+	h.tap = tp
+	go func() { _ = tp.Serve(h.lis) }()
+	t.Cleanup(tp.Stop)
+	return h
+}
+
+func bufDialer(l *bufconn.Listener) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, _ string) (net.Conn, error) { return l.DialContext(ctx) }
+}
+
+// client connects to the tap; opts add call options (the raw codec).
+func (h *harness) client(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///tap", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+var node = &core.Node{Id: resources.NodeID}
+
+// exchanges filters a log to its sends, ACKs and NACKs, as the fields both recorders
+// must agree on.
+type exchange struct {
+	Event, Type, Nonce, Version, SentVersion, Accepted, Error string
+	Resources                                                 []string
+}
+
+func exchanges(ev []xdslog.Event) []exchange {
+	var out []exchange
+	for _, e := range ev {
+		switch e.Event {
+		case xdslog.EventSend, xdslog.EventAck, xdslog.EventNack:
+		default:
+			continue
+		}
+		x := exchange{Event: e.Event, Type: e.Type, Nonce: e.Nonce, Version: e.Version, SentVersion: e.SentVersion, Accepted: e.Accepted(), Error: e.Error}
+		for _, r := range e.Resources {
+			red := "?"
+			if r.Redundant != nil {
+				red = map[bool]string{true: "redundant", false: "new"}[*r.Redundant]
+			}
+			x.Resources = append(x.Resources, r.Name+"@"+r.Version+"#"+r.Hash+" "+red)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// TestSotWThroughTheTap: a SotW client behind the tap in front of the workbench's own
+// control plane. What the client receives is what the server sent; the tap's log
+// records the same sends, ACKs and NACKs as the server's own log (nonces, versions,
+// names, hashes, redundancy); the node is on the first request; the header says tap.
+func TestSotWThroughTheTap(t *testing.T) {
+	up := startUpstream(t, xdslog.ModeSotW)
+	h := startTap(t, bufDialer(up.lis))
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv()
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL()}))
+	lds, err := s.Recv()
+	require.NoError(t, err)
+	// The client rejects LDS: a NACK carries its previous (empty) version.
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL(), ResponseNonce: lds.GetNonce(),
+		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "listener rejected"}}))
+
+	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
+	tapLog := h.logs[xdslog.ModeSotW]
+	ack := tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	assert.Equal(t, cds.GetVersionInfo(), ack.Accepted())
+	nack := tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
+	assert.Equal(t, "listener rejected", nack.Error)
+	assert.Equal(t, lds.GetVersionInfo(), nack.SentVersion)
+
+	ev := tapLog.events(t)
+	require.NotEmpty(t, ev)
+	assert.Equal(t, xdslog.EventSession, ev[0].Event)
+	assert.Equal(t, xdslog.SourceTap, ev[0].Source)
+	assert.True(t, ev[0].NoPublish)
+	assert.Equal(t, "127.0.0.1:18000", ev[0].Upstream)
+	assert.Equal(t, xdslog.EventStreamOpen, ev[1].Event)
+	for _, e := range ev {
+		assert.NotEqual(t, xdslog.EventPublish, e.Event, "a tap sees no publishes")
+	}
+	first := tapLog.waitFor(t, "the first request", func(e xdslog.Event) bool { return e.Event == xdslog.EventRequest })
+	assert.Equal(t, resources.NodeID, first.Node)
+	assert.Equal(t, xdslog.RequestWildcard, first.Kind)
+
+	// The server re-sends the rejected LDS (the resend policy); up to the NACK both logs
+	// must agree line by line.
+	want := exchanges(up.log.events(t))
+	got := exchanges(ev)
+	require.GreaterOrEqual(t, len(want), 4, "send CDS, ack, send LDS, nack")
+	require.GreaterOrEqual(t, len(got), 4)
+	assert.Equal(t, want[:4], got[:4])
+	// Sends carry the bytes on the wire, as the server's proto.Size.
+	for i, e := range ev {
+		if e.Event == xdslog.EventSend {
+			assert.Positive(t, e.Bytes, "event %d", i)
+		}
+	}
+	// A request without the latest nonce is stale, for the tap as for the server.
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo()}))
+	stale := func(e xdslog.Event) bool { return e.Event == xdslog.EventStale && e.Type == "CDS" }
+	up.log.waitFor(t, "the server's stale", stale)
+	assert.Equal(t, cds.GetNonce(), tapLog.waitFor(t, "the tap's stale", stale).LatestNonce)
+
+	sends := func(ev []xdslog.Event) (n []int) {
+		for _, e := range ev {
+			if e.Event == xdslog.EventSend {
+				n = append(n, e.Bytes)
+			}
+		}
+		return n
+	}
+	assert.Equal(t, sends(up.log.events(t))[:2], sends(ev)[:2])
+}
+
+// TestDeltaThroughTheTap: the same for delta, with per-resource versions.
+func TestDeltaThroughTheTap(t *testing.T) {
+	up := startUpstream(t, xdslog.ModeDelta)
+	h := startTap(t, bufDialer(up.lis))
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := ads.DeltaAggregatedResources(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv()
+	require.NoError(t, err)
+	require.NotEmpty(t, cds.GetResources())
+	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.CDS.URL(), ResponseNonce: cds.GetNonce()}))
+	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.EDS.URL(), ResourceNamesSubscribe: []string{"inventory"}}))
+	eds, err := s.Recv()
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.EDS.URL(), ResponseNonce: eds.GetNonce(),
+		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "endpoints rejected"}}))
+
+	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
+	tapLog := h.logs[xdslog.ModeDelta]
+	tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
+	want := exchanges(up.log.events(t))
+	require.Len(t, want, 4)
+	assert.Equal(t, want, exchanges(tapLog.events(t)))
+	assert.Equal(t, cds.GetResources()[0].GetVersion(), tapLog.waitFor(t, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
+	h.logs[xdslog.ModeSotW].mu.Lock()
+	assert.Zero(t, h.logs[xdslog.ModeSotW].buf.Len(), "no SotW stream, no SotW log")
+	h.logs[xdslog.ModeSotW].mu.Unlock()
+}
+
+// TestUpstreamGoesAwayAndComesBack: the server stops; the client's stream ends with the
+// server's status, recorded on stream_close; a server on the same address again serves
+// the client's next stream, a new stream in the log.
+func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
+	var mu sync.Mutex
+	up := startUpstream(t, xdslog.ModeSotW)
+	h := startTap(t, func(ctx context.Context, _ string) (net.Conn, error) {
+		mu.Lock()
+		l := up.lis
+		mu.Unlock()
+		return l.DialContext(ctx)
+	})
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	_, err = s.Recv()
+	require.NoError(t, err)
+
+	up.srv.Stop()
+	_, err = s.Recv()
+	code := grpcstatus.Code(err)
+	assert.Equal(t, codes.Unavailable, code, "the server's status: %v", err)
+	tapLog := h.logs[xdslog.ModeSotW]
+	closed := tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	assert.Equal(t, int64(1), closed.Stream)
+	assert.Contains(t, closed.Error, "upstream ended the stream: Unavailable")
+
+	up2 := startUpstream(t, xdslog.ModeSotW)
+	mu.Lock()
+	up = up2
+	mu.Unlock()
+	// The client reconnects, as Envoy would after its backoff; the tap's upstream
+	// connection redials too, so the first attempts may still see Unavailable.
+	var cds *discovery.DiscoveryResponse
+	require.Eventually(t, func() bool {
+		s2, err := ads.StreamAggregatedResources(ctx)
+		if err != nil {
+			return false
+		}
+		if s2.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}) != nil {
+			return false
+		}
+		cds, err = s2.Recv()
+		return err == nil
+	}, wait, 10*time.Millisecond)
+	// The new server's nonces start again at 1: the new stream tells them apart.
+	send := tapLog.waitFor(t, "the new stream's send", func(e xdslog.Event) bool {
+		return kind(xdslog.EventSend, "CDS", cds.GetNonce())(e) && e.Stream != 1
+	})
+	opened := 0
+	for _, e := range tapLog.events(t) {
+		if e.Event == xdslog.EventStreamOpen {
+			opened++
+			assert.LessOrEqual(t, e.Stream, send.Stream)
+		}
+	}
+	assert.GreaterOrEqual(t, opened, 2, "a stream_open per stream")
+	up2.log.waitFor(t, "the new server's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
+}
+
+// rawUpstream is a server that speaks bytes: it keeps what it receives and answers with
+// the frames it is told to send, then ends the stream with end.
+type rawUpstream struct {
+	mu       sync.Mutex
+	got      [][]byte
+	streams  int
+	answer   [][]byte
+	end      error
+	received chan struct{}
+}
+
+func (u *rawUpstream) serve(t *testing.T) *bufconn.Listener {
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, s grpc.ServerStream) error {
+		u.mu.Lock()
+		u.streams++
+		n := len(u.answer)
+		u.mu.Unlock()
+		for range n {
+			var f frame
+			if err := s.RecvMsg(&f); err != nil {
+				return err
+			}
+			u.mu.Lock()
+			u.got = append(u.got, f.data)
+			u.mu.Unlock()
+		}
+		for _, a := range u.answer {
+			if err := s.SendMsg(&frame{data: a}); err != nil {
+				return err
+			}
+		}
+		return u.end
+	}))
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis
+}
+
+// TestBytesForwardedUnchanged: garbage and valid messages pass through the tap
+// byte for byte both ways; what the tap cannot decode is recorded as undecodable; the
+// upstream's status ends the client's stream.
+func TestBytesForwardedUnchanged(t *testing.T) {
+	valid, err := proto.Marshal(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
+	require.NoError(t, err)
+	resp, err := proto.Marshal(&discovery.DiscoveryResponse{TypeUrl: resources.CDS.URL(), VersionInfo: "7", Nonce: "n1"})
+	require.NoError(t, err)
+	secret, err := proto.Marshal(&discovery.DiscoveryRequest{TypeUrl: "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"})
+	require.NoError(t, err)
+	garbage := []byte{0xff, 0xff, 0xff, 0xff, 0x0f}
+	u := &rawUpstream{answer: [][]byte{garbage, resp, valid}, end: grpcstatus.Error(codes.Unavailable, "server going away")}
+	h := startTap(t, bufDialer(u.serve(t)))
+
+	conn := h.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	sent := [][]byte{valid, garbage, secret}
+	for _, b := range sent {
+		require.NoError(t, s.SendMsg(&frame{data: b}))
+	}
+	var got [][]byte
+	for range u.answer {
+		var f frame
+		require.NoError(t, s.RecvMsg(&f))
+		got = append(got, f.data)
+	}
+	assert.Equal(t, u.answer, got, "responses byte for byte")
+	var f frame
+	err = s.RecvMsg(&f)
+	assert.Equal(t, codes.Unavailable, grpcstatus.Code(err))
+	assert.Equal(t, "server going away", grpcstatus.Convert(err).Message())
+	u.mu.Lock()
+	assert.Equal(t, sent, u.got, "requests byte for byte")
+	u.mu.Unlock()
+
+	tapLog := h.logs[xdslog.ModeSotW]
+	tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	var und []xdslog.Event
+	for _, e := range tapLog.events(t) {
+		if e.Event == xdslog.EventUndecodable {
+			und = append(und, e)
+		}
+	}
+	require.Len(t, und, 3, "a garbage request, a secret request, a garbage response")
+	assert.Equal(t, xdslog.KindRequest, und[0].Kind)
+	assert.Contains(t, und[0].Error, "not a DiscoveryRequest")
+	assert.Equal(t, len(garbage), und[0].Bytes)
+	assert.Contains(t, und[1].Error, "Secret")
+	assert.Equal(t, xdslog.KindResponse, und[2].Kind)
+	assert.Contains(t, und[2].Error, "not a DiscoveryResponse")
+	closed := tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	assert.Equal(t, "upstream ended the stream: Unavailable: server going away", closed.Error)
+	tapLog.waitFor(t, "the send", kind(xdslog.EventSend, "CDS", "n1"))
+}
+
+// TestNoUpstream: a stream the upstream cannot take ends with Unavailable, recorded.
+func TestNoUpstream(t *testing.T) {
+	h := startTap(t, func(context.Context, string) (net.Conn, error) { return nil, io.ErrClosedPipe })
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	s, err := ads.DeltaAggregatedResources(context.Background())
+	require.NoError(t, err)
+	_, err = s.Recv()
+	assert.Equal(t, codes.Unavailable, grpcstatus.Code(err))
+	closed := h.logs[xdslog.ModeDelta].waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	assert.Contains(t, closed.Error, "Unavailable")
+}
+
+// TestSteps: SetStep labels the following events of every recorder, and a recorder made
+// later starts in the current step.
+func TestSteps(t *testing.T) {
+	h := startTap(t, func(context.Context, string) (net.Conn, error) { return nil, io.ErrClosedPipe })
+	h.tap.SetStep("w1")
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	s, err := ads.StreamAggregatedResources(context.Background())
+	require.NoError(t, err)
+	_, _ = s.Recv()
+	lg := h.logs[xdslog.ModeSotW]
+	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	h.tap.SetStep("w2")
+	ev := lg.events(t)
+	var steps []string
+	for _, e := range ev {
+		if e.Event == xdslog.EventStep {
+			steps = append(steps, e.Step)
+		}
+	}
+	assert.Equal(t, []string{"w1", "w2"}, steps)
+	assert.Equal(t, "w1", ev[len(ev)-2].Step, "the stream_close")
+}
+
+func TestNewRefusesNonLoopback(t *testing.T) {
+	_, err := New(Config{Upstream: "10.0.0.1:18000"})
+	assert.ErrorContains(t, err, "not loopback")
+	_, err = New(Config{})
+	assert.ErrorContains(t, err, "no upstream")
+	_, err = New(Config{Upstream: "127.0.0.1:18000", MaxRecvMsgSize: -1})
+	assert.ErrorContains(t, err, "negative")
+}
+
+// TestCompareReadsTapLogs: a tap log (no publishes, undecodable events, a stream
+// closed by the upstream) compares with itself in every format.
+func TestCompareReadsTapLogs(t *testing.T) {
+	resp, err := proto.Marshal(&discovery.DiscoveryResponse{TypeUrl: resources.CDS.URL(), VersionInfo: "7", Nonce: "n1"})
+	require.NoError(t, err)
+	first, err := proto.Marshal(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
+	require.NoError(t, err)
+	u := &rawUpstream{answer: [][]byte{{0xff}, resp}, end: grpcstatus.Error(codes.Unavailable, "bye")}
+	h := startTap(t, bufDialer(u.serve(t)))
+	h.tap.SetStep("w1")
+	s, err := h.client(t).NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	require.NoError(t, s.SendMsg(&frame{data: first}))
+	require.NoError(t, s.SendMsg(&frame{data: []byte{0xff}}))
+	for range 2 {
+		var f frame
+		require.NoError(t, s.RecvMsg(&f))
+	}
+	var f frame
+	require.Error(t, s.RecvMsg(&f))
+	lg := h.logs[xdslog.ModeSotW]
+	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	lg.mu.Lock()
+	data := append([]byte(nil), lg.buf.Bytes()...)
+	lg.mu.Unlock()
+
+	a, err := compare.FromLog("A", data)
+	require.NoError(t, err)
+	b, err := compare.FromLog("B", data)
+	require.NoError(t, err)
+	rep, err := compare.Compare(a, b, compare.Options{})
+	require.NoError(t, err)
+	for _, format := range compare.Formats {
+		var out bytes.Buffer
+		require.NoError(t, compare.Render(&out, rep, format, 0), format)
+		assert.NotEmpty(t, out.String(), format)
+	}
+	sends := 0
+	for _, st := range a.Summary.Steps {
+		sends += st.Total.Responses
+	}
+	assert.Equal(t, 1, sends, "the one decodable response")
+}
+
+// TestMessageSizeLimits: a request over the tap's limit fails its stream with
+// ResourceExhausted before it reaches the upstream.
+func TestMessageSizeLimits(t *testing.T) {
+	u := &rawUpstream{answer: [][]byte{{0x01}}}
+	lis := u.serve(t)
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(lis), MaxRecvMsgSize: 64})
+	require.NoError(t, err)
+	down := bufconn.Listen(1 << 20)
+	go func() { _ = tp.Serve(down) }()
+	t.Cleanup(tp.Stop)
+	conn, err := grpc.NewClient("passthrough:///tap", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return down.DialContext(ctx) }))
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	require.NoError(t, err)
+	require.NoError(t, s.SendMsg(&frame{data: bytes.Repeat([]byte{0x0a}, 100)}))
+	var f frame
+	err = s.RecvMsg(&f)
+	assert.Equal(t, codes.ResourceExhausted, grpcstatus.Code(err), "%v", err)
+	u.mu.Lock()
+	assert.Empty(t, u.got, "nothing reached the upstream")
+	u.mu.Unlock()
+}
