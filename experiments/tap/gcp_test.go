@@ -224,7 +224,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func checkAnswered(t *testing.T, events []xdslog.Event, nodeID string) []xdslog.Event {
 	t.Helper()
 	type key struct {
-		stream      int64
+		stream     int64
 		typ, nonce string
 	}
 	sends := map[key]xdslog.Event{}
