@@ -100,6 +100,11 @@ per Envoy: publish to its ACK, and to a request through its own listener showing
 change; the report adds p50, p99 and max over Envoys x repeats, each Envoy's RSS, and
 the version distribution: when the k-th Envoy ran the new version (versions.svg).
 
+With --through direct,tap each series also runs through an ADS tap (lab tap, run as a
+subprocess of this binary) right after its direct run, as "<series>+tap", with the tap's
+log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
+direct per N and the tap's own CPU (tap_cpu_ms).
+
 Results: a table here, and bench.json, bench.md and bench.svg in --out (with every xds
 log, bootstrap and Envoy log).`,
 		Example: `  # the documented sweep: real Envoy, both protocols, 5 repeats
