@@ -48,6 +48,7 @@ func defaultBenchOptions() benchOptions {
 			Workloads: bench.DefaultWorkloads,
 			Repeat:    bench.DefaultRepeat,
 			Timeout:   bench.DefaultTimeout,
+			Through:   bench.DefaultThrough,
 		},
 		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
 		caches:   []string{string(frontend.SnapshotCache)},
@@ -99,6 +100,11 @@ per Envoy: publish to its ACK, and to a request through its own listener showing
 change; the report adds p50, p99 and max over Envoys x repeats, each Envoy's RSS, and
 the version distribution: when the k-th Envoy ran the new version (versions.svg).
 
+With --through direct,tap each series also runs through an ADS tap (lab tap, run as a
+subprocess of this binary) right after its direct run, as "<series>+tap", with the tap's
+log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
+direct per N and the tap's own CPU (tap_cpu_ms).
+
 Results: a table here, and bench.json, bench.md and bench.svg in --out (with every xds
 log, bootstrap and Envoy log).`,
 		Example: `  # the documented sweep: real Envoy, both protocols, 5 repeats
@@ -112,6 +118,9 @@ log, bootstrap and Envoy log).`,
 
   # ten Envoys on one control plane: per-proxy times and the version distribution
   lab bench --client envoy --envoys 10 --clusters 1000 --cache snapshot,linear --repeat 5
+
+  # the tap's cost: each series directly and through lab tap, tap ÷ direct per N
+  lab bench --client envoy --clusters 10000 --through direct,tap --sotw-versions per-type --repeat 3
 
   # both caches, every workload, against real Envoy
   lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
@@ -142,6 +151,7 @@ log, bootstrap and Envoy log).`,
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
+	f.Var(choiceListValue{&o.bench.Through, parseThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
 	return cmd
 }
@@ -189,6 +199,15 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	if err := checkOut(b.Out, holdsAnything, "a new or empty directory"); err != nil {
 		return b, err
 	}
+	// Through the tap, the CLI runs each tap as its own `lab tap` subprocess, so the
+	// tap's CPU is its own process's (tap_cpu_ms), not folded into this one's.
+	if slices.Contains(b.Through, bench.ThroughTap) {
+		exe, err := os.Executable()
+		if err != nil {
+			return b, fmt.Errorf("--through tap: find this lab binary to run lab tap: %w", err)
+		}
+		b.TapCommand = []string{exe}
+	}
 	// The library's own check, for anything the CLI does not cover.
 	check := b
 	if err := check.Validate(); err != nil {
@@ -203,6 +222,14 @@ func runBench(ctx context.Context, o bench.Options, progress io.Writer) error {
 	o.Progress = progress
 	_, err := bench.Run(ctx, o)
 	return err
+}
+
+// parseThrough is one --through way.
+func parseThrough(s string) error {
+	if s != bench.ThroughDirect && s != bench.ThroughTap {
+		return errors.New("unknown way (want direct or tap)")
+	}
+	return nil
 }
 
 // parseWorkload is one --workload name.

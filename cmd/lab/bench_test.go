@@ -48,6 +48,8 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"zero clients":         {[]string{"--client", "sim", "--clients", "0"}, "--clients 0: outside 1-1000"},
 		"fan-out with envoy":   {[]string{"--client", "envoy", "--clients", "2"}, "--clients 2: more than one client needs --client sim (the bench runs one Envoy)"},
 		"zero envoys":          {[]string{"--envoys", "0"}, "--envoys 0: outside 1-10"},
+		"unknown through":      {[]string{"--through", "proxy"}, "--through proxy: unknown way (want direct or tap)"},
+		"through twice":        {[]string{"--through", "tap,tap"}, "--through tap,tap: tap is listed twice"},
 		"too many envoys":      {[]string{"--envoys", "11"}, "--envoys 11: outside 1-10"},
 		"envoys word":          {[]string{"--envoys", "ten"}, "--envoys ten: not a whole number (want 1-10)"},
 		"envoys with clients":  {[]string{"--client", "sim", "--clients", "2", "--envoys", "3"}, "--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
@@ -172,6 +174,20 @@ func TestBenchCacheAndWorkloadFlags(t *testing.T) {
 	// Linear alone with the default strategies (both): accepted, uniform is skipped.
 	o = parseBench(t, "--cache", "linear")
 	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions)
+}
+
+// TestBenchThroughFlag: direct by default with no tap command; with tap the CLI runs
+// each tap as its own executable's `lab tap` subprocess.
+func TestBenchThroughFlag(t *testing.T) {
+	o := parseBench(t)
+	assert.Equal(t, []string{bench.ThroughDirect}, o.Through)
+	assert.Empty(t, o.TapCommand)
+
+	o = parseBench(t, "--through", "direct,tap")
+	assert.Equal(t, []string{bench.ThroughDirect, bench.ThroughTap}, o.Through)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Equal(t, []string{exe}, o.TapCommand)
 }
 
 // TestRunBenchLinear calls the run function directly: the linear series run, the

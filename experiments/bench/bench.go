@@ -98,6 +98,17 @@ type Options struct {
 	// process's CPU over the changes (not the start or the initial push), to see where a
 	// change's control-plane CPU goes (`go tool pprof -top`).
 	CPUProfile bool
+	// Through says how each series reaches its control plane: ThroughDirect and/or
+	// ThroughTap (DefaultThrough when empty). With both, each series runs directly and
+	// then through the tap at every N, one after the other, so the ratio tap ÷ direct
+	// comes from one run (Report.TapRatios).
+	Through []string
+	// TapCommand, when set, runs each tap as a subprocess: TapCommand followed by
+	// "tap --listen 127.0.0.1:0 --upstream ADDR --log LOG" (the lab CLI passes its own
+	// executable), so the tap's CPU is read from its own process clock (tap_cpu_ms) as
+	// Envoy's is. Empty: the tap runs in this process (tests), and its CPU is inside
+	// cp_cpu_ms.
+	TapCommand []string
 	// Progress receives progress lines and the final table (nil: discarded). Its write
 	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer
@@ -224,6 +235,19 @@ func (o *Options) Validate() error {
 	if seenW[WorkloadClusterRemove] && o.Clusters[0] <= o.Repeat {
 		return fmt.Errorf("--repeat: the cluster-remove workload removes one cluster per repeat and keeps at least one, so --repeat %d needs every cluster count above %d (got %d)", o.Repeat, o.Repeat, o.Clusters[0])
 	}
+	if len(o.Through) == 0 {
+		o.Through = slices.Clone(DefaultThrough)
+	}
+	seenT := map[string]bool{}
+	for _, t := range o.Through {
+		if t != ThroughDirect && t != ThroughTap {
+			return fmt.Errorf("--through: unknown way %q (want direct or tap)", t)
+		}
+		if seenT[t] {
+			return fmt.Errorf("--through: %s is listed twice", t)
+		}
+		seenT[t] = true
+	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("--timeout: %s is negative", o.Timeout)
 	}
@@ -245,6 +269,8 @@ type series struct {
 	cache    frontend.Cache
 	mode     string
 	versions frontend.VersionStrategy
+	// tap: the client connects through an ADS tap (the name ends in "+tap").
+	tap bool
 }
 
 // file is the series name as it appears in file names ("sotw-per-type-linear").
@@ -259,6 +285,22 @@ func seriesName(cache frontend.Cache, mode string, versions frontend.VersionStra
 		name += "/" + string(cache)
 	}
 	return name
+}
+
+// withThrough repeats each series once per --through way, in that order, so a series
+// and its "+tap" twin run one after the other.
+func (o *Options) withThrough(in []series) []series {
+	var out []series
+	for _, s := range in {
+		for _, t := range o.Through {
+			x := s
+			if t == ThroughTap {
+				x.tap, x.name = true, s.name+tapSuffix
+			}
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // series lists the series to run, cache by cache in --cache order, and the notes that
@@ -284,7 +326,7 @@ func (o *Options) series() ([]series, []string) {
 			}
 		}
 	}
-	return out, notes
+	return o.withThrough(out), notes
 }
 
 // env is what every configuration of a sweep shares.

@@ -38,6 +38,8 @@ type configRun struct {
 	logFile *os.File
 	m       *meter
 	cl      *clients
+	// tap is the ADS tap between the clients and the control plane (series "+tap").
+	tap *benchTap
 	// prevVersion is the version the previous step published ("" before the first).
 	prevVersion string
 	// targets are the states this configuration publishes: one (the simulated and
@@ -79,6 +81,9 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 		ChangedCluster: changedCluster(w, n),
 	}
 	cfg.Path = resources.ScaledPath(cfg.ChangedCluster)
+	if s.tap {
+		cfg.Through = ThroughTap
+	}
 	cfg.Client = e.o.Client
 	if e.o.Clients > 1 {
 		cfg.Client = clientAckOnly
@@ -167,7 +172,22 @@ func (r *configRun) run(ctx context.Context) error {
 		return err
 	}
 	r.cp = cp
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
+	xdsAddr := cp.Addr()
+	if r.s.tap {
+		tapLog := filepath.Join(e.o.Out, "xds-"+r.stem()+".tap.log")
+		r.tap, err = r.startTap(cp.Addr(), tapLog)
+		if err != nil {
+			return err
+		}
+		r.cfg.TapLog = filepath.Base(tapLog)
+		r.cfg.TapCPU = "in-process: inside cp_cpu_ms"
+		if r.tap.pid() != 0 {
+			r.cfg.TapCPU = "subprocess: tap_cpu_ms"
+		}
+		r.say("through the tap on %s -> %s (%s)", r.tap.addr, cp.Addr(), r.cfg.TapCPU)
+		xdsAddr = r.tap.addr
+	}
+	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
@@ -242,6 +262,12 @@ func (r *configRun) close() error {
 	var errs []error
 	if r.cl != nil {
 		if err := r.cl.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The tap before its upstream: its streams close as "tap stopped", not as refused.
+	if r.tap != nil {
+		if err := r.tap.stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -334,6 +360,12 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	if err != nil {
 		return s, err
 	}
+	var tapCPU0 time.Duration
+	if r.tap != nil && r.tap.pid() != 0 {
+		if tapCPU0, err = r.tap.cpu(); err != nil {
+			return s, err
+		}
+	}
 	e0 := make([]cpuReading, len(proxies))
 	rx0, tx0 := make([]int64, len(proxies)), make([]int64, len(proxies))
 	// Read the slow byte counters first: the CPU readings bracket only the update.
@@ -348,6 +380,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		}
 	}
 	r.rec.SetStep(step)
+	if r.tap != nil {
+		r.tap.setStep(step)
+	}
 
 	type dpResult struct {
 		answer Answer
@@ -449,6 +484,14 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		return s, err
 	}
 	s.CPUMS = ms(cpu1 - cpu0)
+	if r.tap != nil && r.tap.pid() != 0 {
+		c, err := r.tap.cpu()
+		if err != nil {
+			return s, err
+		}
+		v := ms(c - tapCPU0)
+		s.TapCPUMS = &v
+	}
 	if len(proxies) > 0 {
 		// Envoy's CPU, RSS and wire bytes: each Envoy's, and their sum in the sample's
 		// own fields (one Envoy: the same figures as always).

@@ -241,6 +241,10 @@ func (r *Report) tables() []table {
 		out = append(out, rt)
 	}
 
+	if len(r.TapRatios) > 0 {
+		out = append(out, r.tapTable(ok, hasEnvoy))
+	}
+
 	if len(r.Growth) > 0 {
 		keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
 		if hasEnvoy {
@@ -340,7 +344,7 @@ func (r *Report) header() []string {
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
 		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
 		fmt.Sprintf("client: %s; %d repeat(s) per configuration", client, r.Options.Repeat),
-		fmt.Sprintf("workloads: %s; caches: %s", strings.Join(r.Options.Workloads, ", "), strings.Join(r.Options.Caches, ", ")),
+		fmt.Sprintf("workloads: %s; caches: %s%s", strings.Join(r.Options.Workloads, ", "), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
 	}
 }
 
@@ -406,4 +410,52 @@ func (s Sample) brief() string {
 		fmt.Fprintf(&b, ", Envoy CPU %s ms", fmtMS(*s.EnvoyCPUMS))
 	}
 	return b.String()
+}
+
+// tapTable sets each "+tap" series beside the same series run directly: the medians of
+// publish to last ACK (and to the data plane, with Envoy), their ratio, this process's
+// CPU in both, and the tap's own CPU when it ran as a subprocess.
+func (r *Report) tapTable(ok []*Config, hasEnvoy bool) table {
+	head := []string{"workload", "cache", "N", "series", "to last ACK ms direct", "to last ACK ms +tap", "ACK tap ÷ direct"}
+	if hasEnvoy {
+		head = append(head, "to data plane ms direct", "to data plane ms +tap", "data plane tap ÷ direct")
+	}
+	head = append(head, "CP CPU ms direct", "CP CPU ms +tap", "tap CPU ms")
+	t := table{
+		title: "Through the tap ÷ direct at each N (ratio of medians, same run)",
+		note: "Each series ran directly and then through an ADS tap (experiments/tap) at the same N, one after the other. " +
+			"tap CPU: the tap subprocess's CPU over the change, from its process clock; \"in CP\" when the tap ran in this process, so its CPU is inside CP CPU.",
+		head: head,
+	}
+	for _, x := range r.TapRatios {
+		c := find(ok, x.Workload, x.Series, x.N)
+		d := find(ok, x.Workload, strings.TrimSuffix(x.Series, tapSuffix), x.N)
+		if c == nil || d == nil {
+			continue
+		}
+		ratio := func(k string) string {
+			if v, ok := x.Ratios[k]; ok {
+				return fmtRatio(v)
+			}
+			return "-"
+		}
+		row := []string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series, cell(d, "ack_ms", true), cell(c, "ack_ms", true), ratio("ack_ms")}
+		if hasEnvoy {
+			row = append(row, cell(d, "data_plane_ms", true), cell(c, "data_plane_ms", true), ratio("data_plane_ms"))
+		}
+		tapCPU := cell(c, "tap_cpu_ms", true)
+		if _, has := c.Summary["tap_cpu_ms"]; !has {
+			tapCPU = "in CP"
+		}
+		row = append(row, cell(d, "cp_cpu_ms", true), cell(c, "cp_cpu_ms", true), tapCPU)
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func throughLine(t []string) string {
+	if len(t) == 0 {
+		return ""
+	}
+	return "; through: " + strings.Join(t, ", ")
 }

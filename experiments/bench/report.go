@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
@@ -79,6 +80,10 @@ type Sample struct {
 	HeapInuse uint64 `json:"heap_inuse_bytes"`
 	HeapAlloc uint64 `json:"heap_alloc_bytes"`
 
+	// TapCPUMS (series through a tap subprocess) is the tap's CPU over the step, from its
+	// process clock; an in-process tap's is inside CPUMS.
+	TapCPUMS *float64 `json:"tap_cpu_ms,omitempty"`
+
 	EnvoyCPUMS      *float64 `json:"envoy_cpu_ms,omitempty"`
 	EnvoyCPUTicksMS *float64 `json:"envoy_cpu_ticks_ms,omitempty"`
 	EnvoyCPUSource  string   `json:"envoy_cpu_source,omitempty"`
@@ -129,8 +134,14 @@ type Config struct {
 	ChangedCluster int    `json:"changed_cluster"`
 	Path           string `json:"path"`
 	Log            string `json:"xds_log"`
-	EnvoyLog       string `json:"envoy_log,omitempty"`
-	StreamsOpened  int    `json:"streams_opened"`
+	// Through is "tap" when the client connected through an ADS tap (the series name
+	// ends in "+tap"); TapLog is the tap's own log and TapCPU says where its CPU is
+	// counted (a subprocess's in tap_cpu_ms, an in-process tap's inside cp_cpu_ms).
+	Through       string `json:"through,omitempty"`
+	TapLog        string `json:"tap_log,omitempty"`
+	TapCPU        string `json:"tap_cpu,omitempty"`
+	EnvoyLog      string `json:"envoy_log,omitempty"`
+	StreamsOpened int    `json:"streams_opened"`
 	// EnvoyProbeCPUUS is Envoy's CPU per data-plane request with no update in flight:
 	// Polls x this is the probes' share of an update's Envoy CPU.
 	EnvoyProbeCPUUS *float64 `json:"envoy_cpu_per_probe_us,omitempty"`
@@ -194,6 +205,7 @@ type RunOptions struct {
 	Caches       []string `json:"caches"`
 	Workloads    []string `json:"workloads"`
 	Repeat       int      `json:"repeat"`
+	Through      []string `json:"through,omitempty"`
 }
 
 // Report is bench.json.
@@ -207,7 +219,10 @@ type Report struct {
 	Options      RunOptions `json:"options"`
 	Configs      []*Config  `json:"configs"`
 	Ratios       []Ratio    `json:"sotw_over_delta"`
-	Growth       []Growth   `json:"growth"`
+	// TapRatios are, per "+tap" series, its medians divided by the direct series'
+	// (Ratio.Series is the "+tap" one), for the same workload at the same N.
+	TapRatios []Ratio  `json:"tap_over_direct,omitempty"`
+	Growth    []Growth `json:"growth"`
 }
 
 func newReport(o *Options, bin envoy.Binary) *Report {
@@ -215,6 +230,9 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 		Started: time.Now().UTC().Format(time.RFC3339),
 		Host:    host(),
 		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat},
+	}
+	if !slices.Equal(o.Through, DefaultThrough) {
+		r.Options.Through = o.Through
 	}
 	if o.Envoys > 1 {
 		r.Options.Envoys = o.Envoys
@@ -239,6 +257,7 @@ func (r *Report) finish(start time.Time) {
 	r.Host.LoadEnd = loadAvg()
 	r.Ratios = ratios(r.Configs)
 	r.Growth = growth(r.Configs)
+	r.TapRatios = tapRatios(r.Configs)
 }
 
 // Metric is one figure of a sample.
@@ -288,6 +307,7 @@ var Metrics = []Metric{
 	{"cp_cpu_ms", "control-plane CPU", "ms", always(func(s Sample) float64 { return s.CPUMS })},
 	{"heap_inuse", "control-plane heap in use", "B", always(func(s Sample) float64 { return float64(s.HeapInuse) })},
 	{"envoy_cpu_ms", "Envoy CPU", "ms", opt(func(s Sample) *float64 { return s.EnvoyCPUMS })},
+	{"tap_cpu_ms", "tap CPU", "ms", opt(func(s Sample) *float64 { return s.TapCPUMS })},
 	{"envoy_rss", "Envoy RSS", "B", optInt(func(s Sample) *int64 { return s.EnvoyRSS })},
 }
 
@@ -363,7 +383,36 @@ func ratios(cfgs []*Config) []Ratio {
 		if c.Mode != "sotw" || c.Error != "" {
 			continue
 		}
-		d := find(cfgs, c.Workload, seriesName(frontend.Cache(c.Cache), xdslog.ModeDelta, ""), c.N)
+		name := seriesName(frontend.Cache(c.Cache), xdslog.ModeDelta, "")
+		if c.Through == ThroughTap {
+			name += tapSuffix
+		}
+		d := find(cfgs, c.Workload, name, c.N)
+		if d == nil {
+			continue
+		}
+		r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
+		for _, k := range ratioMetrics {
+			a, ok1 := c.Summary[k]
+			b, ok2 := d.Summary[k]
+			if ok1 && ok2 && b.Median > 0 {
+				r.Ratios[k] = a.Median / b.Median
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// tapRatios divides each "+tap" series' medians by those of the same series run
+// directly, for the same workload at the same N, from the same run.
+func tapRatios(cfgs []*Config) []Ratio {
+	var out []Ratio
+	for _, c := range cfgs {
+		if c.Through != ThroughTap || c.Error != "" {
+			continue
+		}
+		d := find(cfgs, c.Workload, strings.TrimSuffix(c.Series, tapSuffix), c.N)
 		if d == nil {
 			continue
 		}

@@ -104,7 +104,10 @@ func (r *Report) SeriesNames() []string {
 }
 
 // SeriesID is a series name as it appears in the SVG's ids ("sotw-per-type-linear").
-func SeriesID(series string) string { return strings.ReplaceAll(series, "/", "-") }
+func SeriesID(series string) string { return seriesIDs.Replace(series) }
+
+// seriesIDs keep an id an XML name: "delta/linear" and "delta+tap" are not.
+var seriesIDs = strings.NewReplacer("/", "-", "+", "-")
 
 type point struct {
 	n             int

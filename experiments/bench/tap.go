@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xds-workbench/lab/experiments/tap"
+	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// How a series reaches its control plane (--through).
+const (
+	// ThroughDirect: the client connects to the control plane (the bench as it always ran).
+	ThroughDirect = "direct"
+	// ThroughTap: the client connects to an ADS tap (experiments/tap) forwarding to the
+	// control plane; the series is named "<series>+tap" and the tap records its own log,
+	// xds-<stem>.tap.log, beside the control plane's.
+	ThroughTap = "tap"
+)
+
+// tapSuffix is what a series through the tap adds to its name.
+const tapSuffix = "+tap"
+
+// DefaultThrough measures the control plane directly only.
+var DefaultThrough = []string{ThroughDirect}
+
+// tapStartTimeout bounds how long a tap subprocess may take to say where it listens.
+const tapStartTimeout = 10 * time.Second
+
+// benchTap is the tap of one configuration: in this process (Options.TapCommand empty;
+// its CPU is then inside cp_cpu_ms) or a `lab tap` subprocess, whose CPU is read from
+// its process clock as Envoy's is.
+type benchTap struct {
+	addr string
+	// In-process.
+	t      *tap.Tap
+	served chan error
+	file   *os.File
+	rec    *xdslog.Recorder
+	// Subprocess.
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	output *os.File
+	waited chan error
+}
+
+// startTap starts the configuration's tap in front of upstream, recording into logPath.
+func (r *configRun) startTap(upstream, logPath string) (*benchTap, error) {
+	if len(r.e.o.TapCommand) > 0 {
+		return startTapProcess(r.e.o.TapCommand, upstream, logPath, strings.TrimSuffix(logPath, ".tap.log")+".tap.out")
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create tap log: %w", err)
+	}
+	bt := &benchTap{file: f}
+	mode := r.s.mode
+	t, err := tap.New(tap.Config{Upstream: upstream, Recorder: func(m string) *xdslog.Recorder {
+		if m != mode || bt.rec != nil {
+			return nil // one log, one protocol: the bench's client speaks only mode
+		}
+		bt.rec = xdslog.NewRecorder(f, m, xdslog.WithTap(upstream))
+		bt.rec.BeginSession()
+		return bt.rec
+	}})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	lis, err := loopback.Listen(0)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tap listener: %w", err)
+	}
+	bt.t, bt.addr, bt.served = t, lis.Addr().String(), make(chan error, 1)
+	go func() { bt.served <- t.Serve(lis) }()
+	return bt, nil
+}
+
+// startTapProcess runs cmd... tap --listen 127.0.0.1:0 --upstream UPSTREAM --log LOG and
+// reads the address it serves on from its first line; its other output goes to outPath.
+// Step names are written to its stdin, one a line, as `lab tap` reads them.
+func startTapProcess(command []string, upstream, logPath, outPath string) (*benchTap, error) {
+	out, err := os.Create(outPath)
+	if err != nil {
+		return nil, fmt.Errorf("create tap output: %w", err)
+	}
+	args := append(append([]string{}, command[1:]...), "tap", "--listen", loopback.Addr(0), "--upstream", upstream, "--log", logPath)
+	cmd := exec.Command(command[0], args...)
+	cmd.Stderr = out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start tap %s: %w", command[0], err)
+	}
+	bt := &benchTap{cmd: cmd, stdin: stdin, output: out, waited: make(chan error, 1)}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(out, line)
+			if first && strings.HasPrefix(line, "tapping ADS on ") {
+				first = false
+				addrc <- strings.Fields(strings.TrimPrefix(line, "tapping ADS on "))[0]
+			}
+		}
+		close(addrc)
+		bt.waited <- cmd.Wait()
+	}()
+	select {
+	case a, ok := <-addrc:
+		if ok {
+			if _, _, err := net.SplitHostPort(a); err == nil {
+				bt.addr = a
+				return bt, nil
+			}
+		}
+	case <-time.After(tapStartTimeout):
+	}
+	_ = bt.stop()
+	return nil, fmt.Errorf("tap subprocess did not say where it listens within %s (its output: %s)", tapStartTimeout, filepath.Base(outPath))
+}
+
+// setStep labels the tap's following lines with step.
+func (bt *benchTap) setStep(step string) {
+	if bt.t != nil {
+		bt.t.SetStep(step)
+		return
+	}
+	fmt.Fprintln(bt.stdin, step)
+}
+
+// pid is the subprocess's (0 in-process).
+func (bt *benchTap) pid() int {
+	if bt.cmd == nil {
+		return 0
+	}
+	return bt.cmd.Process.Pid
+}
+
+// cpu is the subprocess's CPU so far.
+func (bt *benchTap) cpu() (time.Duration, error) { return processClock(bt.pid()) }
+
+// stop ends the tap (its streams' stream_close lines are written first) and closes its
+// log.
+func (bt *benchTap) stop() error {
+	if bt.t != nil {
+		bt.t.Stop()
+		<-bt.served
+		var errs []error
+		if bt.rec != nil {
+			bt.rec.Flush()
+			errs = append(errs, bt.rec.Err())
+		}
+		errs = append(errs, bt.file.Close())
+		return errors.Join(errs...)
+	}
+	_ = bt.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-bt.waited:
+	case <-time.After(10 * time.Second):
+		_ = bt.cmd.Process.Kill()
+		err = errors.Join(errors.New("tap subprocess did not stop on SIGTERM within 10 s: killed"), <-bt.waited)
+	}
+	_ = bt.stdin.Close()
+	if cerr := bt.output.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("tap subprocess: %w", err)
+	}
+	return nil
+}
