@@ -52,6 +52,9 @@ type benchTap struct {
 	stdin  io.WriteCloser
 	output *os.File
 	waited chan error
+	// steps has a value for each "step NAME" line the subprocess printed (closed at
+	// its end): setStep waits for it.
+	steps chan struct{}
 }
 
 // startTap starts the configuration's tap in front of upstream, recording into logPath.
@@ -112,7 +115,7 @@ func startTapProcess(command []string, upstream, logPath, outPath string) (*benc
 		out.Close()
 		return nil, fmt.Errorf("start tap %s: %w", command[0], err)
 	}
-	bt := &benchTap{cmd: cmd, stdin: stdin, output: out, waited: make(chan error, 1)}
+	bt := &benchTap{cmd: cmd, stdin: stdin, output: out, waited: make(chan error, 1), steps: make(chan struct{}, 16)}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -123,9 +126,15 @@ func startTapProcess(command []string, upstream, logPath, outPath string) (*benc
 			if first && strings.HasPrefix(line, "tapping ADS on ") {
 				first = false
 				addrc <- strings.Fields(strings.TrimPrefix(line, "tapping ADS on "))[0]
+			} else if strings.HasPrefix(line, "step ") {
+				select {
+				case bt.steps <- struct{}{}:
+				default:
+				}
 			}
 		}
 		close(addrc)
+		close(bt.steps)
 		bt.waited <- cmd.Wait()
 	}()
 	select {
@@ -142,13 +151,20 @@ func startTapProcess(command []string, upstream, logPath, outPath string) (*benc
 	return nil, fmt.Errorf("tap subprocess did not say where it listens within %s (its output: %s)", tapStartTimeout, filepath.Base(outPath))
 }
 
-// setStep labels the tap's following lines with step.
+// setStep labels the tap's following lines with step. A subprocess is waited for until
+// it says it set the step ("step NAME", printed once the step line is written in its
+// log, behind every frame it saw before): the frames of the step's change, which the
+// caller publishes next, are then in the step, as in the control plane's log.
 func (bt *benchTap) setStep(step string) {
 	if bt.t != nil {
 		bt.t.SetStep(step)
 		return
 	}
 	fmt.Fprintln(bt.stdin, step)
+	select {
+	case <-bt.steps:
+	case <-time.After(tapStartTimeout):
+	}
 }
 
 // pid is the subprocess's (0 in-process).

@@ -10,13 +10,22 @@
 // shared/frontend), so requests are classified (ACK, NACK, stale, unmatched, subscribe,
 // ...) by the one accumulator, and per-resource content hashes are computed from the
 // bytes as the workbench's own logs compute them: redundancy means the same in both.
-// A request is recorded before it is forwarded and a response before it is delivered, so
-// an answer can never be recorded ahead of what it answers.
+//
+// Recording is off the forwarding path: the goroutines that forward never decode, hash
+// or write. Each frame is put on its recorder's queue (one per mode, shared by that
+// mode's streams, drained in order by one recording goroutine) and then forwarded at
+// once. So the log's order is the order the tap saw the frames: a response is queued
+// before it is delivered, and the ACK answering it can only arrive, and be queued, after
+// it, so an answer can never be recorded ahead of what it answers. Every item carries
+// the time the tap saw it, and the recorder is given that time as its clock (SetClock)
+// for the call, so timestamps and ACK latencies are the observation times, not the
+// recording times. The queue is bounded (queueCap); see there for what happens when
+// recording falls behind.
 //
 // What the tap cannot see is the upstream's state: a tap log has no publish events, and
 // its session line says so (Source "tap", NoPublish). A message it cannot decode, or of a
 // type the workbench does not model, is forwarded unchanged and recorded as an
-// "undecodable" event; recording never stops or delays forwarding beyond the decode.
+// "undecodable" event; recording never stops forwarding.
 //
 // When the upstream ends a stream, the tap ends the matching downstream stream with the
 // upstream's status, so the client reconnects and backs off as it would with the real
@@ -31,6 +40,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -66,6 +76,9 @@ type Config struct {
 	// called once per mode, at the first stream of that mode, so a log holds one mode as
 	// lab compare wants; nil: nothing is recorded.
 	Recorder func(mode string) *xdslog.Recorder
+	// recordHook, when set (tests), is called by the recording goroutine before each
+	// item: a slow recorder.
+	recordHook func()
 	// MaxRecvMsgSize bounds requests (client to server) and MaxSendMsgSize responses, in
 	// bytes, both ways through the tap; zero: lab serve's defaults
 	// (controlplane.DefaultMaxRecvMsgSize, DefaultMaxSendMsgSize).
@@ -81,9 +94,98 @@ type Tap struct {
 	ids      atomic.Int64
 	stopping atomic.Bool
 
-	mu   sync.Mutex
-	recs map[string]*xdslog.Recorder
-	step string
+	mu      sync.Mutex
+	recs    map[string]*recq // nil for a mode recorded nowhere
+	step    string
+	stopped bool // under mu: no new stream, step or recorder
+
+	// active counts the proxies and their downstream readers, the producers of queue
+	// items; Stop waits for them before it closes the queues.
+	active  sync.WaitGroup
+	drained sync.Once
+}
+
+// queueCap is how many items (frames, stream opens and closes, steps) a recorder's
+// queue holds. When recording falls that far behind, the forwarder blocks on the queue
+// (backpressure) until the recording goroutine catches up: forwarding slows down rather
+// than the log losing a frame. A "lost" marker instead would leave the log's model
+// without the sends and requests it missed, and every ACK after it unmatched or
+// misclassified, which is not a log worth having; and in the workbench's runs a change
+// is a few frames, far below the cap (the SotW recording of a 10,000-resource response
+// takes tens of milliseconds). A full queue holds at most queueCap frames, each bounded
+// by the message size limits, in memory.
+const queueCap = 1024
+
+// itemKind is what a queue item asks the recorder to record.
+type itemKind int
+
+const (
+	itemOpen itemKind = iota
+	itemRequest
+	itemResponse
+	itemClose
+	itemStep
+)
+
+// item is one thing the tap saw, at the time it saw it.
+type item struct {
+	kind itemKind
+	at   time.Time
+	s    *stream
+	f    frame
+	// text is the peer (itemOpen), why the stream ended (itemClose) or the step.
+	text string
+	// done, when set, is closed once the item is recorded (SetStep waits for it).
+	done chan struct{}
+}
+
+// recq is a recorder's queue and its recording goroutine, the recorder's only caller.
+type recq struct {
+	rec  *xdslog.Recorder
+	ch   chan item
+	done chan struct{}
+	hook func()
+}
+
+func newRecq(rec *xdslog.Recorder, hook func()) *recq {
+	return &recq{rec: rec, ch: make(chan item, queueCap), done: make(chan struct{}), hook: hook}
+}
+
+// put queues it (blocking while the queue is full); a nil queue records nothing.
+func (q *recq) put(it item) {
+	if q != nil {
+		q.ch <- it
+	}
+}
+
+// run records the queue's items in order until it is closed, each with the recorder's
+// clock set to when the tap saw it.
+func (q *recq) run() {
+	defer close(q.done)
+	defer q.rec.SetClock(nil)
+	for it := range q.ch {
+		if q.hook != nil {
+			q.hook()
+		}
+		at := it.at
+		q.rec.SetClock(func() time.Time { return at })
+		switch it.kind {
+		case itemOpen:
+			q.rec.StreamOpen(it.s.id, it.text)
+		case itemRequest:
+			it.s.request(it.f)
+		case itemResponse:
+			it.s.response(it.f)
+		case itemClose:
+			it.s.close(it.text)
+		case itemStep:
+			q.rec.SetStep(it.text)
+			q.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+		}
+		if it.done != nil {
+			close(it.done)
+		}
+	}
 }
 
 // New validates cfg and prepares the upstream connection (gRPC dials lazily: a down
@@ -121,7 +223,7 @@ func New(cfg Config) (*Tap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tap: upstream %s: %w", cfg.Upstream, err)
 	}
-	t := &Tap{cfg: cfg, conn: conn, recs: map[string]*xdslog.Recorder{}}
+	t := &Tap{cfg: cfg, conn: conn, recs: map[string]*recq{}}
 	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize))
 	t.srv.RegisterService(&grpc.ServiceDesc{
@@ -139,43 +241,84 @@ func New(cfg Config) (*Tap, error) {
 func (t *Tap) Serve(lis net.Listener) error { return t.srv.Serve(lis) }
 
 // Stop ends every stream (the clients see Unavailable, as from a server going away) and
-// closes the upstream connection; each stream's stream_close is written before Stop
-// returns.
+// closes the upstream connection, then drains the recording queues: everything the tap
+// saw, each stream's stream_close included, is written before Stop returns.
 func (t *Tap) Stop() {
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
 	t.stopping.Store(true)
 	t.srv.Stop()
 	_ = t.conn.Close()
+	t.drained.Do(func() {
+		// No producer is left once active is zero (none starts after stopped is set).
+		t.active.Wait()
+		t.mu.Lock()
+		qs := make([]*recq, 0, len(t.recs))
+		for _, q := range t.recs {
+			if q != nil {
+				qs = append(qs, q)
+			}
+		}
+		t.mu.Unlock()
+		for _, q := range qs {
+			close(q.ch)
+			<-q.done
+		}
+	})
 }
 
 // SetStep labels every following line of every recorder with step and writes a step
 // event (a recorder made later starts in the current step).
+// The step goes through the recording queues, in order with the frames, and SetStep
+// returns once every step event is written; a step after Stop is ignored.
 func (t *Tap) SetStep(step string) {
+	var dones []chan struct{}
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	if t.stopped {
+		t.mu.Unlock()
+		return
+	}
 	t.step = step
-	for _, r := range t.recs {
-		r.SetStep(step)
-		r.Emit(xdslog.Event{Event: xdslog.EventStep})
+	now := time.Now()
+	for _, q := range t.recs {
+		if q != nil {
+			d := make(chan struct{})
+			q.put(item{kind: itemStep, at: now, text: step, done: d})
+			dones = append(dones, d)
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range dones {
+		<-d
 	}
 }
 
-// recorder returns the mode's recorder, made at its first use.
-func (t *Tap) recorder(mode string) *xdslog.Recorder {
+// begin admits a new stream of mode: its recording queue (made, with its recorder, at
+// the mode's first stream; nil when nothing is recorded) and whether the tap is still
+// running. An admitted stream is counted in active until the caller's Done.
+func (t *Tap) begin(mode string) (*recq, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r, ok := t.recs[mode]; ok {
-		return r
+	if t.stopped {
+		return nil, false
 	}
-	var r *xdslog.Recorder
+	t.active.Add(1)
+	if q, ok := t.recs[mode]; ok {
+		return q, true
+	}
+	var q *recq
 	if t.cfg.Recorder != nil {
-		r = t.cfg.Recorder(mode)
+		if r := t.cfg.Recorder(mode); r != nil {
+			q = newRecq(r, t.cfg.recordHook)
+			if t.step != "" {
+				q.put(item{kind: itemStep, at: time.Now(), text: t.step})
+			}
+			go q.run()
+		}
 	}
-	if r != nil && t.step != "" {
-		r.SetStep(t.step)
-		r.Emit(xdslog.Event{Event: xdslog.EventStep})
-	}
-	t.recs[mode] = r
-	return r
+	t.recs[mode] = q
+	return q, true
 }
 
 func (t *Tap) handler(mode string) grpc.StreamHandler {
@@ -189,27 +332,37 @@ func (t *Tap) handler(mode string) grpc.StreamHandler {
 }
 
 // stream is one proxied stream's recording side: the recorder and whether the stream
-// has been closed in the log (a late request is then not recorded).
+// has been closed in the log (a late request is then not recorded). Only the recording
+// goroutine uses rec and closed.
 type stream struct {
 	id     int64
 	mode   string
 	rec    *xdslog.Recorder
-	mu     sync.Mutex
 	closed bool
 }
 
 // proxy forwards one downstream stream to a new upstream stream of the same method.
+// Each frame is queued for recording and then forwarded; this goroutine and the
+// downstream reader never call the recorder.
 func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
+	q, ok := t.begin(mode)
+	if !ok {
+		return status.Error(codes.Unavailable, "tap stopping")
+	}
+	defer t.active.Done()
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
-	s := &stream{id: t.ids.Add(1), mode: mode, rec: t.recorder(mode)}
-	s.rec.StreamOpen(s.id, frontend.PeerAddr(down.Context()))
+	s := &stream{id: t.ids.Add(1), mode: mode}
+	if q != nil {
+		s.rec = q.rec
+	}
+	q.put(item{kind: itemOpen, at: time.Now(), s: s, text: frontend.PeerAddr(down.Context())})
 	why := ""
 	defer func() {
 		if t.stopping.Load() {
 			why = "tap stopped"
 		}
-		s.close(why)
+		q.put(item{kind: itemClose, at: time.Now(), s: s, text: why})
 	}()
 
 	up, err := t.conn.NewStream(outgoing(ctx), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
@@ -220,7 +373,9 @@ func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
 	// Downstream to upstream on a goroutine of its own; it is the only sender upstream.
 	// Its end (client's half-close or error) is reported on upDone.
 	upDone := make(chan error, 1)
+	t.active.Add(1) // while this stream's count is held: the reader may outlive proxy
 	go func() {
+		defer t.active.Done()
 		for {
 			var f frame
 			if err := down.RecvMsg(&f); err != nil {
@@ -232,7 +387,7 @@ func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
 				}
 				return
 			}
-			s.request(f)
+			q.put(item{kind: itemRequest, at: time.Now(), s: s, f: f})
 			if err := up.SendMsg(&f); err != nil {
 				// The upstream ended; its status arrives on RecvMsg below.
 				upDone <- nil
@@ -262,7 +417,7 @@ func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
 			why = "upstream ended the stream: " + statusText(err)
 			return upstreamStatus(err)
 		}
-		s.response(f)
+		q.put(item{kind: itemResponse, at: time.Now(), s: s, f: f})
 		if err := down.SendMsg(&f); err != nil {
 			why = "client ended the stream: " + statusText(err)
 			return err
@@ -300,8 +455,6 @@ func statusText(err error) string {
 }
 
 func (s *stream) close(why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
@@ -311,8 +464,6 @@ func (s *stream) close(why string) {
 
 // request records one downstream message as the sotw and delta transports do.
 func (s *stream) request(f frame) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.rec == nil {
 		return
 	}
@@ -340,8 +491,6 @@ func (s *stream) request(f frame) {
 // response records one upstream message as the sotw and delta transports do: resources
 // named and hashed from their bytes (frontend.DescribeWire), the size on the wire.
 func (s *stream) response(f frame) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.rec == nil {
 		return
 	}

@@ -118,8 +118,14 @@ type harness struct {
 
 func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
 	t.Helper()
+	return startTapWith(t, dial, nil)
+}
+
+// startTapWith is startTap with a hook the recording goroutine calls before each item.
+func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error), hook func()) *harness {
+	t.Helper()
 	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*logBuf{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
-	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, Recorder: func(mode string) *xdslog.Recorder {
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode string) *xdslog.Recorder {
 		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
 		r.BeginSession()
 		return r
@@ -555,4 +561,83 @@ func TestMessageSizeLimits(t *testing.T) {
 	u.mu.Lock()
 	assert.Empty(t, u.got, "nothing reached the upstream")
 	u.mu.Unlock()
+}
+
+// TestRecordingOffTheForwardingPath: with the recording goroutine held (a recorder as
+// slow as you like), frames are still forwarded both ways; once it is let go, the send
+// and the ACK are stamped with when the tap saw them, not when they were recorded: the
+// send before the client had the response, the ACK before the server had it, both
+// before recording resumed, and the ACK latency is the difference of those two times.
+func TestRecordingOffTheForwardingPath(t *testing.T) {
+	up := startUpstream(t, xdslog.ModeSotW)
+	gate := make(chan struct{})
+	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv() // forwarded while nothing is recorded yet
+	require.NoError(t, err)
+	received := time.Now()
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	acked := time.Now()
+	tapLog := h.logs[xdslog.ModeSotW]
+	for _, e := range tapLog.events(t) {
+		require.Equal(t, xdslog.EventSession, e.Event, "nothing but the session line is recorded while the recorder is held")
+	}
+
+	released := time.Now()
+	close(gate)
+	ack := tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	send := tapLog.waitFor(t, "the tap's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
+	assert.False(t, send.TS.After(received), "send stamped %s, after the client received it at %s", send.TS, received)
+	assert.False(t, ack.TS.After(acked), "ACK stamped %s, after the server had it at %s", ack.TS, acked)
+	assert.True(t, ack.TS.Before(released), "ACK stamped at recording time %s", ack.TS)
+	require.NotNil(t, ack.LatencyMS)
+	assert.Equal(t, float64(ack.TS.Sub(send.TS).Microseconds())/1000, *ack.LatencyMS, "ACK latency from the observed times")
+	assert.Equal(t, exchanges(up.log.events(t))[:2], exchanges(tapLog.events(t))[:2])
+}
+
+// TestStopDrainsTheQueue: Stop returns only once everything queued is recorded, the
+// stream_close included, even when recording is behind when Stop is called.
+func TestStopDrainsTheQueue(t *testing.T) {
+	up := startUpstream(t, xdslog.ModeSotW)
+	gate := make(chan struct{})
+	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv()
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+
+	stopped := make(chan struct{})
+	go func() { h.tap.Stop(); close(stopped) }()
+	// Let recording resume only once Stop has begun.
+	require.Eventually(t, func() bool {
+		h.tap.mu.Lock()
+		defer h.tap.mu.Unlock()
+		return h.tap.stopped
+	}, wait, time.Millisecond)
+	close(gate)
+	select {
+	case <-stopped:
+	case <-time.After(wait):
+		t.Fatal("Stop did not return")
+	}
+	var got []string
+	for _, e := range h.logs[xdslog.ModeSotW].events(t) {
+		got = append(got, e.Event)
+	}
+	assert.Equal(t, []string{xdslog.EventSession, xdslog.EventStreamOpen, xdslog.EventRequest, xdslog.EventSend, xdslog.EventAck, xdslog.EventStreamClose}, got)
+	ev := h.logs[xdslog.ModeSotW].events(t)
+	assert.Equal(t, "tap stopped", ev[len(ev)-1].Error)
 }

@@ -128,6 +128,22 @@ func NewRecorder(out io.Writer, mode string, opts ...Option) *Recorder {
 	return r
 }
 
+// SetClock replaces the recorder's clock from now on (nil: time.Now). Lab tap records
+// on a goroutine of its own, behind the forwarding: before each call it sets a clock
+// that returns when the tap saw the frame, so events (and ACK latency, send to ACK) are
+// stamped with the observation times, not the recording times.
+func (r *Recorder) SetClock(now func() time.Time) {
+	if r == nil {
+		return
+	}
+	if now == nil {
+		now = time.Now
+	}
+	r.mu.Lock()
+	r.now = now
+	r.mu.Unlock()
+}
+
 // Mode returns the recorder's mode.
 func (r *Recorder) Mode() string {
 	if r == nil {
