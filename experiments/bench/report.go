@@ -391,17 +391,22 @@ func ratios(cfgs []*Config) []Ratio {
 		if d == nil {
 			continue
 		}
-		r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
-		for _, k := range ratioMetrics {
-			a, ok1 := c.Summary[k]
-			b, ok2 := d.Summary[k]
-			if ok1 && ok2 && b.Median > 0 {
-				r.Ratios[k] = a.Median / b.Median
-			}
-		}
-		out = append(out, r)
+		out = append(out, medianRatio(c, d))
 	}
 	return out
+}
+
+// medianRatio divides c's medians by d's, metric by metric (ratioMetrics).
+func medianRatio(c, d *Config) Ratio {
+	r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
+	for _, k := range ratioMetrics {
+		a, ok1 := c.Summary[k]
+		b, ok2 := d.Summary[k]
+		if ok1 && ok2 && b.Median > 0 {
+			r.Ratios[k] = a.Median / b.Median
+		}
+	}
+	return r
 }
 
 // tapRatios divides each "+tap" series' medians by those of the same series run
@@ -416,15 +421,7 @@ func tapRatios(cfgs []*Config) []Ratio {
 		if d == nil {
 			continue
 		}
-		r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
-		for _, k := range ratioMetrics {
-			a, ok1 := c.Summary[k]
-			b, ok2 := d.Summary[k]
-			if ok1 && ok2 && b.Median > 0 {
-				r.Ratios[k] = a.Median / b.Median
-			}
-		}
-		out = append(out, r)
+		out = append(out, medianRatio(c, d))
 	}
 	return out
 }

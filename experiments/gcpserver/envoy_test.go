@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,29 +13,16 @@ import (
 	"github.com/xds-workbench/lab/shared/loopback"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
-
 // serverBinary builds the integration server once per test binary.
 func serverBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "lab-gcpserver-")
-		if buildErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		buildBin, buildErr = Build(ctx, buildDir)
-	})
-	if buildErr != nil {
-		t.Fatalf("build the gcp integration server: %v", buildErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := BuildOnce(ctx)
+	if err != nil {
+		t.Fatalf("build the gcp integration server: %v", err)
 	}
-	return buildBin
+	return bin
 }
 
 func freePort(t *testing.T) int {

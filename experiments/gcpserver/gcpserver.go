@@ -63,6 +63,32 @@ func goTool() (string, error) {
 	return p, nil
 }
 
+// built is the process's one build (BuildOnce), removed by RemoveBuilt.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// BuildOnce builds the server once per process, into a temporary directory (tests of
+// several packages need it, each in its own process); RemoveBuilt removes it.
+func BuildOnce(ctx context.Context) (string, error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "lab-gcpserver-"); built.err != nil {
+			return
+		}
+		built.bin, built.err = Build(ctx, built.dir)
+	})
+	return built.bin, built.err
+}
+
+// RemoveBuilt removes what BuildOnce built (a TestMain calls it after the tests).
+func RemoveBuilt() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+}
+
 // Build compiles the server into dir/gcp-test with the current toolchain, from this
 // module (so at the go-control-plane version go.mod requires), and returns its path. It
 // runs `go build` in the module root found above the working directory, so it needs

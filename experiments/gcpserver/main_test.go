@@ -11,8 +11,6 @@ import (
 // the process waiter, the upstream).
 func TestMain(m *testing.M) {
 	code := leakcheck.Main(m)
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	RemoveBuilt()
 	os.Exit(code)
 }

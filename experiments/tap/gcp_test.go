@@ -27,35 +27,20 @@ import (
 // to $LAB_GCP_SAMPLE_DIR/MODE/xds.log (how docs/samples/tap-20261201 was made).
 const sampleDirEnv = "LAB_GCP_SAMPLE_DIR"
 
-var (
-	gcpOnce sync.Once
-	gcpDir  string
-	gcpBin  string
-	gcpErr  error
-)
-
 // gcpBinary builds go-control-plane's integration server once per test binary.
 func gcpBinary(t *testing.T) string {
 	t.Helper()
-	gcpOnce.Do(func() {
-		gcpDir, gcpErr = os.MkdirTemp("", "lab-tap-gcpserver-")
-		if gcpErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		gcpBin, gcpErr = gcpserver.Build(ctx, gcpDir)
-	})
-	require.NoError(t, gcpErr, "build the gcp integration server")
-	return gcpBin
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := gcpserver.BuildOnce(ctx)
+	require.NoError(t, err, "build the gcp integration server")
+	return bin
 }
 
 // TestMain removes the built server.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if gcpDir != "" {
-		_ = os.RemoveAll(gcpDir)
-	}
+	gcpserver.RemoveBuilt()
 	os.Exit(code)
 }
 
