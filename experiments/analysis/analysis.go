@@ -13,8 +13,8 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// Types in display order.
-var Types = []string{"LDS", "RDS", "CDS", "EDS"}
+// Types in display order (xdslog.Types).
+var Types = xdslog.Types
 
 // TypeFigures are one type's figures in one step.
 type TypeFigures struct {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Formats accepted by Render.
@@ -253,13 +255,13 @@ func figureCells(f Figures) []cell {
 // sentCell is "L1 R1 C1 E1": responses per type, types that sent nothing left out.
 func sentCell(m map[string]int) string {
 	var parts []string
-	for _, t := range []string{"LDS", "RDS", "CDS", "EDS"} {
+	for _, t := range xdslog.Types {
 		if n := m[t]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%c%d", t[0], n))
 		}
 	}
 	for _, t := range sortedKeys(m) {
-		if !slices.Contains([]string{"LDS", "RDS", "CDS", "EDS"}, t) && m[t] > 0 {
+		if !slices.Contains(xdslog.Types, t) && m[t] > 0 {
 			parts = append(parts, fmt.Sprintf("%s%d", sanitize(t), m[t]))
 		}
 	}

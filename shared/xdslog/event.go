@@ -60,6 +60,10 @@ const (
 // the streams but not the server's state, so its log has no publish events.
 const SourceTap = "tap"
 
+// Types are the four xDS types the workbench records, in display order (the order Envoy's
+// own ADS sequencing applies them: listeners, their routes, clusters, their endpoints).
+var Types = []string{"LDS", "RDS", "CDS", "EDS"}
+
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,

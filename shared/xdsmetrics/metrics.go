@@ -21,9 +21,6 @@ const Namespace = "lab"
 // Subsystem is the second part of every metric name.
 const Subsystem = "xds"
 
-// Types are the xDS types counted, in display order (pre-created at 0).
-var Types = []string{"LDS", "RDS", "CDS", "EDS"}
-
 // Label names.
 const (
 	LabelType  = "type"
@@ -76,7 +73,7 @@ func New(mode, cache string) *Metrics {
 	m.reg.MustRegister(m.publishToAck)
 	if mode != "" {
 		m.streams.WithLabelValues(mode, cache)
-		for _, t := range Types {
+		for _, t := range xdslog.Types {
 			for _, v := range []*prometheus.CounterVec{m.pushes, m.resources, m.bytes, m.acks, m.nacks, m.stale, m.unmatched} {
 				v.WithLabelValues(t, mode, cache)
 			}

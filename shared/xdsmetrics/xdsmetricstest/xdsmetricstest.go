@@ -85,7 +85,7 @@ func FromLog(events []xdslog.Event, mode, cache string) Samples {
 	typed := func(name, typ string) string {
 		return Series(name, map[string]string{"type": typ, "mode": mode, "cache": cache})
 	}
-	for _, t := range []string{"LDS", "RDS", "CDS", "EDS"} {
+	for _, t := range xdslog.Types {
 		for _, n := range []string{"pushes_total", "resources_sent_total", "sent_bytes_total", "ack_total", "nack_total", "stale_requests_total", "unmatched_requests_total"} {
 			out[typed("lab_xds_"+n, t)] = 0
 		}
