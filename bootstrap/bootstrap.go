@@ -42,6 +42,10 @@ type Params struct {
 	// AdminPort is the admin listener port on 127.0.0.1; 0 lets the kernel pick one
 	// (read it back with envoy --admin-address-path).
 	AdminPort int
+	// OnDemandClusters leaves out dynamic_resources.cds_config: Envoy then holds only
+	// the clusters it fetches on demand (the on_demand filter's odcds), never the wildcard
+	// set. Delta only (resources.OnDemand.CheckMode).
+	OnDemandClusters bool
 }
 
 //go:embed sotw.yaml delta.yaml
@@ -71,6 +75,9 @@ func Render(mode string, p Params) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("bootstrap mode %q: must be %q or %q", mode, ModeSotW, ModeDelta)
 	}
+	if err := (resources.OnDemand{Clusters: p.OnDemandClusters}).CheckMode(mode == ModeSotW); err != nil {
+		return nil, err
+	}
 	if p.NodeID == "" {
 		p.NodeID = DefaultNodeID
 	}
@@ -98,6 +105,8 @@ func Render(mode string, p Params) ([]byte, error) {
 		"XDSHost":     host,
 		"XDSPort":     port,
 		"AdminPort":   p.AdminPort,
+
+		"OnDemandClusters": p.OnDemandClusters,
 	}
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, file, data); err != nil {

@@ -168,7 +168,7 @@ func wildcardType(t resources.Type) bool { return t == resources.LDS || t == res
 //     always answers). Those removals are awaited as the client's unsubscribe instead
 //     (droppedNames).
 func expectedTypes(s series, set, prev *resources.Set) []string {
-	ts := resources.Types
+	ts := resources.CoreTypes
 	if prev != nil && !(s.mode == xdslog.ModeSotW && s.versions == frontend.Uniform) {
 		ts = nil
 		change := resources.Diff(prev, set)

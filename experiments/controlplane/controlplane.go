@@ -136,6 +136,10 @@ type Options struct {
 	// Versions uniform and NackPolicy resend and backoff are refused (see
 	// CheckCacheOptions); revert is served.
 	Cache frontend.Cache
+	// OnDemand is the on-demand shape of what will be published (delta only:
+	// resources.OnDemand.CheckMode). With VirtualHosts the cache is served through
+	// frontend.OnDemandCache, which answers VHDS as on-demand xDS asks.
+	OnDemand resources.OnDemand
 	// Recorder writes xds.log; required, and its mode must equal Mode.
 	Recorder *xdslog.Recorder
 	// Limits bounds the gRPC server; zero fields take defaults.
@@ -205,6 +209,9 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 		if o.NackPolicy != "" {
 			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
 		}
+	}
+	if err := o.OnDemand.CheckMode(o.Mode == xdslog.ModeSotW); err != nil {
+		return fail(err)
 	}
 	if len(o.Nodes) > 0 && o.NodeID != "" {
 		return fail(fmt.Errorf("node ID %q with per-node states: give the nodes only", o.NodeID))
@@ -283,6 +290,14 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	// Resources on the wire are named by the first node's publisher: every node's state
 	// has the same names, and content it does not know is named by decoding it.
 	pub := pubs[nodes[0]]
+	if o.OnDemand.VirtualHosts {
+		cache = &frontend.OnDemandCache{Cache: cache, State: func(node string) *resources.Set {
+			if p, ok := pubs[node]; ok && perNode {
+				return p.Current()
+			}
+			return pub.Current()
+		}}
+	}
 	// The transport, serving that cache.
 	feCtx, cancel := context.WithCancel(context.Background())
 	var (

@@ -218,7 +218,7 @@ func ofType(step, event, typ string) func(xdslog.Event) bool {
 // allAccepted reports whether the client accepted every resource of set with versions
 // matching want (name -> version).
 func acceptedHashes(s simclient.State, set *resources.Set) bool {
-	for _, t := range resources.Types {
+	for _, t := range resources.CoreTypes {
 		for _, r := range set.ByType[t] {
 			if s.Accepted[t][r.Name].Hash != r.Hash {
 				return false

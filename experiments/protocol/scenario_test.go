@@ -41,7 +41,7 @@ func runScenario(t *testing.T, v variant) {
 	if v.linear() {
 		// The LinearCache gives out its own versions: each type's counter (one per
 		// UpdateResources) behind the prefix of this instance, never the workbench's label.
-		for _, typ := range resources.Types {
+		for _, typ := range resources.CoreTypes {
 			assert.True(t, strings.HasSuffix(vers1[typ], ".1") && vers1[typ] != "1", "%s: LinearCache version %q", typ, vers1[typ])
 			assert.Equal(t, strings.TrimSuffix(vers1[resources.LDS], "1"), strings.TrimSuffix(vers1[typ], "1"), "one prefix for the instance")
 		}
@@ -49,7 +49,7 @@ func runScenario(t *testing.T, v variant) {
 	stop := h.connect(client)
 	st := h.waitClient(client, "initial state accepted", func(s simclient.State) bool { return acceptedHashes(s, set1) })
 	ev := h.waitLog("four initial ACKs", func(ev []xdslog.Event) bool { return len(filter(ev, of("initial", xdslog.EventAck))) >= 4 })
-	for _, typ := range resources.Types {
+	for _, typ := range resources.CoreTypes {
 		sends := filter(ev, ofType("initial", xdslog.EventSend, string(typ)))
 		require.Len(t, sends, 1, "%s: one initial send", typ)
 		acks := filter(ev, ofType("initial", xdslog.EventAck, string(typ)))
@@ -78,7 +78,7 @@ func runScenario(t *testing.T, v variant) {
 	st = h.waitClient(client, "port change accepted", func(s simclient.State) bool {
 		if v.name == "sotw-uniform-resend" {
 			// The unchanged types arrive again under version 2: wait for all of them.
-			for _, typ := range resources.Types {
+			for _, typ := range resources.CoreTypes {
 				if s.VersionInfo[typ] != "2" {
 					return false
 				}
@@ -102,7 +102,7 @@ func runScenario(t *testing.T, v variant) {
 			require.Len(t, s.Resources, 1)
 			assert.Equal(t, s.Type != "EDS", s.Resources[0].IsRedundant(), "%s redundant flag", s.Type)
 		}
-		for _, typ := range resources.Types {
+		for _, typ := range resources.CoreTypes {
 			assert.Equal(t, "2", st.Version(typ, set2.ByType[typ][0].Name))
 		}
 	case sotwMode: // per-type, and the LinearCache (only EDS's cache was updated)
@@ -345,7 +345,7 @@ func requireStatusMatches(t *testing.T, h *harness, c *simclient.Client) {
 			return false
 		}
 		cs := c.State()
-		for _, typ := range resources.Types {
+		for _, typ := range resources.CoreTypes {
 			rec := st[0].Accepted[string(typ)]
 			if len(rec) != len(cs.Accepted[typ]) {
 				return false

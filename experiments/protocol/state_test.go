@@ -52,7 +52,7 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 		d.waitClient(dc, "the delta client accepts "+step.name, func(st simclient.State) bool { return acceptedHashes(st, set) })
 
 		// SotW with uniform labels re-sends every type; delta sends what changed.
-		wantSends := map[*harness]int{s: len(resources.Types), d: len(set.ChangedTypes(prev))}
+		wantSends := map[*harness]int{s: len(resources.CoreTypes), d: len(set.ChangedTypes(prev))}
 		for _, h := range []*harness{s, d} {
 			ev := h.waitLog(h.v.mode+" ACKs of "+step.name, func(ev []xdslog.Event) bool {
 				return len(filter(ev, of(step.name, xdslog.EventAck))) >= wantSends[h]

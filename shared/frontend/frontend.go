@@ -64,7 +64,7 @@ func decodedName(a *anypb.Any) string {
 func CheckType(rec *xdslog.Recorder, stream int64, url string) (resources.Type, error) {
 	t, ok := resources.TypeOf(url)
 	if !ok {
-		msg := fmt.Sprintf("unsupported type URL %q: this workbench serves LDS, RDS, CDS and EDS", url)
+		msg := fmt.Sprintf("unsupported type URL %q: this workbench serves LDS, RDS, CDS, EDS and VHDS (VirtualHost)", url)
 		rec.Emit(xdslog.Event{Event: xdslog.EventRefused, Stream: stream, Error: msg})
 		return "", status.Error(codes.InvalidArgument, msg)
 	}
@@ -134,6 +134,11 @@ func SotWSent(resp *discovery.DiscoveryResponse, describe DescribeFunc) []xdslog
 func DeltaSent(resp *discovery.DeltaDiscoveryResponse, describe DescribeFunc) []xdslog.Resource {
 	res := make([]xdslog.Resource, len(resp.GetResources()))
 	for i, r := range resp.GetResources() {
+		if r.GetResource() == nil {
+			// A name without a body: "does not exist" (frontend.OnDemandCache).
+			res[i] = xdslog.Resource{Name: r.GetName(), Version: r.GetVersion(), NotFound: true}
+			continue
+		}
 		_, hash := describe(r.GetResource())
 		res[i] = xdslog.Resource{Name: r.GetName(), Version: r.GetVersion(), Hash: hash}
 	}

@@ -39,9 +39,9 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 		Recorder: xdslog.NewRecorder(&buf, xdslog.ModeSotW), Strategy: PerType})
 	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
-	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
+	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
 	publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
-	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2"}, p.Versions())
+	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
 	snap, err := cache.GetSnapshot(resources.NodeID)
 	require.NoError(t, err)
 	assert.Equal(t, "3", snap.GetVersion(resources.RDS.URL()))
@@ -172,9 +172,10 @@ func TestLinearPublisher(t *testing.T) {
 	}
 	set1 := publishLinear(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	assert.Same(t, set1, p.Current())
-	for _, v := range p.Versions() {
-		assert.Equal(t, pre+"1", v)
+	for _, typ := range resources.CoreTypes {
+		assert.Equal(t, pre+"1", p.Versions()[typ], typ)
 	}
+	assert.Equal(t, pre+"0", p.Versions()[resources.VHDS], "a type never published keeps its first version")
 	// One endpoint changes: only EDS's cache is updated, with that one resource.
 	publishLinear(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
 	v := p.Versions()

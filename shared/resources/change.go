@@ -99,7 +99,7 @@ func Rebuild(prev *Set, next State) (*Set, error) {
 		return nil, err
 	}
 	was := prev.state
-	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort {
+	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort || was.OnDemand != next.OnDemand {
 		set, err := Build(next)
 		if err != nil {
 			return nil, err
@@ -129,7 +129,12 @@ func Rebuild(prev *Set, next State) (*Set, error) {
 			return nil, err
 		}
 	}
-	if was.InvalidRoute != next.InvalidRoute || was.Clusters != next.Clusters || !maps.Equal(was.RouteTargets, next.RouteTargets) {
+	if next.OnDemand.VirtualHosts {
+		// The route configuration only names VHDS; the routes are the virtual hosts.
+		if err := set.editVirtualHosts(&c, was, next); err != nil {
+			return nil, err
+		}
+	} else if was.InvalidRoute != next.InvalidRoute || was.Clusters != next.Clusters || !maps.Equal(was.RouteTargets, next.RouteTargets) {
 		rc := buildRoute(next)
 		if next.InvalidRoute && validate(rc) == nil {
 			return nil, fmt.Errorf("build version %s: the invalid route unexpectedly validates", next.Version)
@@ -220,6 +225,60 @@ func (s *Set) editInventory(c *Change, was, next State) error {
 	c.Edits = append(c.Edits, eds...)
 	sortEdits(c)
 	return nil
+}
+
+// editVirtualHosts rebuilds the virtual hosts next adds, removes or re-points (the VHDS
+// shape of the scaled state: virtual host i at position i, as Build puts them), so that
+// adding a service costs one virtual host instead of the whole route configuration.
+func (s *Set) editVirtualHosts(c *Change, was, next State) error {
+	if next.Clusters <= 0 {
+		return nil // the teaching state's one virtual host never changes
+	}
+	rs := s.ByType[VHDS]
+	if next.Clusters < was.Clusters {
+		for i := next.Clusters; i < was.Clusters; i++ {
+			c.Edits = append(c.Edits, Edit{Type: VHDS, Name: rs[i].Name, Old: ptr(rs[i])})
+		}
+		rs = slices.Clip(rs[:next.Clusters])
+	}
+	var changed []int
+	for i := range min(was.Clusters, next.Clusters) {
+		if routeTarget(was, i) != routeTarget(next, i) {
+			changed = append(changed, i)
+		}
+	}
+	if len(changed) > 0 {
+		rs = slices.Clone(rs)
+	}
+	for _, i := range changed {
+		vh := buildVirtualHost(next, i)
+		r, err := s.built(VHDS, vh.GetName(), vh, true)
+		if err != nil {
+			return err
+		}
+		c.Edits = append(c.Edits, Edit{Type: VHDS, Name: r.Name, Old: ptr(rs[i]), New: ptr(r)})
+		rs[i] = r
+	}
+	for i := was.Clusters; i < next.Clusters; i++ {
+		vh := buildVirtualHost(next, i)
+		r, err := s.built(VHDS, vh.GetName(), vh, true)
+		if err != nil {
+			return err
+		}
+		rs = append(slices.Clip(rs), r)
+		c.Edits = append(c.Edits, Edit{Type: VHDS, Name: r.Name, New: ptr(r)})
+	}
+	s.ByType[VHDS] = rs
+	sortEdits(c)
+	return nil
+}
+
+// routeTarget is the cluster index route i of the scaled state s sends to.
+func routeTarget(s State, i int) int {
+	if j, ok := s.RouteTargets[i]; ok {
+		return j
+	}
+	return i
 }
 
 // replaceOne swaps in the one resource of a single-resource type (the listener, the route

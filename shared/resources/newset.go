@@ -63,5 +63,8 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 	for t := range set.ByType {
 		slices.SortFunc(set.ByType[t], func(a, b Resource) int { return cmp.Compare(a.Name, b.Name) })
 	}
+	if err := checkVirtualHosts(version, set); err != nil {
+		return nil, err
+	}
 	return set, nil
 }

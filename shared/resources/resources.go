@@ -55,10 +55,18 @@ const (
 	RDS Type = "RDS"
 	CDS Type = "CDS"
 	EDS Type = "EDS"
+	// VHDS is the VirtualHost type (envoy.config.route.v3.VirtualHost): a route
+	// configuration's virtual hosts served one by one, on demand (ondemand.go).
+	VHDS Type = "VHDS"
 )
 
-// Types lists the four types in ADS push order (CDS before EDS, LDS before RDS).
-var Types = []Type{CDS, EDS, LDS, RDS}
+// Types lists the types in ADS push order (CDS before EDS, LDS before RDS, a route
+// configuration before its virtual hosts).
+var Types = []Type{CDS, EDS, LDS, RDS, VHDS}
+
+// CoreTypes are the four types of every state, in Types order; VHDS is only in the
+// on-demand shape.
+var CoreTypes = Types[:4]
 
 // URL returns the type URL of t.
 func (t Type) URL() string {
@@ -71,6 +79,8 @@ func (t Type) URL() string {
 		return rsrc.ClusterType
 	case EDS:
 		return rsrc.EndpointType
+	case VHDS:
+		return rsrc.VirtualHostType
 	}
 	return ""
 }
@@ -86,6 +96,8 @@ func TypeOf(url string) (Type, bool) {
 		return CDS, true
 	case rsrc.EndpointType:
 		return EDS, true
+	case rsrc.VirtualHostType:
+		return VHDS, true
 	}
 	return "", false
 }
@@ -118,7 +130,15 @@ type State struct {
 	// "server" header Envoy writes on every response (default "envoy"). It is the one
 	// listener setting a change of which the data plane shows.
 	ServerName string
+	// OnDemand serves the state's routes through VHDS (one virtual host per service,
+	// Host ServiceHost(i), or QuoteHost in the teaching state) and/or its clusters through
+	// on-demand CDS (ondemand.go). Delta only; InvalidRoute is not built in this shape.
+	OnDemand OnDemand
 }
+
+// QuoteHost is the Host of the teaching state's one virtual host when routes are on
+// demand (VHDS): Envoy subscribes to "quote-route/quote".
+const QuoteHost = "quote"
 
 // Resource is one built resource with its name and content hash (the library's delta
 // version: SHA-256 of the deterministic marshal).
@@ -190,6 +210,15 @@ func Build(s State) (*Set, error) {
 		return nil, err
 	}
 	rc := buildRoute(s)
+	if s.OnDemand.VirtualHosts {
+		rc = vhdsRouteConfig(RouteName)
+		for i := range max(s.Clusters, 1) {
+			vh := buildVirtualHost(s, i)
+			if err := add(VHDS, vh.GetName(), vh, true); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if s.InvalidRoute {
 		// The one deliberate exception: prove it is invalid (so the NACK is certain), then
 		// publish it anyway.
@@ -215,6 +244,9 @@ func Build(s State) (*Set, error) {
 			}
 		}
 	}
+	if err := checkVirtualHosts(s.Version, set); err != nil {
+		return nil, err
+	}
 	if _, err := set.Snapshot(UniformVersions(s.Version)); err != nil {
 		return nil, fmt.Errorf("build version %s: %w", s.Version, err)
 	}
@@ -238,6 +270,9 @@ func checkState(s State) (State, error) {
 	}
 	if s.Clusters < 0 {
 		return s, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
+	}
+	if s.OnDemand.VirtualHosts && s.InvalidRoute {
+		return s, fmt.Errorf("build version %s: the invalid route is not built with routes on demand (VHDS)", s.Version)
 	}
 	for i, j := range s.RouteTargets {
 		if s.Clusters <= 0 || i < 0 || i >= s.Clusters || j < 0 || j >= s.Clusters {
@@ -272,7 +307,11 @@ func builtResource(version string, t Type, name string, r types.Resource, mustVa
 
 // UniformVersions gives every type the same version label.
 func UniformVersions(v string) map[Type]string {
-	return map[Type]string{LDS: v, RDS: v, CDS: v, EDS: v}
+	out := make(map[Type]string, len(Types))
+	for _, t := range Types {
+		out[t] = v
+	}
+	return out
 }
 
 // Snapshot makes a library snapshot with the given per-type versions and checks it with
@@ -314,12 +353,9 @@ func (s *Set) Hashes(t Type) map[string]string {
 	return out
 }
 
-// ChangedTypes lists the types whose content differs between prev and s (all types when
-// prev is nil), in Types order.
+// ChangedTypes lists the types whose content differs between prev and s (the types s
+// has when prev is nil), in Types order.
 func (s *Set) ChangedTypes(prev *Set) []Type {
-	if prev == nil {
-		return slices.Clone(Types)
-	}
 	return Diff(prev, s).Types()
 }
 
@@ -420,13 +456,24 @@ func adsSource() *core.ConfigSource {
 
 func buildListener(s State) (*listener.Listener, error) {
 	return listenerFor(ListenerSpec{Name: ListenerName, Port: s.ListenerPort, RouteName: RouteName, StatPrefix: StatPrefix,
-		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath})
+		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath, OnDemand: s.OnDemand})
 }
 
 func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 	routerCfg, err := deterministicAny(&router.Router{})
 	if err != nil {
 		return nil, fmt.Errorf("pack router: %w", err)
+	}
+	routerFilter := &hcm.HttpFilter{Name: wellknown.Router, ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerCfg}}
+	filters := []*hcm.HttpFilter{routerFilter}
+	if s.OnDemand.Any() {
+		// The on_demand filter must come before the router: it holds the request while
+		// Envoy subscribes (VHDS doc; on_demand filter doc).
+		od, err := onDemandFilter(s.OnDemand, s.ODCDSTimeout)
+		if err != nil {
+			return nil, err
+		}
+		filters = []*hcm.HttpFilter{od, routerFilter}
 	}
 	m := &hcm.HttpConnectionManager{
 		CodecType:  hcm.HttpConnectionManager_AUTO,
@@ -435,10 +482,7 @@ func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 			ConfigSource:    adsSource(),
 			RouteConfigName: s.RouteName,
 		}},
-		HttpFilters: []*hcm.HttpFilter{{
-			Name:       wellknown.Router,
-			ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerCfg},
-		}},
+		HttpFilters:                  filters,
 		AlwaysSetRequestIdInResponse: true,
 		ServerName:                   s.ServerName,
 	}
@@ -516,6 +560,22 @@ func buildRoute(s State) *route.RouteConfiguration {
 			Routes:  routes,
 		}},
 	}
+}
+
+// buildVirtualHost is service i's virtual host in the on-demand (VHDS) shape: the same
+// route the inline route configuration has for it, under its own Host.
+func buildVirtualHost(s State, i int) *route.VirtualHost {
+	if s.Clusters <= 0 {
+		return &route.VirtualHost{Name: VirtualHostName(RouteName, QuoteHost), Domains: []string{QuoteHost},
+			Routes: []*route.Route{routeTo(QuotePath, ClusterName, ClusterName, false)}}
+	}
+	target := i
+	if j, ok := s.RouteTargets[i]; ok {
+		target = j
+	}
+	host := ServiceHost(i)
+	return &route.VirtualHost{Name: VirtualHostName(RouteName, host), Domains: []string{host},
+		Routes: []*route.Route{routeTo(ScaledPath(i), ScaledClusterName(i), ScaledClusterName(target), false)}}
 }
 
 func buildCluster(name string) *cluster.Cluster {

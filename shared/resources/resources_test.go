@@ -22,7 +22,8 @@ func build(t *testing.T, s State) *Set {
 
 func TestTeachingResources(t *testing.T) {
 	set := build(t, State{Version: "1", InventoryPort: 18080})
-	for _, typ := range Types {
+	assert.Empty(t, set.ByType[VHDS], "routes are inline unless on demand")
+	for _, typ := range []Type{LDS, RDS, CDS, EDS} {
 		require.Len(t, set.ByType[typ], 1, typ)
 		assert.NoError(t, Validate(set.ByType[typ][0].Resource), "%s validates", typ)
 		assert.Len(t, set.ByType[typ][0].Hash, 64)
@@ -129,7 +130,7 @@ func TestHashesAreDeterministicAndContentBased(t *testing.T) {
 	assert.Equal(t, []Type{LDS}, d.ChangedTypes(a), "the access-log path is listener content")
 	e := build(t, State{Version: "4", InventoryPort: 18080, AccessLogPath: "/tmp/a.log", InventoryRemoved: true})
 	assert.Equal(t, "CDS -inventory; EDS -inventory", e.Describe(a))
-	assert.Equal(t, Types, a.ChangedTypes(nil))
+	assert.Equal(t, CoreTypes, a.ChangedTypes(nil), "the types the set has")
 }
 
 func TestScaledState(t *testing.T) {
@@ -164,7 +165,8 @@ func TestTypeURLs(t *testing.T) {
 
 // The snapshot's version map is what the library would compute itself.
 func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
-	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log"})
+	// On demand, so that every type has its one resource.
+	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log", OnDemand: OnDemand{VirtualHosts: true}})
 	ours, err := set.Snapshot(UniformVersions("1"))
 	require.NoError(t, err)
 	theirs, err := set.Snapshot(UniformVersions("1"))

@@ -32,6 +32,11 @@ type ListenerSpec struct {
 	ServerName string
 	// AccessLogPath, when set, makes the listener write AccessLogFormat lines there.
 	AccessLogPath string
+	// OnDemand puts envoy.filters.http.on_demand before the router (with odcds when
+	// clusters are on demand); ODCDSTimeout is its odcds timeout (DefaultODCDSTimeout
+	// when 0).
+	OnDemand     OnDemand
+	ODCDSTimeout time.Duration
 }
 
 // BuildListener builds the listener l describes.
@@ -109,10 +114,12 @@ func BuildEndpoints(name string, ports ...int) *endpoint.ClusterLoadAssignment {
 	return cla
 }
 
-// RouteSpec is a route configuration with one virtual host matching every domain.
+// RouteSpec is a route configuration with one virtual host matching every domain, or,
+// with VHDS, one whose virtual hosts all come from VHDS (then Rules must be empty).
 type RouteSpec struct {
 	Name  string
 	Rules []RouteRule
+	VHDS  bool
 }
 
 // RouteRule is one route: a match and where it sends the request.
@@ -141,6 +148,12 @@ type WeightedCluster struct {
 
 // BuildRoute builds the route configuration r describes.
 func BuildRoute(r RouteSpec) (*route.RouteConfiguration, error) {
+	if r.VHDS {
+		if len(r.Rules) > 0 {
+			return nil, fmt.Errorf("route configuration %s: vhds takes its virtual hosts from VHDS; give its routes as virtual hosts, not rules", r.Name)
+		}
+		return vhdsRouteConfig(r.Name), nil
+	}
 	routes := make([]*route.Route, 0, len(r.Rules))
 	for i, rule := range r.Rules {
 		rt, err := buildRule(rule)

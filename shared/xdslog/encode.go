@@ -53,6 +53,9 @@ func (rs Resources) appendJSON(b []byte) []byte {
 			b = append(b, `,"redundant":`...)
 			b = strconv.AppendBool(b, *r.Redundant)
 		}
+		if r.NotFound {
+			b = append(b, `,"not_found":true`...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

@@ -60,9 +60,10 @@ const (
 // the streams but not the server's state, so its log has no publish events.
 const SourceTap = "tap"
 
-// Types are the four xDS types the workbench records, in display order (the order Envoy's
-// own ADS sequencing applies them: listeners, their routes, clusters, their endpoints).
-var Types = []string{"LDS", "RDS", "CDS", "EDS"}
+// Types are the xDS types the workbench records, in display order (the order Envoy's
+// own ADS sequencing applies them: listeners, their routes, clusters, their endpoints),
+// then VHDS, the virtual hosts a route configuration fetches on demand.
+var Types = []string{"LDS", "RDS", "CDS", "EDS", "VHDS"}
 
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
@@ -115,6 +116,9 @@ type Resource struct {
 	Version   string `json:"version,omitempty"`
 	Hash      string `json:"hash"`
 	Redundant *bool  `json:"redundant,omitempty"`
+	// NotFound marks a sent delta resource with a name (and that name as its alias) but
+	// no body: the server says the name does not exist (VHDS, frontend.OnDemandCache).
+	NotFound bool `json:"not_found,omitempty"`
 }
 
 // IsRedundant reports whether a sent resource was already accepted with this content.
