@@ -203,6 +203,12 @@ type Event struct {
 	Correct   *bool  `json:"correct,omitempty"`
 	// Path is the request's path (with its query).
 	Path string `json:"path,omitempty"`
+	// Host is the request's Host (:authority) when the probe set one: what on-demand
+	// VHDS subscribes by ("<route>/<Host>").
+	Host string `json:"host,omitempty"`
+	// SentTS is when the request was sent (TS is when it was answered): the start of an
+	// on-demand fetch's timeline.
+	SentTS *time.Time `json:"sent_ts,omitempty"`
 	// Probe says why the request was sent: ProbeRequest (an expectation's request, sent
 	// until it gets its answer), ProbeWindow (a traffic-window probe, sent every few
 	// milliseconds for a whole step) or ProbeOutage (sent while the control plane is down).
