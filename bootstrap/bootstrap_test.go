@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/resources"
 )
 
 var params = Params{XDSAddr: "127.0.0.1:18000", AdminPort: 9901}
@@ -129,4 +131,69 @@ func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
 	res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart").CombinedOutput()
 	require.Error(t, err, "envoy accepted a broken bootstrap:\n%s", res)
 	assert.Contains(t, string(res), "NOT_A_TYPE")
+}
+
+// TestOnDemandClustersBootstrap: clusters on demand leave out cds_config (Envoy then
+// never subscribes to CDS by wildcard), Envoy accepts the file, and SotW is refused.
+func TestOnDemandClustersBootstrap(t *testing.T) {
+	out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "cds_config")
+	assert.Contains(t, string(out), "lds_config")
+	_, err = Render(ModeSotW, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
+
+	bin := envoy.RequireOrSkip(t)
+	path := filepath.Join(t.TempDir(), "on-demand.yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart", "-l", "warning").CombinedOutput()
+	require.NoError(t, err, "envoy --mode validate:\n%s", res)
+}
+
+// vhdsListener is a static listener whose inline route configuration takes VHDS from a
+// config source of the given api_type.
+const vhdsListener = `  listeners:
+  - name: vhds-static
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: vhds
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+          route_config:
+            name: quote-route
+            vhds:
+              config_source:
+                resource_api_version: V3
+                api_config_source:
+                  api_type: %s
+                  transport_api_version: V3
+                  grpc_services: [{envoy_grpc: {cluster_name: xds_cluster}}]
+`
+
+// TestEnvoyRefusesVHDSOverSotW records Envoy's own refusal of VHDS from a SotW (GRPC)
+// config source, and its acceptance of DELTA_GRPC: the reason lab refuses an on-demand
+// shape with --mode sotw (source/common/router/vhds.cc).
+func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	for apiType, want := range map[string]string{
+		"GRPC":       "vhds: only 'DELTA_GRPC' or 'ADS' (which uses Delta xDS) is supported as a config source.",
+		"DELTA_GRPC": "OK",
+	} {
+		out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000"})
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), apiType+".yaml")
+		require.NoError(t, os.WriteFile(path, append(out, fmt.Sprintf(vhdsListener, apiType)...), 0o644))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart", "-l", "warning").CombinedOutput()
+		cancel()
+		assert.Equal(t, apiType == "DELTA_GRPC", err == nil, "%s: %s", apiType, res)
+		assert.Contains(t, string(res), want, apiType)
+	}
 }

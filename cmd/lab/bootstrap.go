@@ -7,12 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/shared/resources"
 )
 
 // bootstrapOptions are the flags of `lab bootstrap`.
 type bootstrapOptions struct {
-	mode string
-	p    bootstrap.Params
+	mode     string
+	p        bootstrap.Params
+	onDemand resources.OnDemand
 }
 
 func newBootstrapCmd() *cobra.Command {
@@ -33,7 +35,10 @@ including the control plane's xds_cluster, is on 127.0.0.1.`,
   envoy -c sotw.yaml --disable-hot-restart
 
   # delta, control plane on another port, admin on a free port
-  lab bootstrap --mode delta --xds-addr 127.0.0.1:18001 --admin-port 0 > delta.yaml`,
+  lab bootstrap --mode delta --xds-addr 127.0.0.1:18001 --admin-port 0 > delta.yaml
+
+  # delta, clusters on demand: no cds_config, Envoy holds only the clusters it fetches
+  lab bootstrap --mode delta --on-demand vhds,cds > on-demand.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBootstrap(o, cmd.OutOrStdout())
@@ -45,6 +50,7 @@ including the control plane's xds_cluster, is on 127.0.0.1.`,
 	f.Var(portValue{&o.p.AdminPort, portZeroRange}, "admin-port", "Envoy admin port on 127.0.0.1, 0-65535; 0 picks a free one (use envoy --admin-address-path)")
 	f.StringVar(&o.p.NodeID, "node-id", o.p.NodeID, "node.id; must match the control plane's --node-id")
 	f.StringVar(&o.p.NodeCluster, "node-cluster", o.p.NodeCluster, "node.cluster (Envoy requires one)")
+	f.Var(onDemandValue{&o.onDemand}, "on-demand", "what Envoy fetches on demand: vhds, cds, vhds,cds or none (delta only; cds leaves out cds_config, vhds changes nothing in the bootstrap: it is in the route configuration)")
 	return cmd
 }
 
@@ -53,6 +59,10 @@ func runBootstrap(o bootstrapOptions, out io.Writer) error {
 	if err := checkMode(o.mode); err != nil {
 		return err
 	}
+	if err := checkOnDemand(o.onDemand, o.mode); err != nil {
+		return err
+	}
+	o.p.OnDemandClusters = o.onDemand.Clusters
 	b, err := bootstrap.Render(o.mode, o.p)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/shared/resources"
 )
 
 // runLabArgs executes the CLI with args and returns stdout, stderr and the error.
@@ -36,7 +37,15 @@ func TestBootstrapCommand(t *testing.T) {
 		assert.Contains(t, out, "port_value: 18001")
 	}
 
-	out, _, err := runLabArgs(t, "bootstrap", "--mode", "delta")
+	out, _, err := runLabArgs(t, "bootstrap", "--mode", "delta", "--on-demand", "vhds,cds")
+	require.NoError(t, err)
+	assert.NotContains(t, out, "cds_config", "clusters on demand: no wildcard CDS")
+	assert.Contains(t, out, "lds_config")
+	out, _, err = runLabArgs(t, "bootstrap", "--mode", "delta", "--on-demand", "vhds")
+	require.NoError(t, err)
+	assert.Contains(t, out, "cds_config", "VHDS alone changes nothing in the bootstrap")
+
+	out, _, err = runLabArgs(t, "bootstrap", "--mode", "delta")
 	require.NoError(t, err)
 	assert.Contains(t, out, "api_type: DELTA_GRPC")
 	assert.Contains(t, out, `id: "teaching-envoy"`)
@@ -58,6 +67,8 @@ func TestBootstrapCommandErrors(t *testing.T) {
 		"admin port":     {[]string{"bootstrap", "--mode", "sotw", "--admin-port", "70000"}, "--admin-port 70000: outside 0-65535"},
 		"admin negative": {[]string{"bootstrap", "--mode", "sotw", "--admin-port", "-1"}, "--admin-port -1: outside 0-65535"},
 		"admin word":     {[]string{"bootstrap", "--mode", "sotw", "--admin-port", "admin"}, "--admin-port admin: not a number (want a port, 0-65535)"},
+		"on-demand word": {[]string{"bootstrap", "--mode", "delta", "--on-demand", "rds"}, `--on-demand rds: unknown part "rds" (want vhds, cds, vhds,cds or none)`},
+		"on-demand sotw": {[]string{"bootstrap", "--mode", "sotw", "--on-demand", "cds"}, "--on-demand cds: " + resources.ErrOnDemandNeedsDelta.Error()},
 		"stray arg":      {[]string{"bootstrap", "--mode", "sotw", "extra"}, "extra: unexpected argument (usage: lab bootstrap [flags])"},
 		"node id":        {[]string{"bootstrap", "--mode", "sotw", "--node-id", "a b"}, `node id "a b": use 1-128 letters, digits, '.', '_' or '-'`},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -203,6 +204,29 @@ func sotwOnly(flag, value string) error {
 		return nil
 	}
 	return badFlag(flag, value, "SotW only (want --mode sotw, or no --%s)", flag)
+}
+
+// onDemandValue is --on-demand: what Envoy fetches only when traffic needs it
+// (resources.ParseOnDemand reads it; resources.OnDemand.CheckMode refuses it for SotW).
+type onDemandValue struct{ p *resources.OnDemand }
+
+func (v onDemandValue) String() string { return v.p.String() }
+func (onDemandValue) Type() string     { return "vhds,cds" }
+func (v onDemandValue) Set(s string) error {
+	o, err := resources.ParseOnDemand(s)
+	if err != nil {
+		return err
+	}
+	*v.p = o
+	return nil
+}
+
+// checkOnDemand refuses an on-demand shape with --mode sotw, naming the flag.
+func checkOnDemand(o resources.OnDemand, mode string) error {
+	if err := o.CheckMode(mode == xdslog.ModeSotW); err != nil {
+		return &flagError{flag: "on-demand", value: o.String(), err: err}
+	}
+	return nil
 }
 
 // checkMode is --mode for callers that bypass the flag (tests of a run function).

@@ -61,7 +61,7 @@ func ParseOnDemand(s string) (OnDemand, error) {
 		case OnDemandCDS:
 			o.Clusters = true
 		default:
-			return OnDemand{}, fmt.Errorf("on-demand %q: want vhds, cds, vhds,cds or none", part)
+			return OnDemand{}, fmt.Errorf("unknown part %q (want vhds, cds, vhds,cds or none)", part)
 		}
 	}
 	return o, nil

@@ -21,7 +21,7 @@ func TestParseOnDemand(t *testing.T) {
 		assert.Equal(t, want, got, in)
 	}
 	_, err := ParseOnDemand("vhds,rds")
-	assert.EqualError(t, err, `on-demand "rds": want vhds, cds, vhds,cds or none`)
+	assert.EqualError(t, err, `unknown part "rds" (want vhds, cds, vhds,cds or none)`)
 	assert.Equal(t, "vhds,cds", OnDemand{VirtualHosts: true, Clusters: true}.String())
 	assert.Equal(t, "none", OnDemand{}.String())
 	assert.ErrorIs(t, OnDemand{Clusters: true}.CheckMode(true), ErrOnDemandNeedsDelta)
