@@ -36,7 +36,10 @@ type serveOptions struct {
 	sotwVersions  string
 	nackPolicy    string
 	cache         frontend.Cache
-	limits        controlplane.Limits
+	// onDemand serves the teaching state's route (VHDS, Host "quote") and/or its cluster
+	// (on-demand CDS) on demand; delta only.
+	onDemand resources.OnDemand
+	limits   controlplane.Limits
 	// maxLogSize: past it the recorder condenses NACK storms (0: never).
 	maxLogSize int64
 	// stormEvery is how often a storm in progress is summarized on the console.
@@ -102,6 +105,10 @@ publishes, refusals, storm warnings and errors only.
   # delta on another port, with its own log
   lab serve --mode delta --xds-addr 127.0.0.1:18001 --log delta.log
 
+  # delta with the route and the cluster on demand: Envoy fetches them on the first
+  # request for Host quote (curl -H 'Host: quote' 127.0.0.1:19000/quote)
+  lab serve --mode delta --on-demand vhds,cds --with-envoy --with-inventory
+
   # SotW that re-sends only the types whose content changed, and holds after a NACK
   lab serve --mode sotw --sotw-versions per-type --nack-policy hold`,
 		Args: noArgs,
@@ -122,6 +129,7 @@ publishes, refusals, storm warnings and errors only.
 	f.Var(choiceValue{&o.sotwVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
 	f.Var(choiceValue{&o.nackPolicy, "NACK policy", nackPolicies()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.cache}, "cache", cacheHelp)
+	f.Var(onDemandValue{&o.onDemand}, "on-demand", "what Envoy fetches only when a request needs it: vhds (the route, for Host "+resources.QuoteHost+"), cds (the cluster), vhds,cds or none (delta only)")
 	f.Var(intValue{&o.limits.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request accepted, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
 	f.Var(intValue{&o.limits.MaxSendMsgSize, serveMsgBytesRange}, "max-send-msg-bytes", "largest response sent, "+serveMsgBytesRange.String()+" (a SotW push of 10,000 clusters is a few MB)")
 	f.Var(uint32Value{&o.limits.MaxConcurrentStreams, serveStreamsRange}, "max-concurrent-streams", "HTTP/2 streams per connection, "+serveStreamsRange.String())
@@ -186,6 +194,9 @@ func (o *serveOptions) validate() error {
 		o.cache = frontend.SnapshotCache
 	}
 	if err := checkCache(o.cache, o.mode, o.sotwVersions, o.nackPolicy); err != nil {
+		return err
+	}
+	if err := checkOnDemand(o.onDemand, o.mode); err != nil {
 		return err
 	}
 	if o.mode == xdslog.ModeDelta {
@@ -257,6 +268,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		Versions:   frontend.VersionStrategy(o.sotwVersions),
 		NackPolicy: sotw.NackPolicy(o.nackPolicy),
 		Cache:      o.cache,
+		OnDemand:   o.onDemand,
 		Recorder:   rec,
 		Limits:     o.limits,
 	})
@@ -300,7 +312,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	// closes while the recorder still writes.
 	defer env.stop()
 	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
-	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort}
+	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort, OnDemand: o.onDemand}
 	if env != nil {
 		first.AccessLogPath = env.accessLog
 	}
@@ -409,7 +421,7 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 		return
 	case verbRequest:
 		sv.step(cmd)
-		line, err := sv.env.request(ctx, sv.rec, sv.o.listenerPort)
+		line, err := sv.env.request(ctx, sv.rec, sv.o.listenerPort, serveHost(sv.o.onDemand))
 		if err != nil {
 			fmt.Fprintf(errOut, "error: %v\n", err)
 			return

@@ -34,6 +34,15 @@ type serveEnv struct {
 	requests  int
 }
 
+// serveHost is the Host `request` sends: the teaching virtual host's when routes are on
+// demand (Envoy fetches "quote-route/quote"), else none (Go sends the listener address).
+func serveHost(o resources.OnDemand) string {
+	if o.VirtualHosts {
+		return resources.QuoteHost
+	}
+	return ""
+}
+
 // serveQuotePath is what `request` asks for: the path the runner's probes use.
 const serveQuotePath = resources.QuotePath + "?sku=paper"
 
@@ -77,7 +86,7 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 	// The same bootstrap `lab bootstrap --mode M --xds-addr ADDR --admin-port 0` prints:
 	// its node ID is the default one, so serving another --node-id shows the wrong-node
 	// fault.
-	cfg, err := bootstrap.Render(o.mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0})
+	cfg, err := bootstrap.Render(o.mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.onDemand.Clusters})
 	if err != nil {
 		return fmt.Errorf("render %s bootstrap: %w", o.mode, err)
 	}
@@ -116,16 +125,20 @@ func (e *serveEnv) stop() {
 // request sends GET /quote through Envoy and returns the console line: who answered
 // (the backend named in the body, which echoes the request ID), the status, and Envoy's
 // response flags from its access log. The result is recorded as a data-plane event.
-func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPort int) (string, error) {
+func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPort int, host string) (string, error) {
 	if e == nil || e.proc == nil {
 		return "", fmt.Errorf("request needs serve --with-envoy (or send curl http://%s%s yourself)", loopback.Addr(listenerPort), serveQuotePath)
 	}
 	e.requests++
 	id := fmt.Sprintf("serve-%d", e.requests)
-	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: "envoy", Path: serveQuotePath, Probe: xdslog.ProbeRequest}
+	sent := time.Now().UTC()
+	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: "envoy", Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listener)+serveQuotePath, nil)
 	if err != nil {
 		return "", err
+	}
+	if host != "" {
+		req.Host = host
 	}
 	req.Header.Set("x-request-id", id)
 	resp, err := e.http.Do(req)

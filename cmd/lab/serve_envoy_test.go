@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -164,4 +165,42 @@ func TestServeWithEnvoyRemove(t *testing.T) {
 			s.stop()
 		})
 	}
+}
+
+// TestServeOnDemandWithEnvoy: lab serve --mode delta --on-demand vhds,cds: Envoy starts
+// with neither the route's virtual host nor the cluster; the request command (Host
+// quote) makes it fetch quote-route/quote, then inventory and its endpoints, and v1
+// answers; `port` then moves the fetched cluster's traffic to v2.
+func TestServeOnDemandWithEnvoy(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	o := serveEnvoyOptions(t, bin)
+	o.mode = xdslog.ModeDelta
+	o.onDemand = resources.OnDemand{VirtualHosts: true, Clusters: true}
+	s := startServeSession(t, o)
+	for _, typ := range []string{"LDS", "RDS", "VHDS"} {
+		s.waitLine(30*time.Second, `^out: stream 1 `+typ+` ACK version 1$`)
+	}
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.inventoryPort))
+	s.send(fmt.Sprintf("port %d", o.v2Port))
+	s.waitLine(30*time.Second, `^out: stream 1 EDS ACK version 2$`)
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.v2Port))
+	s.stop()
+	s.waitLine(10*time.Second, `^out: stream 1 closed: `)
+
+	ev, _, err := xdslog.ReadFile(o.logPath)
+	require.NoError(t, err)
+	added := map[string][]string{}
+	for _, e := range ev {
+		if e.Event == xdslog.EventRequest {
+			added[e.Type] = append(added[e.Type], e.Added...)
+		}
+		if e.Event == xdslog.EventDataPlane {
+			assert.Equal(t, resources.QuoteHost, e.Host)
+			require.NotNil(t, e.SentTS)
+			assert.False(t, e.SentTS.After(e.TS), "sent before answered")
+		}
+	}
+	assert.Equal(t, []string{"quote-route/quote"}, added["VHDS"], "the one virtual host, on demand")
+	assert.Equal(t, []string{"inventory"}, added["CDS"], "the one cluster, on demand")
+	assert.Equal(t, []string{"inventory"}, added["EDS"])
 }

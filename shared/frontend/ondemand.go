@@ -58,7 +58,7 @@ func (c *OnDemandCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.
 			for i, r := range routes {
 				removed[i] = resources.VirtualHostName(r, "*")
 			}
-			ch <- &markerResponse{req: req, removed: removed, returned: maps.Clone(sub.ReturnedResources())}
+			ch <- &markerResponse{req: req, version: set.Version, removed: removed, returned: maps.Clone(sub.ReturnedResources())}
 			return nil, nil
 		}
 	}
@@ -67,7 +67,7 @@ func (c *OnDemandCache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.
 		for _, n := range missing {
 			delete(returned, n)
 		}
-		ch <- &markerResponse{req: req, notFound: missing, returned: returned}
+		ch <- &markerResponse{req: req, version: set.Version, notFound: missing, returned: returned}
 		return nil, nil
 	}
 	return c.Cache.CreateDeltaWatch(req, namedOnly{sub}, ch)
@@ -117,22 +117,25 @@ func (namedOnly) IsWildcard() bool { return false }
 // markerResponse is an answer the library cannot build: removals of names the client
 // never had (rule 2) or bodiless resources that say a name does not exist (rule 3).
 type markerResponse struct {
-	req      *cachev3.DeltaRequest
+	req *cachev3.DeltaRequest
+	// version is the published state's label: system_version_info, as the library's
+	// own responses carry it.
+	version  string
 	removed  []string
 	notFound []string
 	returned map[string]string
 }
 
 func (m *markerResponse) GetDeltaDiscoveryResponse() (*discovery.DeltaDiscoveryResponse, error) {
-	out := &discovery.DeltaDiscoveryResponse{TypeUrl: m.req.GetTypeUrl(), RemovedResources: slices.Clone(m.removed)}
+	out := &discovery.DeltaDiscoveryResponse{TypeUrl: m.req.GetTypeUrl(), SystemVersionInfo: m.version, RemovedResources: slices.Clone(m.removed)}
 	for _, n := range m.notFound {
 		out.Resources = append(out.Resources, &discovery.Resource{Name: n, Aliases: []string{n}})
 	}
 	return out, nil
 }
 func (m *markerResponse) GetDeltaRequest() *discovery.DeltaDiscoveryRequest { return m.req }
-func (m *markerResponse) GetSystemVersion() (string, error)                 { return "", nil }
-func (m *markerResponse) GetResponseVersion() string                        { return "" }
+func (m *markerResponse) GetSystemVersion() (string, error)                 { return m.version, nil }
+func (m *markerResponse) GetResponseVersion() string                        { return m.version }
 func (m *markerResponse) GetNextVersionMap() map[string]string              { return m.returned }
 func (m *markerResponse) GetReturnedResources() map[string]string           { return m.returned }
 func (m *markerResponse) GetContext() context.Context                       { return context.Background() }
