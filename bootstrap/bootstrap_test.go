@@ -106,14 +106,9 @@ func TestEnvoyValidates(t *testing.T) {
 		for _, adminPort := range []int{0, 9901} {
 			out, err := Render(mode, Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
 			require.NoError(t, err)
-			path := filepath.Join(t.TempDir(), mode+".yaml")
-			require.NoError(t, os.WriteFile(path, out, 0o644))
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path,
-				"--disable-hot-restart", "-l", "warning").CombinedOutput()
-			cancel()
+			res, err := validate(t, bin, out)
 			require.NoError(t, err, "%s (admin %d): envoy --mode validate:\n%s", mode, adminPort, res)
-			assert.Contains(t, string(res), "OK", mode)
+			assert.Contains(t, res, "OK", mode)
 		}
 	}
 }
@@ -143,13 +138,19 @@ func TestOnDemandClustersBootstrap(t *testing.T) {
 	_, err = Render(ModeSotW, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
-	bin := envoy.RequireOrSkip(t)
-	path := filepath.Join(t.TempDir(), "on-demand.yaml")
-	require.NoError(t, os.WriteFile(path, out, 0o644))
+	res, err := validate(t, envoy.RequireOrSkip(t), out)
+	require.NoError(t, err, "envoy --mode validate:\n%s", res)
+}
+
+// validate runs Envoy in validate mode on a bootstrap and returns its output.
+func validate(t *testing.T, bin envoy.Binary, bootstrap []byte) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bootstrap.yaml")
+	require.NoError(t, os.WriteFile(path, bootstrap, 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart", "-l", "warning").CombinedOutput()
-	require.NoError(t, err, "envoy --mode validate:\n%s", res)
+	return string(res), err
 }
 
 // vhdsListener is a static listener whose inline route configuration takes VHDS from a
@@ -188,12 +189,8 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 	} {
 		out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000"})
 		require.NoError(t, err)
-		path := filepath.Join(t.TempDir(), apiType+".yaml")
-		require.NoError(t, os.WriteFile(path, append(out, fmt.Sprintf(vhdsListener, apiType)...), 0o644))
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		res, err := exec.CommandContext(ctx, bin.Path, "--mode", "validate", "-c", path, "--disable-hot-restart", "-l", "warning").CombinedOutput()
-		cancel()
+		res, err := validate(t, bin, append(out, fmt.Sprintf(vhdsListener, apiType)...))
 		assert.Equal(t, apiType == "DELTA_GRPC", err == nil, "%s: %s", apiType, res)
-		assert.Contains(t, string(res), want, apiType)
+		assert.Contains(t, res, want, apiType)
 	}
 }
