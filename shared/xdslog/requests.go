@@ -163,7 +163,11 @@ func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
 	// only unsubscribing "*" ends it (the protocol doc's example; the library's
 	// UpdateResourceSubscriptions in pkg/server/stream/v3/subscription.go agrees).
 	wildcard := (t.wildcard || slices.Contains(q.Subscribe, "*")) && !slices.Contains(q.Unsubscribe, "*")
-	r.changeLocked(t, Event{Stream: stream, Type: typ, Names: names, Wildcard: wildcard, Added: added, Removed: removed, Nonce: q.Nonce})
+	e := Event{Stream: stream, Type: typ, Names: names, Wildcard: wildcard, Added: added, Removed: removed, Nonce: q.Nonce}
+	if IsOnDemand(r.mode, typ, false, added) {
+		e.Kind = RequestOnDemand
+	}
+	r.changeLocked(t, e)
 	return fb
 }
 
@@ -191,12 +195,15 @@ func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, na
 	r.requestLocked(t, e)
 }
 
-// changeLocked records a subscription change: a subscribe, or an unsubscribe when
-// nothing is left.
+// changeLocked records a subscription change: an on-demand subscribe (Delta decided),
+// a subscribe, or an unsubscribe when nothing is left.
 func (r *Recorder) changeLocked(t *typeState, e Event) {
-	e.Kind = RequestSubscribe
-	if len(e.Names) == 0 && !e.Wildcard {
+	switch {
+	case e.Kind == RequestOnDemand:
+	case len(e.Names) == 0 && !e.Wildcard:
 		e.Kind = RequestUnsubscribe
+	default:
+		e.Kind = RequestSubscribe
 	}
 	e.Missing = r.missingLocked(e.Type, e.Added)
 	r.requestLocked(t, e)
