@@ -23,7 +23,7 @@ func kinds(ev []Event) [][3]any {
 func TestOnDemandClassification(t *testing.T) {
 	r, buf := newTestRecorder(ModeDelta)
 	r.StreamOpen(1, "")
-	r.Delta(1, "VHDS", DeltaRequest{})                                           // legacy wildcard
+	r.Delta(1, "VHDS", DeltaRequest{})                                            // legacy wildcard
 	r.Delta(1, "VHDS", DeltaRequest{Subscribe: []string{"quote-route/svc-0001"}}) // traffic asked
 	r.Delta(1, "CDS", DeltaRequest{Subscribe: []string{"inventory-0001"}})        // first CDS: initial
 	r.Delta(1, "CDS", DeltaRequest{Subscribe: []string{"inventory-0002"}})        // on demand
