@@ -17,9 +17,9 @@ import (
 // onDemandColumns are the on-demand table's columns; onDemandLegend explains them.
 var onDemandColumns = []string{"step", "run", "type", "name", "request", "subscribe-ms", "response-ms", "answer-ms", "answer", "data plane"}
 
-const onDemandLegend = "every name a client subscribed to on demand (a delta request adding VHDS or CDS names " +
-	"after its first request of the type: Envoy asks for a virtual host \"<route>/<Host>\" or a cluster when a " +
-	"request needs one it does not hold, and holds the request meanwhile); request = the data-plane request that " +
+const onDemandLegend = "every name a client subscribed to on demand (a delta request adding VHDS names after " +
+	"its first request of the type, or CDS names without \"*\": Envoy asks for a virtual host \"<route>/<Host>\" " +
+	"or a cluster when a request needs one it does not hold, and holds the request meanwhile); request = the data-plane request that " +
 	"asked (the first sent that was in flight when the subscribe went out; for VHDS, the one whose Host names the " +
 	"virtual host); subscribe-ms, response-ms, answer-ms = ms from that request's send to the subscribe, to the " +
 	"response carrying the name, and to the request's answer; answer = found, not found (a bodiless \"does not " +

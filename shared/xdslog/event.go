@@ -105,11 +105,10 @@ const (
 	// a SotW request carrying an already-answered nonce and the same names.
 	RequestRepeat = "re-request"
 	// RequestOnDemand is a subscribe (Added, Removed) that traffic asked for: a delta
-	// request adding names of an on-demand type (OnDemandTypes) after the stream's first
-	// request of that type. Envoy sends it when a request needs a virtual host
-	// ("<route>/<Host>", route_config_update_requster.cc) or a cluster (on_demand
-	// filter's odcds, on_demand_update.cc) it does not hold; its first request of the
-	// type, and a reconnect's resume, are not on demand. IsOnDemand is the rule.
+	// request adding names of an on-demand type (OnDemandTypes). Envoy sends it when a
+	// request needs a virtual host ("<route>/<Host>", route_config_update_requster.cc) or
+	// a cluster (on_demand filter's odcds, on_demand_update.cc) it does not hold, with
+	// response_nonce "". IsOnDemand is the rule.
 	RequestOnDemand = "on-demand"
 )
 
@@ -119,11 +118,19 @@ var OnDemandTypes = []string{"VHDS", "CDS"}
 
 // IsOnDemand is the one rule for an on-demand subscribe: in delta, a request of an
 // on-demand type that adds names other than "*" after the stream's first request of the
-// type (first is true for that one). The recorder writes its answer into the request
-// event (RequestOnDemand), so readers never re-derive it.
+// type (first is false), or a first CDS request that names clusters and no "*" (first is
+// true; a reconnect's resume is never asked). Envoy's first VHDS request is a legacy
+// wildcard (its namespace-matching watch sends no names), and its CDS from cds_config a
+// wildcard too, so those are not on demand; but with on-demand CDS alone (no
+// cds_config) its first CDS request already names the cluster traffic asked for
+// (OdCdsApiImpl::updateOnDemand starts the subscription with it). The recorder writes
+// the answer into the request event (RequestOnDemand), so readers never re-derive it.
 func IsOnDemand(mode, typ string, first bool, added []string) bool {
-	if mode != ModeDelta || first || !slices.Contains(OnDemandTypes, typ) {
+	if mode != ModeDelta || !slices.Contains(OnDemandTypes, typ) {
 		return false
+	}
+	if first {
+		return typ == "CDS" && len(added) > 0 && !slices.Contains(added, "*")
 	}
 	return slices.ContainsFunc(added, func(n string) bool { return n != "*" })
 }

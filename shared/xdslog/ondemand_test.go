@@ -17,15 +17,16 @@ func kinds(ev []Event) [][3]any {
 }
 
 // TestOnDemandClassification: Envoy's VHDS and on-demand CDS requests that add names after
-// its first request of the type are on-demand subscribes; its first request (a legacy
-// wildcard, or named), a reconnect's resume, an EDS subscribe, a plain unsubscribe and
-// every SotW request are not.
+// its first request of the type are on-demand subscribes, and so is a first CDS request
+// naming a cluster (on-demand CDS without cds_config); its first VHDS request (a legacy
+// wildcard), a wildcard CDS, a reconnect's resume, an EDS subscribe, a plain unsubscribe
+// and every SotW request are not.
 func TestOnDemandClassification(t *testing.T) {
 	r, buf := newTestRecorder(ModeDelta)
 	r.StreamOpen(1, "")
 	r.Delta(1, "VHDS", DeltaRequest{})                                            // legacy wildcard
 	r.Delta(1, "VHDS", DeltaRequest{Subscribe: []string{"quote-route/svc-0001"}}) // traffic asked
-	r.Delta(1, "CDS", DeltaRequest{Subscribe: []string{"inventory-0001"}})        // first CDS: initial
+	r.Delta(1, "CDS", DeltaRequest{Subscribe: []string{"inventory-0001"}})        // first CDS, named: on demand
 	r.Delta(1, "CDS", DeltaRequest{Subscribe: []string{"inventory-0002"}})        // on demand
 	r.Delta(1, "EDS", DeltaRequest{Subscribe: []string{"inventory-0001"}})
 	r.Delta(1, "EDS", DeltaRequest{Subscribe: []string{"inventory-0002"}}) // EDS follows CDS: not on demand
@@ -35,12 +36,15 @@ func TestOnDemandClassification(t *testing.T) {
 	// A reconnect resumes with what it holds: its first request is a resume.
 	r.Delta(2, "VHDS", DeltaRequest{Subscribe: []string{"*", "quote-route/svc-0001"}, Initial: map[string]string{"quote-route/svc-0001": "h"}})
 	r.Delta(2, "VHDS", DeltaRequest{Subscribe: []string{"quote-route/svc-0003"}})
+	r.Delta(2, "CDS", DeltaRequest{})                                      // cds_config: wildcard
+	r.Delta(2, "CDS", DeltaRequest{Subscribe: []string{"inventory-0003"}}) // on demand beside it
+	r.Delta(3, "CDS", DeltaRequest{Subscribe: []string{"*", "inventory-0003"}, Initial: map[string]string{"inventory-0003": "h"}})
 
 	got := kinds(read(t, buf))
 	want := [][3]any{
 		{"VHDS", RequestWildcard, []string(nil)},
 		{"VHDS", RequestOnDemand, []string{"quote-route/svc-0001"}},
-		{"CDS", RequestInitial, []string{"inventory-0001"}},
+		{"CDS", RequestOnDemand, []string{"inventory-0001"}},
 		{"CDS", RequestOnDemand, []string{"inventory-0002"}},
 		{"EDS", RequestInitial, []string{"inventory-0001"}},
 		{"EDS", RequestSubscribe, []string{"inventory-0002"}},
@@ -48,6 +52,9 @@ func TestOnDemandClassification(t *testing.T) {
 		{"VHDS", RequestSubscribe, []string{"*"}},
 		{"VHDS", RequestResume, []string{"*", "quote-route/svc-0001"}},
 		{"VHDS", RequestOnDemand, []string{"quote-route/svc-0003"}},
+		{"CDS", RequestWildcard, []string(nil)},
+		{"CDS", RequestOnDemand, []string{"inventory-0003"}},
+		{"CDS", RequestResume, []string{"*", "inventory-0003"}},
 	}
 	assert.Equal(t, want, got)
 

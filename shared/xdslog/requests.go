@@ -172,8 +172,9 @@ func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
 }
 
 // firstRequestLocked records the first request of a type on a stream: wildcard,
-// initial, or a resume that says what the client holds (delta: initial versions; SotW:
-// the label, mapped to content when the server can).
+// initial, on-demand (IsOnDemand: a first CDS request naming clusters), or a resume that
+// says what the client holds (delta: initial versions; SotW: the label, mapped to
+// content when the server can).
 func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, names []string, version string, initial map[string]string) {
 	wildcard := len(names) == 0 || slices.Contains(names, "*")
 	e := Event{Stream: stream, Type: typ, Kind: RequestInitial, Names: names, Wildcard: wildcard, Version: version,
@@ -184,6 +185,8 @@ func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, na
 	switch {
 	case len(initial) > 0:
 		e.Kind = RequestResume
+	case IsOnDemand(r.mode, typ, true, names):
+		e.Kind = RequestOnDemand
 	case version != "" && r.mode == ModeSotW:
 		e.Kind = RequestResume
 		if held, ok := r.model.labels.lookup(typ, version, names, wildcard); ok {
