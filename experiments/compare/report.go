@@ -69,7 +69,7 @@ type Row struct {
 
 // Figures are one run's figures for one step (or a total), from analysis.Summarize.
 type Figures struct {
-	// Responses counts sends per type (LDS, RDS, CDS, EDS; absent types sent nothing).
+	// Responses counts sends per type (LDS, RDS, CDS, EDS, VHDS; absent types sent nothing).
 	Responses map[string]int `json:"responses"`
 	Resources int            `json:"resources"`
 	// Redundant counts resources the client already ran with exactly this content.
