@@ -36,6 +36,11 @@ type TypeFigures struct {
 	Unmatched       int `json:"unmatched,omitempty"`
 	// Stale counts SotW requests whose nonce was not the latest: dropped by the library.
 	Stale int `json:"stale,omitempty"`
+	// NotFound counts bodiless "does not exist" answers sent (xdslog.Resource.NotFound):
+	// not content, so not in Resources and never Redundant.
+	NotFound int `json:"not_found,omitempty"`
+	// OnDemand counts on-demand subscribe requests (xdslog.RequestOnDemand).
+	OnDemand int `json:"on_demand,omitempty"`
 }
 
 // DataPlane is the last data-plane observation of a step: its last request probe (the
@@ -88,6 +93,9 @@ type Step struct {
 	AbsentNames  map[string][]string `json:"absent_names,omitempty"`
 	// Reconnect describes the streams the step opened after the log's first stream.
 	Reconnect *Reconnect `json:"reconnect,omitempty"`
+	// OnDemand is the step's on-demand subscriptions and each fetch's timeline
+	// (ondemand.go); nil when the step has none.
+	OnDemand *OnDemand `json:"on_demand,omitempty"`
 
 	start   time.Time
 	publish time.Time
@@ -106,6 +114,8 @@ type Step struct {
 	// The NACK window, for the storm rate: count, first and last NACK.
 	nackN               int
 	nackFirst, nackLast time.Time
+	// fetches are the step's on-demand fetches, still being filled in (ondemand.go).
+	fetches []*Fetch
 }
 
 // nackAt adds n NACKs between first and last to the step's NACK window.
@@ -204,12 +214,14 @@ type Accumulator struct {
 	sentOn    map[key]bool
 	onSend    func(xdslog.Event, SendInfo)
 	noHeld    bool // SkipHeldVersions
+	od        *onDemandTally
 }
 
 // NewAccumulator returns an empty accumulator.
 func NewAccumulator() *Accumulator {
 	return &Accumulator{model: xdslog.NewModel(nil), steps: map[string]*Step{}, lastSet: map[key][]string{},
-		servers: map[int]*ServerFigures{}, changed: make(chan struct{}), fresh: map[key]string{}, sentOn: map[key]bool{}}
+		servers: map[int]*ServerFigures{}, changed: make(chan struct{}), fresh: map[key]string{}, sentOn: map[key]bool{},
+		od: newOnDemandTally()}
 }
 
 // OnSend calls fn with every send event and what the accumulator knows about it, as it
@@ -326,6 +338,11 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 				st.Reconnect.Resume = append(st.Reconnect.Resume, e.Version)
 			}
 		}
+		if e.Kind == xdslog.RequestOnDemand {
+			st.fig(e.Type).OnDemand++
+			n, known := a.model.PublishedCount(e.Type)
+			a.od.subscribe(st, e, n, known)
+		}
 	case xdslog.EventStreamClose:
 		a.server(e.Server).StreamsClosed++
 		if e.Dropped != nil && *e.Dropped > 0 {
@@ -341,13 +358,19 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 				delete(a.sentOn, kk)
 			}
 		}
+		a.od.closeStream(e.Server, e.Stream)
 	case xdslog.EventSend:
 		f := st.fig(e.Type)
 		f.Responses++
-		f.Resources += len(e.Resources)
 		f.Bytes += e.Bytes
 		f.RemovedExplicit += len(e.Removed)
+		a.od.send(e)
 		for _, r := range e.Resources {
+			if r.NotFound {
+				f.NotFound++
+				continue
+			}
+			f.Resources++
 			if r.IsRedundant() {
 				f.Redundant++
 				f.RedundantBytes += e.Bytes / len(e.Resources)
@@ -446,6 +469,7 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	case xdslog.EventTraffic:
 		st.observeTraffic(e)
 	case xdslog.EventDataPlane:
+		a.od.probe(e)
 		if e.Probe == xdslog.ProbeLoad {
 			// The steady load is counted by the step's traffic event (Step.Traffic), not
 			// as probes: it is no expectation's evidence, and its failures (503 NC after a
@@ -567,6 +591,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 			c.NackRate = float64(n-1) / d
 		}
 	}
+	c.OnDemand, c.fetches = st.onDemandFrom(), nil
 	c.Probes = st.probesFrom()
 	c.Traffic = st.trafficFrom()
 	c.acks, c.probes, c.traffic, c.marks = nil, nil, nil, nil
@@ -609,6 +634,8 @@ func add(dst, f *TypeFigures) {
 	dst.Bytes += f.Bytes
 	dst.Unmatched += f.Unmatched
 	dst.Stale += f.Stale
+	dst.NotFound += f.NotFound
+	dst.OnDemand += f.OnDemand
 }
 
 func median(xs []float64) float64 {

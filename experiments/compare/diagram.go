@@ -32,6 +32,9 @@ const (
 	KindRefused     = "refused"
 	KindRequest     = "request"
 	KindStale       = "stale"
+	// KindOnDemand is an on-demand subscribe (xdslog.RequestOnDemand): a request traffic
+	// asked for, drawn apart from the other requests.
+	KindOnDemand = "on_demand"
 )
 
 // Diagram is the parsed sequence of one step of one run: every recorded message, in time
@@ -142,6 +145,9 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 			m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)
 		case xdslog.EventRequest:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindRequest
+			if e.Kind == xdslog.RequestOnDemand {
+				m.Kind = KindOnDemand
+			}
 			m.Label = requestLabel(e)
 		case xdslog.EventStale:
 			m.From, m.To, m.Kind = Client, ControlPlane, KindStale
@@ -178,7 +184,7 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 				window.at = len(d.Messages) - 1
 				continue
 			}
-			m.Label = "request " + e.RequestID + ": " + answer
+			m.Label = "request " + e.RequestID + hostText(e) + ": " + answer
 		default:
 			continue
 		}
@@ -237,6 +243,15 @@ func sendLabel(e xdslog.Event, removed []string, byAbsence bool) string {
 	if red > 0 {
 		s += fmt.Sprintf(" (%d redundant)", red)
 	}
+	var missing []string
+	for _, r := range e.Resources {
+		if r.NotFound {
+			missing = append(missing, r.Name)
+		}
+	}
+	if len(missing) > 0 {
+		s += " not found " + nameList(missing, "names")
+	}
 	return s + fmt.Sprintf(" %dB", e.Bytes)
 }
 
@@ -270,6 +285,8 @@ func requestLabel(e xdslog.Event) string {
 		}
 	case xdslog.RequestSubscribe, xdslog.RequestUnsubscribe:
 		s = kind + " " + e.Type + changeText(e)
+	case xdslog.RequestOnDemand:
+		s = "on-demand subscribe " + e.Type + changeText(e)
 	case xdslog.RequestRepeat:
 		s = "re-request " + e.Type
 		if e.Nonce != "" {
@@ -290,6 +307,14 @@ func requestLabel(e xdslog.Event) string {
 		s += " missing " + nameList(e.Missing, "names")
 	}
 	return s
+}
+
+// hostText is " (Host h)" for a data-plane request that set a Host, else "".
+func hostText(e xdslog.Event) string {
+	if e.Host == "" {
+		return ""
+	}
+	return " (Host " + e.Host + ")"
 }
 
 // changeText is " +[added] -[removed]" (either part only when present).
@@ -382,7 +407,7 @@ func capMessages(msgs []Message, max int) ([]Message, string) {
 	}
 	var parts []string
 	for _, k := range []struct{ kind, word string }{
-		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"}, {KindStale, "stale request"},
+		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"}, {KindOnDemand, "on-demand subscribe"}, {KindStale, "stale request"},
 		{KindUnmatched, "unmatched answer"}, {KindDataPlane, "data-plane request"}, {KindPublish, "publish"},
 		{KindStreamOpen, "stream open"}, {KindStreamClose, "stream close"}, {KindRefused, "refusal"},
 	} {

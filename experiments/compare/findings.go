@@ -215,6 +215,9 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 			}
 		}
 
+		// On-demand subscribes, and SotW's NACK of a VHDS route configuration.
+		out = append(out, onDemandFindings(runs, s, f, st)...)
+
 		// Data plane: only when the two answers differ.
 		if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
 			add(s, "dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, nil, "the data plane answered differently: %s %s; %s %s",

@@ -177,8 +177,9 @@ type htmlView struct {
 	Header    table
 	Steps     table
 	Versions  table
-	Probes    *table       // nil: no compared step has a probe
-	Traffic   *trafficView // nil: no compared step has a traffic event
+	Probes    *table        // nil: no compared step has a probe
+	Traffic   *trafficView  // nil: no compared step has a traffic event
+	OnDemand  *onDemandView // nil: no compared step has an on-demand subscribe
 	ProbeNote string
 	ProbeNone string
 	StepNote  string
@@ -230,7 +231,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Header:    headerTable(rep),
 		Steps:     stepTable(rep),
 		Versions:  versionTable(rep),
-		StepNote:  stepLegend,
+		StepNote:  stepLegendOf(reportStepRows(rep)),
 		VerNote:   versionLegend,
 		Shared:    listOrNone(stepNames(rep.SharedSteps)),
 		Selected:  rep.Step,
@@ -238,6 +239,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Legend:    labelLegend,
 		Probes:    htmlProbes(runTitles(rep.Runs[:]), reportStepRows(rep)),
 		Traffic:   htmlTraffic(runTitles(rep.Runs[:]), reportStepRows(rep), "pair"),
+		OnDemand:  htmlOnDemand(runLabels(rep.Runs[:]), reportStepRows(rep)),
 		ProbeNote: probeLegend,
 		ProbeNone: upperFirst(probeNone) + ".",
 	}
@@ -382,7 +384,12 @@ svg.timeline .thin line { stroke-width: 0.6; stroke-dasharray: none; }
 {{end}}`
 )
 
-var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + trafficCSSIf + `</style>
+// onDemandCSSIf styles on-demand subscribe arrows in a report that has them.
+const onDemandCSSIf = `{{if .OnDemand}}svg .k-on_demand line, svg .k-on_demand polygon { stroke: #8250df; fill: #8250df; }
+svg .k-on_demand text { fill: #6639ba; font-weight: bold; }
+{{end}}`
+
+var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + trafficCSSIf + onDemandCSSIf + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -404,7 +411,12 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 {{with .Probes}}{{template "table" .}}
 <p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
-{{with .Traffic}}{{template "traffic" .}}{{end}}<section id="versions">
+{{with .Traffic}}{{template "traffic" .}}{{end}}{{with .OnDemand}}<section id="ondemand">
+<h2>On-demand</h2>
+{{template "table" .Table}}
+<p class="note">{{.Legend}}</p>
+</section>
+{{end}}<section id="versions">
 <h2>Versions at each checkpoint</h2>
 {{template "table" .Versions}}
 <p class="note">{{.VerNote}}</p>

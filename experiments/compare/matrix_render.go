@@ -111,7 +111,7 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	}
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, steps, width)
-	b.WriteString(wrap(stepLegend, pw, "  ", "  "))
+	b.WriteString(wrap(stepLegendOf(matrixStepRows(m)), pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, m.titles(), matrixStepRows(m), width)
 	writeTextTraffic(&b, m.titles(), matrixStepRows(m), width)
@@ -167,7 +167,7 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	}
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, steps)
-	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
+	b.WriteString("\n" + mdEscape(stepLegendOf(matrixStepRows(m))) + "\n\n## Data plane\n\n")
 	writeMDProbes(&b, m.titles(), matrixStepRows(m))
 	writeMDTraffic(&b, m.titles(), matrixStepRows(m))
 	b.WriteString("\n## Versions\n\n")
@@ -254,7 +254,7 @@ type matrixDiagrams struct {
 func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	runs, steps, versions := m.tables()
 	v := matrixView{Title: m.title(), Summary: m.Summary, Legend: labelLegend, MatrixLegend: matrixLegend, NotesLegend: notesLegend,
-		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegend, VerNote: versionLegend,
+		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(matrixStepRows(m)), VerNote: versionLegend,
 		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + "."}
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"

@@ -210,6 +210,23 @@ func figuresTable(titles []string, rows []stepFigures, total []Figures) table {
 	return t
 }
 
+// stepLegendOf is stepLegend, with V=VHDS when a step of rows sent virtual hosts.
+func stepLegendOf(rows []stepFigures) string {
+	if !anyFigures(rows, func(f Figures) bool { return f.Responses["VHDS"] > 0 }) {
+		return stepLegend
+	}
+	return strings.Replace(stepLegend, "E=EDS)", "E=EDS V=VHDS)", 1)
+}
+
+// runLabels are the runs' labels ("A", "B").
+func runLabels(runs []RunHeader) []string {
+	out := make([]string, len(runs))
+	for i, h := range runs {
+		out[i] = h.Label
+	}
+	return out
+}
+
 func runTitles(runs []RunHeader) []string {
 	out := make([]string, len(runs))
 	for i, h := range runs {
@@ -360,10 +377,11 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	}
 	b.WriteString("\nSTEPS\n")
 	writeTextTable(&b, stepTable(rep), width)
-	b.WriteString(wrap(stepLegend, pw, "  ", "  "))
+	b.WriteString(wrap(stepLegendOf(reportStepRows(rep)), pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
+	writeTextOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep), width)
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versionTable(rep), width)
 	b.WriteString(wrap(versionLegend, pw, "  ", "  "))
@@ -705,9 +723,10 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	}
 	b.WriteString("\n\n## Steps\n\n")
 	writeMDTable(&b, stepTable(rep))
-	b.WriteString("\n" + mdEscape(stepLegend) + "\n\n## Data plane\n\n")
+	b.WriteString("\n" + mdEscape(stepLegendOf(reportStepRows(rep))) + "\n\n## Data plane\n\n")
 	writeMDProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
 	writeMDTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
+	writeMDOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep))
 	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versionTable(rep))
 	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n")
@@ -823,6 +842,8 @@ func writeMermaid(b *strings.Builder, d Diagram) {
 		}
 		op := "->>"
 		switch m.Kind {
+		case KindOnDemand:
+			op = "-)" // open arrow: a subscribe traffic asked for
 		case KindNack, KindRefused:
 			op = "-x"
 		case KindStale:

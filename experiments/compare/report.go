@@ -69,7 +69,7 @@ type Row struct {
 
 // Figures are one run's figures for one step (or a total), from analysis.Summarize.
 type Figures struct {
-	// Responses counts sends per type (LDS, RDS, CDS, EDS; absent types sent nothing).
+	// Responses counts sends per type (LDS, RDS, CDS, EDS, VHDS; absent types sent nothing).
 	Responses map[string]int `json:"responses"`
 	Resources int            `json:"resources"`
 	// Redundant counts resources the client already ran with exactly this content.
@@ -104,6 +104,11 @@ type Figures struct {
 	// publishes, ACKs and NACKs placed on it. Absent when the step has no traffic event
 	// (and in totals).
 	Traffic *analysis.Traffic `json:"traffic,omitempty"`
+	// NotFound counts bodiless "does not exist" answers sent (not in Resources).
+	NotFound int `json:"not_found,omitempty"`
+	// OnDemand is the step's on-demand subscribes and each fetch's timeline, as
+	// analysis.OnDemand has it. Absent when the step has none (and in totals).
+	OnDemand *analysis.OnDemand `json:"on_demand,omitempty"`
 }
 
 // DataPlaneResult is one data-plane request's outcome.
@@ -312,6 +317,7 @@ func figures(st *analysis.Step, r *Run) Figures {
 		f.Probes = &p
 	}
 	f.Traffic = st.Traffic
+	f.NotFound, f.OnDemand = t.NotFound, st.OnDemand
 	return f
 }
 
@@ -331,6 +337,7 @@ func addFigures(dst *Figures, f Figures) {
 	dst.Unmatched += f.Unmatched
 	dst.Dropped += f.Dropped
 	dst.StreamsOpened += f.StreamsOpened
+	dst.NotFound += f.NotFound
 }
 
 // isSimulated decides whether a data-plane answer came from the simulated client: the

@@ -520,7 +520,7 @@ func (s *stream) response(f frame) {
 func (s *stream) known(kind, url string, size int) (string, bool) {
 	typ, ok := resources.TypeOf(url)
 	if !ok {
-		s.undecodable(kind, fmt.Sprintf("type URL %q is not one the workbench models (LDS, RDS, CDS, EDS)", url), size)
+		s.undecodable(kind, fmt.Sprintf("type URL %q is not one the workbench models (LDS, RDS, CDS, EDS, VHDS)", url), size)
 		return "", false
 	}
 	return string(typ), true

@@ -3,7 +3,10 @@
 // writes it for both front ends; Read parses it back for summaries and comparisons.
 package xdslog
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Event names.
 const (
@@ -101,7 +104,36 @@ const (
 	// RequestRepeat asks again without changing anything and without answering a send:
 	// a SotW request carrying an already-answered nonce and the same names.
 	RequestRepeat = "re-request"
+	// RequestOnDemand is a subscribe (Added, Removed) that traffic asked for: a delta
+	// request adding names of an on-demand type (OnDemandTypes). Envoy sends it when a
+	// request needs a virtual host ("<route>/<Host>", route_config_update_requster.cc) or
+	// a cluster (on_demand filter's odcds, on_demand_update.cc) it does not hold, with
+	// response_nonce "". IsOnDemand is the rule.
+	RequestOnDemand = "on-demand"
 )
+
+// OnDemandTypes are the types a delta client subscribes to on demand: virtual hosts
+// (VHDS) and clusters (on-demand CDS).
+var OnDemandTypes = []string{"VHDS", "CDS"}
+
+// IsOnDemand is the one rule for an on-demand subscribe: in delta, a request of an
+// on-demand type that adds names other than "*" after the stream's first request of the
+// type (first is false), or a first CDS request that names clusters and no "*" (first is
+// true; a reconnect's resume is never asked). Envoy's first VHDS request is a legacy
+// wildcard (its namespace-matching watch sends no names), and its CDS from cds_config a
+// wildcard too, so those are not on demand; but with on-demand CDS alone (no
+// cds_config) its first CDS request already names the cluster traffic asked for
+// (OdCdsApiImpl::updateOnDemand starts the subscription with it). The recorder writes
+// the answer into the request event (RequestOnDemand), so readers never re-derive it.
+func IsOnDemand(mode, typ string, first bool, added []string) bool {
+	if mode != ModeDelta || !slices.Contains(OnDemandTypes, typ) {
+		return false
+	}
+	if first {
+		return typ == "CDS" && len(added) > 0 && !slices.Contains(added, "*")
+	}
+	return slices.ContainsFunc(added, func(n string) bool { return n != "*" })
+}
 
 // Modes.
 const (
@@ -118,6 +150,8 @@ type Resource struct {
 	Redundant *bool  `json:"redundant,omitempty"`
 	// NotFound marks a sent delta resource with a name (and that name as its alias) but
 	// no body: the server says the name does not exist (VHDS, frontend.OnDemandCache).
+	// It is an answer, not content: never redundant (the recorder leaves Redundant
+	// unset), and the model does not count it as held.
 	NotFound bool `json:"not_found,omitempty"`
 }
 

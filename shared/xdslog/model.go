@@ -213,16 +213,23 @@ func (m *Model) send(e Event) *sent {
 
 // apply updates what the client holds after an ACK. In SotW, LDS and CDS responses are
 // the full set (absence is removal); RDS and EDS absence removes nothing. In delta,
-// removed_resources removes listeners and clusters (Envoy ignores it for RDS and EDS).
+// removed_resources removes listeners, clusters and virtual hosts (VhdsSubscription's
+// removeVhosts); Envoy ignores it for RDS and EDS.
 func (m *Model) apply(mode, typ string, t *typeState, s *sent) {
 	full := typ == "LDS" || typ == "CDS"
 	if mode == ModeSotW && full {
 		clear(t.accepted)
 	}
+	removes := full || (mode == ModeDelta && typ == "VHDS")
 	for _, x := range s.resources {
+		if x.NotFound {
+			// "Does not exist": the client holds nothing under that name.
+			delete(t.accepted, x.Name)
+			continue
+		}
 		t.accepted[x.Name] = Accepted{Version: x.Version, Hash: x.Hash}
 	}
-	if full {
+	if removes {
 		for _, n := range s.removed {
 			delete(t.accepted, n)
 		}
@@ -247,6 +254,15 @@ func (m *Model) publish(e Event) {
 	for _, x := range e.Deleted {
 		delete(m.published[x.Type], x.Name)
 	}
+}
+
+// PublishedCount is how many names of typ the published state has; ok is false before
+// any full publish (a tap's log has none).
+func (m *Model) PublishedCount(typ string) (n int, ok bool) {
+	if m.published == nil {
+		return 0, false
+	}
+	return len(m.published[typ]), true
 }
 
 // Node is the node ID the stream's first request named ("" when none did, or the stream

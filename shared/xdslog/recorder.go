@@ -282,7 +282,7 @@ func (r *Recorder) StreamCloseStatus(stream int64, why string) {
 
 // Send records a response. Each resource is marked redundant when the client already
 // holds exactly this content for this name on this stream (unknown when it resumed from
-// a label the server cannot map).
+// a label the server cannot map); a not-found answer (Resource.NotFound) never is.
 func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource, removed []string, bytes int) {
 	if r == nil {
 		return
@@ -293,6 +293,8 @@ func (r *Recorder) Send(stream int64, typ, nonce, version string, res []Resource
 	out := make([]Resource, len(res))
 	for i, x := range res {
 		switch redundant, known := r.model.Redundant(r.server, stream, typ, x.Name, x.Hash); {
+		case x.NotFound:
+			x.Redundant = nil // an answer, not content
 		case redundant:
 			x.Redundant = &redundantTrue
 		case !known:

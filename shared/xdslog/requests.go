@@ -163,13 +163,18 @@ func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
 	// only unsubscribing "*" ends it (the protocol doc's example; the library's
 	// UpdateResourceSubscriptions in pkg/server/stream/v3/subscription.go agrees).
 	wildcard := (t.wildcard || slices.Contains(q.Subscribe, "*")) && !slices.Contains(q.Unsubscribe, "*")
-	r.changeLocked(t, Event{Stream: stream, Type: typ, Names: names, Wildcard: wildcard, Added: added, Removed: removed, Nonce: q.Nonce})
+	e := Event{Stream: stream, Type: typ, Names: names, Wildcard: wildcard, Added: added, Removed: removed, Nonce: q.Nonce}
+	if IsOnDemand(r.mode, typ, false, added) {
+		e.Kind = RequestOnDemand
+	}
+	r.changeLocked(t, e)
 	return fb
 }
 
 // firstRequestLocked records the first request of a type on a stream: wildcard,
-// initial, or a resume that says what the client holds (delta: initial versions; SotW:
-// the label, mapped to content when the server can).
+// initial, on-demand (IsOnDemand: a first CDS request naming clusters), or a resume that
+// says what the client holds (delta: initial versions; SotW: the label, mapped to
+// content when the server can).
 func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, names []string, version string, initial map[string]string) {
 	wildcard := len(names) == 0 || slices.Contains(names, "*")
 	e := Event{Stream: stream, Type: typ, Kind: RequestInitial, Names: names, Wildcard: wildcard, Version: version,
@@ -180,6 +185,8 @@ func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, na
 	switch {
 	case len(initial) > 0:
 		e.Kind = RequestResume
+	case IsOnDemand(r.mode, typ, true, names):
+		e.Kind = RequestOnDemand
 	case version != "" && r.mode == ModeSotW:
 		e.Kind = RequestResume
 		if held, ok := r.model.labels.lookup(typ, version, names, wildcard); ok {
@@ -191,12 +198,15 @@ func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, na
 	r.requestLocked(t, e)
 }
 
-// changeLocked records a subscription change: a subscribe, or an unsubscribe when
-// nothing is left.
+// changeLocked records a subscription change: an on-demand subscribe (Delta decided),
+// a subscribe, or an unsubscribe when nothing is left.
 func (r *Recorder) changeLocked(t *typeState, e Event) {
-	e.Kind = RequestSubscribe
-	if len(e.Names) == 0 && !e.Wildcard {
+	switch {
+	case e.Kind == RequestOnDemand:
+	case len(e.Names) == 0 && !e.Wildcard:
 		e.Kind = RequestUnsubscribe
+	default:
+		e.Kind = RequestSubscribe
 	}
 	e.Missing = r.missingLocked(e.Type, e.Added)
 	r.requestLocked(t, e)

@@ -39,6 +39,7 @@ type Metrics struct {
 	cache string
 
 	pushes, resources, bytes, acks, nacks, stale, unmatched *prometheus.CounterVec
+	notFound, onDemand                                      *prometheus.CounterVec
 	streams                                                 *prometheus.GaugeVec
 	publishToAck                                            *prometheus.HistogramVec
 
@@ -58,7 +59,9 @@ func New(mode, cache string) *Metrics {
 		return c
 	}
 	m.pushes = counter("pushes_total", "Responses sent (xds.log send events), by xDS type.")
-	m.resources = counter("resources_sent_total", "Resources carried by the responses sent (the send events' resources).")
+	m.resources = counter("resources_sent_total", "Resources carried by the responses sent (the send events' resources, not-found answers left out).")
+	m.notFound = counter("not_found_total", "Bodiless \"does not exist\" answers sent for names a client subscribed to (send event resources with not_found).")
+	m.onDemand = counter("on_demand_subscribes_total", "Subscribes a client sent because traffic asked for a name (xds.log request events of kind on-demand: VHDS, CDS).")
 	m.bytes = counter("sent_bytes_total", "Bytes of the responses sent, as serialized (the send events' bytes).")
 	m.acks = counter("ack_total", "Responses the client accepted (xds.log ack events).")
 	m.nacks = counter("nack_total", "Responses the client rejected (xds.log nack events).")
@@ -74,7 +77,7 @@ func New(mode, cache string) *Metrics {
 	if mode != "" {
 		m.streams.WithLabelValues(mode, cache)
 		for _, t := range xdslog.Types {
-			for _, v := range []*prometheus.CounterVec{m.pushes, m.resources, m.bytes, m.acks, m.nacks, m.stale, m.unmatched} {
+			for _, v := range []*prometheus.CounterVec{m.pushes, m.resources, m.bytes, m.acks, m.nacks, m.stale, m.unmatched, m.notFound, m.onDemand} {
 				v.WithLabelValues(t, mode, cache)
 			}
 			m.publishToAck.WithLabelValues(t, mode, cache)
@@ -104,7 +107,9 @@ func (m *Metrics) Observe(e xdslog.Event) {
 		m.streams.WithLabelValues(e.Mode, m.cache).Dec()
 	case xdslog.EventSend:
 		m.pushes.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
-		m.resources.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(len(e.Resources)))
+		nf := notFound(e.Resources)
+		m.resources.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(len(e.Resources) - nf))
+		m.notFound.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(nf))
 		m.bytes.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(e.Bytes))
 	case xdslog.EventAck:
 		m.acks.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
@@ -120,5 +125,20 @@ func (m *Metrics) Observe(e xdslog.Event) {
 		m.stale.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
 	case xdslog.EventUnmatched:
 		m.unmatched.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+	case xdslog.EventRequest:
+		if e.Kind == xdslog.RequestOnDemand {
+			m.onDemand.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		}
 	}
+}
+
+// notFound counts a send's not-found answers (xdslog.Resource.NotFound).
+func notFound(res xdslog.Resources) int {
+	n := 0
+	for _, r := range res {
+		if r.NotFound {
+			n++
+		}
+	}
+	return n
 }

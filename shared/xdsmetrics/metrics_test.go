@@ -88,3 +88,33 @@ lab_xds_publish_to_ack_seconds_count{cache="snapshot",mode="sotw",type="CDS"} 2
 	h := m.publishToAck.WithLabelValues(l("CDS")...).(prometheus.Histogram)
 	require.NoError(t, testutil.CollectAndCompare(h, strings.NewReader(want), "lab_xds_publish_to_ack_seconds"))
 }
+
+// TestOnDemandAndNotFound: VHDS is a type label from the start; an on-demand subscribe
+// request counts by type, other requests do not; a not-found answer counts apart from the
+// resources sent.
+func TestOnDemandAndNotFound(t *testing.T) {
+	m := New(xdslog.ModeDelta, "snapshot")
+	l := func(typ string) []string { return []string{typ, xdslog.ModeDelta, "snapshot"} }
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("VHDS")...)))
+	n, err := testutil.GatherAndCount(m.Registry(), "lab_xds_pushes_total")
+	require.NoError(t, err)
+	assert.Equal(t, len(xdslog.Types), n, "a series per type, VHDS included, before any push")
+	for _, e := range []xdslog.Event{
+		{Event: xdslog.EventRequest, Type: "VHDS", Kind: xdslog.RequestWildcard},
+		{Event: xdslog.EventRequest, Type: "VHDS", Kind: xdslog.RequestOnDemand, Added: []string{"quote-route/svc-0001"}},
+		{Event: xdslog.EventRequest, Type: "VHDS", Kind: xdslog.RequestOnDemand, Added: []string{"quote-route/svc-b:19000"}},
+		{Event: xdslog.EventRequest, Type: "CDS", Kind: xdslog.RequestOnDemand, Added: []string{"inventory-0001"}},
+		{Event: xdslog.EventRequest, Type: "EDS", Kind: xdslog.RequestSubscribe, Added: []string{"inventory-0001"}},
+		{Event: xdslog.EventSend, Type: "VHDS", Resources: xdslog.Resources{{Name: "quote-route/svc-0001", Hash: "h"}}},
+		{Event: xdslog.EventSend, Type: "VHDS", Resources: xdslog.Resources{{Name: "quote-route/svc-b:19000", NotFound: true}}},
+	} {
+		e.Mode = xdslog.ModeDelta
+		m.Observe(e)
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("VHDS")...)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("CDS")...)))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("EDS")...)))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.pushes.WithLabelValues(l("VHDS")...)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.resources.WithLabelValues(l("VHDS")...)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.notFound.WithLabelValues(l("VHDS")...)))
+}

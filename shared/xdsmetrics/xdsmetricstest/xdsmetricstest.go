@@ -76,7 +76,8 @@ func Scrape(url string) (Samples, error) {
 }
 
 // FromLog counts a log's events as the metrics of one mode and cache would: per type,
-// send events (a storm summary counts as its sends), their resources and bytes, ack,
+// send events (a storm summary counts as its sends), their resources (not-found answers
+// apart) and bytes, on-demand subscribe requests, ack,
 // nack (a storm's NACKs too), stale and unmatched events; stream_open less stream_close;
 // and per type the ACKs after a publish with the time from the latest publish summed.
 // Only the _count and _sum of the histogram are given.
@@ -86,7 +87,7 @@ func FromLog(events []xdslog.Event, mode, cache string) Samples {
 		return Series(name, map[string]string{"type": typ, "mode": mode, "cache": cache})
 	}
 	for _, t := range xdslog.Types {
-		for _, n := range []string{"pushes_total", "resources_sent_total", "sent_bytes_total", "ack_total", "nack_total", "stale_requests_total", "unmatched_requests_total"} {
+		for _, n := range []string{"pushes_total", "resources_sent_total", "sent_bytes_total", "ack_total", "nack_total", "stale_requests_total", "unmatched_requests_total", "not_found_total", "on_demand_subscribes_total"} {
 			out[typed("lab_xds_"+n, t)] = 0
 		}
 		out[typed("lab_xds_publish_to_ack_seconds_count", t)] = 0
@@ -105,11 +106,27 @@ func FromLog(events []xdslog.Event, mode, cache string) Samples {
 			out[streams]--
 		case xdslog.EventSend:
 			out[typed("lab_xds_pushes_total", e.Type)]++
-			out[typed("lab_xds_resources_sent_total", e.Type)] += float64(len(e.Resources))
+			for _, r := range e.Resources {
+				if r.NotFound {
+					out[typed("lab_xds_not_found_total", e.Type)]++
+				} else {
+					out[typed("lab_xds_resources_sent_total", e.Type)]++
+				}
+			}
 			out[typed("lab_xds_sent_bytes_total", e.Type)] += float64(e.Bytes)
+		case xdslog.EventRequest:
+			if e.Kind == xdslog.RequestOnDemand {
+				out[typed("lab_xds_on_demand_subscribes_total", e.Type)]++
+			}
 		case xdslog.EventStorm:
 			out[typed("lab_xds_pushes_total", e.Type)] += float64(e.Sends)
-			out[typed("lab_xds_resources_sent_total", e.Type)] += float64(e.Sends * len(e.Resources))
+			for _, r := range e.Resources {
+				if r.NotFound {
+					out[typed("lab_xds_not_found_total", e.Type)] += float64(e.Sends)
+				} else {
+					out[typed("lab_xds_resources_sent_total", e.Type)] += float64(e.Sends)
+				}
+			}
 			out[typed("lab_xds_sent_bytes_total", e.Type)] += float64(e.Bytes)
 			out[typed("lab_xds_nack_total", e.Type)] += float64(e.Nacks)
 		case xdslog.EventAck:

@@ -1,0 +1,213 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// The on-demand section: every name a run's client subscribed to because traffic asked
+// for it (analysis.OnDemand, Figures.OnDemand), with its timeline from the data-plane
+// request that asked. One table, built here for text, Markdown and HTML; a comparison of
+// runs without on-demand subscribes has no such section (and no such finding).
+
+// onDemandColumns are the on-demand table's columns; onDemandLegend explains them.
+var onDemandColumns = []string{"step", "run", "type", "name", "request", "subscribe-ms", "response-ms", "answer-ms", "answer", "data plane"}
+
+const onDemandLegend = "every name a client subscribed to on demand (a delta request adding VHDS names after " +
+	"its first request of the type, or CDS names without \"*\": Envoy asks for a virtual host \"<route>/<Host>\" " +
+	"or a cluster when a request needs one it does not hold, and holds the request meanwhile); request = the data-plane request that " +
+	"asked (the first sent that was in flight when the subscribe went out; for VHDS, the one whose Host names the " +
+	"virtual host); subscribe-ms, response-ms, answer-ms = ms from that request's send to the subscribe, to the " +
+	"response carrying the name, and to the request's answer; answer = found, not found (a bodiless \"does not " +
+	"exist\" resource, which is not content), removed, or none (no response carried the name); data plane = the " +
+	"request's status and backend"
+
+// anyOnDemand reports whether a step of rows has an on-demand subscribe in any run.
+func anyOnDemand(rows []stepFigures) bool {
+	return anyFigures(rows, func(f Figures) bool { return f.OnDemand != nil })
+}
+
+// onDemandTable is the on-demand table: a row per fetch, by step then run (titled by
+// labels, "A" and "B").
+func onDemandTable(labels []string, rows []stepFigures) table {
+	t := table{Head: onDemandColumns}
+	for _, row := range rows {
+		for i, f := range row.runs {
+			if f.OnDemand == nil {
+				continue
+			}
+			for _, x := range f.OnDemand.Fetches {
+				t.Rows = append(t.Rows, fetchCells(stepName(row.step), labels[i], x))
+			}
+		}
+	}
+	return t
+}
+
+func fetchCells(step, run string, x analysis.Fetch) []cell {
+	answer := cell{Text: orDash(x.Answer)}
+	switch x.Answer {
+	case "":
+		answer = cell{Text: "none", Class: "bad"}
+	case analysis.FetchNotFound, analysis.FetchRemoved:
+		answer.Class = "warn"
+	}
+	dp := cell{Text: "-", Class: "dp"}
+	if x.RequestID != "" {
+		dp.Text = fmt.Sprint(x.Status)
+		if x.Status == 0 {
+			dp.Text = "no-answer"
+		}
+		if x.Backend != "" {
+			dp.Text += " " + sanitize(x.Backend)
+		}
+	}
+	req := orDash(x.RequestID)
+	if x.Host != "" {
+		req += " (Host " + x.Host + ")"
+	}
+	return []cell{{Text: step}, {Text: run}, {Text: sanitize(x.Type)}, {Text: sanitize(clip(x.Name, 60)), Title: sanitize(x.Name)},
+		{Text: sanitize(clip(req, 50))}, msCell(x.SubscribeMS), msCell(x.ResponseMS), msCell(x.AnswerMS), answer, dp}
+}
+
+// writeTextOnDemand is the text report's on-demand section: nothing when no step has an
+// on-demand subscribe.
+func writeTextOnDemand(b *strings.Builder, labels []string, rows []stepFigures, width int) {
+	if !anyOnDemand(rows) {
+		return
+	}
+	b.WriteString("\nON-DEMAND\n")
+	writeTextTable(b, onDemandTable(labels, rows), width)
+	b.WriteString(wrap(onDemandLegend, proseWidth(width), "  ", "  "))
+}
+
+// writeMDOnDemand is the Markdown report's on-demand section, like writeTextOnDemand.
+func writeMDOnDemand(b *strings.Builder, labels []string, rows []stepFigures) {
+	if !anyOnDemand(rows) {
+		return
+	}
+	b.WriteString("\n## On-demand\n\n")
+	writeMDTable(b, onDemandTable(labels, rows))
+	b.WriteString("\n" + mdEscape(upperFirst(onDemandLegend)) + ".\n")
+}
+
+// onDemandView is the HTML on-demand section.
+type onDemandView struct {
+	Table  table
+	Legend string
+}
+
+// htmlOnDemand is the HTML on-demand section (nil when no step has an on-demand subscribe).
+func htmlOnDemand(labels []string, rows []stepFigures) *onDemandView {
+	if !anyOnDemand(rows) {
+		return nil
+	}
+	return &onDemandView{Table: onDemandTable(labels, rows), Legend: upperFirst(onDemandLegend) + "."}
+}
+
+// Sources of the on-demand findings.
+const (
+	srcOnDemand = "Envoy's VHDS doc (configuration/http/http_conn_man/vhds: VHDS \"uses the delta xDS protocol\" " +
+		"so that virtual hosts are requested as needed; the service has only DeltaVirtualHosts) and xDS protocol: " +
+		"Incremental xDS (a client may subscribe lazily); implementation: Envoy subscribes \"<route>/<Host>\" " +
+		"(source/common/http/route_config_update_requster.cc) and clusters through the on_demand filter's odcds " +
+		"(on_demand_update.cc); go-control-plane v0.14.0 answers a named VHDS subscribe only behind " +
+		"shared/frontend OnDemandCache (its delta cache sends every virtual host to Envoy's first, wildcard, " +
+		"request and nothing for a name it lacks)"
+	srcNotFound = "shared/frontend OnDemandCache answers a name it lacks with a bodiless resource aliased to " +
+		"the name, which Envoy's VhdsSubscription matches and resumes the request (404); the xDS protocol's " +
+		"\"Knowing When a Requested Resource Does Not Exist\" asks for removed_resources, which Envoy's RDS " +
+		"provider does not release a held request on"
+	srcVHDSNack = "Envoy's implementation, not the xDS protocol: source/common/router/vhds.cc " +
+		"(VhdsSubscription::createVhdsSubscription) rejects a VHDS config source over ADS unless ads_config " +
+		"is DELTA_GRPC, so the RouteConfiguration is NACKed; xds_protocol.rst does not restrict VHDS to delta"
+)
+
+// onDemandFindings are a step's on-demand findings, one per run that subscribed on
+// demand or (SotW) NACKed a VHDS route configuration.
+func onDemandFindings(runs [2]*Run, step string, f [2]Figures, st [2]*analysis.Step) []Finding {
+	var out []Finding
+	for i, r := range runs {
+		if od := f[i].OnDemand; od != nil {
+			out = append(out, Finding{Step: step, Kind: "ondemand", Attribution: AttrProtocol, Source: srcOnDemand,
+				Text: stepName(step) + ": " + onDemandText(r, od)})
+		}
+		if msg := vhdsNack(r, st[i]); msg != "" {
+			out = append(out, Finding{Step: step, Kind: "ondemand", Attribution: AttrImplementation, Source: srcVHDSNack,
+				Text: fmt.Sprintf("%s: %s cannot fetch virtual hosts on demand: Envoy NACKed the VHDS route configuration: %q",
+					stepName(step), r.Name(), msg)})
+		}
+	}
+	return out
+}
+
+// onDemandText is "B delta on-demand: Envoy fetched 2 of 100 virtual hosts and asked for
+// 1 the server does not have (answered not found), and 1 of 100 clusters; held request to
+// answer 4.5 ms median over 3 names". A name answered not found is not one of the k.
+func onDemandText(r *Run, od *analysis.OnDemand) string {
+	var parts []string
+	for _, t := range xdslog.OnDemandTypes {
+		if od.Subscribes[t] == 0 {
+			continue
+		}
+		fetched, notFound := map[string]bool{}, map[string]bool{}
+		for _, x := range od.Fetches {
+			if x.Type != t {
+				continue
+			}
+			if x.Answer == analysis.FetchNotFound {
+				notFound[x.Name] = true
+			} else {
+				fetched[x.Name] = true
+			}
+		}
+		what := map[string]string{"VHDS": "virtual host", "CDS": "cluster"}[t]
+		s := count(len(fetched), what)
+		if n, ok := od.Available[t]; ok {
+			s = fmt.Sprintf("%d of %s", len(fetched), count(n, what))
+		}
+		if len(notFound) > 0 {
+			s += fmt.Sprintf(" and asked for %d the server does not have (answered not found)", len(notFound))
+		}
+		parts = append(parts, s)
+	}
+	text := fmt.Sprintf("%s on-demand: %s fetched %s", r.Name(), clientWord(r), strings.Join(parts, ", and "))
+	var answers []float64
+	for _, x := range od.Fetches {
+		if x.AnswerMS != nil {
+			answers = append(answers, *x.AnswerMS)
+		}
+	}
+	if len(answers) > 0 {
+		slices.Sort(answers)
+		text += fmt.Sprintf("; held request to answer %.1f ms median over %s", answers[len(answers)/2], count(len(answers), "name"))
+	}
+	return text
+}
+
+// clientWord is "Envoy" when the run's client was Envoy (run.json, else its data-plane
+// events), else "the client".
+func clientWord(r *Run) string {
+	if clientName(r) == "Envoy" {
+		return "Envoy"
+	}
+	return "the client"
+}
+
+// vhdsNack is the error of the step's NACK of a VHDS route configuration in a SotW run
+// ("" when none): Envoy's own message names vhds.
+func vhdsNack(r *Run, st *analysis.Step) string {
+	if r.Mode != xdslog.ModeSotW || st == nil {
+		return ""
+	}
+	for _, e := range st.NackErrors {
+		if strings.Contains(strings.ToLower(e), "vhds") {
+			return clip(firstLine(e), 160)
+		}
+	}
+	return ""
+}
