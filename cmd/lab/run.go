@@ -287,6 +287,18 @@ func (o *runOptions) scenarios() ([]*scenario.Scenario, error) {
 	return []*scenario.Scenario{sc}, nil
 }
 
+// recordNotApplicable writes a refused scenario's directory: envoy.result says
+// NOT_APPLICABLE and why; there is no run (no xds.log), so lab compare leaves it out.
+func recordNotApplicable(dir string, why error) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("record not applicable: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "envoy.result"), []byte("NOT_APPLICABLE: "+why.Error()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("record not applicable: %w", err)
+	}
+	return nil
+}
+
 // runPack runs each scenario in its own directory under the run directory, one after the
 // other, going on after a failure; it fails when any scenario did.
 func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, run func(context.Context, runner.Options, io.Writer) error, progress io.Writer) error {
@@ -294,7 +306,7 @@ func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, r
 	if base == "" {
 		base = runner.DefaultOut(ro.Mode)
 	}
-	var failed []string
+	var failed, skipped []string
 	for i, sc := range scs {
 		if ctx.Err() != nil {
 			failed = append(failed, sc.Name+" (not run: interrupted)")
@@ -303,11 +315,25 @@ func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, r
 		o := ro
 		o.Scenario, o.Out = sc, filepath.Join(base, sc.Name)
 		fmt.Fprintf(progress, "[%s] scenario %d/%d %s: %s\n", ro.Mode, i+1, len(scs), sc.Name, sc.Description)
-		if err := run(ctx, o, progress); err != nil {
+		err := run(ctx, o, progress)
+		switch {
+		case scenario.IsNotApplicable(err):
+			// Not a failure: the scenario is not for this run (an on-demand one in SotW).
+			// Its reason is kept where a run's result would be.
+			skipped = append(skipped, sc.Name)
+			fmt.Fprintf(progress, "[%s] %v\n", ro.Mode, err)
+			if werr := recordNotApplicable(o.Out, err); werr != nil {
+				return werr
+			}
+		case err != nil:
 			failed = append(failed, sc.Name)
 		}
 	}
-	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios ran without a failed step (each envoy.result says PASS, or NOT_RUN when the data plane was simulated); evidence under %s\n", ro.Mode, len(scs)-len(failed), len(scs), base)
+	ran := len(scs) - len(skipped)
+	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios ran without a failed step (each envoy.result says PASS, or NOT_RUN when the data plane was simulated); evidence under %s\n", ro.Mode, ran-len(failed), ran, base)
+	if len(skipped) > 0 {
+		fmt.Fprintf(progress, "[%s] pack: not applicable here (envoy.result says why): %s\n", ro.Mode, strings.Join(skipped, ", "))
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(scs), strings.Join(failed, ", "))
 	}

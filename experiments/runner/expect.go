@@ -72,7 +72,8 @@ func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe 
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
 	r.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
-		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe})
+		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe,
+		Host: obs.Host, SentTS: sentTS(obs)})
 	return obs, ok
 }
 
@@ -94,6 +95,15 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 		return ok, nil
 	})
 	return obs, attempts, err
+}
+
+// sentTS is when o was sent, for its dataplane event (nil when it never was).
+func sentTS(o Observation) *time.Time {
+	if o.Sent.IsZero() {
+		return nil
+	}
+	t := o.Sent
+	return &t
 }
 
 func clientLabel(o Observation) string {
@@ -132,6 +142,9 @@ func describeExpect(e scenario.RequestExpect) string {
 	}
 	if e.Path != "" && !strings.HasPrefix(e.Path, "/quote?sku=paper") {
 		s = e.Path + ": " + s
+	}
+	if e.Host != "" {
+		s = "Host " + e.Host + " " + s
 	}
 	if len(e.Headers) > 0 {
 		var hs []string

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"github.com/xds-workbench/lab/bootstrap"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	}
 
 	publish("initial", resources.State{Version: "1", InventoryPort: b.Port(), ListenerPort: lp, Clusters: 3})
-	p, err := newEnvoyProxy(bin, mode, t.TempDir(), cp.Addr(), 0, lp, backends, "")
+	p, err := newEnvoyProxy(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, backends, "")
 	require.NoError(t, err)
 	require.NoError(t, p.Start(ctx))
 	defer func() { _ = p.Stop(context.Background()) }()

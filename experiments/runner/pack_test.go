@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -60,6 +62,15 @@ func TestPackSimulated(t *testing.T) {
 		for _, mode := range modes {
 			for _, cache := range caches {
 				t.Run(sc.Name+"/"+mode+"/"+string(cache), func(t *testing.T) {
+					if sc.OnDemand.Any() {
+						// The simulated client has no on_demand filter; SotW is refused first.
+						want := errSimOnDemand
+						if mode == xdslog.ModeSotW {
+							want = resources.ErrOnDemandNeedsDelta
+						}
+						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, want)
+						return
+					}
 					dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim})
 					require.NoError(t, err)
 					assert.Equal(t, "NOT_RUN", readLine(t, dir+"/envoy.result"))
@@ -83,6 +94,10 @@ func TestPackEnvoy(t *testing.T) {
 			for _, sc := range pack {
 				for _, cache := range caches {
 					t.Run(sc.Name+"/"+string(cache), func(t *testing.T) {
+						if mode == xdslog.ModeSotW && sc.OnDemand.Any() {
+							assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy}, resources.ErrOnDemandNeedsDelta)
+							return
+						}
 						dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy})
 						require.NoError(t, err)
 						assert.Equal(t, "PASS", readLine(t, dir+"/envoy.result"))
@@ -93,6 +108,20 @@ func TestPackEnvoy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// assertNotApplicable: the scenario is refused for this run with one line that names
+// it and gives the reason (want), before anything is created.
+func assertNotApplicable(t *testing.T, sc *scenario.Scenario, o Options, want error) {
+	t.Helper()
+	o.Scenario, o.Out = sc, filepath.Join(t.TempDir(), "run")
+	_, err := Execute(context.Background(), o)
+	require.Error(t, err)
+	assert.True(t, scenario.IsNotApplicable(err), "%v", err)
+	assert.ErrorIs(t, err, want)
+	assert.Contains(t, err.Error(), "scenario "+sc.Name+" does not apply to ")
+	assert.NotContains(t, err.Error(), "\n")
+	assert.NoDirExists(t, o.Out, "refused before anything started")
 }
 
 // assertPackEvidence checks, beyond the scenario's own expectations, the evidence that
@@ -209,6 +238,12 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 		}
 	case "nack-policies":
 		assert.GreaterOrEqual(t, cps["invalid-route"].NacksInStep, 1)
+	case "on-demand-vhost":
+		assertOnDemandVhost(t, ev)
+	case "on-demand-cluster":
+		assertOnDemandCluster(t, ev)
+	case "on-demand-restart":
+		assertOnDemandRestart(t, ev)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/xds-workbench/lab/bootstrap"
 	"sync"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			}
 
 			step("full", "1", false)
-			p, err := newEnvoyProxy(bin, mode, t.TempDir(), cp.Addr(), 0, lp, backends, "")
+			p, err := newEnvoyProxy(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, backends, "")
 			require.NoError(t, err)
 			require.NoError(t, p.Start(ctx))
 			defer func() { _ = p.Stop(context.Background()) }()

@@ -50,8 +50,12 @@ type Observation struct {
 	// Simulated is true when no proxy forwarded anything: the result was computed from the
 	// simulated client's accepted configuration.
 	Simulated bool `json:"simulated"`
-	// Answered is when the response (or the failure) arrived, before the evidence lookups
-	// that follow it; data-plane timings are measured to here.
+	// Host is the Host the request was sent with ("" for the listener's address).
+	Host string `json:"host,omitempty"`
+	// Sent is when the request was sent; Answered when the response (or the failure)
+	// arrived, before the evidence lookups that follow it; data-plane timings are
+	// measured between them.
+	Sent     time.Time `json:"sent"`
 	Answered time.Time `json:"answered"`
 	// Class says what kind of answer this was (Classify): served, upstream failure,
 	// config failure, other failure or no response.
@@ -197,8 +201,10 @@ type envoyProxy struct {
 	proc *envoy.Process
 }
 
-func newEnvoyProxy(bin envoy.Binary, mode, dir, xdsAddr string, adminPort, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
-	cfg, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: adminPort})
+// newEnvoyProxy renders the mode's bootstrap from params (the run's one rendering: the
+// xDS address, the admin port, and the scenario's on-demand clusters) into dir.
+func newEnvoyProxy(bin envoy.Binary, mode, dir string, params bootstrap.Params, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
+	cfg, err := bootstrap.Render(mode, params)
 	if err != nil {
 		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
 	}
@@ -342,7 +348,7 @@ func (e *envoyProxy) Probe(ctx context.Context, q scenario.Request, requestID st
 
 // send sends one request through Envoy and reads the answer and the body's backend.
 func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID string) (Observation, bool) {
-	o := Observation{RequestID: requestID, Path: q.Path, At: time.Now().UTC().Format(time.RFC3339Nano)}
+	o := Observation{RequestID: requestID, Path: q.Path, Host: q.Host, At: time.Now().UTC().Format(time.RFC3339Nano)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listenerPort)+q.Path, nil)
 	if err != nil {
 		o.Error = err.Error()
@@ -352,7 +358,11 @@ func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID str
 	for k, v := range q.Headers {
 		req.Header.Set(k, v)
 	}
+	if q.Host != "" {
+		req.Host = q.Host
+	}
 	req.Header.Set("x-request-id", requestID)
+	o.Sent = time.Now().UTC()
 	resp, err := e.http.Do(req)
 	if err != nil {
 		o.Error = err.Error()
@@ -510,7 +520,7 @@ func (s *simProxy) Probe(ctx context.Context, q scenario.Request, requestID stri
 }
 
 func (s *simProxy) Request(_ context.Context, q scenario.Request, requestID string) Observation {
-	o := Observation{RequestID: requestID, Path: q.Path, At: time.Now().UTC().Format(time.RFC3339Nano), Simulated: true}
+	o := Observation{RequestID: requestID, Path: q.Path, Host: q.Host, At: time.Now().UTC().Format(time.RFC3339Nano), Sent: time.Now().UTC(), Simulated: true}
 	s.mu.Lock()
 	client := s.client
 	s.mu.Unlock()

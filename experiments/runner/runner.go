@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
@@ -391,6 +392,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := sc.CheckMode(o.Mode); err != nil {
+		return nil, err
+	}
 	steps, err := scenario.Select(sc.Steps, o.Steps)
 	if err != nil {
 		return nil, err
@@ -431,6 +435,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 		notRun = "--client=sim"
 	default:
 		return nil, fmt.Errorf("unknown client %q (want envoy, sim or auto)", o.Client)
+	}
+	if client == ClientSim && sc.OnDemand.Any() {
+		return nil, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimOnDemand}
 	}
 	if o.Outage < 0 || o.OutageInterval < 0 {
 		return nil, fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
@@ -550,7 +557,8 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			return err
 		}
 		r.info.ConfigYAML = overrides
-		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, r.cp.Addr(), adminPort, r.o.ListenerPort, r.backends, overrides); err != nil {
+		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: adminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.backends, overrides); err != nil {
 			return err
 		}
 	} else {
@@ -647,6 +655,9 @@ func checkPorts(o Options, envoyRuns bool) error {
 	return nil
 }
 
+// errSimOnDemand is why an on-demand scenario needs real Envoy.
+var errSimOnDemand = errors.New("the simulated client does not model Envoy's on_demand filter (a held request, VHDS and on-demand CDS subscriptions): on-demand scenarios need real Envoy")
+
 // ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
 var ErrInterrupted = errors.New("interrupted")
 
@@ -684,7 +695,7 @@ func (r *Run) startControlPlane(port int) error {
 	r.rec.SetStep(r.step)
 	cp, err := controlplane.Start(r.life, controlplane.Options{
 		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy, Cache: r.o.Cache,
-		Recorder: r.rec, Limits: r.o.Limits,
+		Recorder: r.rec, Limits: r.o.Limits, OnDemand: r.sc.OnDemand,
 	})
 	if err != nil {
 		return fmt.Errorf("start control plane: %w", err)

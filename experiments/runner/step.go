@@ -225,14 +225,24 @@ func (r *Run) newestAccepted() map[string]map[string]xdslog.Accepted {
 	return best.Accepted
 }
 
+// onDemandTypes are the types Envoy fetches only when traffic needs them: never all of
+// the published state, so "accepted" cannot ask for it; the step's requests show them.
+func onDemandTypes(o resources.OnDemand) map[resources.Type]bool {
+	return map[resources.Type]bool{resources.VHDS: o.VirtualHosts, resources.CDS: o.Clusters, resources.EDS: o.Clusters}
+}
+
 // accepted reports whether some open stream accepted every resource of set (hash, and
 // for SotW the type's version label). A rejected type must still hold the previous good
 // content.
 func (r *Run) accepted(set, prev *resources.Set, rejected map[resources.Type]bool) bool {
 	versions := r.cp.Publisher().Versions()
+	onDemand := onDemandTypes(r.sc.OnDemand)
 	for _, s := range r.cp.Recorder().Status() {
 		ok := true
 		for _, t := range resources.Types {
+			if onDemand[t] {
+				continue
+			}
 			want := set
 			if rejected[t] {
 				if prev == nil {

@@ -197,7 +197,7 @@ func (r *Run) recordProbes(probes []probe, path, kind string) {
 		}
 		o := probes[i].obs
 		e := xdslog.Event{TS: o.Answered, Event: xdslog.EventDataPlane, RequestID: o.RequestID, Status: o.Status, Backend: o.Backend(),
-			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: path, Probe: kind}
+			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: path, Probe: kind, Host: o.Host, SentTS: sentTS(o)}
 		if j-i > 1 {
 			e.Represents = j - i
 		}

@@ -130,9 +130,12 @@ type RouteRule struct {
 	// match without a path specifier, which fails validation (the teaching invalid route).
 	Path, Prefix string
 	Headers      []HeaderMatch
-	// Exactly one of Cluster and Weighted.
-	Cluster  string
-	Weighted []WeightedCluster
+	// Exactly one of Cluster, Weighted and ClusterHeader: ClusterHeader names the request
+	// header whose value is the cluster (route.RouteAction.cluster_header), which
+	// on-demand CDS fetches on first use.
+	Cluster       string
+	Weighted      []WeightedCluster
+	ClusterHeader string
 }
 
 // HeaderMatch matches a request header by exact value, or by presence when Exact is "".
@@ -189,9 +192,17 @@ func buildRule(rule RouteRule) (*route.Route, error) {
 		match.Headers = append(match.Headers, hm)
 	}
 	action := &route.RouteAction{}
+	targets := 0
+	for _, set := range []bool{rule.Cluster != "", len(rule.Weighted) > 0, rule.ClusterHeader != ""} {
+		if set {
+			targets++
+		}
+	}
 	switch {
-	case rule.Cluster != "" && len(rule.Weighted) > 0:
-		return nil, fmt.Errorf("both cluster and weighted clusters")
+	case targets > 1:
+		return nil, fmt.Errorf("more than one of cluster, weighted clusters and cluster_header")
+	case rule.ClusterHeader != "":
+		action.ClusterSpecifier = &route.RouteAction_ClusterHeader{ClusterHeader: rule.ClusterHeader}
 	case rule.Cluster != "":
 		action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: rule.Cluster}
 	case len(rule.Weighted) > 0:

@@ -285,6 +285,9 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	if sc.Backends, sc.Behaviours, err = p.backends(f); err != nil {
 		return nil, err
 	}
+	if err := p.onDemand(f); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for _, b := range sc.Backends {
 		if !safeName.MatchString(b) {
@@ -358,11 +361,74 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	if err := f.done(); err != nil {
 		return nil, err
 	}
+	if err := p.checkStates(); err != nil {
+		return nil, err
+	}
 	return sc, nil
 }
 
+// onDemand reads the scenario's on_demand (a list, or "vhds,cds": resources.ParseOnDemand)
+// and modes. An on-demand scenario runs in delta only: modes defaults to [delta], and a
+// mode list with sotw is refused with the reason (resources.ErrOnDemandNeedsDelta).
+func (p *parser) onDemand(f *fields) error {
+	if n := f.get("on_demand"); n != nil {
+		parts, err := p.stringList(n, "on_demand")
+		if err != nil {
+			return err
+		}
+		if p.sc.OnDemand, err = resources.ParseOnDemand(strings.Join(parts, ",")); err != nil {
+			return p.errf(n, "%v", err)
+		}
+	}
+	modes, err := f.strings("modes")
+	if err != nil {
+		return err
+	}
+	for i, m := range modes {
+		if !slices.Contains(validModes, m) {
+			return p.errf(f.keys["modes"], "modes: %q (want sotw or delta)", m)
+		}
+		if slices.Contains(modes[:i], m) {
+			return p.errf(f.keys["modes"], "modes: %q is listed twice", m)
+		}
+		if err := p.sc.OnDemand.CheckMode(m == "sotw"); err != nil {
+			return p.errf(f.keys["modes"], "modes: on_demand %s cannot run in %s: %v", p.sc.OnDemand, m, err)
+		}
+	}
+	if len(modes) == 0 && p.sc.OnDemand.Any() {
+		modes = []string{"delta"}
+	}
+	p.sc.Modes = modes
+	return nil
+}
+
+// checkStates builds every state the steps publish, in order, against placeholder
+// ports: what only a whole state can show (two virtual hosts claiming one domain, a
+// virtual host named after a route configuration without vhds) is refused before
+// anything runs, at the step that publishes it.
+func (p *parser) checkStates() error {
+	d := NewDesired(p.sc)
+	env := checkEnv(p.sc.Backends)
+	for _, st := range p.sc.Steps {
+		changes := append(append([]Change{st.Change}, st.Burst...), st.Changes...)
+		for _, c := range changes {
+			if len(c.Upsert)+len(c.Delete) == 0 {
+				continue
+			}
+			v, err := d.Apply(c)
+			if err != nil {
+				return &Error{File: p.file, Line: st.Line, Msg: fmt.Sprintf("step %q: %v", st.Name, err)}
+			}
+			if _, err := d.Set(v, env); err != nil {
+				return &Error{File: p.file, Line: st.Line, Msg: fmt.Sprintf("step %q: %v", st.Name, err)}
+			}
+		}
+	}
+	return nil
+}
+
 // Resource forms: the full v3 forms by type, and the short forms.
-var fullForms = map[string]resources.Type{"lds": resources.LDS, "rds": resources.RDS, "cds": resources.CDS, "eds": resources.EDS}
+var fullForms = map[string]resources.Type{"lds": resources.LDS, "rds": resources.RDS, "cds": resources.CDS, "eds": resources.EDS, "vhds": resources.VHDS}
 
 func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 	if !safeName.MatchString(id) {
@@ -380,7 +446,7 @@ func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 	}
 	r.Invalid = inv != nil && *inv
 	var forms []string
-	for _, k := range []string{"listener", "route", "cluster", "endpoints", "lds", "rds", "cds", "eds"} {
+	for _, k := range []string{"listener", "route", "vhost", "cluster", "endpoints", "lds", "rds", "cds", "eds", "vhds"} {
 		if f.has(k) {
 			forms = append(forms, k)
 		}
@@ -392,7 +458,7 @@ func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 		if err := f.done(); err != nil && len(forms) == 0 {
 			return nil, err
 		}
-		return nil, p.errf(n, "%s needs exactly one of listener, route, cluster, endpoints (short forms) or lds, rds, cds, eds (Envoy's v3 form); got %d", what, len(forms))
+		return nil, p.errf(n, "%s needs exactly one of listener, route, vhost, cluster, endpoints (short forms) or lds, rds, cds, eds, vhds (Envoy's v3 form); got %d", what, len(forms))
 	}
 	form := forms[0]
 	body := f.get(form)
@@ -530,6 +596,8 @@ func newMessage(t resources.Type) proto.Message {
 		return &route.RouteConfiguration{}
 	case resources.CDS:
 		return &cluster.Cluster{}
+	case resources.VHDS:
+		return &route.VirtualHost{}
 	}
 	return &endpoint.ClusterLoadAssignment{}
 }
@@ -572,43 +640,23 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 	var items []Item
 	switch form {
 	case "listener":
-		spec := resources.ListenerSpec{Name: name}
-		if spec.RouteName, err = f.str("route", true); err != nil {
-			return nil, err
-		}
-		if spec.StatPrefix, err = f.str("stat_prefix", false); err != nil {
-			return nil, err
-		}
-		if spec.ServerName, err = f.str("server_name", false); err != nil {
-			return nil, err
-		}
-		items = append(items, Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {
-			s := spec
-			s.Port, s.AccessLogPath = env.ListenerPort, env.AccessLog
-			return resources.BuildListener(s)
-		}})
-	case "route":
-		spec := resources.RouteSpec{Name: name}
-		rules, err := f.list("routes")
+		it, err := p.listenerForm(f, what, name)
 		if err != nil {
 			return nil, err
 		}
-		if len(rules) == 0 {
-			return nil, p.errf(n, "%s: a route needs at least one entry under routes", what)
+		items = append(items, it)
+	case "route":
+		it, err := p.routeForm(f, what, name)
+		if err != nil {
+			return nil, err
 		}
-		for i, rn := range rules {
-			rule, err := p.rule(fmt.Sprintf("%s route %d", what, i+1), rn)
-			if err != nil {
-				return nil, err
-			}
-			spec.Rules = append(spec.Rules, rule)
+		items = append(items, it)
+	case "vhost":
+		it, err := p.vhostForm(f, what)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := resources.BuildRoute(spec); err != nil {
-			return nil, p.errf(n, "%s: %v", what, err)
-		}
-		items = append(items, Item{Type: resources.RDS, Name: name, build: func(Env) (types.Resource, error) {
-			return resources.BuildRoute(spec)
-		}})
+		items = append(items, it)
 	case "cluster":
 		spec := resources.ClusterSpec{Name: name}
 		if spec.ServiceName, err = f.str("service_name", false); err != nil {
@@ -670,6 +718,132 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 	return items, nil
 }
 
+// listenerForm is the short-form listener: the scenario's on_demand puts the on_demand
+// filter before the router, and odcds_timeout is its on-demand CDS timeout.
+func (p *parser) listenerForm(f *fields, what, name string) (Item, error) {
+	spec := resources.ListenerSpec{Name: name, OnDemand: p.sc.OnDemand}
+	var err error
+	if spec.RouteName, err = f.str("route", true); err != nil {
+		return Item{}, err
+	}
+	if spec.StatPrefix, err = f.str("stat_prefix", false); err != nil {
+		return Item{}, err
+	}
+	if spec.ServerName, err = f.str("server_name", false); err != nil {
+		return Item{}, err
+	}
+	if f.has("odcds_timeout") && !spec.OnDemand.Clusters {
+		return Item{}, p.errf(f.key["odcds_timeout"], "%s: odcds_timeout needs clusters on demand (on_demand: [cds])", what)
+	}
+	if spec.ODCDSTimeout, err = f.duration("odcds_timeout", time.Millisecond, time.Minute, 0); err != nil {
+		return Item{}, err
+	}
+	return Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {
+		s := spec
+		s.Port, s.AccessLogPath = env.ListenerPort, env.AccessLog
+		return resources.BuildListener(s)
+	}}, nil
+}
+
+// routeForm is the short-form route configuration: its routes in one virtual host for
+// every domain, or (vhds: true) none, its virtual hosts coming from VHDS.
+func (p *parser) routeForm(f *fields, what, name string) (Item, error) {
+	spec := resources.RouteSpec{Name: name}
+	vhds, err := f.boolean("vhds")
+	if err != nil {
+		return Item{}, err
+	}
+	spec.VHDS = vhds != nil && *vhds
+	if spec.Rules, err = p.rules(f, what); err != nil {
+		return Item{}, err
+	}
+	switch {
+	case spec.VHDS && len(spec.Rules) > 0:
+		return Item{}, p.errf(f.n, "%s: a vhds route configuration has no routes of its own: give them as vhost resources", what)
+	case !spec.VHDS && len(spec.Rules) == 0:
+		return Item{}, p.errf(f.n, "%s: a route needs at least one entry under routes (or vhds: true)", what)
+	}
+	if _, err := resources.BuildRoute(spec); err != nil {
+		return Item{}, p.errf(f.n, "%s: %v", what, err)
+	}
+	return Item{Type: resources.RDS, Name: name, build: func(Env) (types.Resource, error) {
+		return resources.BuildRoute(spec)
+	}}, nil
+}
+
+// vhostForm is the short-form VHDS virtual host: route and host (or name
+// "<route>/<host>"), optional further domains, and routes as a route's.
+func (p *parser) vhostForm(f *fields, what string) (Item, error) {
+	var spec resources.VirtualHostSpec
+	var err error
+	if spec.Route, err = f.str("route", false); err != nil {
+		return Item{}, err
+	}
+	if spec.Host, err = f.str("host", false); err != nil {
+		return Item{}, err
+	}
+	if f.has("name") {
+		if err := p.vhostName(f, what, &spec); err != nil {
+			return Item{}, err
+		}
+	}
+	if spec.Route == "" || spec.Host == "" {
+		return Item{}, p.errf(f.n, "%s: a vhost needs route and host (its name is <route>/<host>)", what)
+	}
+	if spec.Domains, err = f.strings("domains"); err != nil {
+		return Item{}, err
+	}
+	if spec.Rules, err = p.rules(f, what); err != nil {
+		return Item{}, err
+	}
+	if len(spec.Rules) == 0 {
+		return Item{}, p.errf(f.n, "%s: a vhost needs at least one entry under routes", what)
+	}
+	if _, err := resources.BuildVirtualHost(spec); err != nil {
+		return Item{}, p.errf(f.n, "%s: %v", what, err)
+	}
+	return Item{Type: resources.VHDS, Name: resources.VirtualHostName(spec.Route, spec.Host), build: func(Env) (types.Resource, error) {
+		return resources.BuildVirtualHost(spec)
+	}}, nil
+}
+
+// vhostName reads a vhost's name, which must be "<route>/<host>" of its route and host:
+// Envoy asks for exactly that name and resumes the held request on it.
+func (p *parser) vhostName(f *fields, what string, spec *resources.VirtualHostSpec) error {
+	name, _ := f.str("name", false)
+	n := f.keys["name"]
+	rt, host, ok := resources.SplitVirtualHostName(name)
+	switch {
+	case !ok || (spec.Route != "" && rt != spec.Route):
+		want := "<route>"
+		if spec.Route != "" {
+			want = spec.Route
+		}
+		return p.errf(n, "%s: vhost name %q lacks the %q prefix: a virtual host is named <route configuration>/<host>, which Envoy asks for", what, name, want+"/")
+	case spec.Host != "" && host != spec.Host:
+		return p.errf(n, "%s: host %q is not the host of its name %q: Envoy asks for <route>/<Host> and resumes on that exact name", what, spec.Host, name)
+	}
+	spec.Route, spec.Host = rt, host
+	return nil
+}
+
+// rules reads a route's or a vhost's routes.
+func (p *parser) rules(f *fields, what string) ([]resources.RouteRule, error) {
+	ns, err := f.list("routes")
+	if err != nil {
+		return nil, err
+	}
+	var out []resources.RouteRule
+	for i, rn := range ns {
+		rule, err := p.rule(fmt.Sprintf("%s route %d", what, i+1), rn)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rule)
+	}
+	return out, nil
+}
+
 func endpointsItem(name string, backends []string) Item {
 	return Item{Type: resources.EDS, Name: name, build: func(env Env) (types.Resource, error) {
 		ports := make([]int, len(backends))
@@ -696,6 +870,9 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 		return r, err
 	}
 	if r.Cluster, err = f.str("cluster", false); err != nil {
+		return r, err
+	}
+	if r.ClusterHeader, err = f.str("cluster_header", false); err != nil {
 		return r, err
 	}
 	if hn := f.get("headers"); hn != nil {
@@ -728,8 +905,14 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 			r.Weighted = append(r.Weighted, resources.WeightedCluster{Cluster: k, Weight: uint32(w)})
 		}
 	}
-	if (r.Cluster == "") == (len(r.Weighted) == 0) {
-		return r, p.errf(n, "%s: give exactly one of cluster and weighted", what)
+	targets := 0
+	for _, set := range []bool{r.Cluster != "", len(r.Weighted) > 0, r.ClusterHeader != ""} {
+		if set {
+			targets++
+		}
+	}
+	if targets != 1 {
+		return r, p.errf(n, "%s: give exactly one of cluster, weighted and cluster_header", what)
 	}
 	if err := f.done(); err != nil {
 		return r, err
@@ -985,6 +1168,12 @@ func (p *parser) request(f *fields) (Request, error) {
 	}
 	if !strings.HasPrefix(r.Path, "/") {
 		return r, p.errf(f.keys["path"], "%s: path %q must start with /", f.what, r.Path)
+	}
+	if r.Host, err = f.str("host", false); err != nil {
+		return r, err
+	}
+	if strings.ContainsAny(r.Host, "/ \t") {
+		return r, p.errf(f.keys["host"], "%s: host %q: a Host header has no '/' or spaces", f.what, r.Host)
 	}
 	if hn := f.get("headers"); hn != nil {
 		hf, err := p.fields(hn, f.what+" headers")

@@ -9,6 +9,10 @@
 package scenario
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/xds-workbench/lab/shared/resources"
@@ -32,8 +36,50 @@ type Scenario struct {
 	Bootstrap string
 	// Load is steady traffic through Envoy for the whole run (nil: none; lab run --load
 	// overrides it).
-	Load  *LoadSpec
+	Load *LoadSpec
+	// OnDemand is what the scenario's Envoy fetches on demand (on_demand: vhds, cds): the
+	// on_demand filter on its short-form listeners, the bootstrap without cds_config when
+	// clusters are on demand, and the control plane's on-demand answers. It needs delta.
+	OnDemand resources.OnDemand
+	// Modes are the protocols the scenario runs in (empty: both); an on-demand scenario
+	// runs in delta only.
+	Modes []string
 	Steps []Step
+}
+
+// NotApplicableError is a scenario asked to run where it cannot (a mode it is not for,
+// or a data plane that cannot show it). Running the pack, it is a skip with its reason,
+// not a failure.
+type NotApplicableError struct {
+	Scenario string
+	// Where is the mode or client asked for ("sotw", "the simulated client").
+	Where  string
+	Reason error
+}
+
+func (e *NotApplicableError) Error() string {
+	return fmt.Sprintf("scenario %s does not apply to %s: %v", e.Scenario, e.Where, e.Reason)
+}
+
+func (e *NotApplicableError) Unwrap() error { return e.Reason }
+
+// IsNotApplicable reports whether err says a scenario does not apply to the run.
+func IsNotApplicable(err error) bool {
+	var na *NotApplicableError
+	return errors.As(err, &na)
+}
+
+// CheckMode refuses a mode the scenario is not for, with the reason: an on-demand
+// scenario cites resources.ErrOnDemandNeedsDelta (the one place for that rule).
+func (sc *Scenario) CheckMode(mode string) error {
+	if err := sc.OnDemand.CheckMode(mode == "sotw"); err != nil {
+		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode, Reason: err}
+	}
+	if len(sc.Modes) > 0 && !slices.Contains(sc.Modes, mode) {
+		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode,
+			Reason: fmt.Errorf("it runs in %s only (modes:)", strings.Join(sc.Modes, ", "))}
+	}
+	return nil
 }
 
 // Behaviour is how a backend treats its answers and connections (the inventory
@@ -165,6 +211,9 @@ type Request struct {
 	// Path includes the query ("/quote?sku=paper").
 	Path    string
 	Headers map[string]string
+	// Host is the request's Host (:authority); "" sends the listener's address. On-demand
+	// VHDS subscribes by it ("<route>/<Host>").
+	Host string
 }
 
 // RequestExpect: requests are sent, each with a fresh request ID, until one gets this

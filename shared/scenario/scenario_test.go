@@ -3,8 +3,10 @@ package scenario
 import (
 	"testing"
 
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/xds-workbench/lab/shared/resources"
 )
@@ -108,4 +110,70 @@ func TestVersionLabels(t *testing.T) {
 	}
 	assert.Equal(t, []string{"1", "2", "2.1", "2.2", "3", "blue", "blue-again"}, got)
 	assert.Len(t, d.Keys(), 4, "deleting inventory-v2 removed the CDS and EDS resources named inventory; the next upsert put them back")
+}
+
+// TestOnDemandKeys: on_demand (a list or "vhds,cds") selects the on_demand filter on
+// short-form listeners and limits the scenario to delta; the vhost short form is named
+// <route>/<host>; route rules take cluster_header; requests take a Host.
+func TestOnDemandKeys(t *testing.T) {
+	sc, err := Parse("od.yaml", []byte(`name: od
+description: on-demand keys
+on_demand: vhds,cds
+backends: [v1]
+resources:
+  l:
+    listener: {route: r, odcds_timeout: 2s}
+  r:
+    route: {vhds: true}
+  a:
+    vhost:
+      route: r
+      host: a
+      domains: [a.example]
+      routes: [{prefix: /quote, cluster_header: x-cluster}]
+  c:
+    cluster: {backends: [v1]}
+steps:
+  - name: initial
+    publish: {upsert: [l, r, a, c]}
+    expect:
+      requests: [{path: /quote, host: a, headers: {x-cluster: c}, status: 200, backend: v1}]
+`))
+	require.NoError(t, err)
+	assert.Equal(t, resources.OnDemand{VirtualHosts: true, Clusters: true}, sc.OnDemand)
+	assert.Equal(t, []string{"delta"}, sc.Modes, "on-demand runs in delta only")
+	assert.NoError(t, sc.CheckMode("delta"))
+	err = sc.CheckMode("sotw")
+	assert.True(t, IsNotApplicable(err))
+	assert.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
+	assert.Equal(t, "a", sc.Steps[0].Expect.Requests[0].Host)
+
+	env := checkEnv(sc.Backends)
+	vh := sc.Resources["a"].Items[0]
+	assert.Equal(t, resources.VHDS, vh.Type)
+	assert.Equal(t, "r/a", vh.Name)
+	m, err := vh.Build(env)
+	require.NoError(t, err)
+	v := m.(*route.VirtualHost)
+	assert.Equal(t, []string{"a", "a.example"}, v.GetDomains())
+	assert.Equal(t, "x-cluster", v.GetRoutes()[0].GetRoute().GetClusterHeader())
+	m, err = sc.Resources["r"].Items[0].Build(env)
+	require.NoError(t, err)
+	assert.NotNil(t, m.(*route.RouteConfiguration).GetVhds())
+	m, err = sc.Resources["l"].Items[0].Build(env)
+	require.NoError(t, err)
+	raw, err := protojson.Marshal(m)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "envoy.filters.http.on_demand")
+	assert.Contains(t, string(raw), `"timeout":"2s"`, "odcds_timeout")
+
+	// The list form reads the same; modes alone limits a scenario too.
+	sc2, err := Parse("m.yaml", []byte("name: m\ndescription: d\non_demand: [vhds]\nmodes: [delta]\nresources: {l: {listener: {route: r}}}\nsteps: [{name: i, publish: {upsert: [l]}}]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, resources.OnDemand{VirtualHosts: true}, sc2.OnDemand)
+	sc3, err := Parse("m.yaml", []byte("name: m\ndescription: d\nmodes: [sotw]\nresources: {l: {listener: {route: r}}}\nsteps: [{name: i, publish: {upsert: [l]}}]\n"))
+	require.NoError(t, err)
+	err = sc3.CheckMode("delta")
+	assert.True(t, IsNotApplicable(err))
+	assert.EqualError(t, err, "scenario m does not apply to mode delta: it runs in sotw only (modes:)")
 }
