@@ -145,6 +145,9 @@ type Generator struct {
 	overflow int
 	stopOnce sync.Once
 	stopped  time.Time
+	// stopAsked is when Stop told the pacers to stop: from then on a connection sends at
+	// most the one request whose tick it already held.
+	stopAsked time.Time
 	// ended is when the last connection stopped sending (by Stop, or at MaxDuration).
 	ended time.Time
 	// stopping tells the pacers to stop (set by Stop before the attackers' own Stop).
@@ -318,6 +321,7 @@ func (g *Generator) Settle(ctx context.Context) error {
 func (g *Generator) Stop() []Response {
 	g.stopOnce.Do(func() {
 		g.stopping.Store(true)
+		g.stopAsked = time.Now()
 		for _, a := range g.attacks {
 			a.Stop()
 		}

@@ -377,7 +377,7 @@ func (p *parser) onDemand(f *fields) error {
 			return err
 		}
 		if p.sc.OnDemand, err = resources.ParseOnDemand(strings.Join(parts, ",")); err != nil {
-			return p.errf(n, "%v", err)
+			return p.errf(n, "on_demand: %v", err)
 		}
 	}
 	modes, err := f.strings("modes")
