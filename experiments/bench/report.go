@@ -223,6 +223,8 @@ type Report struct {
 	// (Ratio.Series is the "+tap" one), for the same workload at the same N.
 	TapRatios []Ratio  `json:"tap_over_direct,omitempty"`
 	Growth    []Growth `json:"growth"`
+	// OnDemand are the on-demand axis' configurations (--on-demand), in run order.
+	OnDemand []*OnDemandConfig `json:"on_demand,omitempty"`
 }
 
 func newReport(o *Options, bin envoy.Binary) *Report {
