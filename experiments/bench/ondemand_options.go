@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,11 +26,11 @@ const ShapeWildcard = "none"
 // ParseShape reads one --on-demand shape: none, vhds, cds or vhds+cds.
 func ParseShape(s string) (resources.OnDemand, error) {
 	if s == "" || strings.Contains(s, ",") {
-		return resources.OnDemand{}, fmt.Errorf("unknown shape %q (want none, vhds, cds or vhds+cds)", s)
+		return resources.OnDemand{}, errors.New("unknown shape (want none, vhds, cds or vhds+cds)")
 	}
 	od, err := resources.ParseOnDemand(strings.ReplaceAll(s, "+", ","))
 	if err != nil {
-		return resources.OnDemand{}, fmt.Errorf("unknown shape %q (want none, vhds, cds or vhds+cds)", s)
+		return resources.OnDemand{}, errors.New("unknown shape (want none, vhds, cds or vhds+cds)")
 	}
 	return od, nil
 }
@@ -38,15 +39,17 @@ func ParseShape(s string) (resources.OnDemand, error) {
 func ShapeName(od resources.OnDemand) string { return strings.ReplaceAll(od.String(), ",", "+") }
 
 // OptionError is a refused combination of options: Flag names the command-line flag
-// the problem is reported on (without "--"), Reason says what is wrong. It wraps Err
-// when a shared rule refused it (resources.ErrOnDemandNeedsDelta).
+// the problem is reported on (without "--"), Value the option's value as the bench
+// writes it, Reason what is wrong. It wraps Err when a shared rule refused it
+// (resources.ErrOnDemandNeedsDelta). The CLI reports it on the flag as the user typed it.
 type OptionError struct {
 	Flag   string
+	Value  string
 	Reason string
 	Err    error
 }
 
-func (e *OptionError) Error() string { return "--" + e.Flag + ": " + e.Reason }
+func (e *OptionError) Error() string { return "--" + e.Flag + " " + e.Value + ": " + e.Reason }
 func (e *OptionError) Unwrap() error { return e.Err }
 
 // DefaultColdHosts is how many distinct services the on-demand axis requests cold (each
@@ -69,35 +72,35 @@ func (o *Options) validateOnDemand() error {
 	seen := map[resources.OnDemand]bool{}
 	for _, od := range o.OnDemand {
 		if seen[od] {
-			return &OptionError{Flag: "on-demand", Reason: ShapeName(od) + " is listed twice"}
+			return &OptionError{Flag: "on-demand", Value: shapeNames(o.OnDemand), Reason: ShapeName(od) + " is listed twice"}
 		}
 		seen[od] = true
 		if slices.Contains(o.Modes, xdslog.ModeSotW) {
 			if err := od.CheckMode(true); err != nil {
-				return &OptionError{Flag: "modes", Reason: fmt.Sprintf("--on-demand %s runs delta only (want --modes delta): %v", ShapeName(od), err), Err: err}
+				return &OptionError{Flag: "modes", Value: strings.Join(o.Modes, ","), Reason: fmt.Sprintf("--on-demand %s runs delta only (want --modes delta): %v", ShapeName(od), err), Err: err}
 			}
 		}
 	}
 	switch {
 	case o.Client != ClientEnvoy:
-		return &OptionError{Flag: "client", Reason: o.Client + ": the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"}
+		return &OptionError{Flag: "client", Value: o.Client, Reason: "the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"}
 	case o.Envoys > 1:
-		return &OptionError{Flag: "envoys", Reason: fmt.Sprintf("%d: the on-demand axis runs one Envoy", o.Envoys)}
+		return &OptionError{Flag: "envoys", Value: fmt.Sprint(o.Envoys), Reason: "the on-demand axis runs one Envoy"}
 	case slices.Contains(o.Through, ThroughTap):
-		return &OptionError{Flag: "through", Reason: "tap: the on-demand axis runs direct only"}
+		return &OptionError{Flag: "through", Value: strings.Join(o.Through, ","), Reason: "the on-demand axis runs direct only"}
 	case o.CPUProfile:
-		return &OptionError{Flag: "cpuprofile", Reason: "not taken with --on-demand"}
+		return &OptionError{Flag: "cpuprofile", Value: "true", Reason: "not taken with --on-demand"}
 	}
 	for _, w := range o.Workloads {
 		if !slices.Contains(onDemandWorkloads, w) {
-			return &OptionError{Flag: "workload", Reason: fmt.Sprintf("%s: with --on-demand the sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload", w)}
+			return &OptionError{Flag: "workload", Value: strings.Join(o.Workloads, ","), Reason: fmt.Sprintf("%s is not measured on demand: the on-demand sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload", w)}
 		}
 	}
 	if o.ColdHosts == 0 {
 		o.ColdHosts = DefaultColdHosts
 	}
 	if o.ColdHosts < 1 || o.ColdHosts > MaxColdHosts {
-		return &OptionError{Flag: "cold-hosts", Reason: fmt.Sprintf("%d is outside 1..%d", o.ColdHosts, MaxColdHosts)}
+		return &OptionError{Flag: "cold-hosts", Value: fmt.Sprint(o.ColdHosts), Reason: fmt.Sprintf("outside 1-%d", MaxColdHosts)}
 	}
 	return nil
 }

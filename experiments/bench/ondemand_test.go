@@ -84,9 +84,9 @@ func TestOnDemandValidate(t *testing.T) {
 		"sim":          {func(o *Options) { o.Client = ClientSim }, "client", "real Envoy only"},
 		"envoys":       {func(o *Options) { o.Envoys = 2 }, "envoys", "one Envoy"},
 		"tap":          {func(o *Options) { o.Through = []string{ThroughTap} }, "through", "direct only"},
-		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, "workload", "route: with --on-demand"},
+		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, "workload", "route is not measured on demand"},
 		"cold hosts":   {func(o *Options) { o.ColdHosts = MaxColdHosts + 1 }, "cold-hosts", "outside"},
-		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, "cold-hosts", "-1 is outside"},
+		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, "cold-hosts", "outside 1-10000"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()

@@ -206,6 +206,10 @@ type RunOptions struct {
 	Workloads    []string `json:"workloads"`
 	Repeat       int      `json:"repeat"`
 	Through      []string `json:"through,omitempty"`
+	// OnDemand are the shapes of the on-demand axis (none, vhds, vhds+cds) and
+	// ColdHosts how many services each requested cold.
+	OnDemand  []string `json:"on_demand,omitempty"`
+	ColdHosts int      `json:"cold_hosts,omitempty"`
 }
 
 // Report is bench.json.
@@ -238,6 +242,12 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	}
 	if o.Envoys > 1 {
 		r.Options.Envoys = o.Envoys
+	}
+	for _, od := range o.OnDemand {
+		r.Options.OnDemand = append(r.Options.OnDemand, ShapeName(od))
+	}
+	if len(o.OnDemand) > 0 {
+		r.Options.ColdHosts = o.ColdHosts
 	}
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))
