@@ -70,6 +70,8 @@ type OnDemandConfig struct {
 // ODStep is one published change and what followed it.
 type ODStep struct {
 	Sent Sent `json:"sent"`
+	// BuildMS: t0 -> the state built (resources.Rebuild: validated and hashed).
+	BuildMS float64 `json:"build_ms"`
 	// PublishMS: t0 (before the build) -> the publisher returned.
 	PublishMS float64 `json:"publish_ms"`
 	// AckMS: t0 -> the last ACK of what was sent (nil: nothing was sent).
@@ -310,10 +312,11 @@ func (r *odRun) publish(ctx context.Context, step string) (int, time.Time, ODSte
 	if err != nil {
 		return mark, t0, ODStep{}, err
 	}
+	built := ms(time.Since(t0))
 	if err := pub.Publish(ctx, set); err != nil {
 		return mark, t0, ODStep{}, err
 	}
-	return mark, t0, ODStep{PublishMS: ms(time.Since(t0))}, nil
+	return mark, t0, ODStep{BuildMS: built, PublishMS: ms(time.Since(t0))}, nil
 }
 
 func (r *odRun) initial(ctx context.Context) error {
@@ -334,7 +337,7 @@ func (r *odRun) initial(ctx context.Context) error {
 	if r.cfg.RSSInitial, err = r.p.proc.RSS(); err != nil {
 		return err
 	}
-	r.say("initial: %d resource(s), %d B; ready %.0f ms; RSS %d MB", st.Sent.Resources, st.Sent.Bytes, ready, r.cfg.RSSInitial>>20)
+	r.say("initial: %d resource(s), %d B; build %.0f ms, publish %.0f ms, ready %.0f ms; RSS %d MB", st.Sent.Resources, st.Sent.Bytes, st.BuildMS, st.PublishMS, ready, r.cfg.RSSInitial>>20)
 	return nil
 }
 
@@ -472,6 +475,12 @@ func sumSent(a, b Sent) Sent {
 			out.ByType = map[string]int{}
 		}
 		out.ByType[t] += n
+	}
+	for t, k := range b.Subscribes {
+		if out.Subscribes == nil {
+			out.Subscribes = map[string]int{}
+		}
+		out.Subscribes[t] += k
 	}
 	for t, names := range b.Subscribed {
 		if out.Subscribed == nil {

@@ -21,8 +21,8 @@ func (r *Report) onDemandTables() []table {
 	head := []string{"N", "shape", "series"}
 	initial := table{
 		title: "On demand: initial push and Envoy's memory",
-		note:  "push: what the control plane sent for the initial state; ready: publish -> Envoy /ready LIVE; ack: publish -> last ACK of the push; RSS: after the push, with the first services used, after every cold and warm request; clusters: Envoy's active_clusters at the end (xds_cluster included)",
-		head:  append(slices.Clone(head), "resources", "bytes", "ready ms", "ack ms", "RSS", "RSS used", "used", "RSS after", "clusters"),
+		note:  "push: what the control plane sent for the initial state; from t0 (before the build): build, publish (the publisher returned), ready (Envoy /ready LIVE), ack (the last ACK of the push); push: ready - publish (the wire and Envoy); RSS: after the push, with the first services used, after every cold and warm request; clusters: Envoy's active_clusters at the end (xds_cluster included)",
+		head:  append(slices.Clone(head), "resources", "bytes", "build ms", "publish ms", "ready ms", "ack ms", "push ms", "RSS", "RSS used", "used", "RSS after", "clusters"),
 	}
 	requests := table{
 		title: "On demand: request latency (client send -> answer read, through Envoy, one at a time)",
@@ -37,7 +37,7 @@ func (r *Report) onDemandTables() []table {
 	for _, c := range ok {
 		in := c.Initial
 		initial.rows = append(initial.rows, append(id(c), fmtCount(float64(in.Sent.Resources)), fmtBytes(float64(in.Sent.Bytes)),
-			optMS(in.ReadyMS), optMS(in.AckMS), fmtBytes(float64(c.RSSInitial)), fmtBytes(float64(c.RSSUsed)), fmt.Sprint(c.UsedAtRSS), fmtBytes(float64(c.RSSAfter)), fmt.Sprint(c.ActiveClusters)))
+			fmtMS(in.BuildMS), fmtMS(in.PublishMS), optMS(in.ReadyMS), optMS(in.AckMS), fmtMS(deref(in.ReadyMS)-in.PublishMS), fmtBytes(float64(c.RSSInitial)), fmtBytes(float64(c.RSSUsed)), fmt.Sprint(c.UsedAtRSS), fmtBytes(float64(c.RSSAfter)), fmt.Sprint(c.ActiveClusters)))
 		perReq := func(v float64) float64 { return v / float64(max(c.Cold.Requests, 1)) }
 		requests.rows = append(requests.rows, append(id(c), fmt.Sprint(c.Cold.Requests), fmtMS(c.Cold.P50MS), fmtMS(c.Cold.P99MS), fmtMS(c.Cold.MaxMS),
 			fmt.Sprintf("%.1f", perReq(float64(c.ColdSent.Resources))), fmtBytes(perReq(float64(c.ColdSent.Bytes))), fmtMS(c.Warm.P50MS), fmtMS(c.Warm.P99MS), fmtCount(float64(c.WarmSent.Resources))))

@@ -139,8 +139,10 @@ type Sent struct {
 	Removed   int            `json:"removed,omitempty"`
 	Bytes     int64          `json:"bytes"`
 	ByType    map[string]int `json:"resources_by_type,omitempty"`
-	// Subscribed are the names Envoy's requests added in the window, by type.
-	Subscribed map[string][]string `json:"subscribed,omitempty"`
+	// Subscribes counts the names Envoy's requests added in the window, by type;
+	// Subscribed are the names (in xds.log, not in bench.json).
+	Subscribes map[string]int      `json:"subscribes,omitempty"`
+	Subscribed map[string][]string `json:"-"`
 }
 
 func sentIn(evs []odEvent) Sent {
@@ -165,6 +167,10 @@ func sentIn(evs []odEvent) Sent {
 					s.Subscribed = map[string][]string{}
 				}
 				s.Subscribed[e.typ] = append(s.Subscribed[e.typ], e.added...)
+				if s.Subscribes == nil {
+					s.Subscribes = map[string]int{}
+				}
+				s.Subscribes[e.typ] += len(e.added)
 			}
 		}
 	}

@@ -392,7 +392,9 @@ func (r *Report) Markdown() string {
 	for _, l := range r.header() {
 		b.WriteString("- " + l + "\n")
 	}
-	b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	if len(r.Configs) > 0 {
+		b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	}
 	if r.fleet() {
 		b.WriteString("\n![how many Envoys ran the new version against the time since the publish, by ACK and by the data plane](" + versionsSVG + ")\n")
 	}
