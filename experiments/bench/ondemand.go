@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
@@ -186,6 +187,17 @@ func (r *odRun) run(ctx context.Context) error {
 		return fmt.Errorf("initial state: %w", err)
 	}
 	used := min(usedForRSS, len(r.hosts))
+	stopProfile := func() {}
+	if r.e.o.CPUProfile {
+		// The cold phase (the cold requests and the service add): where a held request's
+		// time goes on the control plane's side.
+		stop, err := startCPUProfile(filepath.Join(r.e.o.Out, "cpu-"+r.stem()+".pprof"))
+		if err != nil {
+			return err
+		}
+		stopProfile = sync.OnceFunc(stop)
+		defer stopProfile()
+	}
 	cold, err := r.requests(ctx, "cold", r.hosts[:used])
 	if err != nil {
 		return err
@@ -201,6 +213,7 @@ func (r *odRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stopProfile()
 	r.cfg.Cold = latencyOf(append(cold.ms, rest.ms...))
 	r.cfg.ColdSent = sumSent(cold.sent, rest.sent)
 	warm, err := r.requests(ctx, "warm", r.hosts)

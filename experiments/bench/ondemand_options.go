@@ -88,8 +88,6 @@ func (o *Options) validateOnDemand() error {
 		return &OptionError{Flag: "envoys", Value: fmt.Sprint(o.Envoys), Reason: "the on-demand axis runs one Envoy"}
 	case slices.Contains(o.Through, ThroughTap):
 		return &OptionError{Flag: "through", Value: strings.Join(o.Through, ","), Reason: "the on-demand axis runs direct only"}
-	case o.CPUProfile:
-		return &OptionError{Flag: "cpuprofile", Value: "true", Reason: "not taken with --on-demand"}
 	}
 	for _, w := range o.Workloads {
 		if !slices.Contains(onDemandWorkloads, w) {
