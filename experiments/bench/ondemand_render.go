@@ -21,7 +21,7 @@ func (r *Report) onDemandTables() []table {
 	head := []string{"N", "shape", "series"}
 	initial := table{
 		title: "On demand: initial push and Envoy's memory",
-		note:  "push: what the control plane sent for the initial state; from t0 (before the build): build, publish (the publisher returned), ready (Envoy /ready LIVE), ack (the last ACK of the push); push: ready - publish (the wire and Envoy); RSS: after the push, with the first services used, after every cold and warm request; clusters: Envoy's active_clusters at the end (xds_cluster included)",
+		note:  "push: what the control plane sent for the initial state; from t0 (before the build): build, publish (the publisher returned), ready (Envoy /ready LIVE; with the LinearCache Envoy is LIVE before the publish, since that cache answers Envoy's first wildcard CDS and LDS requests empty), ack (the last ACK of the push); push: ack - publish (the wire and Envoy); RSS: after the push, with the first services used, after every cold and warm request; clusters: Envoy's active_clusters at the end (xds_cluster included)",
 		head:  append(slices.Clone(head), "resources", "bytes", "build ms", "publish ms", "ready ms", "ack ms", "push ms", "RSS", "RSS used", "used", "RSS after", "clusters"),
 	}
 	requests := table{
@@ -37,7 +37,7 @@ func (r *Report) onDemandTables() []table {
 	for _, c := range ok {
 		in := c.Initial
 		initial.rows = append(initial.rows, append(id(c), fmtCount(float64(in.Sent.Resources)), fmtBytes(float64(in.Sent.Bytes)),
-			fmtMS(in.BuildMS), fmtMS(in.PublishMS), optMS(in.ReadyMS), optMS(in.AckMS), fmtMS(deref(in.ReadyMS)-in.PublishMS), fmtBytes(float64(c.RSSInitial)), fmtBytes(float64(c.RSSUsed)), fmt.Sprint(c.UsedAtRSS), fmtBytes(float64(c.RSSAfter)), fmt.Sprint(c.ActiveClusters)))
+			fmtMS(in.BuildMS), fmtMS(in.PublishMS), optMS(in.ReadyMS), optMS(in.AckMS), optMS(minus(in.AckMS, in.PublishMS)), fmtBytes(float64(c.RSSInitial)), fmtBytes(float64(c.RSSUsed)), fmt.Sprint(c.UsedAtRSS), fmtBytes(float64(c.RSSAfter)), fmt.Sprint(c.ActiveClusters)))
 		perReq := func(v float64) float64 { return v / float64(max(c.Cold.Requests, 1)) }
 		requests.rows = append(requests.rows, append(id(c), fmt.Sprint(c.Cold.Requests), fmtMS(c.Cold.P50MS), fmtMS(c.Cold.P99MS), fmtMS(c.Cold.MaxMS),
 			fmt.Sprintf("%.1f", perReq(float64(c.ColdSent.Resources))), fmtBytes(perReq(float64(c.ColdSent.Bytes))), fmtMS(c.Warm.P50MS), fmtMS(c.Warm.P99MS), fmtCount(float64(c.WarmSent.Resources))))
@@ -71,6 +71,15 @@ func optMS(v *float64) string {
 		return "-"
 	}
 	return fmtMS(*v)
+}
+
+// minus is v - d, or nil without v.
+func minus(v *float64, d float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	x := *v - d
+	return &x
 }
 
 func deref(v *float64) float64 {
