@@ -124,6 +124,11 @@ func latencyOf(v []float64) Latency {
 // long. An unasked push to an on-demand Envoy is not awaited beyond it: nothing is owed.
 const settleQuiet = 300 * time.Millisecond
 
+// coldRequestTimeout bounds one request of the on-demand sequence: past the on_demand
+// filter's cluster discovery timeout (resources.DefaultODCDSTimeout), so a missing
+// cluster shows as Envoy's 503, not as a client timeout.
+const coldRequestTimeout = 3 * resources.DefaultODCDSTimeout
+
 // odRun is one on-demand configuration in progress.
 type odRun struct {
 	e       *env
@@ -263,6 +268,9 @@ func (r *odRun) start(ctx context.Context) error {
 	if r.p, err = startProxy(ctx, spec, proxySpec{listenerPort: r.port}); err != nil {
 		return err
 	}
+	// A cold request is held while Envoy fetches; at N = 100,000 under the SnapshotCache
+	// one took 1.3 s, and the on_demand filter's own cluster timeout is 5 s.
+	r.p.http.Timeout = coldRequestTimeout
 	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.bootstrap, filepath.Base(r.p.proc.LogPath())
 	_, err = r.trace.wait(ctx, 0, 0, "Envoy's first request", func(evs []odEvent) bool {
 		return slices.ContainsFunc(evs, func(e odEvent) bool { return e.event == xdslog.EventRequest })
