@@ -22,11 +22,12 @@ import (
 
 // Ranges of `lab bench`'s counts and durations.
 var (
-	benchClustersRange = intRange{1, bench.MaxClusters}
-	benchClientsRange  = intRange{1, bench.MaxClients}
-	benchEnvoysRange   = intRange{1, bench.MaxEnvoys}
-	benchRepeatRange   = intRange{1, bench.MaxRepeat}
-	benchTimeoutRange  = durationRange{time.Second, time.Hour}
+	benchClustersRange  = intRange{1, bench.MaxClusters}
+	benchClientsRange   = intRange{1, bench.MaxClients}
+	benchEnvoysRange    = intRange{1, bench.MaxEnvoys}
+	benchRepeatRange    = intRange{1, bench.MaxRepeat}
+	benchTimeoutRange   = durationRange{time.Second, time.Hour}
+	benchColdHostsRange = intRange{1, bench.MaxColdHosts}
 )
 
 // benchOptions are the flags of `lab bench`; benchRunOptions turns them into bench.Options.
@@ -34,7 +35,10 @@ type benchOptions struct {
 	bench    bench.Options
 	versions []string
 	caches   []string
+	onDemand []string               // --on-demand shapes, as typed
 	given    func(flag string) bool // cobra's Changed
+	// value is a flag's value as the user typed it (a bench.OptionError is reported on it).
+	value func(flag string) string
 }
 
 func defaultBenchOptions() benchOptions {
@@ -49,10 +53,12 @@ func defaultBenchOptions() benchOptions {
 			Repeat:    bench.DefaultRepeat,
 			Timeout:   bench.DefaultTimeout,
 			Through:   bench.DefaultThrough,
+			ColdHosts: bench.DefaultColdHosts,
 		},
 		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
 		caches:   []string{string(frontend.SnapshotCache)},
 		given:    func(string) bool { return false },
+		value:    func(string) string { return "" },
 	}
 }
 
@@ -105,6 +111,18 @@ subprocess of this binary) right after its direct run, as "<series>+tap", with t
 log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
 direct per N and the tap's own CPU (tap_cpu_ms).
 
+With --on-demand SHAPES (delta only; real Envoy) each N runs an on-demand sequence
+once per shape instead of the workload loop: none serves the scaled state wildcard (as
+above), vhds serves each service as a VirtualHost fetched through VHDS when a request
+for its Host (svc-<i>) arrives, cds fetches each cluster on first use (on-demand CDS,
+bootstrap without cds_config), vhds+cds both ("," separates shapes, "+" joins the parts
+of one). The sequence: publish (initial push bytes, publish -> Envoy ready, Envoy RSS);
+--cold-hosts distinct services requested cold, one at a time (held -> answered, p50 and
+p99; each must be answered 200 by its backend), RSS with the first 10 used; a service
+add (cluster-add: what reaches Envoy unasked, then the cold request for it and what it
+fetches); the same services warm; --repeat one-service changes (endpoint, on a fetched
+service). Tables "On demand: ..." and bench.json's on_demand.
+
 Results: a table here, and bench.json, bench.md and bench.svg in --out (with every xds
 log, bootstrap and Envoy log).`,
 		Example: `  # the documented sweep: real Envoy, both protocols, 5 repeats
@@ -122,12 +140,21 @@ log, bootstrap and Envoy log).`,
   # the tap's cost: each series directly and through lab tap, tap ÷ direct per N
   lab bench --client envoy --clusters 10000 --through direct,tap --sotw-versions per-type --repeat 3
 
+  # on demand vs wildcard: VHDS, VHDS with on-demand CDS, and today's shape
+  lab bench --on-demand none,vhds,vhds+cds --clusters 10,1000,10000 --repeat 3
+
   # both caches, every workload, against real Envoy
   lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
     --workload endpoint,cluster-add,cluster-remove,route,listener --repeat 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed
+			o.value = func(name string) string {
+				if f := cmd.Flags().Lookup(name); f != nil {
+					return f.Value.String()
+				}
+				return ""
+			}
 			bo, err := o.benchRunOptions()
 			if err != nil {
 				return err
@@ -152,6 +179,8 @@ log, bootstrap and Envoy log).`,
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
 	f.Var(choiceListValue{&o.bench.Through, parseThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
+	f.Var(choiceListValue{&o.onDemand, parseShape}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
+	f.Var(intValue{&o.bench.ColdHosts, benchColdHostsRange}, "cold-hosts", "with --on-demand: distinct services requested cold, then warm, "+benchColdHostsRange.String()+" (at most N)")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
 	return cmd
 }
@@ -167,6 +196,14 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	b.Caches = nil
 	for _, c := range o.caches {
 		b.Caches = append(b.Caches, frontend.Cache(c))
+	}
+	b.OnDemand = nil
+	for _, s := range o.onDemand {
+		od, _ := bench.ParseShape(s) // parseShape checked it
+		b.OnDemand = append(b.OnDemand, od)
+	}
+	if len(b.OnDemand) > 0 && !o.given("modes") {
+		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only; --modes sotw is refused below
 	}
 	if slices.Equal(o.caches, []string{string(frontend.LinearCache)}) && slices.Contains(b.Modes, xdslog.ModeSotW) &&
 		slices.Equal(o.versions, []string{string(frontend.Uniform)}) {
@@ -211,9 +248,23 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	// The library's own check, for anything the CLI does not cover.
 	check := b
 	if err := check.Validate(); err != nil {
+		var oe *bench.OptionError
+		if errors.As(err, &oe) {
+			v := oe.Value
+			if o.given(oe.Flag) {
+				v = o.value(oe.Flag)
+			}
+			return b, badFlag(oe.Flag, v, "%s", oe.Reason)
+		}
 		return b, err
 	}
 	return b, nil
+}
+
+// parseShape is one --on-demand shape.
+func parseShape(s string) error {
+	_, err := bench.ParseShape(s)
+	return err
 }
 
 // runBench runs the sweep with progress to progress; bench.Run prints the tables and

@@ -28,6 +28,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -109,6 +110,13 @@ type Options struct {
 	// Envoy's is. Empty: the tap runs in this process (tests), and its CPU is inside
 	// cp_cpu_ms.
 	TapCommand []string
+	// OnDemand are the shapes of the on-demand axis (--on-demand): with any, each N runs
+	// the on-demand sequence (ondemand.go) once per shape and delta series instead of
+	// the workload loop. Delta only (resources.ErrOnDemandNeedsDelta), real Envoy only.
+	OnDemand []resources.OnDemand
+	// ColdHosts is how many distinct services the on-demand sequence requests cold
+	// (DefaultColdHosts when 0; at most N).
+	ColdHosts int
 	// Progress receives progress lines and the final table (nil: discarded). Its write
 	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer
@@ -253,6 +261,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if err := o.validateOnDemand(); err != nil {
+		return err
 	}
 	if o.Out == "" {
 		o.Out = DefaultOut()
@@ -401,32 +412,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		client = "simulated Envoy (in-process)"
 	}
-	e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
-		len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
+	if len(o.OnDemand) > 0 {
+		e.say("bench: %d on-demand configuration(s): shape %s x N %s x %s; %s; %d cold host(s), %d repeat(s); output %s",
+			len(o.OnDemand)*len(o.Clusters)*len(ser), shapeNames(o.OnDemand), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ColdHosts, o.Repeat, o.Out)
+	} else {
+		e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
+			len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
+	}
 	for _, n := range notes {
 		e.say("bench: note: %s", n)
 	}
 	start := time.Now()
 	var failed []string
-	total, k := len(o.Workloads)*len(o.Clusters)*len(ser), 0
-	for _, w := range o.Workloads {
-		for _, n := range o.Clusters {
-			for _, s := range ser {
-				if ctx.Err() != nil {
-					break
-				}
-				// The estimate is the mean of the configurations so far: a larger N takes
-				// longer, so it runs short while the cluster counts grow.
-				k++
-				e.say("%s %s N=%d %s%s", progress.Mark(k, total), w, n, s.name, progress.Left(time.Since(start), k-1, total))
-				cfg := e.runConfig(ctx, w, s, n)
-				rep.Configs = append(rep.Configs, cfg)
-				if cfg.Error != "" {
-					failed = append(failed, fmt.Sprintf("%s %s N=%d: %s", w, s.name, n, cfg.Error))
-					e.say("[%s N=%d %s] FAILED: %s", w, n, s.name, cfg.Error)
-				}
-			}
-		}
+	if len(o.OnDemand) > 0 {
+		failed = e.onDemandSweep(ctx, rep, ser, start)
+	} else {
+		failed = e.workloadSweep(ctx, rep, ser, start)
 	}
 	rep.finish(start)
 	werr := rep.WriteFiles(o.Out)
@@ -470,4 +471,31 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// workloadSweep runs every (workload, N, series) into rep and returns the failed ones.
+func (e *env) workloadSweep(ctx context.Context, rep *Report, ser []series, start time.Time) []string {
+	o := e.o
+	var failed []string
+	total, k := len(o.Workloads)*len(o.Clusters)*len(ser), 0
+	for _, w := range o.Workloads {
+		for _, n := range o.Clusters {
+			for _, s := range ser {
+				if ctx.Err() != nil {
+					break
+				}
+				// The estimate is the mean of the configurations so far: a larger N takes
+				// longer, so it runs short while the cluster counts grow.
+				k++
+				e.say("%s %s N=%d %s%s", progress.Mark(k, total), w, n, s.name, progress.Left(time.Since(start), k-1, total))
+				cfg := e.runConfig(ctx, w, s, n)
+				rep.Configs = append(rep.Configs, cfg)
+				if cfg.Error != "" {
+					failed = append(failed, fmt.Sprintf("%s %s N=%d: %s", w, s.name, n, cfg.Error))
+					e.say("[%s N=%d %s] FAILED: %s", w, n, s.name, cfg.Error)
+				}
+			}
+		}
+	}
+	return failed
 }

@@ -113,6 +113,8 @@ type clientSpec struct {
 	freshConnections bool
 	// stopGrace is how long each Envoy gets to exit after /quitquitquit (stopGrace(N)).
 	stopGrace time.Duration
+	// onDemandClusters renders the bootstrap without cds_config (on-demand CDS).
+	onDemandClusters bool
 }
 
 // stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 1,000
@@ -199,7 +201,7 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 	// The admin port is the kernel's choice (0), read back from Envoy's
 	// --admin-address-path: free by construction, with no window for another process
 	// to take it between choosing and binding.
-	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr})
+	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters})
 	if err != nil {
 		return nil, fmt.Errorf("render %s bootstrap for %s: %w", s.mode, orDefault(ps.node), err)
 	}
@@ -332,9 +334,18 @@ func (a Answer) String() string {
 // ask sends one request through Envoy. Any HTTP answer is an answer; the error is for
 // requests that got none (or a backend answer that contradicts itself).
 func (p *proxy) ask(ctx context.Context, path string) (Answer, error) {
+	return p.askHost(ctx, "", path)
+}
+
+// askHost is ask with the Host header host ("" : the listener's address), as sent: with
+// routes on demand Envoy fetches the virtual host "<route>/<host>".
+func (p *proxy) askHost(ctx context.Context, host, path string) (Answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(p.listenerPort)+path, nil)
 	if err != nil {
 		return Answer{}, fmt.Errorf("build request %s: %w", path, err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
@@ -444,6 +455,63 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 		case <-acked:
 			acked, slow = nil, pollInterval // poll at full rate from now on; check once more now
 		case <-time.After(slow):
+		}
+	}
+}
+
+// awaitHost polls Host host, path every pollInterval until backend answers 200, and
+// returns that answer, when it came and how many requests it took.
+func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
+	polls := 0
+	var last error = errors.New("no request sent")
+	for {
+		polls++
+		got, err := p.askHost(ctx, host, path)
+		if err == nil && got.Status == http.StatusOK && got.Backend == backend {
+			return got, time.Now(), polls, nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("answered %s", got)
+		}
+		select {
+		case <-ctx.Done():
+			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s: waiting for %s on Host %s %s after %d request(s): %w (last: %v)", p.nodeID(), backend, host, path, polls, ctx.Err(), last)
+		case <-p.proc.Exited():
+			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s exited while waiting for %s on Host %s %s: %v", p.nodeID(), backend, host, path, p.proc.ExitErr())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// awaitReady polls Envoy's /ready every pollInterval until it answers 200 (LIVE: its
+// initial xDS fetches are done); finer than envoy.Process.WaitReady's 25 ms, since the
+// time to ready is a figure here.
+func (p *proxy) awaitReady(ctx context.Context) error {
+	last := "no request sent"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.proc.AdminAddr()+"/ready", nil)
+		if err != nil {
+			return fmt.Errorf("envoy %s /ready: %w", p.nodeID(), err)
+		}
+		resp, err := p.admin.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("envoy %s not ready: %w (last /ready: %s)", p.nodeID(), ctx.Err(), last)
+		case <-p.proc.Exited():
+			return fmt.Errorf("envoy %s exited before ready: %v", p.nodeID(), p.proc.ExitErr())
+		case <-time.After(pollInterval):
 		}
 	}
 }

@@ -122,6 +122,9 @@ func sampleCell(s Sample, key string) string {
 
 // tables builds the report's blocks.
 func (r *Report) tables() []table {
+	if len(r.Configs) == 0 && len(r.OnDemand) > 0 {
+		return r.onDemandTables()
+	}
 	var ok []*Config
 	for _, c := range r.Configs {
 		if c.Error == "" {
@@ -326,6 +329,11 @@ func (r *Report) failures() []string {
 			out = append(out, fmt.Sprintf("%s %s N=%d: %s", c.Workload, c.Series, c.N, c.Error))
 		}
 	}
+	for _, c := range r.OnDemand {
+		if c.Error != "" {
+			out = append(out, fmt.Sprintf("on-demand %s %s N=%d: %s", c.Shape, c.Series, c.N, c.Error))
+		}
+	}
 	return out
 }
 
@@ -344,8 +352,17 @@ func (r *Report) header() []string {
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
 		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
 		fmt.Sprintf("client: %s; %d repeat(s) per configuration", client, r.Options.Repeat),
-		fmt.Sprintf("workloads: %s; caches: %s%s", strings.Join(r.Options.Workloads, ", "), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
+		fmt.Sprintf("workloads: %s; caches: %s%s", workloadsLine(r.Options), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
 	}
+}
+
+// workloadsLine names the workloads, or the on-demand axis' shapes and sequence.
+func workloadsLine(o RunOptions) string {
+	if len(o.OnDemand) == 0 {
+		return strings.Join(o.Workloads, ", ")
+	}
+	return fmt.Sprintf("on-demand axis, shapes %s (delta only); each: initial push, %d cold then warm requests, a service add (cluster-add), %d one-service change(s) (endpoint)",
+		strings.Join(o.OnDemand, ", "), o.ColdHosts, o.Repeat)
 }
 
 func orDash(s string) string {
@@ -375,7 +392,9 @@ func (r *Report) Markdown() string {
 	for _, l := range r.header() {
 		b.WriteString("- " + l + "\n")
 	}
-	b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	if len(r.Configs) > 0 {
+		b.WriteString("\n![bytes and time to converge against N, one row per workload](bench.svg)\n")
+	}
 	if r.fleet() {
 		b.WriteString("\n![how many Envoys ran the new version against the time since the publish, by ACK and by the data plane](" + versionsSVG + ")\n")
 	}

@@ -206,6 +206,10 @@ type RunOptions struct {
 	Workloads    []string `json:"workloads"`
 	Repeat       int      `json:"repeat"`
 	Through      []string `json:"through,omitempty"`
+	// OnDemand are the shapes of the on-demand axis (none, vhds, vhds+cds) and
+	// ColdHosts how many services each requested cold.
+	OnDemand  []string `json:"on_demand,omitempty"`
+	ColdHosts int      `json:"cold_hosts,omitempty"`
 }
 
 // Report is bench.json.
@@ -223,6 +227,8 @@ type Report struct {
 	// (Ratio.Series is the "+tap" one), for the same workload at the same N.
 	TapRatios []Ratio  `json:"tap_over_direct,omitempty"`
 	Growth    []Growth `json:"growth"`
+	// OnDemand are the on-demand axis' configurations (--on-demand), in run order.
+	OnDemand []*OnDemandConfig `json:"on_demand,omitempty"`
 }
 
 func newReport(o *Options, bin envoy.Binary) *Report {
@@ -236,6 +242,12 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	}
 	if o.Envoys > 1 {
 		r.Options.Envoys = o.Envoys
+	}
+	for _, od := range o.OnDemand {
+		r.Options.OnDemand = append(r.Options.OnDemand, ShapeName(od))
+	}
+	if len(o.OnDemand) > 0 {
+		r.Options.ColdHosts = o.ColdHosts
 	}
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))

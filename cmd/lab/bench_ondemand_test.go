@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TestBenchOnDemandFlagsRefused: every bad --on-demand combination is refused before
+// anything starts, in one line on the flag as typed, and nothing is written. SotW is
+// refused with resources.ErrOnDemandNeedsDelta's own line.
+func TestBenchOnDemandFlagsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown shape":  {[]string{"--on-demand", "vhds,rds"}, "--on-demand vhds,rds: rds: unknown shape (want none, vhds, cds or vhds+cds)"},
+		"one unknown":    {[]string{"--on-demand", "lazy"}, "--on-demand lazy: unknown shape (want none, vhds, cds or vhds+cds)"},
+		"shape twice":    {[]string{"--on-demand", "vhds,vhds"}, "--on-demand vhds,vhds: vhds is listed twice"},
+		"same shape":     {[]string{"--on-demand", "vhds+cds,cds+vhds"}, "--on-demand vhds+cds,cds+vhds: vhds+cds is listed twice"},
+		"sotw":           {[]string{"--on-demand", "none,vhds", "--modes", "sotw,delta"}, "--modes sotw,delta: --on-demand vhds runs delta only (want --modes delta): " + resources.ErrOnDemandNeedsDelta.Error()},
+		"sim":            {[]string{"--on-demand", "vhds", "--client", "sim"}, "--client sim: the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"},
+		"envoys":         {[]string{"--on-demand", "vhds", "--envoys", "2"}, "--envoys 2: the on-demand axis runs one Envoy"},
+		"tap":            {[]string{"--on-demand", "vhds", "--through", "direct,tap"}, "--through direct,tap: the on-demand axis runs direct only"},
+		"other workload": {[]string{"--on-demand", "vhds", "--workload", "endpoint,route"}, "--workload endpoint,route: route is not measured on demand: the on-demand sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload"},
+		"cold hosts":     {[]string{"--on-demand", "vhds", "--cold-hosts", "0"}, "--cold-hosts 0: outside 1-10000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			stdout, err := execBench(t, append(tc.args, "--out", out)...)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.Empty(t, stdout, "nothing started")
+			entries, _ := os.ReadDir(out)
+			assert.Empty(t, entries, "a refused command writes nothing")
+		})
+	}
+}
+
+// TestBenchOnDemandFlags: shapes parse in order, "+" joins the parts of one; without
+// --modes the axis runs delta; --cold-hosts reaches the options.
+func TestBenchOnDemandFlags(t *testing.T) {
+	o := parseBench(t)
+	assert.Empty(t, o.OnDemand, "no on-demand axis by default")
+	assert.Equal(t, bench.DefaultModes, o.Modes)
+
+	o = parseBench(t, "--on-demand", "none,vhds,vhds+cds", "--cold-hosts", "50")
+	assert.Equal(t, []resources.OnDemand{{}, {VirtualHosts: true}, {VirtualHosts: true, Clusters: true}}, o.OnDemand)
+	assert.Equal(t, []string{xdslog.ModeDelta}, o.Modes, "on demand is delta only")
+	assert.Equal(t, 50, o.ColdHosts)
+
+	// Wildcard alone may run SotW (today's shape in the on-demand sequence).
+	o = parseBench(t, "--on-demand", "none", "--modes", "sotw", "--sotw-versions", "per-type")
+	assert.Equal(t, []string{xdslog.ModeSotW}, o.Modes)
+}

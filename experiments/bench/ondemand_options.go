@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/experiments/progress"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// The on-demand axis (--on-demand): the same scaled state served wildcard (every
+// listener, route, cluster and assignment pushed up front: today's shape) or on demand
+// (VHDS: one VirtualHost per service, fetched when a request for its Host arrives;
+// on-demand CDS: the cluster a route names, fetched on first use). One shape is written
+// as resources.OnDemand prints it with "+" between its parts, since "," separates shapes
+// on the command line: none, vhds, cds, vhds+cds.
+
+// ShapeWildcard is the shape with nothing on demand.
+const ShapeWildcard = "none"
+
+// ParseShape reads one --on-demand shape: none, vhds, cds or vhds+cds.
+func ParseShape(s string) (resources.OnDemand, error) {
+	if s == "" || strings.Contains(s, ",") {
+		return resources.OnDemand{}, errors.New("unknown shape (want none, vhds, cds or vhds+cds)")
+	}
+	od, err := resources.ParseOnDemand(strings.ReplaceAll(s, "+", ","))
+	if err != nil {
+		return resources.OnDemand{}, errors.New("unknown shape (want none, vhds, cds or vhds+cds)")
+	}
+	return od, nil
+}
+
+// ShapeName is the flag form of a shape ("none", "vhds", "vhds+cds").
+func ShapeName(od resources.OnDemand) string { return strings.ReplaceAll(od.String(), ",", "+") }
+
+// OptionError is a refused combination of options: Flag names the command-line flag
+// the problem is reported on (without "--"), Value the option's value as the bench
+// writes it, Reason what is wrong. It wraps Err when a shared rule refused it
+// (resources.ErrOnDemandNeedsDelta). The CLI reports it on the flag as the user typed it.
+type OptionError struct {
+	Flag   string
+	Value  string
+	Reason string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return "--" + e.Flag + " " + e.Value + ": " + e.Reason }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// DefaultColdHosts is how many distinct services the on-demand axis requests cold (each
+// once, in order), then warm (the same again).
+const DefaultColdHosts = 200
+
+// usedForRSS is how many services are in use when the "10 used" RSS is read.
+const usedForRSS = 10
+
+// onDemandWorkloads are what the on-demand sequence measures: a one-service change
+// (endpoint) and a service add (cluster-add).
+var onDemandWorkloads = []string{WorkloadEndpoint, WorkloadClusterAdd}
+
+// validateOnDemand checks the on-demand axis against the other options (Validate calls
+// it once the rest is checked). Every refusal is an *OptionError.
+func (o *Options) validateOnDemand() error {
+	if len(o.OnDemand) == 0 {
+		return nil
+	}
+	seen := map[resources.OnDemand]bool{}
+	for _, od := range o.OnDemand {
+		if seen[od] {
+			return &OptionError{Flag: "on-demand", Value: shapeNames(o.OnDemand), Reason: ShapeName(od) + " is listed twice"}
+		}
+		seen[od] = true
+		if slices.Contains(o.Modes, xdslog.ModeSotW) {
+			if err := od.CheckMode(true); err != nil {
+				return &OptionError{Flag: "modes", Value: strings.Join(o.Modes, ","), Reason: fmt.Sprintf("--on-demand %s runs delta only (want --modes delta): %v", ShapeName(od), err), Err: err}
+			}
+		}
+	}
+	switch {
+	case o.Client != ClientEnvoy:
+		return &OptionError{Flag: "client", Value: o.Client, Reason: "the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"}
+	case o.Envoys > 1:
+		return &OptionError{Flag: "envoys", Value: fmt.Sprint(o.Envoys), Reason: "the on-demand axis runs one Envoy"}
+	case slices.Contains(o.Through, ThroughTap):
+		return &OptionError{Flag: "through", Value: strings.Join(o.Through, ","), Reason: "the on-demand axis runs direct only"}
+	}
+	for _, w := range o.Workloads {
+		if !slices.Contains(onDemandWorkloads, w) {
+			return &OptionError{Flag: "workload", Value: strings.Join(o.Workloads, ","), Reason: fmt.Sprintf("%s is not measured on demand: the on-demand sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload", w)}
+		}
+	}
+	if o.ColdHosts == 0 {
+		o.ColdHosts = DefaultColdHosts
+	}
+	if o.ColdHosts < 1 || o.ColdHosts > MaxColdHosts {
+		return &OptionError{Flag: "cold-hosts", Value: fmt.Sprint(o.ColdHosts), Reason: fmt.Sprintf("outside 1-%d", MaxColdHosts)}
+	}
+	return nil
+}
+
+// MaxColdHosts bounds --cold-hosts.
+const MaxColdHosts = 10_000
+
+func shapeNames(v []resources.OnDemand) string {
+	s := make([]string, len(v))
+	for i, od := range v {
+		s[i] = ShapeName(od)
+	}
+	return strings.Join(s, ",")
+}
+
+// onDemandSweep runs every (N, shape, series) of the on-demand axis into rep and
+// returns the failed ones.
+func (e *env) onDemandSweep(ctx context.Context, rep *Report, ser []series, start time.Time) []string {
+	var failed []string
+	total, k := len(e.o.Clusters)*len(e.o.OnDemand)*len(ser), 0
+	for _, n := range e.o.Clusters {
+		for _, od := range e.o.OnDemand {
+			for _, s := range ser {
+				if ctx.Err() != nil {
+					return failed
+				}
+				k++
+				e.say("%s on-demand %s N=%d %s%s", progress.Mark(k, total), ShapeName(od), n, s.name, progress.Left(time.Since(start), k-1, total))
+				cfg := e.runOnDemand(ctx, s, od, n)
+				rep.OnDemand = append(rep.OnDemand, cfg)
+				if cfg.Error != "" {
+					failed = append(failed, fmt.Sprintf("on-demand %s %s N=%d: %s", cfg.Shape, s.name, n, cfg.Error))
+					e.say("[on-demand %s N=%d %s] FAILED: %s", cfg.Shape, n, s.name, cfg.Error)
+				}
+			}
+		}
+	}
+	return failed
+}

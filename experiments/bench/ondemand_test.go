@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TestOnDemandSweepEnvoy: the on-demand axis against real Envoy at small N. Wildcard
+// pushes every service up front; VHDS with on-demand CDS pushes no VirtualHost and no
+// Cluster, each cold request fetches exactly its VirtualHost, Cluster and assignment and
+// is answered 200 by its backend (fetch checks the backend), warm requests fetch
+// nothing, and a service add sends this Envoy nothing unasked and at most 3 resources
+// when it asks. No timings are asserted.
+func TestOnDemandSweepEnvoy(t *testing.T) {
+	envoy.RequireOrSkip(t)
+	const n = 20
+	wildcard, vhds, both := resources.OnDemand{}, resources.OnDemand{VirtualHosts: true}, resources.OnDemand{VirtualHosts: true, Clusters: true}
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), Options{
+		Clusters: []int{n}, Client: ClientEnvoy, Modes: []string{xdslog.ModeDelta}, Repeat: 2, ColdHosts: 12,
+		OnDemand: []resources.OnDemand{wildcard, vhds, both}, Out: dir,
+	})
+	require.NoError(t, err)
+	require.Len(t, rep.OnDemand, 3)
+	assert.Empty(t, rep.Configs, "the on-demand sequence replaces the workload loop")
+	for _, c := range rep.OnDemand {
+		require.Empty(t, c.Error)
+		assert.Equal(t, 12, c.Cold.Requests, c.Shape)
+		assert.Equal(t, 12, c.Warm.Requests, c.Shape)
+		assert.Zero(t, c.WarmSent.Resources, "%s: a warm request fetches nothing", c.Shape)
+		require.Len(t, c.Changes, 2, c.Shape)
+		for i, ch := range c.Changes {
+			require.NotNil(t, ch.Answer, c.Shape)
+			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], ch.Answer.Backend, c.Shape)
+			assert.Equal(t, map[string]int{"EDS": 1}, ch.Sent.ByType, "%s: a one-service change is its assignment", c.Shape)
+		}
+		assert.Equal(t, n, c.Add.Service)
+		assert.Equal(t, "endpoint-b", c.Add.Fetch.Answer.Backend, c.Shape)
+		assert.FileExists(t, filepath.Join(dir, c.Log))
+		assert.Positive(t, c.RSSInitial)
+	}
+	w, v, b := rep.OnDemand[0], rep.OnDemand[1], rep.OnDemand[2]
+	assert.Equal(t, map[string]int{"LDS": 1, "RDS": 1, "CDS": n, "EDS": n}, w.Initial.Sent.ByType, "wildcard: everything up front")
+	assert.Zero(t, w.ColdSent.Resources, "wildcard: nothing to fetch")
+
+	assert.Equal(t, map[string]int{"LDS": 1, "RDS": 1, "CDS": n, "EDS": n}, v.Initial.Sent.ByType, "vhds: route configuration without virtual hosts, clusters still wildcard")
+	assert.Len(t, v.ColdSent.Subscribed["VHDS"], 12, "one VirtualHost subscribe per cold host")
+	assert.Contains(t, v.ColdSent.Subscribed["VHDS"], "quote-route/svc-0000")
+
+	assert.Equal(t, map[string]int{"LDS": 1, "RDS": 1}, b.Initial.Sent.ByType, "vhds+cds: no VirtualHost, no Cluster up front: %+v", b.Initial.Sent)
+	assert.Equal(t, map[string]int{"VHDS": 12, "CDS": 12, "EDS": 12}, b.ColdSent.ByType)
+	for _, typ := range []string{"VHDS", "CDS", "EDS"} {
+		assert.Len(t, b.ColdSent.Subscribed[typ], 12, "exactly one %s subscribe per cold host", typ)
+	}
+	// The service add: nothing pushed unasked, then exactly VirtualHost, Cluster and
+	// assignment on the cold request.
+	assert.Zero(t, b.Add.Pushed.Sent.Resources, "nothing reaches an on-demand Envoy that did not ask")
+	assert.LessOrEqual(t, b.Add.Fetch.Sent.Resources, 3)
+	assert.Equal(t, map[string]int{"VHDS": 1, "CDS": 1, "EDS": 1}, b.Add.Fetch.Sent.ByType)
+	assert.Equal(t, int64(12+1+1), b.ActiveClusters, "the xDS cluster and the 13 services used")
+}
+
+// TestOnDemandValidate: the axis' option refusals, each an *OptionError naming its flag.
+func TestOnDemandValidate(t *testing.T) {
+	good := func() Options {
+		return Options{Clusters: []int{10}, Client: ClientEnvoy, Modes: []string{xdslog.ModeDelta}, Repeat: 1,
+			OnDemand: []resources.OnDemand{{}, {VirtualHosts: true, Clusters: true}}}
+	}
+	for name, tc := range map[string]struct {
+		edit       func(*Options)
+		flag, want string
+	}{
+		"sotw":         {func(o *Options) { o.Modes = []string{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, "modes", "vhds+cds runs delta only"},
+		"twice":        {func(o *Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, "on-demand", "none is listed twice"},
+		"sim":          {func(o *Options) { o.Client = ClientSim }, "client", "real Envoy only"},
+		"envoys":       {func(o *Options) { o.Envoys = 2 }, "envoys", "one Envoy"},
+		"tap":          {func(o *Options) { o.Through = []string{ThroughTap} }, "through", "direct only"},
+		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, "workload", "route is not measured on demand"},
+		"cold hosts":   {func(o *Options) { o.ColdHosts = MaxColdHosts + 1 }, "cold-hosts", "outside"},
+		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, "cold-hosts", "outside 1-10000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := good()
+			tc.edit(&o)
+			err := o.Validate()
+			var oe *OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.flag, oe.Flag)
+			assert.Contains(t, oe.Reason, tc.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+	o := good()
+	o.Modes = []string{"sotw"}
+	o.SotWVersions = DefaultVersions
+	err := o.Validate()
+	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
+	var oe *OptionError
+	require.True(t, errors.As(err, &oe))
+	o = good()
+	require.NoError(t, o.Validate())
+	assert.Equal(t, DefaultColdHosts, o.ColdHosts)
+	// SotW with nothing on demand is today's bench.
+	o = good()
+	o.Modes, o.SotWVersions, o.OnDemand = []string{"sotw"}, DefaultVersions, []resources.OnDemand{{}}
+	require.NoError(t, o.Validate())
+}
+
+func TestParseShape(t *testing.T) {
+	for in, want := range map[string]resources.OnDemand{
+		"none": {}, "vhds": {VirtualHosts: true}, "cds": {Clusters: true}, "vhds+cds": {VirtualHosts: true, Clusters: true}, "cds+vhds": {VirtualHosts: true, Clusters: true},
+	} {
+		got, err := ParseShape(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	assert.Equal(t, "vhds+cds", ShapeName(resources.OnDemand{VirtualHosts: true, Clusters: true}))
+	for _, bad := range []string{"", "vhds,cds", "rds", "vhds+"} {
+		_, err := ParseShape(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, []int{0, 5, 10, 15}, coldHosts(20, 4))
+	assert.Equal(t, []int{0, 1, 2}, coldHosts(3, 200))
+}
