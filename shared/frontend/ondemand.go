@@ -98,10 +98,9 @@ func missingHosts(req *cachev3.DeltaRequest, set *resources.Set) []string {
 	if set == nil {
 		return nil
 	}
-	have := set.Hashes(resources.VHDS)
 	var out []string
 	for _, n := range req.GetResourceNamesSubscribe() {
-		if _, ok := have[n]; !ok && n != "*" {
+		if n != "*" && !set.Has(resources.VHDS, n) {
 			out = append(out, n)
 		}
 	}

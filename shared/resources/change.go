@@ -115,6 +115,7 @@ func Rebuild(prev *Set, next State) (*Set, error) {
 		state:   next,
 		id:      setIDs.Add(1),
 		parent:  prev.id,
+		names:   &nameIndex{},
 	}
 	if next.InvalidRoute {
 		set.Invalid = []string{RouteName}

@@ -18,7 +18,7 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 	if version == "" {
 		return nil, fmt.Errorf("new set: empty version label")
 	}
-	set := &Set{Version: version, ByType: map[Type][]Resource{}, id: setIDs.Add(1), lenient: true}
+	set := &Set{Version: version, ByType: map[Type][]Resource{}, id: setIDs.Add(1), lenient: true, names: &nameIndex{}}
 	bad := map[string]bool{}
 	for _, n := range invalid {
 		bad[n] = true

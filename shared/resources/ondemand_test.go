@@ -159,3 +159,17 @@ func TestBuildVirtualHostAndVHDSRoute(t *testing.T) {
 	_, err = BuildRoute(RouteSpec{Name: "r", VHDS: true, Rules: []RouteRule{{Prefix: "/", Cluster: "c"}}})
 	assert.ErrorContains(t, err, "give its routes as virtual hosts")
 }
+
+func TestHas(t *testing.T) {
+	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, OnDemand: OnDemand{VirtualHosts: true}})
+	assert.True(t, set.Has(VHDS, "quote-route/svc-0002"))
+	assert.False(t, set.Has(VHDS, "quote-route/svc-0003"))
+	assert.False(t, set.Has(CDS, "quote-route/svc-0002"), "by type")
+	next, err := Rebuild(set, State{Version: "2", InventoryPort: 18080, Clusters: 4, OnDemand: OnDemand{VirtualHosts: true}})
+	require.NoError(t, err)
+	assert.True(t, next.Has(VHDS, "quote-route/svc-0003"), "a rebuilt set has its own index")
+	assert.False(t, set.Has(VHDS, "quote-route/svc-0003"))
+	var literal Set
+	literal.ByType = map[Type][]Resource{EDS: {{Type: EDS, Name: "a"}}}
+	assert.True(t, literal.Has(EDS, "a"), "a set made by hand is searched")
+}

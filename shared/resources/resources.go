@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	accesslog "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -165,6 +166,16 @@ type Set struct {
 	// lenient sets (NewSet) may reference resources they do not hold; Snapshot does not
 	// require them to be consistent.
 	lenient bool
+
+	// names indexes ByType by name for Has, built on its first call (a set is not
+	// changed once published); a pointer, so a copy of a set shares it.
+	names *nameIndex
+}
+
+// nameIndex is a set's names per type, built once.
+type nameIndex struct {
+	once sync.Once
+	m    map[Type]map[string]struct{}
 }
 
 // ClusterNames returns the cluster names of a state, in order.
@@ -192,7 +203,7 @@ func Build(s State) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &Set{Version: s.Version, ByType: map[Type][]Resource{}, state: s, id: setIDs.Add(1)}
+	set := &Set{Version: s.Version, ByType: map[Type][]Resource{}, state: s, id: setIDs.Add(1), names: &nameIndex{}}
 	add := func(t Type, name string, r types.Resource, mustValidate bool) error {
 		res, err := builtResource(s.Version, t, name, r, mustValidate)
 		if err != nil {
@@ -342,6 +353,28 @@ func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
 		return nil, fmt.Errorf("snapshot is not consistent: %w", err)
 	}
 	return snap, nil
+}
+
+// Has reports whether the set holds a resource of type t named name. The first call
+// indexes the set, O(resources); every later one is O(1) (frontend.OnDemandCache asks it
+// once per on-demand subscribe).
+func (s *Set) Has(t Type, name string) bool {
+	if s.names == nil {
+		// Not made by Build, Rebuild or NewSet: look without an index.
+		return slices.ContainsFunc(s.ByType[t], func(r Resource) bool { return r.Name == name })
+	}
+	s.names.once.Do(func() {
+		s.names.m = make(map[Type]map[string]struct{}, len(s.ByType))
+		for typ, rs := range s.ByType {
+			m := make(map[string]struct{}, len(rs))
+			for _, r := range rs {
+				m[r.Name] = struct{}{}
+			}
+			s.names.m[typ] = m
+		}
+	})
+	_, ok := s.names.m[t][name]
+	return ok
 }
 
 // Hashes returns name -> hash for type t.
