@@ -1,11 +1,9 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -31,15 +29,7 @@ func TestBenchOnDemandFlagsRefused(t *testing.T) {
 		"other workload": {[]string{"--on-demand", "vhds", "--workload", "endpoint,route"}, "--workload endpoint,route: route is not measured on demand: the on-demand sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload"},
 		"cold hosts":     {[]string{"--on-demand", "vhds", "--cold-hosts", "0"}, "--cold-hosts 0: outside 1-10000"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			out := t.TempDir()
-			stdout, err := execBench(t, append(tc.args, "--out", out)...)
-			require.Error(t, err)
-			assert.Equal(t, tc.want, err.Error())
-			assert.Empty(t, stdout, "nothing started")
-			entries, _ := os.ReadDir(out)
-			assert.Empty(t, entries, "a refused command writes nothing")
-		})
+		t.Run(name, func(t *testing.T) { assertBenchRefused(t, tc.args, tc.want) })
 	}
 }
 

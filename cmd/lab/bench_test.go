@@ -80,15 +80,7 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"remove them all": {[]string{"--workload", "endpoint,cluster-remove", "--clusters", "5,100", "--repeat", "5"},
 			"--repeat 5: the cluster-remove workload removes one cluster per repeat and keeps one (want below every --clusters count, the smallest is 5)"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			out := t.TempDir()
-			stdout, err := execBench(t, append(tc.args, "--out", out)...)
-			require.Error(t, err)
-			assert.Equal(t, tc.want, err.Error())
-			assert.Empty(t, stdout, "nothing started")
-			entries, _ := os.ReadDir(out)
-			assert.Empty(t, entries, "a refused command writes nothing")
-		})
+		t.Run(name, func(t *testing.T) { assertBenchRefused(t, tc.args, tc.want) })
 	}
 }
 
@@ -334,4 +326,17 @@ func dirNames(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// assertBenchRefused: lab bench with args fails with want, prints nothing and writes
+// nothing into its --out.
+func assertBenchRefused(t *testing.T, args []string, want string) {
+	t.Helper()
+	out := t.TempDir()
+	stdout, err := execBench(t, append(args, "--out", out)...)
+	require.Error(t, err)
+	assert.Equal(t, want, err.Error())
+	assert.Empty(t, stdout, "nothing started")
+	entries, _ := os.ReadDir(out)
+	assert.Empty(t, entries, "a refused command writes nothing")
 }
