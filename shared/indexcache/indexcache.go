@@ -54,6 +54,10 @@ type Cache struct {
 	// response's changes applied to it by the server's stream goroutine (returned.go). It
 	// is never held while sending, so a full channel cannot block the server's apply.
 	returnedMu sync.Mutex
+
+	// dropRemovals breaks the cache on purpose (BreakForTest): the differential test
+	// must catch it.
+	dropRemovals bool
 }
 
 var _ cachev3.Cache = (*Cache)(nil)

@@ -5,6 +5,9 @@ package indexcache
 // reports whether it sent.
 func (c *Cache) respond(t *typeState, r *reg, candidates []string, replyEvenIfEmpty bool) bool {
 	changed, removed := c.compare(t, r, candidates)
+	if c.dropRemovals {
+		removed = nil
+	}
 	if len(changed) == 0 && len(removed) == 0 && !replyEvenIfEmpty {
 		return false
 	}
