@@ -205,7 +205,7 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	if len(b.OnDemand) > 0 && !o.given("modes") {
 		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only; --modes sotw is refused below
 	}
-	if slices.Equal(o.caches, []string{string(frontend.LinearCache)}) && slices.Contains(b.Modes, xdslog.ModeSotW) &&
+	if len(o.caches) == 1 && frontend.Cache(o.caches[0]).VersionsPerType() && slices.Contains(b.Modes, xdslog.ModeSotW) &&
 		slices.Equal(o.versions, []string{string(frontend.Uniform)}) {
 		return b, badFlag("sotw-versions", "uniform", "needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
 	}

@@ -24,7 +24,7 @@ import (
 // version-strategy names.
 var (
 	completionModes    = []string{xdslog.ModeSotW, xdslog.ModeDelta}
-	completionCaches   = []string{string(frontend.SnapshotCache), string(frontend.LinearCache)}
+	completionCaches   = []string{string(frontend.SnapshotCache), string(frontend.LinearCache), string(frontend.IndexedCache)}
 	completionVersions = []string{string(frontend.Uniform), string(frontend.PerType)}
 )
 

@@ -39,7 +39,7 @@ func complete(t *testing.T, args ...string) ([]string, cobra.ShellCompDirective)
 // Every flag with a fixed set of values completes them, on every command that has it.
 func TestCompleteFlagValues(t *testing.T) {
 	modes := []string{"sotw", "delta"}
-	caches := []string{"snapshot", "linear"}
+	caches := []string{"snapshot", "linear", "indexed"}
 	for _, c := range []struct {
 		args []string
 		want []string

@@ -137,11 +137,11 @@ func (v modeValue) Set(s string) error {
 // and serve. Its error is the problem alone; callers add the flag.
 func parseCache(s string) (frontend.Cache, error) {
 	if s == "" {
-		return "", errors.New("empty (want snapshot or linear)")
+		return "", errors.New("empty (want snapshot, linear or indexed)")
 	}
 	c, err := frontend.ParseCache(s)
 	if err != nil {
-		return "", errors.New("unknown cache (want snapshot or linear)")
+		return "", errors.New("unknown cache (want snapshot, linear or indexed)")
 	}
 	return c, nil
 }
@@ -150,7 +150,7 @@ func parseCache(s string) (frontend.Cache, error) {
 type cacheValue struct{ p *frontend.Cache }
 
 func (v cacheValue) String() string { return string(*v.p) }
-func (cacheValue) Type() string     { return "snapshot|linear" }
+func (cacheValue) Type() string     { return "snapshot|linear|indexed" }
 func (v cacheValue) Set(s string) error {
 	c, err := parseCache(s)
 	if err != nil {
@@ -161,25 +161,29 @@ func (v cacheValue) Set(s string) error {
 }
 
 // cacheHelp is --cache's usage line.
-const cacheHelp = "library cache: snapshot (one SnapshotCache) or linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds)"
+const cacheHelp = "library cache: snapshot (one SnapshotCache) , linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
 
 // checkCache refuses, in one line, the SotW options the cache cannot honour (flag values
 // as given; "" is the default).
 func checkCache(cache frontend.Cache, mode, versions, nackPolicy string) error {
 	if _, err := frontend.ParseCache(string(cache)); err != nil {
-		return badFlag("cache", string(cache), "unknown cache (want snapshot or linear)")
+		return badFlag("cache", string(cache), "unknown cache (want snapshot, linear or indexed)")
 	}
-	if cache != frontend.LinearCache || mode != xdslog.ModeSotW {
+	if !cache.VersionsPerType() || mode != xdslog.ModeSotW {
 		return nil
 	}
+	each, a := "each LinearCache versions its own type", "a LinearCache"
+	if cache == frontend.IndexedCache {
+		each, a = "the indexed cache versions each type itself", "the indexed cache, like a LinearCache,"
+	}
 	if versions == string(frontend.Uniform) {
-		return badFlag("sotw-versions", versions, "needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)")
+		return badFlag("sotw-versions", versions, "needs --cache snapshot: %s (want per-type, or no --sotw-versions, with --cache %s)", each, cache)
 	}
 	if nackPolicy == string(sotw.Resend) {
-		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache linear)")
+		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: %s tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache %s)", a, cache)
 	}
 	if nackPolicy == string(sotw.Backoff) {
-		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: a LinearCache never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache linear)")
+		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: %s never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache %s)", a, cache)
 	}
 	return nil
 }

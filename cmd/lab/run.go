@@ -209,7 +209,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 		// The flags accept only known names; "" is the default.
 		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
 		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
-		if r.Cache == frontend.LinearCache {
+		if r.Cache.VersionsPerType() {
 			// Unset, they are what the LinearCache does (set, checkCache below refuses the
 			// ones it cannot honour).
 			if o.versions == "" {

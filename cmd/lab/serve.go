@@ -327,6 +327,9 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	if o.cache == frontend.LinearCache {
 		cacheNote = " from a LinearCache per type (versions per type, behind a prefix of this start)"
 	}
+	if o.cache == frontend.IndexedCache {
+		cacheNote = " from the indexed cache (versions per type, behind a prefix of this start)"
+	}
 	fmt.Fprintf(out, "serving %s ADS on %s for node %s%s; xds.log: %s (type help for commands)\n", o.mode, cp.Addr(), serveNodeID(o.nodeID), cacheNote, logAbs)
 	if before > 0 {
 		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))

@@ -39,7 +39,7 @@ func newServeConsole(out io.Writer, quiet bool, mode, served string, cache front
 // SnapshotCache keeps it under the served node ID only, the LinearCache serves every
 // node alike.
 func serveHasState(cache frontend.Cache, served, node string) bool {
-	return cache == frontend.LinearCache || node == served
+	return cache.VersionsPerType() || node == served
 }
 
 // observe is the recorder's observer.

@@ -208,17 +208,17 @@ func (o *Options) Validate() error {
 	seenCache := map[frontend.Cache]bool{}
 	for _, c := range o.Caches {
 		if c == "" {
-			return errors.New("--cache: empty cache name (want snapshot or linear)")
+			return errors.New("--cache: empty cache name (want snapshot, linear or indexed)")
 		}
 		if _, err := frontend.ParseCache(string(c)); err != nil {
-			return fmt.Errorf("--cache: unknown cache %q (want snapshot or linear)", c)
+			return fmt.Errorf("--cache: unknown cache %q (want snapshot, linear or indexed)", c)
 		}
 		if seenCache[c] {
 			return fmt.Errorf("--cache: %s is listed twice", c)
 		}
 		seenCache[c] = true
 	}
-	if seenMode[xdslog.ModeSotW] && len(o.Caches) == 1 && o.Caches[0] == frontend.LinearCache &&
+	if seenMode[xdslog.ModeSotW] && len(o.Caches) == 1 && o.Caches[0].VersionsPerType() &&
 		len(o.SotWVersions) == 1 && o.SotWVersions[0] == frontend.Uniform {
 		return errors.New("--sotw-versions: uniform needs the snapshot cache: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
 	}

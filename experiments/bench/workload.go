@@ -173,7 +173,7 @@ func expectedTypes(s series, set, prev *resources.Set) []string {
 		ts = nil
 		change := resources.Diff(prev, set)
 		for _, t := range change.Types() {
-			if s.cache == frontend.LinearCache && !wildcardType(t) && onlyRemovals(change, t) {
+			if s.cache.VersionsPerType() && !wildcardType(t) && onlyRemovals(change, t) {
 				continue
 			}
 			ts = append(ts, t)

@@ -348,8 +348,8 @@ func runTitle(h RunHeader) string {
 	if h.Mode == "sotw" && h.NackPolicy != "" {
 		opts = append(opts, "nack "+h.NackPolicy)
 	}
-	if h.Cache == "linear" {
-		opts = append(opts, "linear cache")
+	if h.Cache == "linear" || h.Cache == "indexed" {
+		opts = append(opts, h.Cache+" cache")
 	}
 	if h.Client != "" {
 		opts = append(opts, h.Client)

@@ -248,15 +248,16 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	pubs := make(map[string]frontend.StatePublisher, len(nodes))
 	var cache cachev3.Cache
 	policy := o.NackPolicy
-	if cacheKind == frontend.LinearCache {
-		// One LinearCache per type behind a MuxCache, its versions behind a prefix of
-		// this start alone. A LinearCache records what it sent, not what was ACKed, so
-		// a NACK never makes it re-send: the SotW transport presents the rejected version
-		// (Hold) so that this holds even for a client that had nothing before.
+	if cacheKind.VersionsPerType() {
+		// One LinearCache per type behind a MuxCache (or the indexed cache), its versions
+		// behind a prefix of this start alone. Either records what it sent, not what was
+		// ACKed, so a NACK never makes it re-send: the SotW transport presents the
+		// rejected version (Hold) so that this holds even for a client that had nothing
+		// before.
 		byNode := make(map[string]cachev3.Cache, len(nodes))
 		for _, n := range nodes {
-			lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: o.Recorder, Node: n})
-			pubs[n], byNode[n], cache = lp, lp.Cache(), lp.Cache()
+			pub, c := newPerTypePublisher(cacheKind, frontend.LinearConfig{Recorder: o.Recorder, Node: n})
+			pubs[n], byNode[n], cache = pub, c, c
 		}
 		if perNode {
 			cache = &cachev3.MuxCache{
@@ -409,21 +410,34 @@ func (c *ControlPlane) Publisher() frontend.StatePublisher { return c.pub }
 // Cache returns the library cache served.
 func (c *ControlPlane) Cache() frontend.Cache { return c.cache }
 
+// newPerTypePublisher is the publisher of a cache that versions each type itself, and
+// the cache it feeds.
+func newPerTypePublisher(kind frontend.Cache, cfg frontend.LinearConfig) (frontend.StatePublisher, cachev3.Cache) {
+	if kind == frontend.IndexedCache {
+		p := frontend.NewIndexedPublisher(cfg)
+		return p, p.Cache()
+	}
+	p := frontend.NewLinearPublisher(cfg)
+	return p, p.Cache()
+}
+
 // CheckCacheOptions refuses the SotW options a cache cannot honour, in one line saying
-// why. Empty values are the defaults and always pass (with the LinearCache they mean
-// per-type versions and hold; hold and revert are served with either cache).
+// why. Empty values are the defaults and always pass (with the LinearCache and the
+// indexed cache they mean per-type versions and hold; hold and revert are served with
+// every cache). The indexed cache mirrors the LinearCache, so it honours what the
+// LinearCache honours and refuses the rest for the same reasons.
 func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
-	if cache != frontend.LinearCache || mode != xdslog.ModeSotW {
+	if !cache.VersionsPerType() || mode != xdslog.ModeSotW {
 		return nil
 	}
 	if versions == frontend.Uniform {
-		return errors.New("version strategy uniform needs the snapshot cache: each LinearCache versions its own type (per-type is what it does)")
+		return errors.New("version strategy uniform needs the snapshot cache: each LinearCache (and the indexed cache) versions its own type (per-type is what it does)")
 	}
 	if policy == sotw.Resend {
-		return errors.New("NACK policy resend needs the snapshot cache: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)")
+		return errors.New("NACK policy resend needs the snapshot cache: a LinearCache (and the indexed cache) tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)")
 	}
 	if policy == sotw.Backoff {
-		return errors.New("NACK policy backoff needs the snapshot cache: a LinearCache never re-sends a rejected response, so there is no re-send to delay (hold is what it does)")
+		return errors.New("NACK policy backoff needs the snapshot cache: a LinearCache (and the indexed cache) never re-sends a rejected response, so there is no re-send to delay (hold is what it does)")
 	}
 	return nil
 }

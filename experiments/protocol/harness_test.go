@@ -67,10 +67,15 @@ var variants = []variant{
 	// construction and a NACK holds, so SotW is per-type and hold.
 	{"sotw-linear", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.LinearCache},
 	{"delta-linear", xdslog.ModeDelta, "", "", frontend.LinearCache},
+	// The workbench's indexed cache (--cache indexed, shared/indexcache): the
+	// LinearCache's semantics, so every LinearCache expectation holds for it too.
+	{"sotw-indexed", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.IndexedCache},
+	{"delta-indexed", xdslog.ModeDelta, "", "", frontend.IndexedCache},
 }
 
-// linear reports whether v serves from the LinearCaches.
-func (v variant) linear() bool { return v.cache == frontend.LinearCache }
+// linear reports whether v serves with the LinearCache's semantics: from the
+// LinearCaches or from the indexed cache.
+func (v variant) linear() bool { return v.cache.VersionsPerType() }
 
 type harness struct {
 	t   *testing.T
@@ -94,10 +99,14 @@ func newHarness(t *testing.T, v variant) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
-	if v.linear() {
+	switch v.cache {
+	case frontend.LinearCache:
 		lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: h.rec})
 		h.cache, h.pub = lp.Cache(), lp
-	} else {
+	case frontend.IndexedCache:
+		ip := frontend.NewIndexedPublisher(frontend.LinearConfig{Recorder: h.rec})
+		h.cache, h.pub = ip.Cache(), ip
+	default:
 		sc := frontend.NewSnapshotCache(nil)
 		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, Recorder: h.rec, Strategy: v.versions})
 		require.NoError(t, err)

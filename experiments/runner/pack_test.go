@@ -22,7 +22,7 @@ import (
 
 var (
 	modes  = []string{xdslog.ModeSotW, xdslog.ModeDelta}
-	caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}
+	caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}
 )
 
 // scenarioRun runs sc on free ports in a temporary directory and returns it with the

@@ -471,7 +471,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if o.Mode == xdslog.ModeSotW {
 		// What the cache does when the option is left unset.
 		defVersions, defPolicy := frontend.Uniform, sotw.Resend
-		if o.Cache == frontend.LinearCache {
+		if o.Cache.VersionsPerType() {
 			defVersions, defPolicy = frontend.PerType, sotw.Hold
 		}
 		if r.info.SotWVersions == "" {

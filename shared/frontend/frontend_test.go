@@ -148,13 +148,13 @@ func TestDescribeWire(t *testing.T) {
 }
 
 func TestParseCache(t *testing.T) {
-	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache} {
+	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache, "indexed": IndexedCache} {
 		c, err := ParseCache(in)
 		require.NoError(t, err)
 		assert.Equal(t, want, c)
 	}
 	_, err := ParseCache("lru")
-	assert.EqualError(t, err, `unknown cache "lru" (want snapshot or linear)`)
+	assert.EqualError(t, err, `unknown cache "lru" (want snapshot, linear or indexed)`)
 }
 
 // TestLinearPublisher: each type's cache gets only what changed; an unchanged type's

@@ -27,18 +27,26 @@ const (
 	// MuxCache: a publish hands each type only what changed, and each type's version is
 	// the cache's own counter behind a per-instance prefix.
 	LinearCache Cache = "linear"
+	// IndexedCache is the workbench's own cache (shared/indexcache): the LinearCache's
+	// semantics at the cost of what changed, the protocol's floor.
+	IndexedCache Cache = "indexed"
 )
 
 // ParseCache validates a --cache value; empty is SnapshotCache.
 func ParseCache(s string) (Cache, error) {
 	switch Cache(s) {
-	case SnapshotCache, LinearCache:
+	case SnapshotCache, LinearCache, IndexedCache:
 		return Cache(s), nil
 	case "":
 		return SnapshotCache, nil
 	}
-	return "", fmt.Errorf("unknown cache %q (want snapshot or linear)", s)
+	return "", fmt.Errorf("unknown cache %q (want snapshot, linear or indexed)", s)
 }
+
+// VersionsPerType says the cache versions each type itself and records what it sent,
+// not what was ACKed (LinearCache, IndexedCache): SotW versions are per type and a NACK
+// holds, whatever is asked.
+func (c Cache) VersionsPerType() bool { return c == LinearCache || c == IndexedCache }
 
 // StatePublisher is the state side as the control plane uses it, whichever cache it
 // feeds: Publisher (SnapshotCache) and LinearPublisher (LinearCache per type).
@@ -171,19 +179,7 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 	}
 	change := resources.Diff(p.current, set)
 	recordPublish(p.rec, p.node, set, p.current == nil, change)
-	byType := map[resources.Type]*typeUpdate{}
-	for _, e := range change.Edits {
-		u := byType[e.Type]
-		if u == nil {
-			u = &typeUpdate{toUpdate: map[string]types.Resource{}}
-			byType[e.Type] = u
-		}
-		if e.New != nil {
-			u.toUpdate[e.Name] = e.New.Resource
-		} else {
-			u.toDelete = append(u.toDelete, e.Name)
-		}
-	}
+	byType := updatesByType(change)
 	for _, t := range change.Types() {
 		if err := p.caches[t].UpdateResources(byType[t].toUpdate, byType[t].toDelete); err != nil {
 			return fmt.Errorf("publish version %s: update %s: %w", set.Version, t, err)
@@ -199,6 +195,24 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 type typeUpdate struct {
 	toUpdate map[string]types.Resource
 	toDelete []string
+}
+
+// updatesByType splits a change into each type's UpdateResources arguments.
+func updatesByType(change resources.Change) map[resources.Type]*typeUpdate {
+	byType := map[resources.Type]*typeUpdate{}
+	for _, e := range change.Edits {
+		u := byType[e.Type]
+		if u == nil {
+			u = &typeUpdate{toUpdate: map[string]types.Resource{}}
+			byType[e.Type] = u
+		}
+		if e.New != nil {
+			u.toUpdate[e.Name] = e.New.Resource
+		} else {
+			u.toDelete = append(u.toDelete, e.Name)
+		}
+	}
+	return byType
 }
 
 // Current returns the last published set (nil before the first publish).

@@ -921,7 +921,7 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 }
 
 var validModes = []string{"sotw", "delta"}
-var validCaches = []string{"snapshot", "linear"}
+var validCaches = []string{"snapshot", "linear", "indexed"}
 
 func (p *parser) filter(f *fields) (Filter, error) {
 	var flt Filter
@@ -936,7 +936,7 @@ func (p *parser) filter(f *fields) (Filter, error) {
 		return flt, err
 	}
 	if flt.Cache != "" && !slices.Contains(validCaches, flt.Cache) {
-		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot or linear)", f.what, flt.Cache)
+		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot, linear or indexed)", f.what, flt.Cache)
 	}
 	if flt.Client, err = f.str("client", false); err != nil {
 		return flt, err
