@@ -77,6 +77,9 @@ type Client struct {
 	// active is the assignment each EDS cluster last routed with (see
 	// rememberEndpointsLocked); like Accepted it survives reconnects.
 	active map[string]*endpoint.ClusterLoadAssignment
+	// byService names the accepted EDS clusters of each assignment name, so that an EDS
+	// response updates only its own clusters (rebuilt with every LDS or CDS response).
+	byService map[string][]string
 }
 
 // Received is one response as the client saw it (tests read these).
@@ -98,7 +101,7 @@ func New(mode, nodeID string) (*Client, error) {
 	if nodeID == "" {
 		nodeID = resources.NodeID
 	}
-	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}, active: map[string]*endpoint.ClusterLoadAssignment{}}
+	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}, active: map[string]*endpoint.ClusterLoadAssignment{}, byService: map[string][]string{}}
 	c.state = State{
 		Accepted:    map[resources.Type]map[string]Entry{},
 		VersionInfo: map[resources.Type]string{},
@@ -300,6 +303,7 @@ func referencesLocked(acc map[resources.Type]map[string]Entry) (rds, eds []strin
 // nothing remembered and stays unroutable (NC) until its assignment arrives.
 func (c *Client) rememberEndpointsLocked() {
 	acc := c.state.Accepted
+	c.byService = map[string][]string{}
 	for name := range c.active {
 		if cl, ok := acc[resources.CDS][name].Resource.(*cluster.Cluster); !ok || !isEDS(cl) {
 			delete(c.active, name)
@@ -310,10 +314,37 @@ func (c *Client) rememberEndpointsLocked() {
 		if !ok || !isEDS(cl) {
 			continue
 		}
+		c.byService[edsServiceName(cl)] = append(c.byService[edsServiceName(cl)], name)
 		if cla, ok := acc[resources.EDS][edsServiceName(cl)].Resource.(*endpoint.ClusterLoadAssignment); ok && cla != nil {
 			c.active[name] = cla
 		}
 	}
+}
+
+// afterAcceptLocked updates what derives from the accepted state after a response of
+// type t that carried names, and says whether the subscriptions may have changed. Only
+// listeners and clusters change which routes and assignments are referenced and which
+// assignment a cluster routes with: they take the whole walk. An assignment changes only
+// the active endpoints of its own clusters; routes and virtual hosts change neither. So
+// the client's work per response is O(what it carried) except for LDS and CDS, as
+// Envoy's own EDS update is per cluster.
+func (c *Client) afterAcceptLocked(t resources.Type, names []string) (resubscribe bool) {
+	switch t {
+	case resources.LDS, resources.CDS:
+		c.rememberEndpointsLocked()
+		return true
+	case resources.EDS:
+		for _, n := range names {
+			cla, ok := c.state.Accepted[resources.EDS][n].Resource.(*endpoint.ClusterLoadAssignment)
+			if !ok || cla == nil {
+				continue
+			}
+			for _, cl := range c.byService[n] {
+				c.active[cl] = cla
+			}
+		}
+	}
+	return false
 }
 
 // ---- SotW ----
@@ -396,9 +427,11 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 		c.state.Accepted[t][names[i]] = Entry{Version: resp.GetVersionInfo(), Hash: hashes[i], Resource: r}
 	}
 	c.state.VersionInfo[t] = resp.GetVersionInfo()
-	c.rememberEndpointsLocked()
 	ack.VersionInfo = resp.GetVersionInfo()
 	out := []*discovery.DiscoveryRequest{ack}
+	if !c.afterAcceptLocked(t, names) {
+		return out
+	}
 	return append(out, c.resubscribeSotWLocked()...)
 }
 
@@ -557,8 +590,10 @@ func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discover
 		}
 	}
 	c.state.VersionInfo[t] = resp.GetSystemVersionInfo()
-	c.rememberEndpointsLocked()
 	out := []*discovery.DeltaDiscoveryRequest{ack}
+	if !c.afterAcceptLocked(t, names) {
+		return out
+	}
 	return append(out, c.resubscribeDeltaLocked()...)
 }
 
