@@ -161,7 +161,7 @@ func (v cacheValue) Set(s string) error {
 }
 
 // cacheHelp is --cache's usage line.
-const cacheHelp = "library cache: snapshot (one SnapshotCache) , linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
+const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
 
 // checkCache refuses, in one line, the SotW options the cache cannot honour (flag values
 // as given; "" is the default).
