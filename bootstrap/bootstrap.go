@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"text/template"
 
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -30,6 +31,30 @@ const (
 	DefaultAdminPort   = 9901
 )
 
+// Envoy stats settings accepted in Params.Stats (lab bench --envoy-stats).
+const (
+	// StatsAll keeps Envoy's defaults: every stat of every cluster.
+	StatsAll = "all"
+	// StatsNoScaledClusters drops the stats of the workbench's scaled clusters
+	// (stats_config.stats_matcher excluding the prefix "cluster." +
+	// resources.ScaledClusterPrefix) and keeps every other stat, xds_cluster's included.
+	// At N = 100,000 Envoy's periodic stats flush walks about 12 million stats otherwise
+	// (docs/performance.md, "N = 100,000").
+	StatsNoScaledClusters = "no-scaled-clusters"
+)
+
+// StatsSettings are the values of Params.Stats, in the order the CLI lists them.
+var StatsSettings = []string{StatsAll, StatsNoScaledClusters}
+
+// CheckStats refuses a Params.Stats value that is not one of StatsSettings ("" is
+// StatsAll).
+func CheckStats(s string) error {
+	if s == "" || slices.Contains(StatsSettings, s) {
+		return nil
+	}
+	return fmt.Errorf("unknown Envoy stats setting %q (want %s or %s)", s, StatsAll, StatsNoScaledClusters)
+}
+
 // Params are the values substituted into a template.
 type Params struct {
 	// NodeID is node.id (DefaultNodeID when empty). The control plane keys its
@@ -46,6 +71,8 @@ type Params struct {
 	// the clusters it fetches on demand (the on_demand filter's odcds), never the wildcard
 	// set. Delta only (resources.OnDemand.CheckMode).
 	OnDemandClusters bool
+	// Stats is StatsAll ("" too) or StatsNoScaledClusters (CheckStats).
+	Stats string
 }
 
 //go:embed sotw.yaml delta.yaml
@@ -78,6 +105,9 @@ func Render(mode string, p Params) ([]byte, error) {
 	if err := (resources.OnDemand{Clusters: p.OnDemandClusters}).CheckMode(mode == ModeSotW); err != nil {
 		return nil, err
 	}
+	if err := CheckStats(p.Stats); err != nil {
+		return nil, err
+	}
 	if p.NodeID == "" {
 		p.NodeID = DefaultNodeID
 	}
@@ -107,12 +137,21 @@ func Render(mode string, p Params) ([]byte, error) {
 		"AdminPort":   p.AdminPort,
 
 		"OnDemandClusters": p.OnDemandClusters,
+		"StatsExclude":     statsExclude(p.Stats),
 	}
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, file, data); err != nil {
 		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// statsExclude is the stats_matcher prefix a stats setting excludes ("" for none).
+func statsExclude(stats string) string {
+	if stats == StatsNoScaledClusters {
+		return "cluster." + resources.ScaledClusterPrefix
+	}
+	return ""
 }
 
 // quote renders s as a double-quoted YAML scalar (JSON strings are valid YAML), so

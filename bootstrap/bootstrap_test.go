@@ -194,3 +194,28 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 		assert.Contains(t, res, want, apiType)
 	}
 }
+
+// TestStatsSettingBootstrap: no-scaled-clusters adds one stats_matcher exclusion of the
+// scaled clusters' prefix in both modes (which still differ only in api_type), Envoy
+// accepts the file, all (or "") leaves stats_config out, and an unknown value is refused.
+func TestStatsSettingBootstrap(t *testing.T) {
+	bin := envoy.RequireOrSkip(t)
+	p := Params{XDSAddr: "127.0.0.1:18000", Stats: StatsNoScaledClusters}
+	sotw, err := Render(ModeSotW, p)
+	require.NoError(t, err)
+	delta, err := Render(ModeDelta, p)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(string(sotw), "api_type: GRPC", "api_type: DELTA_GRPC", 1), string(delta))
+	for mode, out := range map[string][]byte{ModeSotW: sotw, ModeDelta: delta} {
+		assert.Contains(t, string(out), `- prefix: "cluster.`+resources.ScaledClusterPrefix+`"`, mode)
+		res, err := validate(t, bin, out)
+		require.NoError(t, err, "%s: envoy --mode validate:\n%s", mode, res)
+	}
+	for _, s := range []string{"", StatsAll} {
+		out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", Stats: s})
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), "stats_config", "stats %q", s)
+	}
+	_, err = Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", Stats: "none"})
+	require.EqualError(t, err, `unknown Envoy stats setting "none" (want all or no-scaled-clusters)`)
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -181,6 +182,8 @@ log, bootstrap and Envoy log).`,
 	f.Var(choiceListValue{&o.bench.Through, parseThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
 	f.Var(choiceListValue{&o.onDemand, parseShape}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
 	f.Var(intValue{&o.bench.ColdHosts, benchColdHostsRange}, "cold-hosts", "with --on-demand: distinct services requested cold, then warm, "+benchColdHostsRange.String()+" (at most N)")
+	f.Var(choiceValue{&o.bench.EnvoyStats, "Envoy stats setting", bootstrap.StatsSettings}, "envoy-stats",
+		"Envoy's stats: all (Envoy's defaults) or no-scaled-clusters (a stats_matcher leaves out the inventory-NNNN clusters' stats, which Envoy's 5 s stats flush otherwise walks: docs/performance.md, \"N = 100,000\")")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
 	return cmd
 }

@@ -56,6 +56,8 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"envoys with clients, envoy client": {[]string{"--clients", "2", "--envoys", "3"},
 			"--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
 		"envoys with sim":      {[]string{"--client", "sim", "--envoys", "2"}, "--envoys 2: more than one Envoy needs --client envoy (got --client sim)"},
+		"unknown envoy stats":  {[]string{"--envoy-stats", "none"}, "--envoy-stats none: unknown Envoy stats setting (want all or no-scaled-clusters)"},
+		"envoy stats with sim": {[]string{"--client", "sim", "--envoy-stats", "no-scaled-clusters"}, "--envoy-stats no-scaled-clusters: needs --client envoy (got --client sim)"},
 		"unknown client":       {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy or sim)"},
 		"unknown mode":         {[]string{"--modes", "sotw,incremental"}, "--modes sotw,incremental: incremental: unknown protocol (want sotw or delta)"},
 		"mode twice":           {[]string{"--modes", "delta,delta"}, "--modes delta,delta: delta is listed twice"},

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/progress"
@@ -117,6 +118,10 @@ type Options struct {
 	// ColdHosts is how many distinct services the on-demand sequence requests cold
 	// (DefaultColdHosts when 0; at most N).
 	ColdHosts int
+	// EnvoyStats is the Envoy stats setting of every Envoy's bootstrap
+	// (bootstrap.StatsSettings; "" is bootstrap.StatsAll, Envoy's defaults). Real Envoy
+	// only.
+	EnvoyStats string
 	// Progress receives progress lines and the final table (nil: discarded). Its write
 	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer
@@ -170,6 +175,15 @@ func (o *Options) Validate() error {
 	}
 	if o.Clients > 1 && o.Client != ClientSim {
 		return fmt.Errorf("--clients %d: more than one client needs --client sim (the bench runs one Envoy)", o.Clients)
+	}
+	if err := bootstrap.CheckStats(o.EnvoyStats); err != nil {
+		return fmt.Errorf("--envoy-stats: %w", err)
+	}
+	if o.EnvoyStats == "" {
+		o.EnvoyStats = bootstrap.StatsAll
+	}
+	if o.EnvoyStats != bootstrap.StatsAll && o.Client != ClientEnvoy {
+		return fmt.Errorf("--envoy-stats %s: needs --client envoy (got --client %s)", o.EnvoyStats, o.Client)
 	}
 	if len(o.Modes) == 0 {
 		return errors.New("--modes: give sotw, delta or both")

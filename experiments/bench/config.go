@@ -192,7 +192,7 @@ func (r *configRun) run(ctx context.Context) error {
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
 		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.n)}
+		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.n), envoyStats: e.o.EnvoyStats}
 	r.cl, err = startClients(ctx, spec)
 	if err != nil {
 		return err

@@ -115,6 +115,8 @@ type clientSpec struct {
 	stopGrace time.Duration
 	// onDemandClusters renders the bootstrap without cds_config (on-demand CDS).
 	onDemandClusters bool
+	// envoyStats is the bootstrap's stats setting (Options.EnvoyStats).
+	envoyStats string
 }
 
 // stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 1,000
@@ -201,7 +203,7 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 	// The admin port is the kernel's choice (0), read back from Envoy's
 	// --admin-address-path: free by construction, with no window for another process
 	// to take it between choosing and binding.
-	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters})
+	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters, Stats: s.envoyStats})
 	if err != nil {
 		return nil, fmt.Errorf("render %s bootstrap for %s: %w", s.mode, orDefault(ps.node), err)
 	}

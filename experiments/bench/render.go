@@ -345,6 +345,9 @@ func (r *Report) header() []string {
 		client = fmt.Sprintf("%d Envoys %s (--concurrency 1 each), each its own node, state and listener", r.Options.Envoys, r.EnvoyVersion)
 	} else if r.EnvoyVersion != "" {
 		client = "Envoy " + r.EnvoyVersion + " (--concurrency 1)"
+	}
+	if r.Options.EnvoyStats != "" {
+		client += ", --envoy-stats " + r.Options.EnvoyStats
 	} else if client == ClientSim {
 		client = "simulated Envoy (in-process)"
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -210,6 +211,9 @@ type RunOptions struct {
 	// ColdHosts how many services each requested cold.
 	OnDemand  []string `json:"on_demand,omitempty"`
 	ColdHosts int      `json:"cold_hosts,omitempty"`
+	// EnvoyStats is the Envoy bootstrap's stats setting (--envoy-stats), when not
+	// Envoy's defaults.
+	EnvoyStats string `json:"envoy_stats,omitempty"`
 }
 
 // Report is bench.json.
@@ -242,6 +246,9 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	}
 	if o.Envoys > 1 {
 		r.Options.Envoys = o.Envoys
+	}
+	if o.EnvoyStats != bootstrap.StatsAll {
+		r.Options.EnvoyStats = o.EnvoyStats
 	}
 	for _, od := range o.OnDemand {
 		r.Options.OnDemand = append(r.Options.OnDemand, ShapeName(od))

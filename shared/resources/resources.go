@@ -191,7 +191,10 @@ func ClusterNames(s State) []string {
 }
 
 // ScaledClusterName is the name of cluster i in the scaled state.
-func ScaledClusterName(i int) string { return fmt.Sprintf("inventory-%04d", i) }
+func ScaledClusterName(i int) string { return fmt.Sprintf(ScaledClusterPrefix+"%04d", i) }
+
+// ScaledClusterPrefix begins the name of every scaled cluster (ScaledClusterName).
+const ScaledClusterPrefix = "inventory-"
 
 // ScaledPath is the route path of cluster i in the scaled state.
 func ScaledPath(i int) string { return fmt.Sprintf("%s/%d", QuotePath, i) }
