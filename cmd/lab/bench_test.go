@@ -240,12 +240,12 @@ func makeTargetArgs(t *testing.T, name string) []string {
 	return args
 }
 
-// TestMakeBench: `make bench` runs both caches, every series, the endpoint and
+// TestMakeBench: `make bench` runs every cache, every series, the endpoint and
 // cluster-add workloads up to N = 10,000, with flags lab bench accepts.
 func TestMakeBench(t *testing.T) {
 	o := parseBench(t, makeTargetArgs(t, "bench")...)
 	assert.Equal(t, bench.ClientEnvoy, o.Client)
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, o.Caches)
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, o.Workloads)
 	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
 	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions, "every SotW strategy")
@@ -341,4 +341,14 @@ func assertBenchRefused(t *testing.T, args []string, want string) {
 	assert.Empty(t, stdout, "nothing started")
 	entries, _ := os.ReadDir(out)
 	assert.Empty(t, entries, "a refused command writes nothing")
+}
+
+// TestMakeBench100k: `make bench-100k` runs every cache at N = 100,000 with a flag set
+// lab bench accepts.
+func TestMakeBench100k(t *testing.T) {
+	o := parseBench(t, makeTargetArgs(t, "bench-100k")...)
+	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}, o.Caches)
+	assert.Equal(t, []int{100_000}, o.Clusters)
+	assert.Equal(t, "no-scaled-clusters", o.EnvoyStats, "the 100,000 clusters' stats left out (docs/performance.md)")
+	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
 }
