@@ -37,11 +37,13 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 )
 
 // Cache serves the types it was built for; Update changes one type's resources.
@@ -147,7 +149,7 @@ func (c *Cache) UpdateAll(updates []TypeUpdate, accepted func()) error {
 		if _, ok := c.types[u.TypeURL]; !ok {
 			return fmt.Errorf("update: type %s is not served by this cache", u.TypeURL)
 		}
-		b, err := buildEntries(u.Set, u.Delete)
+		b, err := buildEntries(u.TypeURL, u.Set, u.Delete)
 		if err != nil {
 			return fmt.Errorf("update %s: %w", u.TypeURL, err)
 		}
@@ -179,8 +181,10 @@ func (c *Cache) apply(t *typeState, built []*entry, toDelete []string) {
 	c.notify(t, changed)
 }
 
-// buildEntries marshals and hashes what an update sets, refusing it whole on any error.
-func buildEntries(toUpdate map[string]types.Resource, toDelete []string) ([]*entry, error) {
+// buildEntries marshals and hashes what an update of typeURL sets, refusing it whole on
+// any error, a resource of another type included (it would reach clients under the
+// wrong type URL).
+func buildEntries(typeURL string, toUpdate map[string]types.Resource, toDelete []string) ([]*entry, error) {
 	for _, name := range toDelete {
 		if _, both := toUpdate[name]; both {
 			return nil, fmt.Errorf("resource %q both set and deleted", name)
@@ -190,6 +194,9 @@ func buildEntries(toUpdate map[string]types.Resource, toDelete []string) ([]*ent
 	for name, r := range toUpdate {
 		if r == nil || reflect.ValueOf(r).IsNil() {
 			return nil, fmt.Errorf("resource %q is nil", name)
+		}
+		if got := resource.APITypePrefix + string(r.ProtoReflect().Descriptor().FullName()); got != typeURL {
+			return nil, fmt.Errorf("resource %q is a %s, not a %s", name, strings.TrimPrefix(got, resource.APITypePrefix), strings.TrimPrefix(typeURL, resource.APITypePrefix))
 		}
 		if got := cachev3.GetResourceName(r); got != name {
 			return nil, fmt.Errorf("resource %q is named %q", name, got)
