@@ -63,17 +63,12 @@ func (p *IndexedPublisher) Strategy() VersionStrategy { return PerType }
 // rebuilt from the current one. The changed types are updated in CDS, EDS, LDS, RDS
 // order (ordered ADS). An update the cache refuses changes nothing served.
 func (p *IndexedPublisher) Publish(_ context.Context, set *resources.Set) error {
-	if set == nil {
-		return fmt.Errorf("publish: nil resource set")
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !set.RebuiltFrom(p.current) {
-		if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
-			return fmt.Errorf("publish version %s: %w", set.Version, err)
-		}
+	change, err := changeFrom(p.current, set)
+	if err != nil {
+		return err
 	}
-	change := resources.Diff(p.current, set)
 	byType := updatesByType(change)
 	var updates []indexcache.TypeUpdate
 	for _, t := range change.Types() {

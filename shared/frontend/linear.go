@@ -166,18 +166,12 @@ func (p *LinearPublisher) Strategy() VersionStrategy { return PerType }
 // costs O(what changed); any other set is compared whole and checked as the snapshot
 // cache would check it.
 func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
-	if set == nil {
-		return fmt.Errorf("publish: nil resource set")
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !set.RebuiltFrom(p.current) {
-		// The same check as Publisher: a set the snapshot cache would refuse is refused here.
-		if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
-			return fmt.Errorf("publish version %s: %w", set.Version, err)
-		}
+	change, err := changeFrom(p.current, set)
+	if err != nil {
+		return err
 	}
-	change := resources.Diff(p.current, set)
 	recordPublish(p.rec, p.node, set, p.current == nil, change)
 	byType := updatesByType(change)
 	for _, t := range change.Types() {
@@ -189,6 +183,22 @@ func (p *LinearPublisher) Publish(_ context.Context, set *resources.Set) error {
 	p.current = set
 	p.names.advance(change)
 	return nil
+}
+
+// changeFrom is what a per-type publisher hands its caches for set after current: the
+// recorded change of a set rebuilt from current, O(what changed); any other set is
+// compared whole and checked as the snapshot cache would check it (the same refusal as
+// Publisher's).
+func changeFrom(current, set *resources.Set) (resources.Change, error) {
+	if set == nil {
+		return resources.Change{}, fmt.Errorf("publish: nil resource set")
+	}
+	if !set.RebuiltFrom(current) {
+		if _, err := set.Snapshot(resources.UniformVersions(set.Version)); err != nil {
+			return resources.Change{}, fmt.Errorf("publish version %s: %w", set.Version, err)
+		}
+	}
+	return resources.Diff(current, set), nil
 }
 
 // typeUpdate is one type's UpdateResources arguments.
