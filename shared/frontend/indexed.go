@@ -3,15 +3,11 @@ package frontend
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync"
 
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/indexcache"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 var _ StatePublisher = (*IndexedPublisher)(nil)
@@ -22,42 +18,24 @@ var _ StatePublisher = (*IndexedPublisher)(nil)
 // them the same way; the versions are the cache's own, per type, behind a per-instance
 // prefix. The cache serves every node alike.
 type IndexedPublisher struct {
-	rec    *xdslog.Recorder
-	node   string
-	prefix string
-	cache  *indexcache.Cache
-
-	mu       sync.Mutex
-	current  *resources.Set
-	counters map[resources.Type]uint64 // updates per type: the cache's version
-	names    nameTable
+	perTypeState
+	cache *indexcache.Cache
 }
 
 // NewIndexedPublisher builds the cache and a publisher with nothing published yet; cfg
 // is read as for NewLinearPublisher.
 func NewIndexedPublisher(cfg LinearConfig) *IndexedPublisher {
-	if cfg.VersionPrefix == "" {
-		cfg.VersionPrefix = NewVersionPrefix()
-	}
 	urls := make([]string, len(resources.Types))
 	for i, t := range resources.Types {
 		urls[i] = t.URL()
 	}
-	return &IndexedPublisher{
-		rec: cfg.Recorder, node: cfg.Node, prefix: cfg.VersionPrefix,
-		cache:    indexcache.New(cfg.VersionPrefix, urls...),
-		counters: make(map[resources.Type]uint64, len(resources.Types)),
-	}
+	p := &IndexedPublisher{perTypeState: newPerTypeState(cfg)}
+	p.cache = indexcache.New(p.prefix, urls...)
+	return p
 }
 
 // Cache is what the transports serve.
 func (p *IndexedPublisher) Cache() cachev3.Cache { return p.cache }
-
-// VersionPrefix is the prefix of every version this instance gives out.
-func (p *IndexedPublisher) VersionPrefix() string { return p.prefix }
-
-// Strategy is PerType: a type's version moves only when it changes.
-func (p *IndexedPublisher) Strategy() VersionStrategy { return PerType }
 
 // Publish is LinearPublisher.Publish over the indexed cache: O(what changed) for a set
 // rebuilt from the current one. The changed types are updated in CDS, EDS, LDS, RDS
@@ -80,31 +58,6 @@ func (p *IndexedPublisher) Publish(_ context.Context, set *resources.Set) error 
 	if err := p.cache.UpdateAll(updates, record); err != nil {
 		return fmt.Errorf("publish version %s: %w", set.Version, err)
 	}
-	for _, t := range change.Types() {
-		p.counters[t]++
-	}
-	p.current = set
-	p.names.advance(change)
+	p.advanceLocked(set, change)
 	return nil
 }
-
-// Current returns the last published set (nil before the first publish).
-func (p *IndexedPublisher) Current() *resources.Set {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.current
-}
-
-// Versions returns each type's version: the prefix and the number of updates of the type.
-func (p *IndexedPublisher) Versions() map[resources.Type]string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[resources.Type]string, len(resources.Types))
-	for _, t := range resources.Types {
-		out[t] = p.prefix + strconv.FormatUint(p.counters[t], 10)
-	}
-	return out
-}
-
-// Describe is Publisher.Describe over this publisher's sets.
-func (p *IndexedPublisher) Describe(a *anypb.Any) (name, hash string) { return p.names.describe(a) }

@@ -112,30 +112,77 @@ var lastPrefix atomic.Int64
 // The versions are per type by construction (the cache's counter behind the prefix), so
 // only the PerType strategy can be honoured. The cache serves every node alike.
 type LinearPublisher struct {
+	perTypeState
+	caches map[resources.Type]*cachev3.LinearCache
+	mux    *cachev3.MuxCache
+}
+
+// perTypeState is what the two per-type publishers (LinearPublisher, IndexedPublisher)
+// keep alike: the published set, each type's version (the prefix and the number of
+// updates the type's cache received), and the names of what they published.
+type perTypeState struct {
 	rec    *xdslog.Recorder
 	node   string
 	prefix string
-	caches map[resources.Type]*cachev3.LinearCache
-	mux    *cachev3.MuxCache
 
 	mu       sync.Mutex
 	current  *resources.Set
-	counters map[resources.Type]uint64 // UpdateResources calls per type: the cache's version
+	counters map[resources.Type]uint64
 	names    nameTable
 }
+
+func newPerTypeState(cfg LinearConfig) perTypeState {
+	if cfg.VersionPrefix == "" {
+		cfg.VersionPrefix = NewVersionPrefix()
+	}
+	return perTypeState{rec: cfg.Recorder, node: cfg.Node, prefix: cfg.VersionPrefix,
+		counters: make(map[resources.Type]uint64, len(resources.Types))}
+}
+
+// advanceLocked makes set current after its change reached the caches.
+func (p *perTypeState) advanceLocked(set *resources.Set, change resources.Change) {
+	for _, t := range change.Types() {
+		p.counters[t]++
+	}
+	p.current = set
+	p.names.advance(change)
+}
+
+// VersionPrefix is the prefix of every version this instance gives out.
+func (p *perTypeState) VersionPrefix() string { return p.prefix }
+
+// Strategy is PerType: a type's version moves only when the type changes.
+func (p *perTypeState) Strategy() VersionStrategy { return PerType }
+
+// Current returns the last published set (nil before the first publish).
+func (p *perTypeState) Current() *resources.Set {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current
+}
+
+// Versions returns each type's cache version: the prefix and the number of updates the
+// type's cache received (the LinearCache counts one per UpdateResources).
+func (p *perTypeState) Versions() map[resources.Type]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[resources.Type]string, len(resources.Types))
+	for _, t := range resources.Types {
+		out[t] = p.prefix + strconv.FormatUint(p.counters[t], 10)
+	}
+	return out
+}
+
+// Describe is Publisher.Describe over this publisher's sets. The per-type caches' delta
+// resource version is the same hash of the same bytes.
+func (p *perTypeState) Describe(a *anypb.Any) (name, hash string) { return p.names.describe(a) }
 
 // NewLinearPublisher builds the four caches, their mux and a publisher with nothing
 // published yet.
 func NewLinearPublisher(cfg LinearConfig) *LinearPublisher {
-	if cfg.VersionPrefix == "" {
-		cfg.VersionPrefix = NewVersionPrefix()
-	}
 	p := &LinearPublisher{
-		rec:      cfg.Recorder,
-		node:     cfg.Node,
-		prefix:   cfg.VersionPrefix,
-		caches:   make(map[resources.Type]*cachev3.LinearCache, len(resources.Types)),
-		counters: make(map[resources.Type]uint64, len(resources.Types)),
+		perTypeState: newPerTypeState(cfg),
+		caches:       make(map[resources.Type]*cachev3.LinearCache, len(resources.Types)),
 	}
 	byURL := make(map[string]cachev3.Cache, len(resources.Types))
 	for _, t := range resources.Types {
@@ -153,12 +200,6 @@ func NewLinearPublisher(cfg LinearConfig) *LinearPublisher {
 
 // Cache is the MuxCache the transports serve.
 func (p *LinearPublisher) Cache() cachev3.Cache { return p.mux }
-
-// VersionPrefix is the prefix of every version this instance gives out.
-func (p *LinearPublisher) VersionPrefix() string { return p.prefix }
-
-// Strategy is PerType: a LinearCache's version moves only when its type changes.
-func (p *LinearPublisher) Strategy() VersionStrategy { return PerType }
 
 // Publish hands each type's cache what changed from the current set, recording the
 // publish first (exactly as Publisher does: UpdateResources may send at once). A set
@@ -224,26 +265,3 @@ func updatesByType(change resources.Change) map[resources.Type]*typeUpdate {
 	}
 	return byType
 }
-
-// Current returns the last published set (nil before the first publish).
-func (p *LinearPublisher) Current() *resources.Set {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.current
-}
-
-// Versions returns each type's cache version: the prefix and the number of updates the
-// type's cache received (the LinearCache counts one per UpdateResources).
-func (p *LinearPublisher) Versions() map[resources.Type]string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[resources.Type]string, len(resources.Types))
-	for _, t := range resources.Types {
-		out[t] = p.prefix + strconv.FormatUint(p.counters[t], 10)
-	}
-	return out
-}
-
-// Describe is Publisher.Describe over this publisher's sets. The LinearCache's delta
-// resource version is the same hash of the same bytes.
-func (p *LinearPublisher) Describe(a *anypb.Any) (name, hash string) { return p.names.describe(a) }
