@@ -192,7 +192,7 @@ func (r *configRun) run(ctx context.Context) error {
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
 		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.n), envoyStats: e.o.EnvoyStats}
+		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats}
 	r.cl, err = startClients(ctx, spec)
 	if err != nil {
 		return err
@@ -257,12 +257,16 @@ func (r *configRun) run(ctx context.Context) error {
 
 // close stops the clients and the control plane and closes the log.
 func (r *configRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.s.mode, r.n))
 	defer cancel()
 	var errs []error
 	if r.cl != nil {
 		if err := r.cl.stop(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		r.cfg.EnvoyExitMS = r.cl.exitMS()
+		for i, ms := range r.cfg.EnvoyExitMS {
+			r.say("envoy %d/%d gone %.1f s after /quitquitquit", i+1, len(r.cfg.EnvoyExitMS), ms/1000)
 		}
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.

@@ -24,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // identity is a loopback HTTP server that answers every request with its own name, so a
@@ -95,6 +96,8 @@ type proxy struct {
 	proc         *envoy.Process
 	http         *http.Client // data-plane probes, through this Envoy's listener
 	admin        *http.Client // this Envoy's admin endpoints
+	// exitMS is how long stop took: /quitquitquit until the process was gone.
+	exitMS float64
 }
 
 // clientSpec says which data plane to start against a control plane.
@@ -119,12 +122,19 @@ type clientSpec struct {
 	envoyStats string
 }
 
-// stopGrace grows with what Envoy has to tear down: 10 s, and a second more per 1,000
-// clusters. At N = 100,000 Envoy's main loop exits at once on /quitquitquit, and the
-// process about 45 s later (docs/performance.md, "N = 100,000"); with less, it was
-// killed and the configuration failed after its figures were in.
-func stopGrace(clusters int) time.Duration {
-	return 10*time.Second + time.Duration(clusters/1000)*time.Second
+// stopGrace grows with what Envoy has to tear down. Delta: 10 s and a second more per
+// 1,000 clusters. SotW also gets a term in N²: its teardown is quadratic (7,500, 15,000
+// and 30,000 clusters: 0.97, 3.0 and 12.3 s from "main dispatch loop exited" to
+// "exiting", delta 0.16, 0.35 and 0.56 s; docs/performance.md, "Why SotW Envoys take
+// long to exit"), about 1.4e-8 s x N² here, so the grace allows 3x that (400 s at
+// N = 100,000) before Envoy is killed and the configuration fails.
+func stopGrace(mode string, clusters int) time.Duration {
+	g := 10*time.Second + time.Duration(clusters/1000)*time.Second
+	if mode == xdslog.ModeSotW {
+		n := float64(clusters)
+		g += time.Duration(4e-8 * n * n * float64(time.Second))
+	}
+	return g
 }
 
 // proxySpec is one Envoy to start: its node ID ("" for the bootstrap's default) and
@@ -302,12 +312,24 @@ func (c *clients) stop(ctx context.Context) error {
 }
 
 func (p *proxy) stop(ctx context.Context) error {
+	start := time.Now()
 	err := p.proc.Stop(ctx)
+	p.exitMS = float64(time.Since(start).Microseconds()) / 1000
 	p.http.CloseIdleConnections()
 	if err != nil {
 		return fmt.Errorf("stop envoy %s: %w", p.nodeID(), err)
 	}
 	return nil
+}
+
+// exitMS is, per Envoy in start order, how long it took from the stop (/quitquitquit)
+// to the process gone, once stop has returned.
+func (c *clients) exitMS() []float64 {
+	var out []float64
+	for _, p := range c.proxies {
+		out = append(out, p.exitMS)
+	}
+	return out
 }
 
 // Answer is what one request through Envoy got.

@@ -264,7 +264,7 @@ func (r *odRun) start(ctx context.Context) error {
 	if r.port, err = loopback.FreePort(); err != nil {
 		return fmt.Errorf("listener port: %w", err)
 	}
-	spec := clientSpec{kind: ClientEnvoy, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), stopGrace: stopGrace(r.n), onDemandClusters: r.od.Clusters, envoyStats: e.o.EnvoyStats}
+	spec := clientSpec{kind: ClientEnvoy, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), stopGrace: stopGrace(r.s.mode, r.n), onDemandClusters: r.od.Clusters, envoyStats: e.o.EnvoyStats}
 	if r.p, err = startProxy(ctx, spec, proxySpec{listenerPort: r.port}); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (r *odRun) start(ctx context.Context) error {
 }
 
 func (r *odRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.s.mode, r.n))
 	defer cancel()
 	var errs []error
 	if r.p != nil {

@@ -337,6 +337,22 @@ func (r *Report) failures() []string {
 	return out
 }
 
+// exits lists each configuration's Envoy exit times, in seconds.
+func (r *Report) exits() []string {
+	var out []string
+	for _, c := range r.Configs {
+		if len(c.EnvoyExitMS) == 0 {
+			continue
+		}
+		ss := make([]string, len(c.EnvoyExitMS))
+		for i, ms := range c.EnvoyExitMS {
+			ss[i] = fmt.Sprintf("%.1f s", ms/1000)
+		}
+		out = append(out, fmt.Sprintf("%s %s N=%d: %s", c.Workload, c.Series, c.N, strings.Join(ss, ", ")))
+	}
+	return out
+}
+
 func (r *Report) header() []string {
 	client := r.Options.Client
 	if r.Options.Clients > 1 {
@@ -403,6 +419,12 @@ func (r *Report) Markdown() string {
 	}
 	for _, t := range r.tables() {
 		t.markdown(&b)
+	}
+	if x := r.exits(); len(x) > 0 {
+		b.WriteString("\n### Envoy exit (from /quitquitquit to the process gone)\n\n")
+		for _, l := range x {
+			b.WriteString("- " + l + "\n")
+		}
 	}
 	if f := r.failures(); len(f) > 0 {
 		b.WriteString("\n### Failed configurations\n\n")

@@ -151,6 +151,9 @@ type Config struct {
 	EnvoyLastRouteCPUUS *float64 `json:"envoy_cpu_per_request_last_route_us,omitempty"`
 	Initial             Sample   `json:"initial"`
 	Updates             []Sample `json:"updates"`
+	// EnvoyExitMS is, per Envoy, the time from /quitquitquit to the process gone: in
+	// SotW it grows with N² (docs/performance.md, "Why SotW Envoys take long to exit").
+	EnvoyExitMS []float64 `json:"envoy_exit_ms,omitempty"`
 	// Summary is median, min and max over Updates, per metric key.
 	Summary   map[string]Stat `json:"summary"`
 	DurationS float64         `json:"duration_s"`
