@@ -264,9 +264,9 @@ func (r *configRun) close() error {
 		if err := r.cl.stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		r.cfg.EnvoyExitMS = r.cl.exitMS()
-		for i, ms := range r.cfg.EnvoyExitMS {
-			r.say("envoy %d/%d gone %.1f s after /quitquitquit", i+1, len(r.cfg.EnvoyExitMS), ms/1000)
+		r.cfg.EnvoyExits = r.cl.exits()
+		for i, x := range r.cfg.EnvoyExits {
+			r.say("envoy %d/%d: %s", i+1, len(r.cfg.EnvoyExits), x)
 		}
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.

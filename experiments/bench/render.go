@@ -337,16 +337,24 @@ func (r *Report) failures() []string {
 	return out
 }
 
-// exits lists each configuration's Envoy exit times, in seconds.
+// String says how an Envoy exited: "12.3 s", or that it was killed in its teardown.
+func (x EnvoyExit) String() string {
+	if x.KilledInTeardown {
+		return fmt.Sprintf("killed after %.1f s, still in its SotW teardown", x.MS/1000)
+	}
+	return fmt.Sprintf("gone %.1f s after /quitquitquit", x.MS/1000)
+}
+
+// exits lists each configuration's Envoy exits.
 func (r *Report) exits() []string {
 	var out []string
 	for _, c := range r.Configs {
-		if len(c.EnvoyExitMS) == 0 {
+		if len(c.EnvoyExits) == 0 {
 			continue
 		}
-		ss := make([]string, len(c.EnvoyExitMS))
-		for i, ms := range c.EnvoyExitMS {
-			ss[i] = fmt.Sprintf("%.1f s", ms/1000)
+		ss := make([]string, len(c.EnvoyExits))
+		for i, x := range c.EnvoyExits {
+			ss[i] = x.String()
 		}
 		out = append(out, fmt.Sprintf("%s %s N=%d: %s", c.Workload, c.Series, c.N, strings.Join(ss, ", ")))
 	}

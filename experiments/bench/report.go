@@ -151,13 +151,22 @@ type Config struct {
 	EnvoyLastRouteCPUUS *float64 `json:"envoy_cpu_per_request_last_route_us,omitempty"`
 	Initial             Sample   `json:"initial"`
 	Updates             []Sample `json:"updates"`
-	// EnvoyExitMS is, per Envoy, the time from /quitquitquit to the process gone: in
-	// SotW it grows with N² (docs/performance.md, "Why SotW Envoys take long to exit").
-	EnvoyExitMS []float64 `json:"envoy_exit_ms,omitempty"`
+	// EnvoyExits is, per Envoy, how it exited after /quitquitquit: in SotW the time
+	// grows with N² (docs/performance.md, "Why SotW Envoys take long to exit").
+	EnvoyExits []EnvoyExit `json:"envoy_exits,omitempty"`
 	// Summary is median, min and max over Updates, per metric key.
 	Summary   map[string]Stat `json:"summary"`
 	DurationS float64         `json:"duration_s"`
 	Error     string          `json:"error,omitempty"`
+}
+
+// EnvoyExit is how one Envoy exited when the bench stopped it.
+type EnvoyExit struct {
+	// MS is from /quitquitquit to the process gone.
+	MS float64 `json:"ms"`
+	// KilledInTeardown: a SotW Envoy accepted /quitquitquit, was still tearing down at
+	// the end of its grace and SIGTERM, and was killed (MS is then when it was killed).
+	KilledInTeardown bool `json:"killed_in_teardown,omitempty"`
 }
 
 // Stat is the median, min and max of one metric over the repeats.

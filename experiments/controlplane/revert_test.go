@@ -30,6 +30,7 @@ var revertVariants = []struct {
 	{"snapshot-uniform", frontend.SnapshotCache, frontend.Uniform},
 	{"snapshot-per-type", frontend.SnapshotCache, frontend.PerType},
 	{"linear", frontend.LinearCache, ""},
+	{"indexed", frontend.IndexedCache, ""},
 }
 
 // startRevert runs a SotW control plane under the revert NACK policy.

@@ -377,20 +377,11 @@ func (p *Process) stop(ctx context.Context) error {
 	if p.waitExit(ctx, 0) {
 		return nil
 	}
-	// quitquitquit lets Envoy flush its access logs; the request may fail as it exits.
 	grace := p.stopGrace
 	if grace <= 0 {
 		grace = quitGrace
 	}
-	qctx, cancel := context.WithTimeout(ctx, quitGrace)
-	req, err := http.NewRequestWithContext(qctx, http.MethodPost, "http://"+p.adminAddr+"/quitquitquit", nil)
-	if err == nil {
-		if resp, err := p.client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
-	cancel()
+	accepted := p.quit(ctx)
 	if p.waitExit(ctx, grace) {
 		return nil
 	}
@@ -400,7 +391,44 @@ func (p *Process) stop(ctx context.Context) error {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited
-	return fmt.Errorf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", p.Pid())
+	return &SlowExitError{Pid: p.Pid(), QuitAccepted: accepted, Grace: grace}
+}
+
+// quit asks Envoy to shut down (POST /quitquitquit, which lets it flush its access logs)
+// and reports whether it said yes: HTTP 200 means its shutdown began. The request may
+// fail as Envoy exits.
+func (p *Process) quit(ctx context.Context) bool {
+	qctx, cancel := context.WithTimeout(ctx, quitGrace)
+	defer cancel()
+	req, err := http.NewRequestWithContext(qctx, http.MethodPost, "http://"+p.adminAddr+"/quitquitquit", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// SlowExitError is Stop's error when Envoy had to be killed. QuitAccepted tells the two
+// cases apart: Envoy answered /quitquitquit with 200, so its shutdown had begun and it
+// was still tearing down after Grace and SIGTERM (a SotW Envoy with many clusters:
+// docs/performance.md, "Why SotW Envoys take long to exit"), or it never answered.
+type SlowExitError struct {
+	Pid          int
+	QuitAccepted bool
+	Grace        time.Duration
+}
+
+func (e *SlowExitError) Error() string {
+	if e.QuitAccepted {
+		return fmt.Sprintf("stop envoy pid %d: accepted /quitquitquit but was still shutting down %s later (and %s after SIGTERM), killed",
+			e.Pid, e.Grace, termGrace)
+	}
+	return fmt.Sprintf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", e.Pid)
 }
 
 // waitExit waits up to grace (or until ctx ends) and reports whether Envoy has exited.

@@ -317,3 +317,32 @@ func TestStartFailsOnBadConfig(t *testing.T) {
 	_, err = Start(ctx, Options{ConfigPath: "x"})
 	assert.ErrorContains(t, err, "no binary")
 }
+
+// TestStopKillsAnEnvoyThatNeverAnswers: a stopped (SIGSTOP) Envoy answers neither
+// /quitquitquit nor SIGTERM; Stop kills it and says it never accepted the quit, which
+// the bench tells apart from a SotW Envoy still tearing down (QuitAccepted).
+func TestStopKillsAnEnvoyThatNeverAnswers(t *testing.T) {
+	bin := RequireOrSkip(t)
+	unused, err := loopback.FreePort()
+	require.NoError(t, err)
+	t.Cleanup(func() { loopback.Release(unused) })
+	p := startEnvoy(t, bin, fmt.Sprintf(adsBootstrap, unused))
+	p.stopGrace = 100 * time.Millisecond
+	require.NoError(t, syscall.Kill(p.Pid(), syscall.SIGSTOP))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pid := p.Pid()
+	err = p.Stop(ctx)
+	var slow *SlowExitError
+	require.ErrorAs(t, err, &slow)
+	assert.False(t, slow.QuitAccepted, "a stopped Envoy cannot answer /quitquitquit")
+	assert.Equal(t, pid, slow.Pid)
+	assert.Equal(t, fmt.Sprintf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", pid), err.Error())
+	assert.True(t, processGone(pid))
+}
+
+func TestSlowExitErrorSaysWhetherTheQuitWasAccepted(t *testing.T) {
+	e := &SlowExitError{Pid: 7, QuitAccepted: true, Grace: 310 * time.Second}
+	assert.Equal(t, "stop envoy pid 7: accepted /quitquitquit but was still shutting down 5m10s later (and 5s after SIGTERM), killed", e.Error())
+}

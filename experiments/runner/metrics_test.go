@@ -25,7 +25,7 @@ func TestRunMetrics(t *testing.T) {
 	for _, c := range []struct {
 		mode  string
 		cache frontend.Cache
-	}{{xdslog.ModeSotW, frontend.SnapshotCache}, {xdslog.ModeDelta, frontend.LinearCache}} {
+	}{{xdslog.ModeSotW, frontend.SnapshotCache}, {xdslog.ModeDelta, frontend.LinearCache}, {xdslog.ModeSotW, frontend.IndexedCache}} {
 		t.Run(c.mode+"-"+string(c.cache), func(t *testing.T) {
 			dir := t.TempDir()
 			m := xdsmetrics.New(c.mode, string(c.cache))

@@ -17,7 +17,7 @@ import (
 // what it changes, and the next state rebuilt from it.
 func TestPublishExplicitSet(t *testing.T) {
 	ctx := context.Background()
-	for _, cache := range []Cache{SnapshotCache, LinearCache} {
+	for _, cache := range []Cache{SnapshotCache, LinearCache, IndexedCache} {
 		t.Run(string(cache), func(t *testing.T) {
 			var buf bytes.Buffer
 			p := statePublisher(t, cache, &buf)

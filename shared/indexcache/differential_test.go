@@ -31,7 +31,7 @@ import (
 )
 
 // The differential test: seeded random sequences of publishes (add, modify, delete in
-// LDS, RDS, CDS, EDS), SotW and delta requests (named, wildcard, "*", subscribe and
+// LDS, RDS, CDS, EDS, VHDS), SotW and delta requests (named, wildcard, "*", subscribe and
 // unsubscribe, names the cache lacks), ACKs and NACKs, and reconnects (SotW with the
 // last version_info, delta with initial_resource_versions), applied alike to
 // go-control-plane's LinearCache (one per type behind a MuxCache, as
@@ -54,7 +54,9 @@ import (
 // It can fail: TestDifferentialCatchesABrokenCache runs the same sequence against an
 // indexed cache that drops removals (indexcache.BreakForTest), and must see a difference.
 
-var diffTypes = []string{rsrc.ListenerType, rsrc.RouteType, rsrc.ClusterType, rsrc.EndpointType}
+// VirtualHost (VHDS) is served by the indexed cache like the others (the workbench puts
+// frontend.OnDemandCache's named-only rules in front of it, tested there).
+var diffTypes = []string{rsrc.ListenerType, rsrc.RouteType, rsrc.ClusterType, rsrc.EndpointType, rsrc.VirtualHostType}
 
 const probeType = "type.googleapis.com/workbench.Probe"
 
@@ -165,6 +167,8 @@ func resourceFor(typ, name string, gen int) types.Resource {
 		return &route.RouteConfiguration{Name: name, VirtualHosts: []*route.VirtualHost{{Name: fmt.Sprint("vh", gen), Domains: []string{"*"}}}}
 	case rsrc.ClusterType:
 		return &cluster.Cluster{Name: name, ConnectTimeout: durationpb.New(time.Duration(gen%1000+1) * time.Millisecond)}
+	case rsrc.VirtualHostType:
+		return &route.VirtualHost{Name: name, Domains: []string{fmt.Sprint("host-", gen)}}
 	default:
 		return &endpoint.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpoint.LocalityLbEndpoints{{LbEndpoints: []*endpoint.LbEndpoint{{HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{Address: "127.0.0.1", PortSpecifier: &core.SocketAddress_PortValue{PortValue: port}}}}}}}}}}}
 	}
