@@ -315,7 +315,7 @@ func (c *clients) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stop stops Envoy and records how. A SotW Envoy that accepted /quitquitquit and was
+// stop stops Envoy and records how. A SotW Envoy that had begun to shut down and was
 // killed at the end of its grace is a recorded outcome, not a failure: its teardown is
 // quadratic in N (stopGrace) and the configuration's figures were all in before it.
 func (p *proxy) stop(ctx context.Context) error {
@@ -324,7 +324,7 @@ func (p *proxy) stop(ctx context.Context) error {
 	p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000}
 	p.http.CloseIdleConnections()
 	var slow *envoy.SlowExitError
-	if errors.As(err, &slow) && slow.QuitAccepted && p.sotw {
+	if errors.As(err, &slow) && slow.ShutdownBegan && p.sotw {
 		p.exit.KilledInTeardown = true
 		return nil
 	}

@@ -164,7 +164,7 @@ type Config struct {
 type EnvoyExit struct {
 	// MS is from /quitquitquit to the process gone.
 	MS float64 `json:"ms"`
-	// KilledInTeardown: a SotW Envoy accepted /quitquitquit, was still tearing down at
+	// KilledInTeardown: a SotW Envoy had begun to shut down, was still tearing down at
 	// the end of its grace and SIGTERM, and was killed (MS is then when it was killed).
 	KilledInTeardown bool `json:"killed_in_teardown,omitempty"`
 }

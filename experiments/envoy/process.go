@@ -381,6 +381,7 @@ func (p *Process) stop(ctx context.Context) error {
 	if grace <= 0 {
 		grace = quitGrace
 	}
+	hadWorkers := p.hasWorkers()
 	accepted := p.quit(ctx)
 	if p.waitExit(ctx, grace) {
 		return nil
@@ -389,9 +390,30 @@ func (p *Process) stop(ctx context.Context) error {
 	if p.waitExit(ctx, termGrace) {
 		return nil
 	}
+	began := accepted || hadWorkers && !p.hasWorkers()
 	_ = p.cmd.Process.Kill()
 	<-p.exited
-	return &SlowExitError{Pid: p.Pid(), QuitAccepted: accepted, Grace: grace}
+	return &SlowExitError{Pid: p.Pid(), ShutdownBegan: began, Grace: grace}
+}
+
+// hasWorkers reports whether Envoy runs worker threads (named "wrk:worker_N"). They
+// start once its initial config is in, and InstanceImpl::terminate stops them
+// (ListenerManager::stopWorkers) after the main dispatch loop exits: workers seen before
+// /quitquitquit and gone after it mean Envoy is shutting down. The 200 of /quitquitquit
+// is no proof either way: the loop may exit before the answer is written.
+func (p *Process) hasWorkers() bool {
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		comm, err := os.ReadFile(filepath.Join(dir, t.Name(), "comm"))
+		if err == nil && strings.HasPrefix(string(comm), "wrk:") {
+			return true
+		}
+	}
+	return false
 }
 
 // quit asks Envoy to shut down (POST /quitquitquit, which lets it flush its access logs)
@@ -413,19 +435,20 @@ func (p *Process) quit(ctx context.Context) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// SlowExitError is Stop's error when Envoy had to be killed. QuitAccepted tells the two
-// cases apart: Envoy answered /quitquitquit with 200, so its shutdown had begun and it
-// was still tearing down after Grace and SIGTERM (a SotW Envoy with many clusters:
-// docs/performance.md, "Why SotW Envoys take long to exit"), or it never answered.
+// SlowExitError is Stop's error when Envoy had to be killed. ShutdownBegan tells the two
+// cases apart: Envoy had begun to shut down (it answered /quitquitquit with 200, or its
+// workers were gone: workersStopped) and was still tearing down after Grace and SIGTERM
+// (a SotW Envoy with many clusters: docs/performance.md, "Why SotW Envoys take long to
+// exit"), or nothing shows that it ever began.
 type SlowExitError struct {
-	Pid          int
-	QuitAccepted bool
-	Grace        time.Duration
+	Pid           int
+	ShutdownBegan bool
+	Grace         time.Duration
 }
 
 func (e *SlowExitError) Error() string {
-	if e.QuitAccepted {
-		return fmt.Sprintf("stop envoy pid %d: accepted /quitquitquit but was still shutting down %s later (and %s after SIGTERM), killed",
+	if e.ShutdownBegan {
+		return fmt.Sprintf("stop envoy pid %d: began to shut down but was still tearing down %s after /quitquitquit (and %s after SIGTERM), killed",
 			e.Pid, e.Grace, termGrace)
 	}
 	return fmt.Sprintf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", e.Pid)

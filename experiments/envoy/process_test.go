@@ -189,6 +189,7 @@ func TestEnvoyStaticRequestStatsDumpStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, p.WaitReady(ctx), "a static config is ready without xDS")
+	assert.True(t, p.hasWorkers(), "a ready Envoy runs its worker thread (wrk:worker_0)")
 
 	const id = "envoy-test-req-1"
 	resp := getWithRetry(ctx, t, "http://"+loopback.Addr(listenerPort)+"/quote?sku=paper", id)
@@ -320,7 +321,7 @@ func TestStartFailsOnBadConfig(t *testing.T) {
 
 // TestStopKillsAnEnvoyThatNeverAnswers: a stopped (SIGSTOP) Envoy answers neither
 // /quitquitquit nor SIGTERM; Stop kills it and says it never accepted the quit, which
-// the bench tells apart from a SotW Envoy still tearing down (QuitAccepted).
+// the bench tells apart from a SotW Envoy still tearing down (ShutdownBegan).
 func TestStopKillsAnEnvoyThatNeverAnswers(t *testing.T) {
 	bin := RequireOrSkip(t)
 	unused, err := loopback.FreePort()
@@ -336,13 +337,13 @@ func TestStopKillsAnEnvoyThatNeverAnswers(t *testing.T) {
 	err = p.Stop(ctx)
 	var slow *SlowExitError
 	require.ErrorAs(t, err, &slow)
-	assert.False(t, slow.QuitAccepted, "a stopped Envoy cannot answer /quitquitquit")
+	assert.False(t, slow.ShutdownBegan, "a stopped Envoy neither answers /quitquitquit nor stops its workers")
 	assert.Equal(t, pid, slow.Pid)
 	assert.Equal(t, fmt.Sprintf("stop envoy pid %d: ignored /quitquitquit and SIGTERM, killed", pid), err.Error())
 	assert.True(t, processGone(pid))
 }
 
-func TestSlowExitErrorSaysWhetherTheQuitWasAccepted(t *testing.T) {
-	e := &SlowExitError{Pid: 7, QuitAccepted: true, Grace: 310 * time.Second}
-	assert.Equal(t, "stop envoy pid 7: accepted /quitquitquit but was still shutting down 5m10s later (and 5s after SIGTERM), killed", e.Error())
+func TestSlowExitErrorSaysWhetherShutdownBegan(t *testing.T) {
+	e := &SlowExitError{Pid: 7, ShutdownBegan: true, Grace: 310 * time.Second}
+	assert.Equal(t, "stop envoy pid 7: began to shut down but was still tearing down 5m10s after /quitquitquit (and 5s after SIGTERM), killed", e.Error())
 }
