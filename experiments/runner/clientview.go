@@ -36,6 +36,9 @@ type ClientViewResult struct {
 	// maxFindings; Total counts them all).
 	Findings []clientview.Finding `json:"findings"`
 	Total    int                  `json:"total_findings"`
+	// Comparisons counts the views compared until they agreed or the wait ended: more
+	// than one when the first read caught something in flight.
+	Comparisons int `json:"comparisons"`
 	// Error says why no comparison was made (no view, no stream).
 	Error string `json:"error,omitempty"`
 }
@@ -108,6 +111,7 @@ func (r *Run) checkClientView(ctx context.Context, s *stepRun, client string, fi
 		}
 		res.Server, res.Stream, res.Resources = m.Stream.Server, m.Stream.Stream, len(view)
 		findings, compared = clientview.Check(m, view), true
+		res.Comparisons++
 		return len(findings) == 0, nil
 	})
 	if !compared {
