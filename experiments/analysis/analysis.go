@@ -96,6 +96,9 @@ type Step struct {
 	// OnDemand is the step's on-demand subscriptions and each fetch's timeline
 	// (ondemand.go); nil when the step has none.
 	OnDemand *OnDemand `json:"on_demand,omitempty"`
+	// ClientView is the runner's cross-check of the client's own view against this log's
+	// model at the step's checkpoint (its last client_view event); nil when none.
+	ClientView *ClientView `json:"client_view,omitempty"`
 
 	start   time.Time
 	publish time.Time
@@ -468,6 +471,8 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		st.fig(e.Type).Stale++
 	case xdslog.EventTraffic:
 		st.observeTraffic(e)
+	case xdslog.EventClientView:
+		st.ClientView = &ClientView{Client: e.Client, Stream: e.Stream, Checked: e.Checked, Findings: e.Findings, Error: e.Error}
 	case xdslog.EventDataPlane:
 		a.od.probe(e)
 		if e.Probe == xdslog.ProbeLoad {
@@ -495,6 +500,17 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		}
 	}
 	a.model.Observe(e)
+}
+
+// ClientView is a client_view event: whose view (envoy, grpc), the stream compared, how
+// many resources the view listed, the findings (none: the view agrees with the log's
+// model) or why no comparison was made.
+type ClientView struct {
+	Client   string   `json:"client"`
+	Stream   int64    `json:"stream,omitempty"`
+	Checked  int      `json:"checked"`
+	Findings []string `json:"findings,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // addName adds name to m[typ] once.

@@ -232,7 +232,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Steps:     stepTable(rep),
 		Versions:  versionTable(rep),
 		StepNote:  stepLegendOf(reportStepRows(rep)),
-		VerNote:   versionLegend,
+		VerNote:   reportVersionNote(rep),
 		Shared:    listOrNone(stepNames(rep.SharedSteps)),
 		Selected:  rep.Step,
 		Headline:  rep.Headline,

@@ -76,12 +76,19 @@ func (m *Matrix) title() string {
 }
 
 func (m *Matrix) tables() (runs, steps, versions table) {
+	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), matrixStepRows(m), m.Total), versionsTable(m.titles(), m.versions())
+}
+
+func (m *Matrix) versions() []stepVersions {
 	cps := make([]stepVersions, len(m.Versions))
 	for i, cp := range m.Versions {
 		cps[i] = stepVersions{cp.Step, cp.Runs}
 	}
-	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), matrixStepRows(m), m.Total), versionsTable(m.titles(), cps)
+	return cps
 }
+
+// versionNote is the matrix's versions legend (versionNote).
+func (m *Matrix) versionNote() string { return versionNote(m.labels(), m.versions()) }
 
 // pairLine is one pair's observation under a finding: its two-run finding, or what it
 // shows when it has none.
@@ -117,7 +124,7 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	writeTextTraffic(&b, m.titles(), matrixStepRows(m), width)
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versions, width)
-	b.WriteString(wrap(versionLegend, pw, "  ", "  "))
+	b.WriteString(wrap(m.versionNote(), pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	b.WriteString(wrap(matrixLegend, pw, "  ", "  "))
 	if len(m.Findings) == 0 {
@@ -172,7 +179,7 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	writeMDTraffic(&b, m.titles(), matrixStepRows(m))
 	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versions)
-	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
+	b.WriteString("\n" + mdEscape(m.versionNote()) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
 	if len(m.Findings) == 0 {
 		b.WriteString("None: no pair shows a SotW-vs-delta difference worth stating.\n")
 	}
@@ -254,7 +261,7 @@ type matrixDiagrams struct {
 func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	runs, steps, versions := m.tables()
 	v := matrixView{Title: m.title(), Summary: m.Summary, Legend: labelLegend, MatrixLegend: matrixLegend, NotesLegend: notesLegend,
-		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(matrixStepRows(m)), VerNote: versionLegend,
+		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(matrixStepRows(m)), VerNote: m.versionNote(),
 		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + "."}
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -291,11 +292,20 @@ func sentCell(m map[string]int) string {
 // versionTable shows the tracked resources' versions at each checkpoint; "*" marks a
 // version that moved since the run's previous checkpoint.
 func versionTable(rep *Report) table {
+	return versionsTable(runTitles(rep.Runs[:]), reportVersions(rep))
+}
+
+func reportVersions(rep *Report) []stepVersions {
 	cps := make([]stepVersions, len(rep.Versions))
 	for i, cp := range rep.Versions {
 		cps[i] = stepVersions{cp.Step, cp.Runs[:]}
 	}
-	return versionsTable(runTitles(rep.Runs[:]), cps)
+	return cps
+}
+
+// reportVersionNote is the two-run report's versions legend.
+func reportVersionNote(rep *Report) string {
+	return versionNote(runLabels(rep.Runs[:]), reportVersions(rep))
 }
 
 // stepVersions is one checkpoint's versions, a set per run.
@@ -304,15 +314,22 @@ type stepVersions struct {
 	runs []VersionSet
 }
 
-// versionsTable is the checkpoint table, a column group per run titled by titles.
+// versionsTable is the checkpoint table, a column group per run titled by titles; with
+// client views (hasViews), each group ends with the "own view" column.
 func versionsTable(titles []string, cps []stepVersions) table {
+	views := hasViews(cps)
 	t := table{Groups: []group{{"", 1}}, Head: []string{"end of step"}}
 	for _, title := range titles {
-		t.Groups = append(t.Groups, group{title, len(Tracked) + 1})
+		span := len(Tracked) + 1
 		for _, tr := range Tracked {
 			t.Head = append(t.Head, tr.Type+" "+tr.Name)
 		}
 		t.Head = append(t.Head, "moved")
+		if views {
+			t.Head = append(t.Head, "own view")
+			span++
+		}
+		t.Groups = append(t.Groups, group{title, span})
 	}
 	for _, cp := range cps {
 		r := []cell{{Text: stepName(cp.step)}}
@@ -329,11 +346,78 @@ func versionsTable(titles []string, cps []stepVersions) table {
 				r = append(r, c)
 			}
 			r = append(r, cell{Text: fmt.Sprintf("%d/%d", vs.Moved, len(vs.Resources)), Right: true})
+			if views {
+				r = append(r, viewCell(vs.ClientView))
+			}
 		}
 		t.Rows = append(t.Rows, r)
 	}
 	return t
 }
+
+func hasViews(cps []stepVersions) bool {
+	for _, cp := range cps {
+		for _, vs := range cp.runs {
+			if vs.ClientView != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// viewCell says how a checkpoint's client-view check came out: "agrees", "N findings"
+// (the findings in its title), "not checked", or "-" without one.
+func viewCell(v *analysis.ClientView) cell {
+	switch {
+	case v == nil:
+		return cell{Text: "-"}
+	case v.Error != "":
+		return cell{Text: "not checked", Title: sanitize(v.Error)}
+	case len(v.Findings) == 0:
+		return cell{Text: "agrees", Title: fmt.Sprintf("%d resources", v.Checked)}
+	}
+	return cell{Text: count(len(v.Findings), "finding"), Class: "moved", Title: sanitize(strings.Join(v.Findings, "; "))}
+}
+
+// maxNoteFindings bounds the client-view findings a legend lists.
+const maxNoteFindings = 8
+
+// versionNote is the versions legend; with client views it says what the "own view"
+// column is and lists the findings, each with its run and step.
+func versionNote(labels []string, cps []stepVersions) string {
+	if !hasViews(cps) {
+		return versionLegend
+	}
+	var lines []string
+	total := 0
+	for _, cp := range cps {
+		for i, vs := range cp.runs {
+			if vs.ClientView == nil || i >= len(labels) {
+				continue
+			}
+			for _, f := range vs.ClientView.Findings {
+				total++
+				if len(lines) < maxNoteFindings {
+					lines = append(lines, fmt.Sprintf("%s %s: %s", labels[i], stepName(cp.step), clip(f, 240)))
+				}
+			}
+		}
+	}
+	note := versionLegend + "; " + viewLegend
+	if total == 0 {
+		return note + ". Every client view agrees."
+	}
+	note += ". Findings: " + strings.Join(lines, " | ")
+	if total > len(lines) {
+		note += fmt.Sprintf(" | and %d more (each checkpoint's client_view lists them)", total-len(lines))
+	}
+	return sanitize(note)
+}
+
+const viewLegend = "own view = the client's own view of what it holds (Envoy's /config_dump, grpc-go's CSDS) " +
+	"checked against xds.log's model of its stream at the checkpoint (experiments/clientview): agrees, or the " +
+	"number of findings, where the two disagree"
 
 const versionLegend = "the version the client ran at the end of each step, from the ACKs in xds.log " +
 	"(SotW: version_info; delta: the resource's content hash, first 8 of 64 hex); " +
@@ -384,7 +468,7 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	writeTextOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep), width)
 	b.WriteString("\nVERSIONS\n")
 	writeTextTable(&b, versionTable(rep), width)
-	b.WriteString(wrap(versionLegend, pw, "  ", "  "))
+	b.WriteString(wrap(reportVersionNote(rep), pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	if len(rep.Findings) == 0 {
 		b.WriteString("  none: the figures show no difference worth stating\n")
@@ -729,7 +813,7 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	writeMDOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep))
 	b.WriteString("\n## Versions\n\n")
 	writeMDTable(&b, versionTable(rep))
-	b.WriteString("\n" + mdEscape(versionLegend) + "\n\n## Findings\n\n")
+	b.WriteString("\n" + mdEscape(reportVersionNote(rep)) + "\n\n## Findings\n\n")
 	if len(rep.Findings) == 0 {
 		b.WriteString("None: the figures show no difference worth stating.\n")
 	}

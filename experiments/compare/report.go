@@ -140,6 +140,10 @@ type VersionSet struct {
 	// Moved counts the resources whose version changed since the run's previous
 	// checkpoint (absent counts as a version).
 	Moved int `json:"moved"`
+	// ClientView is the runner's check of the client's own view (Envoy's config dump,
+	// grpc-go's CSDS) against xds.log's model at the checkpoint; absent when the run has
+	// none (the simulated client, an older run).
+	ClientView *analysis.ClientView `json:"client_view,omitempty"`
 }
 
 // ResourceVersion is one resource's accepted version ("" when the client runs none).
@@ -400,6 +404,7 @@ func checkpoints(r *Run) map[string]VersionSet {
 			}
 			vs.Resources = append(vs.Resources, ResourceVersion{Type: t.Type, Name: t.Name, Version: v, Moved: moved})
 		}
+		vs.ClientView = st.ClientView
 		out[st.Name] = vs
 	}
 	return out

@@ -67,6 +67,11 @@ type Options struct {
 	InventoryPorts [2]int
 	Limits         controlplane.Limits
 
+	// StrictClientView makes a disagreement between the client's own view (Envoy's
+	// config dump) and xds.log's model of it fail the step; without it the disagreement
+	// is recorded as a warning. CI=true in the environment sets it too.
+	StrictClientView bool
+
 	// StepTimeout bounds each wait (default 45s: a control-plane restart waits for
 	// Envoy's jittered reconnect backoff).
 	StepTimeout time.Duration
@@ -137,6 +142,9 @@ type Check struct {
 	Detail  string `json:"detail,omitempty"`
 	// Source is the scenario file and line of the expectation checked.
 	Source string `json:"source,omitempty"`
+	// Warning: it did not hold, and is recorded without failing the step (a client-view
+	// disagreement outside CI; see Options.StrictClientView).
+	Warning bool `json:"warning,omitempty"`
 }
 
 // Checkpoint is one step's evidence file.
@@ -175,8 +183,10 @@ type Checkpoint struct {
 	// EnvoyConfigVersions are the version_info of what Envoy runs, from /config_dump.
 	EnvoyConfigVersions map[string]string `json:"envoy_config_versions,omitempty"`
 	ConfigDump          string            `json:"config_dump,omitempty"`
-	NacksInStep         int               `json:"nacks_in_step"`
-	NackError           string            `json:"nack_error,omitempty"`
+	// ClientView is the client's own view checked against xds.log's model of it.
+	ClientView  *ClientViewResult `json:"client_view,omitempty"`
+	NacksInStep int               `json:"nacks_in_step"`
+	NackError   string            `json:"nack_error,omitempty"`
 	// Exchange lists the step's first requests and sends (reconnect evidence).
 	Exchange    []ExchangeEvent `json:"exchange,omitempty"`
 	VersionNote string          `json:"version_note,omitempty"`
@@ -229,6 +239,9 @@ type StepResult struct {
 	Passed     bool    `json:"passed"`
 	Failure    string  `json:"failure,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
+	// ClientViewFindings counts the disagreements between the client's own view and
+	// xds.log at the step's checkpoint (the checkpoint's client_view lists them).
+	ClientViewFindings int `json:"client_view_findings,omitempty"`
 }
 
 // Summary is summary.json.
@@ -604,9 +617,12 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			if ctx.Err() != nil {
 				return r.interrupted(st.Name)
 			}
-			return r.fail(st, err.Error(), dur)
+			err = r.fail(st, err.Error(), dur)
+			r.steps[len(r.steps)-1].ClientViewFindings = viewFindings(cp)
+			return err
 		}
-		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur})
+		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur,
+			ClientViewFindings: viewFindings(cp)})
 		if q, ok := r.firstRequest(st); ok {
 			r.lastGood = q
 		}

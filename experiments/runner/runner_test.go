@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -69,7 +72,7 @@ func TestRunEnvoy(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			res, err := Execute(ctx, Options{Mode: mode, Client: ClientEnvoy, Out: dir, StepTimeout: 40 * time.Second})
+			res, err := Execute(ctx, Options{Mode: mode, Client: ClientEnvoy, Out: dir, StepTimeout: 40 * time.Second, StrictClientView: true})
 			require.NoError(t, err)
 			require.True(t, res.Passed)
 			assert.Equal(t, "PASS", readLine(t, filepath.Join(dir, "envoy.result")))
@@ -81,6 +84,7 @@ func TestRunEnvoy(t *testing.T) {
 				assert.FileExists(t, filepath.Join(dir, st.Name+"-config.json"))
 			}
 			ev := logEvents(t, dir)
+			assertClientViewsAgree(t, dir, teachingSteps(t), ev)
 
 			initial := readCheckpoint(t, dir, "initial")
 			assertBackend(t, initial.Request, 200, "v1")
@@ -194,6 +198,27 @@ func TestRunEnvoy(t *testing.T) {
 			}
 			require.NotNil(t, pc.PublishToCorrectMS)
 		})
+	}
+}
+
+// assertClientViewsAgree: at every step's checkpoint Envoy's own view (its config dump)
+// was compared with xds.log's model of its stream, and they agreed; xds.log has the
+// step's client_view event.
+func assertClientViewsAgree(t *testing.T, dir string, steps []scenario.Step, ev []xdslog.Event) {
+	t.Helper()
+	for _, st := range steps {
+		cp := readCheckpoint(t, dir, st.Checkpoint)
+		require.NotNil(t, cp.ClientView, st.Name)
+		assert.Equal(t, clientview.ClientEnvoy, cp.ClientView.Client)
+		assert.Empty(t, cp.ClientView.Error, st.Name)
+		assert.Zero(t, cp.ClientView.Total, "%s: %v", st.Name, cp.ClientView.Findings)
+		assert.Positive(t, cp.ClientView.Resources, st.Name)
+		i := slices.IndexFunc(cp.Checks, func(c Check) bool { return strings.Contains(c.What, "own view") })
+		require.GreaterOrEqual(t, i, 0, st.Name)
+		assert.True(t, cp.Checks[i].OK && !cp.Checks[i].Warning, "%s: %+v", st.Name, cp.Checks[i])
+		views := eventsOf(ev, st.Name, xdslog.EventClientView, "")
+		require.Len(t, views, 1, st.Name)
+		assert.Empty(t, views[0].Findings)
 	}
 }
 

@@ -110,7 +110,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		// A failed step ends the run: its count is the load's last.
 		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.lastStep)
 		cp.CPU = cpu.stop(r)
-		r.collect(ctx, st, cp)
+		r.collect(ctx, s)
 		if cp.NacksInStep > 1 {
 			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
 		}
@@ -378,8 +378,10 @@ func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
 	}
 }
 
-// collect adds the proxy's own view and the accepted table to a checkpoint.
-func (r *Run) collect(ctx context.Context, st scenario.Step, cp *Checkpoint) {
+// collect adds the proxy's own view and the accepted table to a checkpoint, and checks
+// the proxy's view against xds.log's model of it (clientview.go).
+func (r *Run) collect(ctx context.Context, s *stepRun) {
+	st, cp := s.st, s.cp
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	cp.Accepted = r.cp.Recorder().Status()
@@ -391,11 +393,20 @@ func (r *Run) collect(ctx context.Context, st scenario.Step, cp *Checkpoint) {
 	if ev == nil {
 		return
 	}
-	if s, err := ev.Stats(cctx); err == nil {
-		r.stats = s
-		cp.EnvoyStats = xdsStats(s)
+	if stats, err := ev.Stats(cctx); err == nil {
+		r.stats = stats
+		cp.EnvoyStats = xdsStats(stats)
 	}
-	if dump, err := ev.ConfigDump(cctx); err == nil {
+	dump, err := ev.ConfigDump(cctx)
+	if err != nil {
+		dump = nil
+	}
+	if cv, ok := ev.(clientViewer); ok {
+		r.checkClientView(ctx, s, r.proxy.Kind(), nil, false, cv.ClientView)
+	} else {
+		dump = r.envoyClientView(ctx, s, ev, dump) // the dump the comparison ended on
+	}
+	if dump != nil {
 		name := st.Name + "-config.json"
 		if writeFileAtomic(filepath.Join(r.dir, name), dump) == nil {
 			cp.ConfigDump = name

@@ -51,6 +51,12 @@ const (
 	// way it went (KindRequest: client to server, KindResponse: server to client), Error
 	// why, Bytes its size. It answers no send and changes no subscription.
 	EventUndecodable = "undecodable"
+	// EventClientView is the runner's cross-check at a step's checkpoint: the client's
+	// own view (Envoy's config dump, grpc-go's CSDS) compared with this log's model of
+	// the client's stream (experiments/clientview). Client says whose, Stream which
+	// stream, Checked how many resources the view listed, Findings every disagreement
+	// (none: they agree), Error why the view could not be read.
+	EventClientView = "client_view"
 )
 
 // Directions of an undecodable message (Event.Kind of EventUndecodable).
@@ -73,7 +79,7 @@ var KnownEvents = map[string]bool{
 	EventPublish: true, EventStreamOpen: true, EventStreamClose: true, EventRequest: true,
 	EventSend: true, EventAck: true, EventNack: true, EventUnmatched: true, EventStale: true,
 	EventRefused: true, EventDataPlane: true, EventStep: true, EventSession: true, EventStorm: true,
-	EventRevert: true, EventTraffic: true, EventUndecodable: true,
+	EventRevert: true, EventTraffic: true, EventUndecodable: true, EventClientView: true,
 }
 
 // Probe kinds (Event.Probe of a data-plane event).
@@ -232,7 +238,7 @@ type Event struct {
 	Backend   string `json:"backend,omitempty"`
 	Flags     string `json:"flags,omitempty"`
 	Upstream  string `json:"upstream,omitempty"`
-	Client    string `json:"client,omitempty"` // "envoy" or "simulated"
+	Client    string `json:"client,omitempty"` // "envoy", "grpc" or "simulated"
 	Expected  string `json:"expected,omitempty"`
 	Correct   *bool  `json:"correct,omitempty"`
 	// Path is the request's path (with its query).
@@ -251,6 +257,10 @@ type Event struct {
 	// same answer: a long traffic window keeps every failure but only a sample of its
 	// successes. 0 means 1.
 	Represents int `json:"represents,omitempty"`
+
+	// Client-view fields (EventClientView); Client, Stream and Error too.
+	Checked  int      `json:"checked,omitempty"`
+	Findings []string `json:"findings,omitempty"`
 
 	// Traffic fields (EventTraffic); Status/Backend/... are not used.
 	Traffic *Traffic `json:"traffic,omitempty"`

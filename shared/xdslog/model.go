@@ -360,7 +360,10 @@ func (s *streamState) status() StreamStatus {
 // status says where the type stands with its latest send, the only one that counts (in
 // SotW an older nonce can no longer be answered, in delta it is superseded).
 func (t *typeState) status() TypeStatus {
-	ts := TypeStatus{Version: t.version}
+	ts := TypeStatus{Version: t.version, Wildcard: t.wildcard}
+	if len(t.names) > 0 {
+		ts.Names = slices.Clone(t.names)
+	}
 	s, ok := t.sentAll[t.latest]
 	if t.latest == "" || !ok {
 		ts.State = TypeNotSent

@@ -44,7 +44,7 @@ func TestTypeStatus(t *testing.T) {
 	r.SotW(1, "RDS", SotWRequest{Names: []string{"quote-route"}, Node: "n1"})
 	r.SotW(1, "CDS", SotWRequest{})
 	state := func(typ string) TypeStatus { return r.Status()[0].Types[typ] }
-	assert.Equal(t, TypeStatus{State: TypeNotSent}, state("CDS"))
+	assert.Equal(t, TypeStatus{State: TypeNotSent, Wildcard: true}, state("CDS"), "a SotW request without names: a wildcard")
 
 	r.Send(1, "RDS", "1", "1", res("quote-route", "good"), nil, 100)
 	ts := state("RDS")
@@ -52,7 +52,8 @@ func TestTypeStatus(t *testing.T) {
 	assert.Equal(t, "1", ts.Nonce)
 	require.NotNil(t, ts.Since)
 	r.Feedback(1, "RDS", Feedback{Nonce: "1", ClientVersion: "1"})
-	assert.Equal(t, TypeStatus{State: TypeSynced, Version: "1", SentVersion: "1"}, state("RDS"))
+	assert.Equal(t, TypeStatus{State: TypeSynced, Version: "1", SentVersion: "1", Names: []string{"quote-route"}}, state("RDS"),
+		"the subscription is the names of the latest request")
 
 	r.Send(1, "RDS", "2", "2", res("quote-route", "bad"), nil, 100)
 	r.Feedback(1, "RDS", Feedback{Nonce: "2", ClientVersion: "1", Error: msg(envoyRouteNack)})

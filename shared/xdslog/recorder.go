@@ -56,6 +56,10 @@ type TypeStatus struct {
 	Since *time.Time `json:"since,omitempty"`
 	// Error is the client's error_detail (NACKED).
 	Error string `json:"error,omitempty"`
+	// Names is the subscription as the server sees it (the names of the client's latest
+	// request of the type; empty for a wildcard); Wildcard says whether it is one.
+	Names    []string `json:"names,omitempty"`
+	Wildcard bool     `json:"wildcard,omitempty"`
 }
 
 // Feedback is the client's answer carried by a request with a response nonce.

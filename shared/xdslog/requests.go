@@ -335,6 +335,21 @@ func (b *LabelBook) learn(typ, label string, res []Resource) {
 	}
 }
 
+// Lookup returns what the clients of the book's recorders accepted under label for typ:
+// name -> content hash (a copy); ok is false when the book does not know the label (never
+// ACKed, or forgotten: it keeps bookLimit labels per type). A client that reports, per
+// resource, the label of the response that last changed it (Envoy's config dump) is
+// checked against it (experiments/clientview).
+func (b *LabelBook) Lookup(typ, label string) (map[string]string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	content, ok := b.labels[typ][label]
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(content), true
+}
+
 // lookup returns what label meant for the names (all of them for a wildcard).
 func (b *LabelBook) lookup(typ, label string, names []string, wildcard bool) (map[string]string, bool) {
 	b.mu.Lock()
