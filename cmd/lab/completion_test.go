@@ -58,7 +58,8 @@ func TestCompleteFlagValues(t *testing.T) {
 		{[]string{"compare", "--format", ""}, compare.Formats},
 		{[]string{"run", "--sotw-versions", ""}, []string{"uniform", "per-type"}},
 		{[]string{"serve", "--nack-policy", ""}, nackPolicies()},
-		{[]string{"run", "--client", ""}, []string{"envoy", "sim", "auto"}},
+		{[]string{"run", "--client", ""}, []string{"envoy", "grpc", "sim", "auto"}},
+		{[]string{"serve", "--client", ""}, []string{"envoy", "grpc"}},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			got, d := complete(t, c.args...)

@@ -26,7 +26,8 @@ func newInventoryCmd() *cobra.Command {
 		Long: `inventory serves GET /quote?sku=... on 127.0.0.1:<port> until SIGINT or SIGTERM. The JSON
 answer names the backend, so a response shows which backend served it; each request is
 also appended as one JSON line to the log (default inventory-<name>.log, --log "" for none).
-It speaks HTTP/1.1 and HTTP/2 with prior knowledge on the same port.
+It speaks HTTP/1.1 and HTTP/2 with prior knowledge on the same port, and gRPC over that
+HTTP/2 for a proxyless gRPC client: any method under /quote answers the same quote.
 
 To show what old upstream connections do while a change lands (and to switch it off):
 --delay holds every answer, so requests already routed to an endpoint EDS removes are

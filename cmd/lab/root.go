@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 		newSweepCmd(),
 		newVersionCmd(),
 		newTapCmd(),
+		newGRPCClientCmd(),
 	)
 	registerCompletions(root)
 	return root

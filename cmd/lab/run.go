@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -90,6 +91,11 @@ With --client=sim (or auto when no Envoy is found) the steps run against the sim
 client and envoy.result says NOT_RUN: no data-plane result is reported that Envoy did
 not produce.
 
+With --client=grpc (SotW only) the data plane is grpc-go's own xDS client, served the
+listener as an api_listener: each request is one RPC through its front door on the
+listener port, each step keeps its CSDS view (<step>-csds.json), and checks of Envoy's
+stats and config dump are listed as not checked.
+
 Ports (all on 127.0.0.1) default to xDS 18000, listener 19000, admin 9901, inventory
 18080 and 18081. A port already in use is refused before anything starts, naming the
 process that holds it when /proc tells. --free-ports picks a free port for every port
@@ -110,6 +116,9 @@ writes every file, and the exit code is the run's own.`,
 
   # go-control-plane's LinearCache per type (SotW RDS/EDS responses carry only changes)
   lab run --mode=sotw --cache linear
+
+  # grpc-go's proxyless xDS client as the data plane (SotW only)
+  lab run --mode=sotw --client=grpc --steps initial,port-change,invalid-route,recover
 
   # no Envoy: the simulated client (data plane NOT_RUN)
   lab run --mode=delta --client=sim
@@ -154,8 +163,8 @@ writes every file, and the exit code is the run's own.`,
 	}
 	f := cmd.Flags()
 	f.Var(modeValue{&o.run.Mode}, "mode", "protocol: sotw or delta (required)")
-	f.Var(choiceValue{&o.run.Client, "data plane", []string{runner.ClientEnvoy, runner.ClientSim, runner.ClientAuto}}, "client",
-		"data plane: envoy, sim, or auto (Envoy when found, else the simulated client)")
+	f.Var(choiceValue{&o.run.Client, "data plane", []string{runner.ClientEnvoy, runner.ClientGRPC, runner.ClientSim, runner.ClientAuto}}, "client",
+		"data plane: envoy, grpc (grpc-go's xDS client; sotw only), sim, or auto (Envoy when found, else the simulated client)")
 	f.StringVar(&o.run.Out, "out", "", "run directory, new or without a run (default experiments/evidence/<mode>/<UTC time>-<PID>)")
 	f.Var(choiceValue{&o.versions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions",
 		"SotW version strategy: uniform (default) or per-type")
@@ -196,6 +205,9 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 	}
 	if err := checkMode(r.Mode); err != nil {
 		return r, err
+	}
+	if r.Client == runner.ClientGRPC && r.Mode != xdslog.ModeSotW {
+		return r, grpcclient.ErrNoDelta
 	}
 	_, port, err := loopback.ParseAddr(o.xdsAddr)
 	if err != nil {

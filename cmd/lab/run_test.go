@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -76,7 +77,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 	}{
 		"mode unknown":        {[]string{"--mode", "grpc"}, "--mode grpc: unknown protocol (want sotw or delta)"},
 		"mode empty":          {[]string{"--mode", ""}, `--mode "": unknown protocol (want sotw or delta)`},
-		"client unknown":      {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy, sim or auto)"},
+		"client unknown":      {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy, grpc, sim or auto)"},
 		"xds any":             {[]string{"--xds-addr", "0.0.0.0:18000"}, "--xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
 		"xds lan":             {[]string{"--xds-addr", "192.168.1.1:18000"}, "--xds-addr 192.168.1.1:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
 		"xds ipv6":            {[]string{"--xds-addr", "[::1]:18000"}, "--xds-addr [::1]:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
@@ -140,6 +141,14 @@ func TestRunRefusesBadFlags(t *testing.T) {
 			_, _, err := runLabArgs(t, withFlag(withFlag(runArgs(t, "sim", out), "--mode", "delta"), flag, v)...)
 			assert.EqualError(t, err, fmt.Sprintf("%s %s: SotW only (want --mode sotw, or no %s)", flag, v, flag))
 		}
+		assert.NoDirExists(t, out)
+	})
+	t.Run("grpc with delta", func(t *testing.T) {
+		// grpc-go has no delta client: one line naming its source, before anything starts.
+		out := filepath.Join(t.TempDir(), "run")
+		stdout, _, err := runLabArgs(t, withFlag(withFlag(runArgs(t, "grpc", out), "--mode", "delta"), "--scenario", "all")...)
+		assert.EqualError(t, err, grpcclient.ErrNoDelta.Error())
+		assert.Empty(t, stdout)
 		assert.NoDirExists(t, out)
 	})
 	t.Run("out holds a run", func(t *testing.T) {

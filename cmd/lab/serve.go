@@ -18,6 +18,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -54,6 +55,13 @@ type serveOptions struct {
 	v2Port int
 	// envoyBin is Envoy's binary for --with-envoy ("": envoy.Find's default order).
 	envoyBin string
+	// client is the data plane the state is shaped for and --client grpc starts: envoy
+	// (the default), or grpc, grpc-go's xDS client (serve_env.go), served the proxyless
+	// shape (resources.State.Proxyless).
+	client string
+	// grpcCommand runs the grpc client (zero: `lab grpc-client` from this executable).
+	// Not a flag; tests set it.
+	grpcCommand grpcclient.Command
 	// metricsAddr serves Prometheus metrics there ("": off; cmd/lab/metrics.go).
 	metricsAddr string
 }
@@ -66,6 +74,7 @@ func defaultServeOptions() serveOptions {
 		listenerPort:  resources.DefaultListener,
 		logPath:       "xds.log",
 		cache:         frontend.SnapshotCache,
+		client:        serveClientEnvoy,
 		limits:        controlplane.DefaultLimits(),
 		maxLogSize:    DefaultMaxLogSize,
 		stormEvery:    5 * time.Second,
@@ -138,6 +147,8 @@ publishes, refusals, storm warnings and errors only.
 	f.BoolVar(&o.quiet, "quiet", false, "print only publishes, refusals, storm warnings and errors (no line per stream, ACK or NACK)")
 	f.BoolVar(&o.withEnvoy, "with-envoy", false, "also run Envoy on the bootstrap lab bootstrap renders (node "+resources.NodeID+", admin on a free port); stopped when serve ends")
 	f.BoolVar(&o.withInventory, "with-inventory", false, "also run backends v1 on --inventory-port and v2 on the next port; stopped when serve ends")
+	f.Var(choiceValue{&o.client, "data plane", []string{serveClientEnvoy, serveClientGRPC}}, "client",
+		"the client served: envoy, or grpc (sotw only): serve the listener as grpc-go takes it (an api_listener) and run grpc-go's xDS client, its HTTP front door on --listener-port; stopped when serve ends")
 	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
 	return cmd
 }
@@ -199,6 +210,9 @@ func (o *serveOptions) validate() error {
 	if err := checkOnDemand(o.onDemand, o.mode); err != nil {
 		return err
 	}
+	if err := o.checkClient(); err != nil {
+		return err
+	}
 	if o.mode == xdslog.ModeDelta {
 		if err := sotwOnly("sotw-versions", o.sotwVersions); err != nil {
 			return err
@@ -211,6 +225,32 @@ func (o *serveOptions) validate() error {
 	if _, err := sotw.ParseNackPolicy(o.nackPolicy); err != nil {
 		return badFlag("nack-policy", o.nackPolicy, "unknown NACK policy (want %s)", orList(nackPolicies()))
 	}
+	return nil
+}
+
+// Values of serve's --client.
+const (
+	serveClientEnvoy = "envoy"
+	serveClientGRPC  = "grpc"
+)
+
+// checkClient refuses what the grpc client cannot be served, before anything starts.
+func (o *serveOptions) checkClient() error {
+	switch o.client {
+	case "", serveClientEnvoy:
+		o.client = serveClientEnvoy
+		return nil
+	case serveClientGRPC:
+	default:
+		return badFlag("client", o.client, "unknown client (want envoy or grpc)")
+	}
+	switch {
+	case o.mode != xdslog.ModeSotW:
+		return grpcclient.ErrNoDelta
+	case o.withEnvoy:
+		return badFlag("client", o.client, "--with-envoy runs Envoy; --client grpc runs grpc-go's client instead: give one")
+	}
+	// On demand needs delta (checkOnDemand), which grpc-go has not: refused above.
 	return nil
 }
 
@@ -312,7 +352,7 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	// closes while the recorder still writes.
 	defer env.stop()
 	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
-	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort, OnDemand: o.onDemand}
+	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort, OnDemand: o.onDemand, Proxyless: o.client == serveClientGRPC}
 	if env != nil {
 		first.AccessLogPath = env.accessLog
 	}

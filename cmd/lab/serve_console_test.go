@@ -136,7 +136,7 @@ func TestServeConsoleEvents(t *testing.T) {
 	s.send("port 18081")
 	s.waitLine(10*time.Second, `^out: stream 1 EDS ACK version 2$`)
 	s.send("request")
-	s.waitLine(10*time.Second, `^err: error: request needs serve --with-envoy \(or send curl http://127\.0\.0\.1:19000/quote\?sku=paper yourself\)$`)
+	s.waitLine(10*time.Second, `^err: error: request needs serve --with-envoy or --client grpc \(or send curl http://127\.0\.0\.1:19000/quote\?sku=paper yourself\)$`)
 	st := s.waitStatus(10*time.Second, "EDS synced at 2", func(st serveStatus) bool {
 		return len(st.Streams) == 1 && st.Streams[0].Types["EDS"].State == xdslog.TypeSynced && st.Streams[0].Types["EDS"].Version == "2"
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -28,6 +29,7 @@ type serveEnv struct {
 	dir       string
 	accessLog string // "" without Envoy
 	proc      *envoy.Process
+	grpc      *grpcclient.Client // --client grpc: grpc-go's client instead of Envoy
 	backends  []*inventory.Backend
 	listener  int
 	http      *http.Client
@@ -49,7 +51,7 @@ const serveQuotePath = resources.QuotePath + "?sku=paper"
 // newServeEnv makes the directory; with Envoy the listener writes its access log there,
 // so the state published must carry accessLog from version 1 on.
 func newServeEnv(o serveOptions) (*serveEnv, error) {
-	if !o.withEnvoy && !o.withInventory {
+	if !o.withEnvoy && !o.withInventory && o.client != serveClientGRPC {
 		return nil, nil
 	}
 	dir, err := os.MkdirTemp("", "lab-serve-")
@@ -80,6 +82,9 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 		fmt.Fprintf(out, "inventory: v1 on %s, v2 on %s (port %d moves the traffic to v2)\n",
 			e.backends[0].Addr(), e.backends[1].Addr(), e.backends[1].Port())
 	}
+	if o.client == serveClientGRPC {
+		return e.startGRPC(ctx, o, xdsAddr, out)
+	}
 	if !o.withEnvoy {
 		return nil
 	}
@@ -105,8 +110,29 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 	return nil
 }
 
-// stop stops Envoy first (its stream closes while the recorder still writes), then the
-// backends, and removes the directory.
+// startGRPC starts grpc-go's client for node resources.NodeID (the node Envoy's bootstrap
+// names), its front door on the listener port.
+func (e *serveEnv) startGRPC(ctx context.Context, o serveOptions, xdsAddr string, out io.Writer) error {
+	cmd := o.grpcCommand
+	if cmd.Path == "" {
+		var err error
+		if cmd, err = grpcclient.LabCommand(); err != nil {
+			return err
+		}
+	}
+	c, err := grpcclient.Start(ctx, grpcclient.StartOptions{Command: cmd, XDSAddr: xdsAddr, NodeID: resources.NodeID,
+		LogPath: filepath.Join(e.dir, "grpc-client.log"), FrontDoorPort: o.listenerPort})
+	if err != nil {
+		return err
+	}
+	e.grpc = c
+	fmt.Fprintf(out, "grpc client: pid %d, grpc-go's xDS client dialing %s; front door http://%s (type request to send %s through it as one RPC), CSDS on %s\n",
+		c.Pid(), resources.ProxylessTarget, c.FrontDoor(), serveQuotePath, c.CSDSAddr())
+	return nil
+}
+
+// stop stops the client first (its stream closes while the recorder still writes), then
+// the backends, and removes the directory.
 func (e *serveEnv) stop() {
 	if e == nil {
 		return
@@ -116,23 +142,31 @@ func (e *serveEnv) stop() {
 	if e.proc != nil {
 		_ = e.proc.Stop(ctx)
 	}
+	if e.grpc != nil {
+		_ = e.grpc.Stop(ctx)
+	}
 	for _, b := range e.backends {
 		_ = b.Stop(ctx)
 	}
 	_ = os.RemoveAll(e.dir)
 }
 
-// request sends GET /quote through Envoy and returns the console line: who answered
-// (the backend named in the body, which echoes the request ID), the status, and Envoy's
-// response flags from its access log. The result is recorded as a data-plane event.
+// request sends GET /quote through Envoy (or the grpc client's front door) and returns
+// the console line: who answered (the backend named in the body, which echoes the
+// request ID), the status, and Envoy's response flags from its access log (the RPC's
+// status for the grpc client). The result is recorded as a data-plane event.
 func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPort int, host string) (string, error) {
-	if e == nil || e.proc == nil {
-		return "", fmt.Errorf("request needs serve --with-envoy (or send curl http://%s%s yourself)", loopback.Addr(listenerPort), serveQuotePath)
+	if e == nil || (e.proc == nil && e.grpc == nil) {
+		return "", fmt.Errorf("request needs serve --with-envoy or --client grpc (or send curl http://%s%s yourself)", loopback.Addr(listenerPort), serveQuotePath)
 	}
 	e.requests++
 	id := fmt.Sprintf("serve-%d", e.requests)
 	sent := time.Now().UTC()
-	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: "envoy", Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
+	client := "envoy"
+	if e.grpc != nil {
+		client = serveClientGRPC
+	}
+	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: client, Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listener)+serveQuotePath, nil)
 	if err != nil {
 		return "", err
@@ -146,6 +180,9 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 		ev.TS = time.Now().UTC()
 		ev.Error = err.Error()
 		rec.Emit(ev)
+		if e.grpc != nil {
+			return fmt.Sprintf("request %s: no response (%v): the grpc client's front door did not answer", id, err), nil
+		}
 		return fmt.Sprintf("request %s: no response (%v): Envoy has no listener yet, or it was NACKed", id, err), nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
@@ -156,6 +193,15 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 	if json.Unmarshal(body, &q) == nil && q.RequestID == id {
 		ev.Backend = q.Backend
 	}
+	if e.grpc != nil {
+		ev.Upstream = resp.Header.Get(grpcclient.HeaderUpstream)
+		rec.Emit(ev)
+		rpc := resp.Header.Get(grpcclient.HeaderGRPCStatus)
+		if m := resp.Header.Get(grpcclient.HeaderGRPCMessage); m != "" {
+			rpc += " (" + m + ")"
+		}
+		return fmt.Sprintf("request %s: %d, %s, rpc %s", id, ev.Status, answeredBy(ev), rpc), nil
+	}
 	// The access log is flushed every 100 ms (envoy.Start's --file-flush-interval-msec).
 	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -165,12 +211,17 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 		flags = serveOrDash(a.Flags)
 	}
 	rec.Emit(ev)
-	who := "no backend answered"
-	if ev.Backend != "" {
-		who = "answered by " + ev.Backend
-		if ev.Upstream != "" {
-			who += " (" + ev.Upstream + ")"
-		}
+	return fmt.Sprintf("request %s: %d, %s, response flags %s", id, ev.Status, answeredBy(ev), flags), nil
+}
+
+// answeredBy names who answered a request: the backend and the endpoint it went to.
+func answeredBy(ev xdslog.Event) string {
+	if ev.Backend == "" {
+		return "no backend answered"
 	}
-	return fmt.Sprintf("request %s: %d, %s, response flags %s", id, ev.Status, who, flags), nil
+	who := "answered by " + ev.Backend
+	if ev.Upstream != "" {
+		who += " (" + ev.Upstream + ")"
+	}
+	return who
 }

@@ -14,13 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/shared/loopback"
 )
 
@@ -54,15 +53,13 @@ type Options struct {
 
 // Process is a running Envoy. Stop (or Kill) it; it never outlives the parent process.
 type Process struct {
-	cmd       *exec.Cmd
+	proc      *childproc.Process
 	tmpDir    string
 	logPath   string
 	adminAddr string
 	client    *http.Client
-	output    *tailBuffer
-
-	exited  chan struct{}
-	exitErr error
+	output    *childproc.Tail
+	exited    <-chan struct{}
 
 	stopOnce  sync.Once
 	stopErr   error
@@ -102,44 +99,27 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	args = append(args, opts.ExtraArgs...)
 
 	cmd := exec.Command(opts.Binary.Path, args...)
-	out := &tailBuffer{max: 16 << 10}
+	out := &childproc.Tail{Max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Pdeathsig: if the workbench dies (even by SIGKILL) the kernel kills Envoy too.
-	// Setpgid keeps a terminal's Ctrl-C from reaching Envoy before Stop can run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	// childproc: if the workbench dies (even by SIGKILL) the kernel kills Envoy too, and
+	// a terminal's Ctrl-C does not reach Envoy before Stop can run.
+	proc, err := childproc.Start(cmd)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("start envoy %s: %w", opts.Binary.Path, err)
+	}
 	p := &Process{
-		cmd:       cmd,
+		proc:      proc,
 		tmpDir:    tmp,
 		logPath:   logPath,
 		output:    out,
-		exited:    make(chan struct{}),
+		exited:    proc.Exited(),
 		stopGrace: opts.StopGrace,
 		client: &http.Client{
 			Timeout: 10 * time.Second,
 			// Never route admin calls through an HTTP proxy from the environment.
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		},
-	}
-	// Linux sends Pdeathsig when the forking *thread* dies, not the process
-	// (go.dev/issue/27505), and a Go thread can die while the process lives (a goroutine
-	// that exits locked to it takes it along). Envoy then got SIGKILL out of the blue: the
-	// cause of a TestCrashedParentLeavesNoEnvoy flake under `make flake`. So Envoy is
-	// forked from a goroutine that holds its thread until Envoy has exited; nothing else
-	// runs on that thread, so it lives exactly as long as Envoy needs it.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("start envoy %s: %w", opts.Binary.Path, err)
 	}
 
 	if _, ok := ctx.Deadline(); !ok {
@@ -163,7 +143,7 @@ func (p *Process) waitAdmin(ctx context.Context, adminPath string) error {
 	for {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("envoy exited during startup: %v", p.exitErr)
+			return fmt.Errorf("envoy exited during startup: %v", p.proc.ExitErr())
 		default:
 		}
 		if addr, err := readAdminAddr(adminPath); err != nil {
@@ -231,7 +211,7 @@ func (p *Process) WaitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("envoy not ready: %w (last /ready: %s)", ctx.Err(), last)
 		case <-p.exited:
-			return fmt.Errorf("envoy exited before ready: %v%s", p.exitErr, p.diagnostics())
+			return fmt.Errorf("envoy exited before ready: %v%s", p.proc.ExitErr(), p.diagnostics())
 		case <-time.After(pollInterval):
 		}
 	}
@@ -241,7 +221,7 @@ func (p *Process) WaitReady(ctx context.Context) error {
 func (p *Process) AdminAddr() string { return p.adminAddr }
 
 // Pid is Envoy's process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.proc.Pid() }
 
 // LogPath is where Envoy writes its own log.
 func (p *Process) LogPath() string { return p.logPath }
@@ -250,14 +230,7 @@ func (p *Process) LogPath() string { return p.logPath }
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // ExitErr is the exit status from Wait (nil for exit 0); meaningful once Exited is closed.
-func (p *Process) ExitErr() error {
-	select {
-	case <-p.exited:
-		return p.exitErr
-	default:
-		return nil
-	}
-}
+func (p *Process) ExitErr() error { return p.proc.ExitErr() }
 
 // get performs one admin GET and returns status and body.
 func (p *Process) get(ctx context.Context, pathAndQuery string) (int, []byte, error) {
@@ -386,13 +359,11 @@ func (p *Process) stop(ctx context.Context) error {
 	if p.waitExit(ctx, grace) {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if p.waitExit(ctx, termGrace) {
+	// Looked at before SIGTERM, which a main thread already out of its loop ignores.
+	began := accepted || hadWorkers && !p.hasWorkers()
+	if !p.proc.Terminate(ctx, termGrace) {
 		return nil
 	}
-	began := accepted || hadWorkers && !p.hasWorkers()
-	_ = p.cmd.Process.Kill()
-	<-p.exited
 	return &SlowExitError{Pid: p.Pid(), ShutdownBegan: began, Grace: grace}
 }
 
@@ -456,35 +427,13 @@ func (e *SlowExitError) Error() string {
 
 // waitExit waits up to grace (or until ctx ends) and reports whether Envoy has exited.
 func (p *Process) waitExit(ctx context.Context, grace time.Duration) bool {
-	if grace <= 0 {
-		select {
-		case <-p.exited:
-			return true
-		default:
-			return false
-		}
-	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return false
-	}
+	return p.proc.WaitExit(ctx, grace)
 }
 
 // Kill sends SIGKILL without waiting (fault injection); watch Exited for the exit.
 func (p *Process) Kill() error {
-	select {
-	case <-p.exited:
-		return nil
-	default:
-	}
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill envoy pid %d: %w", p.Pid(), err)
+	if err := p.proc.Kill(); err != nil {
+		return fmt.Errorf("envoy: %w", err)
 	}
 	return nil
 }
@@ -581,27 +530,4 @@ func parseVmRSS(status string) (int64, error) {
 		return kb * 1024, nil
 	}
 	return 0, fmt.Errorf("rss: no VmRSS line")
-}
-
-// tailBuffer keeps the last max bytes written (Envoy's stdout/stderr) for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.max {
-		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.max:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -1,6 +1,7 @@
 // Package inventory is the workbench's upstream: a tiny HTTP backend ("v1", "v2", ...)
-// that answers GET /quote on 127.0.0.1 and logs one JSON line per request, so an
-// experiment can prove which backend served a given x-request-id.
+// that answers GET /quote on 127.0.0.1 (and the same quote over gRPC, grpc.go) and logs
+// one JSON line per request, so an experiment can prove which backend served a given
+// x-request-id.
 package inventory
 
 import (
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -48,6 +51,9 @@ type LogLine struct {
 	Status    int       `json:"status"`
 	// Proto is the protocol the request came in ("HTTP/1.1", "HTTP/2.0").
 	Proto string `json:"proto,omitempty"`
+	// GRPCStatus is a gRPC call's status code ("OK", "NotFound"; "" for plain HTTP);
+	// Status is then the HTTP status it stands for (HTTPStatus).
+	GRPCStatus string `json:"grpc_status,omitempty"`
 }
 
 // Backend is a running inventory server.
@@ -58,6 +64,7 @@ type Backend struct {
 	log      *os.File // unbuffered: each line reaches the file with one write
 	logMu    sync.Mutex
 	srv      *http.Server
+	grpc     *grpc.Server // gRPC calls on the same port (grpc.go)
 	count    atomic.Int64
 	served   chan struct{}
 	serveMu  sync.Mutex
@@ -104,7 +111,8 @@ func Start(name string, port int, logPath string) (*Backend, error) {
 }
 
 // StartWith is Start with a Behaviour. The backend speaks HTTP/1.1 and HTTP/2 with prior
-// knowledge (h2c) on the same port, whichever the client (Envoy's cluster) uses.
+// knowledge (h2c) on the same port, whichever the client (Envoy's cluster) uses, and
+// gRPC over that HTTP/2 (grpc.go) for a proxyless gRPC client.
 func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, error) {
 	if err := bh.Check(); err != nil {
 		return nil, fmt.Errorf("inventory backend %q: %w", name, err)
@@ -134,6 +142,7 @@ func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, e
 		served:  make(chan struct{}),
 		bh:      bh,
 	}
+	b.grpc = b.newGRPCServer()
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -153,6 +162,10 @@ func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, e
 // ServeHTTP answers /quote and every path under it (/quote/amber: scenarios route
 // several paths) and logs every request, including refused ones.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isGRPC(r) {
+		b.serveGRPC(w, r)
+		return
+	}
 	b.count.Add(1)
 	id := r.Header.Get("x-request-id")
 	sku := r.URL.Query().Get("sku")
@@ -164,14 +177,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if b.bh.ConnectionClose {
 		w.Header().Set("Connection", "close")
 	}
-	if b.bh.Delay > 0 {
-		t := time.NewTimer(b.bh.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done(): // the client gave up; answer (and log) all the same
-		}
-		t.Stop()
-	}
+	b.hold(r.Context())
 	switch {
 	case r.URL.Path != QuotePath && !strings.HasPrefix(r.URL.Path, QuotePath+"/"):
 		status = http.StatusNotFound
@@ -245,6 +251,9 @@ func (b *Backend) Stop(ctx context.Context) error {
 			_ = b.srv.Close()
 		}
 		<-b.served
+		// Its calls came in through ServeHTTP and are over; Stop ends what is left of
+		// the server (it owns no listener).
+		b.grpc.Stop()
 		if b.log != nil {
 			b.logMu.Lock()
 			if err := b.log.Close(); err != nil {

@@ -21,12 +21,8 @@ type RequestResult struct {
 
 // applies keeps the expectations for this run's mode and cache.
 func (r *Run) applies(f scenario.Filter) bool {
-	client := "simulated"
-	if r.proxy.Evidence() != nil {
-		client = "envoy"
-	}
 	// info holds the SotW options in force, defaults filled (Execute).
-	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: client, SotWVersions: r.info.SotWVersions})
+	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: r.proxy.Kind(), SotWVersions: r.info.SotWVersions})
 }
 
 // firstRequest is the step's first request expectation that applies to this run.
@@ -67,7 +63,7 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
 	obs := r.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
-	ok := matches(obs, q, r.proxy.Evidence() != nil)
+	ok := matches(obs, q, r.proxy.Kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
@@ -107,8 +103,11 @@ func sentTS(o Observation) *time.Time {
 }
 
 func clientLabel(o Observation) string {
-	if o.Simulated {
+	switch {
+	case o.Simulated:
 		return "simulated"
+	case o.Client != "":
+		return o.Client
 	}
 	return "envoy"
 }
@@ -175,10 +174,13 @@ func describeObs(o Observation) string {
 	if o.Class != "" && o.Class != ClassServed && o.Status != 0 {
 		fmt.Fprintf(&b, " [%s]", o.Class)
 	}
+	if o.GRPCStatus != "" && o.GRPCStatus != "OK" {
+		fmt.Fprintf(&b, " grpc %s: %s", o.GRPCStatus, o.GRPCMessage)
+	}
 	if o.Simulated {
 		b.WriteString(" (SIMULATED)")
 	} else {
-		b.WriteString(" (envoy)")
+		b.WriteString(" (" + clientLabel(o) + ")")
 	}
 	return b.String()
 }
@@ -193,7 +195,7 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 		what := fmt.Sprintf("Envoy's config dump shows %s %s", key, e.State)
 		ev := r.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, "the simulated client has no config dump")
+			s.skip(what, r.noAdmin("config dump"))
 			continue
 		}
 		var got string
@@ -213,6 +215,14 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 	}
 }
 
+// noAdmin says why a run has no Envoy admin view (what: "stats", "config dump").
+func (r *Run) noAdmin(what string) string {
+	if r.proxy.Kind() == ClientGRPC {
+		return "grpc-go has no Envoy " + what + "; its own view is CSDS (the step's -csds.json)"
+	}
+	return "the simulated client has no " + what
+}
+
 // checkStats polls Envoy's stats until every expected stat (or its rise over the step)
 // compares as the file says.
 func (r *Run) checkStats(ctx context.Context, s *stepRun) {
@@ -226,7 +236,7 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 		}
 		ev := r.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, "the simulated client has no stats")
+			s.skip(what, r.noAdmin("stats"))
 			continue
 		}
 		base := int64(0)

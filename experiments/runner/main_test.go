@@ -4,13 +4,18 @@ import (
 	"os"
 	"testing"
 
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/shared/scenario"
 )
 
 // TestMain fails the package when a run leaves a goroutine behind (servers, streams,
-// HTTP clients, the simulated client's loop, Envoy's waiter).
-func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
+// HTTP clients, the simulated client's loop, Envoy's waiter). The test binary is also
+// the grpc client the --client grpc runs start (grpcclient.ReexecCommand).
+func TestMain(m *testing.M) {
+	grpcclient.ChildMain()
+	os.Exit(leakcheck.Main(m))
+}
 
 // teachingSteps is the built-in teaching scenario's steps.
 func teachingSteps(t testing.TB) []scenario.Step {

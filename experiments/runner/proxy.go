@@ -50,6 +50,13 @@ type Observation struct {
 	// Simulated is true when no proxy forwarded anything: the result was computed from the
 	// simulated client's accepted configuration.
 	Simulated bool `json:"simulated"`
+	// Client is the real client that carried the request ("envoy", "grpc"; "" for the
+	// simulated client and in evidence written before grpc runs existed, all Envoy's).
+	Client string `json:"client,omitempty"`
+	// GRPCStatus and GRPCMessage are the RPC's status through the grpc client's front
+	// door ("OK", "Unavailable" and grpc-go's own reason).
+	GRPCStatus  string `json:"grpc_status,omitempty"`
+	GRPCMessage string `json:"grpc_message,omitempty"`
 	// Host is the Host the request was sent with ("" for the listener's address).
 	Host string `json:"host,omitempty"`
 	// Sent is when the request was sent; Answered when the response (or the failure)
@@ -116,9 +123,10 @@ func (o Observation) Backend() string {
 	return o.BodyBackend
 }
 
-// proxy is the data plane under test: real Envoy or the simulated client.
+// proxy is the data plane under test: real Envoy, grpc-go's client, or the simulated
+// client.
 type proxy interface {
-	Kind() string // "envoy" or "simulated"
+	Kind() string // "envoy", "grpc" or "simulated"
 	Start(ctx context.Context) error
 	// Stop ends the proxy cleanly (Envoy: /quitquitquit).
 	Stop(ctx context.Context) error
@@ -168,6 +176,17 @@ func (s *backendSet) all() []*inventory.Backend {
 	return slices.Clone(s.list)
 }
 
+// logged is the backend whose own log has requestID ("" when none has).
+func (s *backendSet) logged(requestID string) string {
+	name := ""
+	for _, b := range s.all() {
+		if _, ok, _ := b.Lookup(requestID); ok {
+			name = b.Name()
+		}
+	}
+	return name
+}
+
 func (s *backendSet) add(b *inventory.Backend) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,8 +233,7 @@ func newEnvoyProxy(bin envoy.Binary, mode, dir string, params bootstrap.Params, 
 	}
 	return &envoyProxy{
 		bin: bin, bootstrap: path, logPath: filepath.Join(dir, "envoy.log"), accessLog: filepath.Join(dir, "access.log"),
-		listenerPort: listenerPort, backends: backends, configYAML: configYAML,
-		http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		listenerPort: listenerPort, backends: backends, configYAML: configYAML, http: newDataPlaneClient(),
 	}, nil
 }
 
@@ -299,19 +317,17 @@ func (e *envoyProxy) Hold(context.Context) (func() error, error) {
 	if p == nil {
 		return nil, errors.New("hold: envoy is not running")
 	}
-	pid := p.Pid()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("hold: SIGSTOP envoy pid %d: %w", pid, err)
-	}
-	var once sync.Once
-	return func() (err error) {
-		once.Do(func() {
-			if e := syscall.Kill(pid, syscall.SIGCONT); e != nil && !errors.Is(e, syscall.ESRCH) {
-				err = fmt.Errorf("release: SIGCONT envoy pid %d: %w", pid, e)
-			}
-		})
+	return holdProcess("envoy", p.Pid())
+}
+
+func sigstop(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
+
+// sigcont continues pid; one that is gone meanwhile is not an error.
+func sigcont(pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
-	}, nil
+	}
+	return nil
 }
 
 func (e *envoyProxy) Stats(ctx context.Context) (map[string]string, error) {
@@ -348,12 +364,25 @@ func (e *envoyProxy) Probe(ctx context.Context, q scenario.Request, requestID st
 
 // send sends one request through Envoy and reads the answer and the body's backend.
 func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID string) (Observation, bool) {
+	o, _, ok := sendHTTP(ctx, e.http, loopback.Addr(e.listenerPort), q, requestID)
+	o.Client = ClientEnvoy
+	return o, ok
+}
+
+// sendHTTP sends one request to a data plane's HTTP listener at addr and reads the
+// answer, its headers and the backend its body names.
+func sendHTTP(ctx context.Context, client *http.Client, addr string, q scenario.Request, requestID string) (Observation, http.Header, bool) {
 	o := Observation{RequestID: requestID, Path: q.Path, Host: q.Host, At: time.Now().UTC().Format(time.RFC3339Nano)}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listenerPort)+q.Path, nil)
+	if addr == "" {
+		o.Error = "the data plane is not running"
+		o.Class = ClassNoResponse
+		return o, nil, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+q.Path, nil)
 	if err != nil {
 		o.Error = err.Error()
 		o.Class = ClassNoResponse
-		return o, false
+		return o, nil, false
 	}
 	for k, v := range q.Headers {
 		req.Header.Set(k, v)
@@ -363,11 +392,11 @@ func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID str
 	}
 	req.Header.Set("x-request-id", requestID)
 	o.Sent = time.Now().UTC()
-	resp, err := e.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		o.Error = err.Error()
 		o.Class = ClassNoResponse
-		return o, false
+		return o, nil, false
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
@@ -378,7 +407,7 @@ func (e *envoyProxy) send(ctx context.Context, q scenario.Request, requestID str
 		o.BodyBackend = quote.Backend
 	}
 	o.Class = Classify(o.Status, "")
-	return o, true
+	return o, resp.Header, true
 }
 
 func (e *envoyProxy) Request(ctx context.Context, q scenario.Request, requestID string) Observation {
@@ -386,11 +415,7 @@ func (e *envoyProxy) Request(ctx context.Context, q scenario.Request, requestID 
 	if !answered {
 		return o
 	}
-	for _, b := range e.backends.all() {
-		if _, ok, _ := b.Lookup(requestID); ok {
-			o.LogBackend = b.Name()
-		}
-	}
+	o.LogBackend = e.backends.logged(requestID)
 	// The access log is flushed every 100 ms (--file-flush-interval-msec); wait for it.
 	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -44,13 +45,16 @@ type Options struct {
 	// Scenario is what to run (the built-in teaching scenario when nil).
 	Scenario   *scenario.Scenario
 	Mode       string
-	Client     string // envoy, sim or auto
+	Client     string // envoy, grpc, sim or auto
 	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
 	Versions   frontend.VersionStrategy
 	NackPolicy sotw.NackPolicy
 	// Cache is the library cache (frontend.SnapshotCache when empty).
 	Cache    frontend.Cache
 	EnvoyBin string // --envoy-bin
+	// GRPCCommand runs the grpc client (--client grpc); zero: `lab grpc-client` from this
+	// executable (grpcclient.LabCommand).
+	GRPCCommand grpcclient.Command
 	// Load, when its Rate is set, is steady traffic through Envoy for the whole run,
 	// counted per step (lab run --load).
 	Load Load
@@ -110,7 +114,7 @@ type RunInfo struct {
 	Scenario     string   `json:"scenario,omitempty"`
 	ScenarioFile string   `json:"scenario_file,omitempty"`
 	Mode         string   `json:"mode"`
-	Client       string   `json:"client"` // "envoy" or "simulated"
+	Client       string   `json:"client"` // "envoy", "grpc" or "simulated"
 	EnvoyPath    string   `json:"envoy_path,omitempty"`
 	EnvoyVersion string   `json:"envoy_version,omitempty"`
 	EnvoySource  string   `json:"envoy_source,omitempty"`
@@ -125,6 +129,8 @@ type RunInfo struct {
 	PID          int      `json:"pid"`
 	// NotRunReason says why the data plane was simulated.
 	NotRunReason string `json:"not_run_reason,omitempty"`
+	// GRPCTarget is what the grpc client dialed (--client grpc).
+	GRPCTarget string `json:"grpc_target,omitempty"`
 	// Outage and PublishDuringReconnect are the failure windows asked for (Options).
 	// ConfigYAML is what was merged over Envoy's bootstrap (--config-yaml).
 	ConfigYAML             string `json:"config_yaml,omitempty"`
@@ -184,9 +190,13 @@ type Checkpoint struct {
 	EnvoyConfigVersions map[string]string `json:"envoy_config_versions,omitempty"`
 	ConfigDump          string            `json:"config_dump,omitempty"`
 	// ClientView is the client's own view checked against xds.log's model of it.
-	ClientView  *ClientViewResult `json:"client_view,omitempty"`
-	NacksInStep int               `json:"nacks_in_step"`
-	NackError   string            `json:"nack_error,omitempty"`
+	ClientView *ClientViewResult `json:"client_view,omitempty"`
+	// ClientStatus is the file of the client's own CSDS view (the grpc client), or why
+	// it could not be read.
+	ClientStatus      string `json:"client_status,omitempty"`
+	ClientStatusError string `json:"client_status_error,omitempty"`
+	NacksInStep       int    `json:"nacks_in_step"`
+	NackError         string `json:"nack_error,omitempty"`
 	// Exchange lists the step's first requests and sends (reconnect evidence).
 	Exchange    []ExchangeEvent `json:"exchange,omitempty"`
 	VersionNote string          `json:"version_note,omitempty"`
@@ -327,13 +337,13 @@ func (r *Run) ProxyPID() int {
 	return r.proxy.PID()
 }
 
-// KillProxy ends the data plane with SIGKILL (real Envoy only).
+// KillProxy ends the data plane with SIGKILL (a real client's process only).
 func (r *Run) KillProxy() error {
-	e, ok := r.proxy.(*envoyProxy)
+	p, ok := r.proxy.(interface{ Kill() error })
 	if !ok {
 		return errors.New("kill: the data plane is simulated")
 	}
-	return e.Kill()
+	return p.Kill()
 }
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
@@ -446,8 +456,12 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 		}
 	case ClientSim:
 		notRun = "--client=sim"
+	case ClientGRPC:
+		if o.GRPCCommand, err = grpcCommand(o, sc); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("unknown client %q (want envoy, sim or auto)", o.Client)
+		return nil, fmt.Errorf("unknown client %q (want envoy, grpc, sim or auto)", o.Client)
 	}
 	if client == ClientSim && sc.OnDemand.Any() {
 		return nil, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimOnDemand}
@@ -494,12 +508,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 			r.info.NackPolicy = string(defPolicy)
 		}
 	}
-	if client == ClientEnvoy {
-		r.info.Client, r.info.EnvoyPath, r.info.EnvoyVersion, r.info.EnvoySource = "envoy", bin.Path, bin.Version, bin.Source
-		r.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
-	} else {
-		r.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
-	}
+	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
 	runErr := r.execute(ctx, steps, client, bin)
 	r.finish(res, runErr, ctx.Err() != nil)
@@ -557,27 +566,16 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 			return err
 		}
 	}
+	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
+	r.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
 	if err := r.startControlPlane(r.o.XDSPort); err != nil {
 		return err
 	}
 	r.o.XDSPort = r.cp.Port()
 	r.info.XDSAddr = r.cp.Addr()
-	if client == ClientEnvoy {
-		adminPort := r.o.AdminPort
-		overrides, err := mergeConfigYAML(r.sc.Bootstrap, r.o.ConfigYAML)
-		if err != nil {
-			return err
-		}
-		r.info.ConfigYAML = overrides
-		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: adminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
-		if r.proxy, err = newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.backends, overrides); err != nil {
-			return err
-		}
-	} else {
-		if r.proxy, err = newSimProxy(r.o.Mode, r.cp.Addr(), r.backends); err != nil {
-			return err
-		}
+	if r.proxy, err = r.newProxy(client, bin); err != nil {
+		return err
 	}
 	if err := writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info); err != nil {
 		return err
@@ -638,6 +636,47 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		}
 	}
 	return nil
+}
+
+// describeClient records the data plane in run.json's info and says which it is.
+func (r *Run) describeClient(client string, bin envoy.Binary, notRun string) {
+	switch client {
+	case ClientEnvoy:
+		r.info.Client, r.info.EnvoyPath, r.info.EnvoyVersion, r.info.EnvoySource = "envoy", bin.Path, bin.Version, bin.Source
+		r.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
+	case ClientGRPC:
+		r.info.Client, r.info.GRPCTarget = ClientGRPC, grpcTarget(r.sc)
+		r.say("grpc client: grpc-go's xDS client, dialing %s", r.info.GRPCTarget)
+	default:
+		r.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
+	}
+}
+
+// newProxy makes the run's data plane, pointed at the control plane now running.
+func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
+	switch client {
+	case ClientEnvoy:
+		overrides, err := mergeConfigYAML(r.sc.Bootstrap, r.o.ConfigYAML)
+		if err != nil {
+			return nil, err
+		}
+		r.info.ConfigYAML = overrides
+		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		// Never a typed nil in the interface: teardown stops any proxy the run has.
+		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.backends, overrides)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	case ClientGRPC:
+		// The front door takes the listener's port: it stands where Envoy's listener would.
+		return newGRPCProxy(r.o.GRPCCommand, r.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.backends), nil
+	}
+	s, err := newSimProxy(r.o.Mode, r.cp.Addr(), r.backends)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // checkPorts refuses fixed ports that repeat or that are already taken. Envoy's ports
@@ -760,8 +799,8 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 		}
 		result = fmt.Sprintf("FAIL: interrupted at %s", at)
 	}
-	if r.info.Client != "envoy" {
-		// Envoy did not run: never report a data-plane result it did not produce.
+	if r.info.Client == "simulated" {
+		// No real client ran: never report a data-plane result one did not produce.
 		if runErr != nil {
 			result = "NOT_RUN (simulated client; run " + strings.TrimPrefix(result, "FAIL: ") + ")"
 		} else {

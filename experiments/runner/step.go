@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -389,6 +391,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
+	r.collectClientStatus(cctx, st, cp)
 	ev := r.proxy.Evidence()
 	if ev == nil {
 		return
@@ -413,6 +416,35 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 		}
 		cp.EnvoyConfigVersions = configVersions(dump)
 	}
+}
+
+// collectClientStatus keeps the client's own view of its resources, when it reports one
+// through CSDS (the grpc client), as <step>-csds.json beside the checkpoint.
+//
+// The cross-check of that view with xds.log's model of the client (issue 24: the
+// experiments/clientview comparator, FromCSDS and Check) belongs here: each disagreement
+// becomes a failed check of the step.
+func (r *Run) collectClientStatus(ctx context.Context, st scenario.Step, cp *Checkpoint) {
+	cv, ok := r.proxy.(clientStatusViewer)
+	if !ok {
+		return
+	}
+	resp, err := cv.ClientStatus(ctx)
+	if err != nil {
+		cp.ClientStatusError = err.Error()
+		return
+	}
+	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(resp)
+	if err != nil {
+		cp.ClientStatusError = err.Error()
+		return
+	}
+	name := st.Name + "-csds.json"
+	if err := writeFileAtomic(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
+		cp.ClientStatusError = err.Error()
+		return
+	}
+	cp.ClientStatus = name
 }
 
 // xdsStats keeps Envoy's xDS subscription stats (every listener, route configuration and

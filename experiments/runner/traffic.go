@@ -34,20 +34,20 @@ func (l Load) check(envoyRuns bool) error {
 		return nil
 	}
 	if !envoyRuns {
-		return errors.New("--load needs real Envoy: the simulated client has no listener to load")
+		return errors.New("--load needs real Envoy: the load is sent to Envoy's listener, which the other clients do not have")
 	}
 	o := load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol, Target: "http://" + loopback.Addr(1) + "/"}
 	return o.Check()
 }
 
-// scenarioLoad is the run's load: --load when given, else the scenario's own, which the
-// simulated client skips (it has no listener), saying so in note.
+// scenarioLoad is the run's load: --load when given, else the scenario's own, which a
+// run without Envoy skips (only Envoy's listener is loaded), saying so in note.
 func scenarioLoad(l Load, sc *scenario.Scenario, envoyRuns bool) (Load, string, error) {
 	if l.on() || sc.Load == nil {
 		return l, "", nil
 	}
 	if !envoyRuns {
-		return l, fmt.Sprintf("load: the scenario's %d requests/s are NOT run: the simulated client has no listener; its traffic checks are skipped", sc.Load.Rate), nil
+		return l, fmt.Sprintf("load: the scenario's %d requests/s are NOT run: the load is sent to Envoy's listener only; its traffic checks are skipped", sc.Load.Rate), nil
 	}
 	p, err := load.ParseProtocol(sc.Load.Protocol)
 	if err != nil {
@@ -128,7 +128,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
 			why := "the run has no load (lab run --load, or a scenario load)"
 			if r.loadNote != "" {
-				why = "the simulated client has no listener to load"
+				why = "the load is sent to Envoy's listener only"
 			}
 			s.skip("traffic", why)
 		}

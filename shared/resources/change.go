@@ -99,7 +99,7 @@ func Rebuild(prev *Set, next State) (*Set, error) {
 		return nil, err
 	}
 	was := prev.state
-	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort || was.OnDemand != next.OnDemand {
+	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort || was.OnDemand != next.OnDemand || was.Proxyless != next.Proxyless {
 		set, err := Build(next)
 		if err != nil {
 			return nil, err

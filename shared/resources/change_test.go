@@ -81,7 +81,7 @@ func mutate(rng *rand.Rand, s State) State {
 		out.RouteTargets[k] = v
 	}
 	for range 1 + rng.IntN(2) {
-		switch rng.IntN(9) {
+		switch rng.IntN(10) {
 		case 0:
 			out.Clusters = max(0, out.Clusters+rng.IntN(5)-2)
 		case 1:
@@ -107,6 +107,8 @@ func mutate(rng *rand.Rand, s State) State {
 			out.InventoryPort = 20000 + rng.IntN(2)
 		case 8:
 			out.ListenerPort = 19000 + rng.IntN(2)
+		case 9:
+			out.Proxyless = !out.Proxyless
 		}
 	}
 	// Keep the maps inside the state (Build refuses the rest; the walk then skips).

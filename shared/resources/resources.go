@@ -135,7 +135,19 @@ type State struct {
 	// Host ServiceHost(i), or QuoteHost in the teaching state) and/or its clusters through
 	// on-demand CDS (ondemand.go). Delta only; InvalidRoute is not built in this shape.
 	OnDemand OnDemand
+	// Proxyless builds the listener for a proxyless gRPC client (grpc-go): an
+	// api_listener holding the same HTTP connection manager (RDS over ADS, the router),
+	// with no address, no access log and nothing on demand. Routes, clusters and
+	// endpoints are the same resources either way. The client subscribes to the listener
+	// named by its target's host, so it dials ProxylessTarget.
+	Proxyless bool
 }
+
+// ProxylessTarget is what a proxyless client dials: grpc-go's xDS resolver subscribes to
+// the listener named by the target's host (xds/internal/resolver: the LDS resource name
+// is the target's endpoint when the bootstrap has no client_default_listener_resource_name_template),
+// so the listener keeps its name and both clients are served the same names.
+const ProxylessTarget = "xds:///" + ListenerName
 
 // QuoteHost is the Host of the teaching state's one virtual host when routes are on
 // demand (VHDS): Envoy subscribes to "quote-route/quote".
@@ -285,6 +297,12 @@ func checkState(s State) (State, error) {
 	if s.Clusters < 0 {
 		return s, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
 	}
+	if s.Proxyless && s.OnDemand.Any() {
+		return s, fmt.Errorf("build version %s: on-demand xDS needs Envoy's on_demand filter; a proxyless listener has none", s.Version)
+	}
+	if s.Proxyless && s.AccessLogPath != "" {
+		return s, fmt.Errorf("build version %s: a proxyless listener writes no access log", s.Version)
+	}
 	if s.OnDemand.VirtualHosts && s.InvalidRoute {
 		return s, fmt.Errorf("build version %s: the invalid route is not built with routes on demand (VHDS)", s.Version)
 	}
@@ -352,10 +370,59 @@ func (s *Set) Snapshot(versions map[Type]string) (*cachev3.Snapshot, error) {
 	if s.lenient {
 		return snap, nil
 	}
+	if s.state.Proxyless {
+		if err := apiListenerConsistent(snap); err != nil {
+			return nil, fmt.Errorf("snapshot is not consistent: %w", err)
+		}
+		return snap, nil
+	}
 	if err := snap.Consistent(); err != nil {
 		return nil, fmt.Errorf("snapshot is not consistent: %w", err)
 	}
 	return snap, nil
+}
+
+// apiListenerConsistent is Snapshot.Consistent for the proxyless shape. The library's
+// check collects a listener's route names from its filter chains only
+// (pkg/cache/v3/resource.go, getListenerReferences), so it finds none in an api_listener
+// and calls the route configuration unreferenced. This is the same check with the
+// api_listener's route added: every route configuration and every assignment published
+// is exactly the set the listeners and clusters name.
+func apiListenerConsistent(snap *cachev3.Snapshot) error {
+	refs := cachev3.GetAllResourceReferences(snap.Resources)
+	routes := refs[rsrc.RouteType]
+	if routes == nil {
+		routes = map[string]bool{}
+	}
+	for _, r := range snap.Resources[types.Listener].Items {
+		l, ok := r.Resource.(*listener.Listener)
+		if !ok || l.GetApiListener() == nil {
+			continue
+		}
+		m := &hcm.HttpConnectionManager{}
+		if err := l.GetApiListener().GetApiListener().UnmarshalTo(m); err != nil {
+			return fmt.Errorf("listener %s: api_listener: %w", l.GetName(), err)
+		}
+		if name := m.GetRds().GetRouteConfigName(); name != "" {
+			routes[name] = true
+		}
+	}
+	for _, c := range []struct {
+		t    Type
+		rt   types.ResponseType
+		refs map[string]bool
+	}{{RDS, types.Route, routes}, {EDS, types.Endpoint, refs[rsrc.EndpointType]}} {
+		items := snap.Resources[c.rt].Items
+		if len(items) != len(c.refs) {
+			return fmt.Errorf("%s: %d referenced, %d published", c.t, len(c.refs), len(items))
+		}
+		for name := range items {
+			if !c.refs[name] {
+				return fmt.Errorf("%s %q is published but not referenced", c.t, name)
+			}
+		}
+	}
+	return nil
 }
 
 // Has reports whether the set holds a resource of type t named name. The first call
@@ -456,6 +523,15 @@ func Validate(r types.Resource) error {
 	if !ok {
 		return nil
 	}
+	if a := l.GetApiListener().GetApiListener(); a != nil {
+		m, err := a.UnmarshalNew()
+		if err != nil {
+			return fmt.Errorf("api_listener: %w", err)
+		}
+		if err := validate(m); err != nil {
+			return fmt.Errorf("api_listener: %w", err)
+		}
+	}
 	for _, fc := range l.GetFilterChains() {
 		for _, f := range fc.GetFilters() {
 			if f.GetTypedConfig() == nil {
@@ -492,10 +568,55 @@ func adsSource() *core.ConfigSource {
 
 func buildListener(s State) (*listener.Listener, error) {
 	return listenerFor(ListenerSpec{Name: ListenerName, Port: s.ListenerPort, RouteName: RouteName, StatPrefix: StatPrefix,
-		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath, OnDemand: s.OnDemand})
+		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath, OnDemand: s.OnDemand, Proxyless: s.Proxyless})
 }
 
 func listenerFor(s ListenerSpec) (*listener.Listener, error) {
+	m, err := httpConnectionManager(s)
+	if err != nil {
+		return nil, err
+	}
+	// ValidateAll does not look inside an Any: validate the HCM before packing it.
+	if err := m.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("http connection manager: %w", err)
+	}
+	packed, err := deterministicAny(m)
+	if err != nil {
+		return nil, fmt.Errorf("pack http connection manager: %w", err)
+	}
+	if s.Proxyless {
+		// A proxyless client has no socket to bind: the HCM is the listener's
+		// api_listener, which is what grpc-go reads for a client-side listener
+		// (internal/xds/xdsclient/xdsresource/unmarshal_lds.go, processListener ->
+		// processClientSideListener).
+		return &listener.Listener{Name: s.Name, ApiListener: &listener.ApiListener{ApiListener: packed}}, nil
+	}
+	return &listener.Listener{
+		Name: s.Name,
+		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+			Address:       loopback.Host,
+			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.Port)},
+		}}},
+		FilterChains: []*listener.FilterChain{{Filters: []*listener.Filter{{
+			Name:       wellknown.HTTPConnectionManager,
+			ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
+		}}}},
+	}, nil
+}
+
+// httpConnectionManager is the listener's HTTP connection manager: routes from RDS over
+// ADS, the router (after the on_demand filter when something is on demand), and the
+// access log when asked. The proxyless shape takes neither an access log nor the
+// on_demand filter: grpc-go has no filter implementation for on_demand and NACKs a
+// listener naming one (unmarshal_lds.go, validateHTTPFilterConfig: "no filter
+// implementation found"), and it writes no access log.
+func httpConnectionManager(s ListenerSpec) (*hcm.HttpConnectionManager, error) {
+	if s.Proxyless && s.OnDemand.Any() {
+		return nil, fmt.Errorf("listener %s: on-demand xDS is Envoy's on_demand filter, which a proxyless (grpc-go) listener cannot carry", s.Name)
+	}
+	if s.Proxyless && s.AccessLogPath != "" {
+		return nil, fmt.Errorf("listener %s: a proxyless (grpc-go) listener writes no access log", s.Name)
+	}
 	routerCfg, err := deterministicAny(&router.Router{})
 	if err != nil {
 		return nil, fmt.Errorf("pack router: %w", err)
@@ -536,25 +657,7 @@ func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 		}
 		m.AccessLog = []*accesslog.AccessLog{{Name: "envoy.access_loggers.file", ConfigType: &accesslog.AccessLog_TypedConfig{TypedConfig: al}}}
 	}
-	// ValidateAll does not look inside an Any: validate the HCM before packing it.
-	if err := m.ValidateAll(); err != nil {
-		return nil, fmt.Errorf("http connection manager: %w", err)
-	}
-	packed, err := deterministicAny(m)
-	if err != nil {
-		return nil, fmt.Errorf("pack http connection manager: %w", err)
-	}
-	return &listener.Listener{
-		Name: s.Name,
-		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
-			Address:       loopback.Host,
-			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.Port)},
-		}}},
-		FilterChains: []*listener.FilterChain{{Filters: []*listener.Filter{{
-			Name:       wellknown.HTTPConnectionManager,
-			ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
-		}}}},
-	}, nil
+	return m, nil
 }
 
 // routeTo is the route named name matching path exactly and sending to clusterName.

@@ -37,6 +37,10 @@ type ListenerSpec struct {
 	// when 0).
 	OnDemand     OnDemand
 	ODCDSTimeout time.Duration
+	// Proxyless makes it the listener of a proxyless gRPC client (State.Proxyless): the
+	// same HTTP connection manager as the listener's api_listener, with no address. Port
+	// is then unused; an access log or anything on demand is refused.
+	Proxyless bool
 }
 
 // BuildListener builds the listener l describes.
@@ -109,7 +113,16 @@ func BuildEndpoints(name string, ports ...int) *endpoint.ClusterLoadAssignment {
 	}
 	cla := &endpoint.ClusterLoadAssignment{ClusterName: name}
 	if len(lbs) > 0 {
-		cla.Endpoints = []*endpoint.LocalityLbEndpoints{{LbEndpoints: lbs}}
+		// An empty locality and weight 1, which Envoy treats as no locality (weights only
+		// count under locality_weighted_lb_config), because grpc-go NACKs a locality
+		// without an ID ("EDS response contains a locality without ID") and ignores one
+		// of weight 0, i.e. unset (internal/xds/xdsclient/xdsresource/unmarshal_eds.go,
+		// parseEDSRespProto). One shape serves both clients.
+		cla.Endpoints = []*endpoint.LocalityLbEndpoints{{
+			Locality:            &core.Locality{},
+			LoadBalancingWeight: wrapperspb.UInt32(1),
+			LbEndpoints:         lbs,
+		}}
 	}
 	return cla
 }

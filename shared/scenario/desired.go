@@ -40,6 +40,9 @@ type Env struct {
 	ListenerPort int
 	// AccessLog is where the short-form listener writes Envoy's access log ("" for none).
 	AccessLog string
+	// Proxyless builds the short-form listeners for a proxyless gRPC client
+	// (resources.ListenerSpec.Proxyless): an api_listener, same routes.
+	Proxyless bool
 }
 
 // Key names one xDS resource.

@@ -740,7 +740,7 @@ func (p *parser) listenerForm(f *fields, what, name string) (Item, error) {
 	}
 	return Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {
 		s := spec
-		s.Port, s.AccessLogPath = env.ListenerPort, env.AccessLog
+		s.Port, s.AccessLogPath, s.Proxyless = env.ListenerPort, env.AccessLog, env.Proxyless
 		return resources.BuildListener(s)
 	}}, nil
 }

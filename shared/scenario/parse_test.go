@@ -73,7 +73,7 @@ resources:
         service_name: inventory
         eds_config: {ads: {}, resource_api_version: V3}
   full-endpoints:
-    eds: {"cluster_name": "inventory", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": "${backend.v1.port}"}}}}]}]}
+    eds: {"cluster_name": "inventory", "endpoints": [{"locality": {}, "load_balancing_weight": 1, "lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": "${backend.v1.port}"}}}}]}]}
 steps:
   - name: initial
     publish: {upsert: [short]}

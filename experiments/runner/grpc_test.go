@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// --client grpc with delta is refused before anything starts, in one line that names
+// grpc-go's source.
+func TestGRPCClientRefusesDelta(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	_, err := Execute(context.Background(), Options{Mode: xdslog.ModeDelta, Client: ClientGRPC, Out: dir})
+	require.ErrorIs(t, err, grpcclient.ErrNoDelta)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "internal/xds/clients/xdsclient/ads_stream.go")
+	assert.NoDirExists(t, dir, "nothing is created")
+}
+
+// On-demand scenarios and Envoy bootstrap overrides do not apply to the grpc client.
+func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	od, err := scenario.Builtin("on-demand-cluster")
+	require.NoError(t, err)
+	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeDelta, Client: ClientGRPC, Out: dir, Scenario: od})
+	require.ErrorIs(t, err, grpcclient.ErrNoDelta, "delta is the first refusal")
+	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, Scenario: od})
+	require.Error(t, err)
+	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, ConfigYAML: "{}"})
+	require.ErrorContains(t, err, "--config-yaml")
+	assert.NoDirExists(t, dir, "nothing is created")
+}
+
+// The teaching scenario's steps up to the control-plane restart (port change, invalid
+// route, recovery, client restart, server restart) with grpc-go's own xDS client as the
+// data plane: every step passes on its evidence (the backend named by the answer and by
+// its own log, the NACK in xds.log with grpc-go's reason, the last good route serving
+// meanwhile and during the outage), the result is a real one (PASS, not NOT_RUN), and
+// each step keeps the client's CSDS view. (remove-cluster expects Envoy's flag NC.)
+func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	steps := []string{"initial", "port-change", "invalid-route", "recover", "envoy-restart", "control-plane-restart"}
+	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
+		Out: dir, Steps: steps, StepTimeout: 40 * time.Second})
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "PASS", res.EnvoyResult)
+	want := map[string]string{"initial": "v1", "port-change": "v2", "invalid-route": "v2", "recover": "v1",
+		"envoy-restart": "v1", "control-plane-restart": "v1"}
+	for _, st := range teachingSteps(t) {
+		backend, ok := want[st.Name]
+		if !ok {
+			continue
+		}
+		c := readCheckpoint(t, dir, st.Checkpoint)
+		assert.Equal(t, ClientGRPC, c.Client)
+		require.NotNil(t, c.Request, st.Name)
+		assert.Equal(t, backend, c.Request.LogBackend, "%s: the backend's own log", st.Name)
+		assert.Equal(t, backend, c.Request.BodyBackend, "%s: the answer", st.Name)
+		assert.Equal(t, "OK", c.Request.GRPCStatus, st.Name)
+		assert.Equal(t, ClientGRPC, c.Request.Client, st.Name)
+		assert.Empty(t, c.EnvoyStats, "no Envoy admin")
+		assertCSDS(t, dir, c, st.Name)
+		switch st.Name {
+		case "invalid-route":
+			assert.Contains(t, c.NackError, "doesn't have a path specifier", "grpc-go's own reason")
+		case "control-plane-restart":
+			require.NotNil(t, c.OutageRequest, "a request during the outage")
+			assert.Equal(t, "v1", c.OutageRequest.LogBackend, "the last good configuration serves while the server is down")
+		}
+	}
+	for _, e := range logEvents(t, dir) {
+		if e.Event == xdslog.EventDataPlane {
+			assert.Equal(t, ClientGRPC, e.Client)
+		}
+	}
+}
+
+// assertCSDS: the step's CSDS view is kept, names the run's node and holds the listener,
+// route configuration, cluster and assignment.
+func assertCSDS(t *testing.T, dir string, c Checkpoint, step string) {
+	t.Helper()
+	require.NotEmpty(t, c.ClientStatus, "%s: %s", step, c.ClientStatusError)
+	b, err := os.ReadFile(filepath.Join(dir, c.ClientStatus))
+	require.NoError(t, err)
+	var resp statuspb.ClientStatusResponse
+	require.NoError(t, protojson.Unmarshal(b, &resp))
+	types := map[resources.Type]int{}
+	for _, cfg := range resp.GetConfig() {
+		assert.Equal(t, resources.NodeID, cfg.GetNode().GetId())
+		for _, g := range cfg.GetGenericXdsConfigs() {
+			typ, ok := resources.TypeOf(g.GetTypeUrl())
+			require.True(t, ok, g.GetTypeUrl())
+			types[typ]++
+		}
+	}
+	assert.Equal(t, map[resources.Type]int{resources.LDS: 1, resources.RDS: 1, resources.CDS: 1, resources.EDS: 1}, types, step)
+}
