@@ -74,6 +74,13 @@ func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
 		assert.Equal(t, ClientGRPC, c.Request.Client, st.Name)
 		assert.Empty(t, c.EnvoyStats, "no Envoy admin")
 		assertCSDS(t, dir, c, st.Name)
+		// grpc-go's own view (CSDS) checked against xds.log's model of its stream.
+		require.NotNil(t, c.ClientView, st.Name)
+		assert.Equal(t, ClientGRPC, c.ClientView.Client, st.Name)
+		assert.Empty(t, c.ClientView.Error, st.Name)
+		assert.Positive(t, c.ClientView.Comparisons, st.Name)
+		assert.Equal(t, 4, c.ClientView.Resources, "%s: listener, route, cluster, assignment", st.Name)
+		assert.Zero(t, c.ClientView.Total, "%s: findings %v", st.Name, c.ClientView.Findings)
 		switch st.Name {
 		case "invalid-route":
 			assert.Contains(t, c.NackError, "doesn't have a path specifier", "grpc-go's own reason")

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -391,7 +393,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
-	r.collectClientStatus(cctx, st, cp)
+	r.collectClientStatus(ctx, cctx, s)
 	ev := r.proxy.Evidence()
 	if ev == nil {
 		return
@@ -419,32 +421,48 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 }
 
 // collectClientStatus keeps the client's own view of its resources, when it reports one
-// through CSDS (the grpc client), as <step>-csds.json beside the checkpoint.
-//
-// The cross-check of that view with xds.log's model of the client (issue 24: the
-// experiments/clientview comparator, FromCSDS and Check) belongs here: each disagreement
-// becomes a failed check of the step.
-func (r *Run) collectClientStatus(ctx context.Context, st scenario.Step, cp *Checkpoint) {
+// through CSDS (the grpc client), as <step>-csds.json beside the checkpoint, and checks
+// it against xds.log's model of the client (clientview.go): each disagreement is a
+// failed check of the step (a warning outside CI).
+func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
 	cv, ok := r.proxy.(clientStatusViewer)
 	if !ok {
 		return
 	}
-	resp, err := cv.ClientStatus(ctx)
+	st, cp := s.st, s.cp
+	resp, err := cv.ClientStatus(cctx)
+	if err == nil {
+		err = r.keepClientStatus(st, cp, resp)
+	}
 	if err != nil {
 		cp.ClientStatusError = err.Error()
-		return
 	}
+	var first []clientview.Resource
+	if err == nil {
+		first, err = clientview.FromCSDS(resp, resources.NodeID)
+	}
+	fetch := func(ctx context.Context) ([]clientview.Resource, error) {
+		resp, err := cv.ClientStatus(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return clientview.FromCSDS(resp, resources.NodeID)
+	}
+	r.checkClientView(ctx, s, clientview.ClientGRPC, first, err == nil, fetch)
+}
+
+// keepClientStatus writes the CSDS response as <step>-csds.json and names it in cp.
+func (r *Run) keepClientStatus(st scenario.Step, cp *Checkpoint, resp *statuspb.ClientStatusResponse) error {
 	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(resp)
 	if err != nil {
-		cp.ClientStatusError = err.Error()
-		return
+		return err
 	}
 	name := st.Name + "-csds.json"
 	if err := writeFileAtomic(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
-		cp.ClientStatusError = err.Error()
-		return
+		return err
 	}
 	cp.ClientStatus = name
+	return nil
 }
 
 // xdsStats keeps Envoy's xDS subscription stats (every listener, route configuration and
