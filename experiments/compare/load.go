@@ -38,7 +38,7 @@ import (
 // written by hand or by an older runner still compares.
 type Meta struct {
 	Mode         string   `json:"mode"`
-	Client       string   `json:"client"`        // "envoy" or "simulated"
+	Client       string   `json:"client"`        // "envoy", "grpc" or "simulated"
 	EnvoyVersion string   `json:"envoy_version"` // e.g. "1.40.0"
 	SotwVersions string   `json:"sotw_versions"` // "uniform", "per-type" or ""
 	NackPolicy   string   `json:"nack_policy"`   // "resend", "hold" or ""

@@ -34,6 +34,9 @@ type Report struct {
 	Diagrams []Diagram `json:"diagrams"`
 	// Total sums the compared steps per run.
 	Total [2]Figures `json:"total"`
+	// Clients is where the two runs' clients differ (clients.go); absent when both runs
+	// have the same client or either client is unknown.
+	Clients *Clients `json:"clients,omitempty"`
 }
 
 // RunHeader says where a run comes from and which options it used.
@@ -44,7 +47,7 @@ type RunHeader struct {
 	// OptionsKnown is false when the run has no run.json: the mode comes from the log
 	// and the options below are empty.
 	OptionsKnown bool   `json:"options_known"`
-	Client       string `json:"client,omitempty"` // "envoy" or "simulated"
+	Client       string `json:"client,omitempty"` // "envoy", "grpc" or "simulated"
 	EnvoyVersion string `json:"envoy_version,omitempty"`
 	SotwVersions string `json:"sotw_versions,omitempty"`
 	NackPolicy   string `json:"nack_policy,omitempty"`
@@ -264,6 +267,7 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 		rep.Versions = append(rep.Versions, cp)
 	}
 	rep.Findings = findings(runs, rep, steps, summary)
+	rep.Clients = compareClients(runs, steps)
 	rep.Headline = headline(runs, rep)
 	return rep, nil
 }

@@ -1,0 +1,237 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// clientTypes are the SotW types the Clients section goes through, in ADS order.
+var clientTypes = []string{"LDS", "RDS", "CDS", "EDS"}
+
+// clientEvidence is what one run's xds.log shows of its client, in the compared steps.
+type clientEvidence struct {
+	// subs is each type's first subscription on the run's first stream.
+	subs map[string]string
+	// resume is each type's first resume request after a control-plane restart.
+	resume     map[string]string
+	resumeStep string
+	// nacks are per step and type.
+	nacks map[string]map[string]*nackEvidence
+	// missing are the names a step's requests subscribed that the state lacks.
+	missing map[string][]string
+	// answers counts a step's data-plane answers by status ("503", "no response").
+	answers map[string]map[string]int
+}
+
+type nackEvidence struct {
+	count         int
+	reason        string
+	kept, rejects string // the NACK's version_info, the version it rejected
+	first, last   time.Time
+}
+
+// subscriptionText is how a request subscribes: "wildcard (no names)" or the names.
+func subscriptionText(e xdslog.Event) string {
+	if e.Wildcard && len(e.Names) == 0 {
+		return "wildcard (no names)"
+	}
+	return "names " + strings.Join(e.Names, ",")
+}
+
+func gatherClientEvidence(r *Run, in map[string]bool) clientEvidence {
+	ev := clientEvidence{subs: map[string]string{}, resume: map[string]string{},
+		nacks: map[string]map[string]*nackEvidence{}, missing: map[string][]string{}, answers: map[string]map[string]int{}}
+	for _, e := range r.Events {
+		if !in[e.Step] {
+			continue
+		}
+		switch e.Event {
+		case xdslog.EventRequest:
+			ev.request(e)
+		case xdslog.EventNack:
+			ev.nack(e, 1)
+		case xdslog.EventStorm:
+			if e.Nacks > 0 {
+				ev.nack(e, e.Nacks)
+			}
+		case xdslog.EventDataPlane:
+			status := "no response"
+			if e.Status != 0 {
+				status = fmt.Sprint(e.Status)
+			}
+			if ev.answers[e.Step] == nil {
+				ev.answers[e.Step] = map[string]int{}
+			}
+			ev.answers[e.Step][status]++
+		}
+	}
+	return ev
+}
+
+func (ev *clientEvidence) request(e xdslog.Event) {
+	switch e.Kind {
+	case xdslog.RequestInitial, xdslog.RequestWildcard:
+		if _, ok := ev.subs[e.Type]; !ok {
+			ev.subs[e.Type] = subscriptionText(e)
+		}
+	case xdslog.RequestResume:
+		if ev.resumeStep == "" {
+			ev.resumeStep = e.Step
+		}
+		if _, ok := ev.resume[e.Type]; !ok && e.Step == ev.resumeStep {
+			ev.resume[e.Type] = fmt.Sprintf("version_info %q, %s", e.Version, subscriptionText(e))
+		}
+	}
+	for _, m := range e.Missing {
+		if !slices.Contains(ev.missing[e.Step], m) {
+			ev.missing[e.Step] = append(ev.missing[e.Step], m)
+		}
+	}
+}
+
+func (ev *clientEvidence) nack(e xdslog.Event, n int) {
+	byType := ev.nacks[e.Step]
+	if byType == nil {
+		byType = map[string]*nackEvidence{}
+		ev.nacks[e.Step] = byType
+	}
+	ne := byType[e.Type]
+	if ne == nil {
+		ne = &nackEvidence{reason: e.Error, rejects: e.SentVersion, first: e.TS}
+		if e.AcceptedVersion != nil {
+			ne.kept = *e.AcceptedVersion
+		}
+		if e.FirstTS != nil {
+			ne.first = *e.FirstTS
+		}
+		byType[e.Type] = ne
+	}
+	ne.count += n
+	ne.last = e.TS
+}
+
+// rate is NACKs per second between the first and the last ("" for one NACK).
+func (ne *nackEvidence) rate() string {
+	d := ne.last.Sub(ne.first).Seconds()
+	if ne.count < 2 || d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.0f/s", float64(ne.count)/d)
+}
+
+// reasonExcerpt is the end of a NACK's error_detail, whitespace collapsed: both clients
+// put the rule that failed last (Envoy's text starts with the whole resource).
+func reasonExcerpt(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	const keep = 160
+	if r := []rune(s); len(r) > keep {
+		return "…" + string(r[len(r)-keep:])
+	}
+	return s
+}
+
+func subscriptionDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference {
+	var out []ClientDifference
+	for _, t := range clientTypes {
+		a, b := ev[0].subs[t], ev[1].subs[t]
+		if a == "" || b == "" || a == b {
+			continue
+		}
+		out = append(out,
+			ClientDifference{Topic: "subscription", Type: t, Runs: [2]string{a, b}, Attribution: AttrImplementation,
+				Source: sides(kinds, "subscription", srcSpecWildcard+" allows both")},
+			ClientDifference{Topic: "ack-names", Type: t, Runs: [2]string{"ACKs list " + a, "ACKs list " + b},
+				Attribution: AttrImplementation, Source: sides(kinds, "ack-names", "")})
+	}
+	return out
+}
+
+func nackDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDifference {
+	var out []ClientDifference
+	for _, s := range steps {
+		for _, t := range clientTypes {
+			na, nb := ev[0].nacks[s][t], ev[1].nacks[s][t]
+			if na == nil || nb == nil {
+				continue
+			}
+			kept := [2]string{
+				fmt.Sprintf("NACKed version %q and kept version %q", na.rejects, na.kept),
+				fmt.Sprintf("NACKed version %q and kept version %q", nb.rejects, nb.kept)}
+			d := ClientDifference{Topic: "nack", Step: s, Type: t, Runs: kept, Same: kept[0] == kept[1]}
+			if d.Same {
+				d.Attribution, d.Source = AttrProtocol, srcSpecNackKeeps
+			} else {
+				d.Attribution, d.Source = AttrImplementation, sides(kinds, "nack-reason", "")
+			}
+			out = append(out, d,
+				ClientDifference{Topic: "nack-reason", Step: s, Type: t,
+					Runs:        [2]string{"says " + reasonExcerpt(na.reason), "says " + reasonExcerpt(nb.reason)},
+					Same:        na.reason == nb.reason,
+					Attribution: AttrImplementation, Source: sides(kinds, "nack-reason", srcSpecErrorDetail)})
+			if na.count != nb.count {
+				out = append(out, ClientDifference{Topic: "nack-rate", Step: s, Type: t,
+					Runs:        [2]string{count(na.count, "NACK") + na.rate(), count(nb.count, "NACK") + nb.rate()},
+					Attribution: AttrImplementation, Source: sides(kinds, "nack-rate", srcNackResend)})
+			}
+		}
+	}
+	return out
+}
+
+func reconnectDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference {
+	var out []ClientDifference
+	if ev[0].resumeStep == "" || ev[0].resumeStep != ev[1].resumeStep {
+		return nil
+	}
+	for _, t := range clientTypes {
+		a, b := ev[0].resume[t], ev[1].resume[t]
+		if a == "" || b == "" {
+			continue
+		}
+		d := ClientDifference{Topic: "reconnect", Step: ev[0].resumeStep, Type: t,
+			Runs: [2]string{"resumes with " + a, "resumes with " + b}, Same: a == b}
+		if d.Same {
+			d.Attribution, d.Source = AttrProtocol, srcSpecReconnectVersion
+		} else {
+			d.Attribution, d.Source = AttrImplementation, sides(kinds, "reconnect", srcSpecReconnectVersion+" for the version both send")
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func doesNotExistDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDifference {
+	var out []ClientDifference
+	for _, s := range steps {
+		ma, mb := ev[0].missing[s], ev[1].missing[s]
+		if len(ma) == 0 || len(mb) == 0 {
+			continue
+		}
+		var runs [2]string
+		for i, m := range [2][]string{ma, mb} {
+			runs[i] = fmt.Sprintf("subscribed %s, which does not exist; its data plane answered %s",
+				strings.Join(m, ","), answersText(ev[i].answers[s]))
+		}
+		out = append(out, ClientDifference{Topic: "does-not-exist", Step: s, Runs: runs,
+			Attribution: AttrImplementation, Source: sides(kinds, "does-not-exist", srcSpecDoesNotExist)})
+	}
+	return out
+}
+
+// answersText is a step's data-plane answers by status, most frequent first.
+func answersText(m map[string]int) string {
+	if len(m) == 0 {
+		return "nothing (no request)"
+	}
+	keys := sortedKeys(m)
+	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
