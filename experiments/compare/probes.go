@@ -84,7 +84,7 @@ func probeCells(p *analysis.Probes, bars bool) []cell {
 		failed.Class = "bad"
 		failures = cell{Text: countList(p.Failures, false), Class: "bad dp"}
 	}
-	by := cell{Text: "envoy"}
+	by := cell{Text: realClients(p)}
 	if p.Simulated {
 		by = cell{Text: "SIMULATED", Class: "sim"}
 	}
@@ -234,4 +234,20 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// realClients names the real clients that answered p's probes ("envoy", "grpc"), "envoy"
+// when none is named (a run before the grpc client).
+func realClients(p *analysis.Probes) string {
+	var names []string
+	for c := range p.Clients {
+		if isRealClient(c) {
+			names = append(names, c)
+		}
+	}
+	if len(names) == 0 {
+		return kindEnvoy
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }

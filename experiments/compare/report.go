@@ -315,7 +315,7 @@ func figures(st *analysis.Step, r *Run) Figures {
 	if st.Probes != nil {
 		p := *st.Probes
 		// The last observation's rule, for every client that answered a probe: only
-		// Envoy's answers are Envoy's, and one of unknown origin is not (isSimulated).
+		// a real client's answers are real, and one of unknown origin is not (isSimulated).
 		for c := range p.Clients {
 			if c == analysis.UnnamedClient {
 				c = ""
@@ -350,12 +350,23 @@ func addFigures(dst *Figures, f Figures) {
 
 // isSimulated decides whether a data-plane answer came from the simulated client: the
 // event says so, or it names no client and the run's client is simulated. An answer of
-// unknown origin is not called Envoy's.
+// unknown origin is not called a real client's.
 func isSimulated(client string, r *Run) bool {
-	if client != "" {
-		return client != "envoy"
+	if client == "" && r.Meta != nil {
+		client = r.Meta.Client
 	}
-	return r.Meta == nil || r.Meta.Client != "envoy"
+	return !isRealClient(client)
+}
+
+// isRealClient: the data planes that forward real requests (Envoy, grpc-go's channel).
+func isRealClient(client string) bool { return client == kindEnvoy || client == kindGRPC }
+
+// answeredBy is the label of a real answer: the client that gave it.
+func answeredBy(client string, r *Run) string {
+	if client == "" && r.Meta != nil {
+		client = r.Meta.Client
+	}
+	return client
 }
 
 func dataPlaneOf(e xdslog.Event) *DataPlaneResult {
@@ -382,7 +393,7 @@ func dataPlaneText(d *DataPlaneResult, r *Run) string {
 	case isSimulated(d.Client, r):
 		parts = append(parts, "SIMULATED")
 	default:
-		parts = append(parts, "envoy")
+		parts = append(parts, answeredBy(d.Client, r))
 	}
 	s := strings.Join(parts, " ")
 	if !d.Correct && d.Expected != "" {
