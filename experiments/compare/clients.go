@@ -19,8 +19,8 @@ type Clients struct {
 
 // ClientDifference is one behaviour of the two clients side by side.
 type ClientDifference struct {
-	// Topic is subscription, ack-names, nack, nack-reason, nack-rate, reconnect or
-	// does-not-exist.
+	// Topic is subscription, ack-names, nack, nack-view (the client's own view of what it
+	// kept), nack-reason, nack-rate, reconnect or does-not-exist.
 	Topic string `json:"topic"`
 	Step  string `json:"step,omitempty"`
 	Type  string `json:"type,omitempty"`
@@ -60,6 +60,9 @@ var clientSources = map[string]map[string]string{
 		"nack-reason": "Envoy: the response is proto-validated before it is applied " +
 			"(MessageUtil::validate, source/common/protobuf/utility.h); GrpcMuxImpl::onDiscoveryResponse " +
 			"(grpc_mux_impl.cc) puts the exception text, the resource's text proto first, in error_detail",
+		"nack-view": "Envoy: its config dump keeps the last good route configuration and no error for it; " +
+			"its version_info is the one that last changed the content (RdsRouteConfigSubscription::onConfigUpdate, " +
+			"source/common/rds/rds_route_config_subscription.cc, skips a response whose content hash is unchanged)",
 		"nack-rate": "Envoy: GrpcMuxImpl::onDiscoveryResponse (grpc_mux_impl.cc) answers every response; " +
 			"ads_config.rate_limit_settings would throttle it (unset in the workbench's bootstrap)",
 		"reconnect": "Envoy: GrpcMuxImpl::handleEstablishedStream (grpc_mux_impl.cc) re-sends each type's " +
@@ -75,6 +78,9 @@ var clientSources = map[string]map[string]string{
 			"NACKs with every subscribed name of the type",
 		"nack-reason": "grpc-go: its own validation of the decoded resource, e.g. routesProtoToSlice " +
 			"(internal/xds/xdsclient/xdsresource/unmarshal_rds.go: \"doesn't have a path specifier\")",
+		"nack-view": "grpc-go: CSDS marks the resource NACKED with the rejected version and reason in " +
+			"error_state and keeps the version_info of the last response that carried it valid " +
+			"(authority.handleADSResourceUpdate, internal/xds/clients/xdsclient/authority.go)",
 		"nack-rate": "grpc-go: adsStreamImpl.onRecv (internal/xds/clients/xdsclient/ads_stream.go) NACKs each " +
 			"response as soon as it is decoded, with no pause or rate limit",
 		"reconnect": "grpc-go: adsStreamImpl.sendExisting (internal/xds/clients/xdsclient/ads_stream.go) " +
@@ -148,7 +154,7 @@ func differenceText(names [2]string, d ClientDifference) string {
 	if d.Step != "" {
 		where = stepName(d.Step) + ": " + where
 	}
-	if d.Same {
+	if d.Runs[0] == d.Runs[1] {
 		return fmt.Sprintf("%s: both (%s, %s) %s", where, names[0], names[1], d.Runs[0])
 	}
 	return fmt.Sprintf("%s: A (%s) %s; B (%s) %s", where, names[0], d.Runs[0], names[1], d.Runs[1])

@@ -14,6 +14,7 @@ var clientTypes = []string{"LDS", "RDS", "CDS", "EDS"}
 
 // clientEvidence is what one run's xds.log shows of its client, in the compared steps.
 type clientEvidence struct {
+	run *Run
 	// subs is each type's first subscription on the run's first stream.
 	subs map[string]string
 	// resume is each type's first resume request after a control-plane restart.
@@ -21,8 +22,9 @@ type clientEvidence struct {
 	resumeStep string
 	// nacks are per step and type.
 	nacks map[string]map[string]*nackEvidence
-	// missing are the names a step's requests subscribed that the state lacks.
-	missing map[string][]string
+	// missing are the names a step's requests subscribed that the state lacks, as
+	// [type, name].
+	missing map[string][][2]string
 	// answers counts a step's data-plane answers by status ("503", "no response").
 	answers map[string]map[string]int
 }
@@ -43,8 +45,8 @@ func subscriptionText(e xdslog.Event) string {
 }
 
 func gatherClientEvidence(r *Run, in map[string]bool) clientEvidence {
-	ev := clientEvidence{subs: map[string]string{}, resume: map[string]string{},
-		nacks: map[string]map[string]*nackEvidence{}, missing: map[string][]string{}, answers: map[string]map[string]int{}}
+	ev := clientEvidence{run: r, subs: map[string]string{}, resume: map[string]string{},
+		nacks: map[string]map[string]*nackEvidence{}, missing: map[string][][2]string{}, answers: map[string]map[string]int{}}
 	for _, e := range r.Events {
 		if !in[e.Step] {
 			continue
@@ -87,8 +89,8 @@ func (ev *clientEvidence) request(e xdslog.Event) {
 		}
 	}
 	for _, m := range e.Missing {
-		if !slices.Contains(ev.missing[e.Step], m) {
-			ev.missing[e.Step] = append(ev.missing[e.Step], m)
+		if tn := [2]string{e.Type, m}; !slices.Contains(ev.missing[e.Step], tn) {
+			ev.missing[e.Step] = append(ev.missing[e.Step], tn)
 		}
 	}
 }
@@ -162,12 +164,17 @@ func nackDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDi
 				fmt.Sprintf("NACKed version %q and kept version %q", na.rejects, na.kept),
 				fmt.Sprintf("NACKed version %q and kept version %q", nb.rejects, nb.kept)}
 			d := ClientDifference{Topic: "nack", Step: s, Type: t, Runs: kept, Same: kept[0] == kept[1]}
+
 			if d.Same {
 				d.Attribution, d.Source = AttrProtocol, srcSpecNackKeeps
 			} else {
 				d.Attribution, d.Source = AttrImplementation, sides(kinds, "nack-reason", "")
 			}
-			out = append(out, d,
+			out = append(out, d)
+			if v := nackView(kinds, ev, s, t); v != nil {
+				out = append(out, *v)
+			}
+			out = append(out,
 				ClientDifference{Topic: "nack-reason", Step: s, Type: t,
 					Runs:        [2]string{"says " + reasonExcerpt(na.reason), "says " + reasonExcerpt(nb.reason)},
 					Same:        na.reason == nb.reason,
@@ -212,14 +219,45 @@ func doesNotExistDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []
 			continue
 		}
 		var runs [2]string
-		for i, m := range [2][]string{ma, mb} {
-			runs[i] = fmt.Sprintf("subscribed %s, which does not exist; its data plane answered %s",
-				strings.Join(m, ","), answersText(ev[i].answers[s]))
+		for i, m := range [2][][2]string{ma, mb} {
+			var names, views []string
+			for _, tn := range m {
+				names = append(names, tn[0]+" "+tn[1])
+				views = append(views, viewOf(ev[i].run, s, tn[0], tn[1]))
+			}
+			runs[i] = fmt.Sprintf("subscribed %s, which does not exist; its data plane answered %s%s",
+				strings.Join(names, ","), answersText(ev[i].answers[s]), strings.Join(views, ""))
 		}
 		out = append(out, ClientDifference{Topic: "does-not-exist", Step: s, Runs: runs,
 			Attribution: AttrImplementation, Source: sides(kinds, "does-not-exist", srcSpecDoesNotExist)})
 	}
 	return out
+}
+
+// nackView sets the clients' own views of a NACKed type's tracked resource side by side
+// (nil when either run kept none).
+func nackView(kinds [2]string, ev [2]clientEvidence, step, typ string) *ClientDifference {
+	name := trackedName(typ)
+	if name == "" {
+		return nil
+	}
+	a, b := viewOf(ev[0].run, step, typ, name), viewOf(ev[1].run, step, typ, name)
+	if a == "" || b == "" {
+		return nil
+	}
+	a, b = strings.TrimPrefix(a, "; its "), strings.TrimPrefix(b, "; its ")
+	return &ClientDifference{Topic: "nack-view", Step: step, Type: typ, Runs: [2]string{a, b}, Same: a == b,
+		Attribution: AttrImplementation, Source: sides(kinds, "nack-view", "")}
+}
+
+// trackedName is the teaching resource of typ ("" when none is tracked).
+func trackedName(typ string) string {
+	for _, t := range Tracked {
+		if t.Type == typ {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // answersText is a step's data-plane answers by status, most frequent first.

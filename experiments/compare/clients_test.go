@@ -78,6 +78,15 @@ func TestClientsEnvoyAgainstGRPC(t *testing.T) {
 	assert.Equal(t, `NACKed version "3" and kept version "2"`, nack.Runs[0])
 	assert.Contains(t, nack.Source, "ACK/NACK and resource type instance version")
 
+	// What each says it kept, in its own view: Envoy's config dump the route as ACKED at
+	// the version that last changed its content, grpc-go's CSDS NACKED at the last good one.
+	view := difference(t, c, "nack-view", "invalid-route", "RDS")
+	assert.Equal(t, AttrImplementation, view.Attribution)
+	assert.Equal(t, "invalid-route-config.json says RDS quote-route ACKED at version 1", view.Runs[0])
+	assert.Equal(t, "invalid-route-csds.json says RDS quote-route NACKED at version 2", view.Runs[1])
+	assert.Contains(t, view.Source, "rds_route_config_subscription.cc")
+	assert.Contains(t, view.Source, "authority.go")
+
 	// Their reasons are each client's own validation.
 	reason := difference(t, c, "nack-reason", "invalid-route", "RDS")
 	assert.False(t, reason.Same)
@@ -126,9 +135,11 @@ func TestClientsDoesNotExist(t *testing.T) {
 	require.NotNil(t, c)
 	d := difference(t, c, "does-not-exist", "subscribe-missing", "")
 	assert.Equal(t, AttrImplementation, d.Attribution)
-	assert.Contains(t, d.Runs[0], "subscribed ghost")
+	assert.Contains(t, d.Runs[0], "subscribed EDS ghost")
 	assert.Contains(t, d.Runs[0], "404 ×1")
 	assert.Contains(t, d.Runs[1], "503 ×3, no response ×2")
+	assert.Contains(t, d.Runs[1], "subscribe-missing-csds.json says EDS ghost DOES_NOT_EXIST")
+	assert.Contains(t, d.Runs[0], "subscribe-missing-config.json says EDS ghost UNKNOWN")
 	assert.Contains(t, d.Source, "A Envoy: initial_fetch_timeout (GrpcSubscriptionImpl::start")
 	assert.Contains(t, d.Source, "B grpc-go: a watch not answered within defaultWatchExpiryTimeout, 15 s")
 	assert.Contains(t, d.Source, "Knowing When a Requested Resource Does Not Exist")
