@@ -20,7 +20,7 @@ type Clients struct {
 // ClientDifference is one behaviour of the two clients side by side.
 type ClientDifference struct {
 	// Topic is subscription, ack-names, nack, nack-view (the client's own view of what it
-	// kept), nack-reason, nack-rate, reconnect or does-not-exist.
+	// kept), nack-reason, nack-rate, reconnect, reconnect-delay or does-not-exist.
 	Topic string `json:"topic"`
 	Step  string `json:"step,omitempty"`
 	Type  string `json:"type,omitempty"`
@@ -67,6 +67,9 @@ var clientSources = map[string]map[string]string{
 			"ads_config.rate_limit_settings would throttle it (unset in the workbench's bootstrap)",
 		"reconnect": "Envoy: GrpcMuxImpl::handleEstablishedStream (grpc_mux_impl.cc) re-sends each type's " +
 			"request with its last accepted version_info and its watch's names (none for LDS/CDS wildcard)",
+		"reconnect-delay": "Envoy: GrpcStream::onRemoteClose -> setRetryTimer " +
+			"(source/extensions/config_subscription/grpc/grpc_stream.h), a jittered exponential backoff " +
+			"reset by every response received",
 		"does-not-exist": "Envoy: initial_fetch_timeout (GrpcSubscriptionImpl::start, " +
 			"source/extensions/config_subscription/grpc/grpc_subscription_impl.cc) only ends initialization " +
 			"waiting; a name never answered stays subscribed and its route answers 503 (NC: no cluster)",
@@ -85,6 +88,9 @@ var clientSources = map[string]map[string]string{
 			"response as soon as it is decoded, with no pause or rate limit",
 		"reconnect": "grpc-go: adsStreamImpl.sendExisting (internal/xds/clients/xdsclient/ads_stream.go) " +
 			"re-sends each type with its last accepted version and every subscribed name",
+		"reconnect-delay": "grpc-go: adsStreamImpl.runner (internal/xds/clients/xdsclient/ads_stream.go) " +
+			"retries with StreamBackoffAfterFailure, by default backoff.DefaultConfig: 1 s base, x1.6, " +
+			"jitter 0.2 (internal/xds/xdsclient/pool.go, backoff/backoff.go)",
 		"does-not-exist": "grpc-go: a watch not answered within defaultWatchExpiryTimeout, 15 s " +
 			"(internal/xds/clients/xdsclient/xdsclient.go; armed by adsStreamImpl.startWatchTimersLocked), " +
 			"is reported does-not-exist; initial_fetch_timeout is not read",

@@ -20,6 +20,11 @@ type clientEvidence struct {
 	// resume is each type's first resume request after a control-plane restart.
 	resume     map[string]string
 	resumeStep string
+	// serverUp is each server's first event; reconnect is how long after the resumed
+	// server's first event the client's stream on it opened (0: unknown).
+	serverUp  map[int]time.Time
+	opened    map[int]time.Time
+	reconnect time.Duration
 	// nacks are per step and type.
 	nacks map[string]map[string]*nackEvidence
 	// missing are the names a step's requests subscribed that the state lacks, as
@@ -45,13 +50,20 @@ func subscriptionText(e xdslog.Event) string {
 }
 
 func gatherClientEvidence(r *Run, in map[string]bool) clientEvidence {
-	ev := clientEvidence{run: r, subs: map[string]string{}, resume: map[string]string{},
+	ev := clientEvidence{run: r, serverUp: map[int]time.Time{}, opened: map[int]time.Time{}, subs: map[string]string{}, resume: map[string]string{},
 		nacks: map[string]map[string]*nackEvidence{}, missing: map[string][][2]string{}, answers: map[string]map[string]int{}}
 	for _, e := range r.Events {
 		if !in[e.Step] {
 			continue
 		}
+		if _, ok := ev.serverUp[e.Server]; !ok && e.Server > 0 {
+			ev.serverUp[e.Server] = e.TS
+		}
 		switch e.Event {
+		case xdslog.EventStreamOpen:
+			if _, ok := ev.opened[e.Server]; !ok {
+				ev.opened[e.Server] = e.TS
+			}
 		case xdslog.EventRequest:
 			ev.request(e)
 		case xdslog.EventNack:
@@ -83,6 +95,9 @@ func (ev *clientEvidence) request(e xdslog.Event) {
 	case xdslog.RequestResume:
 		if ev.resumeStep == "" {
 			ev.resumeStep = e.Step
+			if up, ok := ev.serverUp[e.Server]; ok && e.Server > 1 {
+				ev.reconnect = ev.opened[e.Server].Sub(up)
+			}
 		}
 		if _, ok := ev.resume[e.Type]; !ok && e.Step == ev.resumeStep {
 			ev.resume[e.Type] = fmt.Sprintf("version_info %q, %s", e.Version, subscriptionText(e))
@@ -194,6 +209,12 @@ func reconnectDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference {
 	if ev[0].resumeStep == "" || ev[0].resumeStep != ev[1].resumeStep {
 		return nil
 	}
+	if da, db := ev[0].reconnect, ev[1].reconnect; da > 0 && db > 0 {
+		out = append(out, ClientDifference{Topic: "reconnect-delay", Step: ev[0].resumeStep,
+			Runs: [2]string{reconnectDelayText(da), reconnectDelayText(db)}, Attribution: AttrImplementation,
+			Source: sides(kinds, "reconnect-delay", "the protocol says nothing of when to reconnect; one "+
+				"restart is one draw of each client's jittered backoff")})
+	}
 	for _, t := range clientTypes {
 		a, b := ev[0].resume[t], ev[1].resume[t]
 		if a == "" || b == "" {
@@ -248,6 +269,10 @@ func nackView(kinds [2]string, ev [2]clientEvidence, step, typ string) *ClientDi
 	a, b = strings.TrimPrefix(a, "; its "), strings.TrimPrefix(b, "; its ")
 	return &ClientDifference{Topic: "nack-view", Step: step, Type: typ, Runs: [2]string{a, b}, Same: a == b,
 		Attribution: AttrImplementation, Source: sides(kinds, "nack-view", "")}
+}
+
+func reconnectDelayText(d time.Duration) string {
+	return fmt.Sprintf("opened its stream %.2f s after the restarted server's first event", d.Seconds())
 }
 
 // trackedName is the teaching resource of typ ("" when none is tracked).

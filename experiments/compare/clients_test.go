@@ -114,6 +114,14 @@ func TestClientsEnvoyAgainstGRPC(t *testing.T) {
 	assert.Equal(t, AttrProtocol, rds.Attribution)
 	assert.Equal(t, `resumes with version_info "4", names quote-route`, rds.Runs[0])
 
+	// When each reconnected to the restarted server is each client's backoff.
+	delay := difference(t, c, "reconnect-delay", "control-plane-restart", "")
+	assert.Equal(t, AttrImplementation, delay.Attribution)
+	assert.Equal(t, "opened its stream 0.35 s after the restarted server's first event", delay.Runs[0])
+	assert.Equal(t, "opened its stream 2.69 s after the restarted server's first event", delay.Runs[1])
+	assert.Contains(t, delay.Source, "grpc_stream.h")
+	assert.Contains(t, delay.Source, "backoff.DefaultConfig")
+
 	// Neither run subscribed a name that does not exist.
 	for _, d := range c.Differences {
 		assert.NotEqual(t, "does-not-exist", d.Topic)
