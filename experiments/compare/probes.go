@@ -23,7 +23,7 @@ const probeLegend = "every data-plane probe of the step, weighted: probes = how 
 	"ok = 2xx answers; failed = the rest, expected or not (the step table's data plane says whether the " +
 	"step's expectation was met); failures = by status and Envoy response flags (0 no-response = nothing " +
 	"answered); err-first, err-last = ms from the step's start to the first and the last failure, err-ms = the " +
-	"error window between them; backends = which backend answered the 2xx probes; answered by = envoy, or " +
+	"error window between them; backends = which backend answered the 2xx probes; answered by = the real client (envoy, grpc), or " +
 	"SIMULATED when the simulated client computed the answers (no proxy involved)"
 
 // probeNone is what every format says when no compared step has a probe.
