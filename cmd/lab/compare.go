@@ -53,7 +53,12 @@ and sequence diagrams (--step NAME, or every step in HTML).
 
 With two runs, every finding says whether it is the protocol or an implementation (with
 the xDS protocol section or the go-control-plane component as its source), under a
-headline naming what differed most.
+headline naming what differed most. When the two runs' clients differ (run.json: Envoy
+and grpc-go, lab run --client grpc), a Clients section sets the clients' own behaviour side
+by side: subscription shape and ACK names, what each NACKs, says and keeps (its own view:
+<step>-config.json or <step>-csds.json), how fast it NACKs re-sends, what and when it
+re-sends on a reconnect, and a name that does not exist; each the protocol only where the
+xDS protocol says so and both clients do so, otherwise each client's code.
 
 With three or more, the columns are headed by what tells the runs apart (mode, cache, and
 the SotW options where they differ: "sotw · snapshot · uniform", "delta · linear"), and

@@ -444,3 +444,17 @@ func TestCompareExamplesNameRealPaths(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, paths, 10)
 }
+
+// lab compare of an Envoy run against a grpc-go run (the compare package's fixtures, real
+// runs trimmed) prints the Clients section; two runs of one client do not.
+func TestCompareEnvoyAgainstGRPCShowsClients(t *testing.T) {
+	fixtures := filepath.Join("..", "..", "experiments", "compare", "testdata", "clients")
+	out, _, err := runLab(t, "compare", filepath.Join(fixtures, "envoy"), filepath.Join(fixtures, "grpc"))
+	require.NoError(t, err)
+	assert.Contains(t, out, "\nCLIENTS\n")
+	assert.Contains(t, out, "LDS subscription: A (Envoy) wildcard (no names); B (grpc-go) names quote-listener")
+	assert.Contains(t, out, "200 v2 grpc")
+	out, _, err = runLab(t, "compare", filepath.Join(fixtures, "envoy"), filepath.Join(fixtures, "envoy"))
+	require.NoError(t, err)
+	assert.NotContains(t, out, "\nCLIENTS\n")
+}

@@ -211,6 +211,8 @@ func clientName(r *Run) string {
 	switch kind {
 	case "envoy":
 		return "Envoy"
+	case "grpc":
+		return "grpc-go"
 	case "simulated":
 		return "simulated client"
 	}

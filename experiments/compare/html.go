@@ -187,8 +187,11 @@ type htmlView struct {
 	Shared    string
 	Selected  string
 	Findings  []htmlFinding
-	Diagrams  []htmlPair
-	Simulated bool
+	// Clients is the Clients section (nil: the runs' clients are the same).
+	Clients      []htmlFinding
+	ClientsIntro string
+	Diagrams     []htmlPair
+	Simulated    bool
 }
 
 // htmlFinding is a finding with its text split at backticks, so resource names render
@@ -245,6 +248,12 @@ func renderHTML(w io.Writer, rep *Report) error {
 	}
 	for _, f := range rep.Findings {
 		v.Findings = append(v.Findings, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
+	}
+	if c := rep.Clients; c != nil {
+		v.ClientsIntro = clientsIntro(c)
+		for _, d := range c.Differences {
+			v.Clients = append(v.Clients, htmlFinding{Segments: codeSegments(sanitize(d.Text)), Attribution: d.Attribution, Source: sanitize(d.Source)})
+		}
 	}
 	for _, h := range rep.Runs {
 		v.Simulated = v.Simulated || h.Client == "simulated"
@@ -427,7 +436,14 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 <li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
 </ol>{{else}}<p>None: the figures show no difference worth stating.</p>{{end}}
 </section>
-<section id="diagrams">
+{{if .ClientsIntro}}<section id="clients">
+<h2>Clients</h2>
+<p>{{.ClientsIntro}}</p>
+{{if .Clients}}<ol>{{range .Clients}}
+<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
+</ol>{{else}}<p>None: the compared steps show no client behaviour to set side by side.</p>{{end}}
+</section>
+{{end}}<section id="diagrams">
 <h2>Sequence diagrams</h2>
 {{range .Diagrams}}
 <h3>{{.Step}}</h3>

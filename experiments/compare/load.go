@@ -11,7 +11,9 @@
 // summary.json.
 //
 // Two runs make a Report (Compare): every finding attributed to the protocol or an
-// implementation. Two or more make a Matrix (CompareMatrix), a column per run, whose
+// implementation. Two runs of different clients (Envoy and grpc-go) add a Clients section
+// (clients.go): where the clients themselves differ, from each run's xds.log and the
+// client's own view kept at the step (clients_view.go). Two or more make a Matrix (CompareMatrix), a column per run, whose
 // findings are the two-run findings of each SotW/delta pair with the same cache,
 // compared across the pairs: the protocol only when they hold with both caches.
 //
@@ -38,7 +40,7 @@ import (
 // written by hand or by an older runner still compares.
 type Meta struct {
 	Mode         string   `json:"mode"`
-	Client       string   `json:"client"`        // "envoy" or "simulated"
+	Client       string   `json:"client"`        // "envoy", "grpc" or "simulated"
 	EnvoyVersion string   `json:"envoy_version"` // e.g. "1.40.0"
 	SotwVersions string   `json:"sotw_versions"` // "uniform", "per-type" or ""
 	NackPolicy   string   `json:"nack_policy"`   // "resend", "hold" or ""

@@ -23,7 +23,7 @@ const probeLegend = "every data-plane probe of the step, weighted: probes = how 
 	"ok = 2xx answers; failed = the rest, expected or not (the step table's data plane says whether the " +
 	"step's expectation was met); failures = by status and Envoy response flags (0 no-response = nothing " +
 	"answered); err-first, err-last = ms from the step's start to the first and the last failure, err-ms = the " +
-	"error window between them; backends = which backend answered the 2xx probes; answered by = envoy, or " +
+	"error window between them; backends = which backend answered the 2xx probes; answered by = the real client (envoy, grpc), or " +
 	"SIMULATED when the simulated client computed the answers (no proxy involved)"
 
 // probeNone is what every format says when no compared step has a probe.
@@ -84,7 +84,7 @@ func probeCells(p *analysis.Probes, bars bool) []cell {
 		failed.Class = "bad"
 		failures = cell{Text: countList(p.Failures, false), Class: "bad dp"}
 	}
-	by := cell{Text: "envoy"}
+	by := cell{Text: realClients(p)}
 	if p.Simulated {
 		by = cell{Text: "SIMULATED", Class: "sim"}
 	}
@@ -234,4 +234,20 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// realClients names the real clients that answered p's probes ("envoy", "grpc"), "envoy"
+// when none is named (a run before the grpc client).
+func realClients(p *analysis.Probes) string {
+	var names []string
+	for c := range p.Clients {
+		if isRealClient(c) {
+			names = append(names, c)
+		}
+	}
+	if len(names) == 0 {
+		return kindEnvoy
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }

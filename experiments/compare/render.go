@@ -476,6 +476,7 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	for i, f := range rep.Findings {
 		writeTextFinding(&b, i, f, pw)
 	}
+	writeTextClients(&b, rep.Clients, pw)
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "\nSEQUENCE %s\n", rep.Step)
 		writeTextDiagrams(&b, rep.Diagrams, width)
@@ -825,6 +826,7 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
 			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.Source)))
 	}
+	writeMDClients(&b, rep.Clients)
 	b.WriteString("\n## Sequence diagrams\n")
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
 		fmt.Fprintf(&b, "\n### %s\n", mdEscape(stepName(rep.Diagrams[i].Step)))

@@ -34,6 +34,9 @@ type Report struct {
 	Diagrams []Diagram `json:"diagrams"`
 	// Total sums the compared steps per run.
 	Total [2]Figures `json:"total"`
+	// Clients is where the two runs' clients differ (clients.go); absent when both runs
+	// have the same client or either client is unknown.
+	Clients *Clients `json:"clients,omitempty"`
 }
 
 // RunHeader says where a run comes from and which options it used.
@@ -44,7 +47,7 @@ type RunHeader struct {
 	// OptionsKnown is false when the run has no run.json: the mode comes from the log
 	// and the options below are empty.
 	OptionsKnown bool   `json:"options_known"`
-	Client       string `json:"client,omitempty"` // "envoy" or "simulated"
+	Client       string `json:"client,omitempty"` // "envoy", "grpc" or "simulated"
 	EnvoyVersion string `json:"envoy_version,omitempty"`
 	SotwVersions string `json:"sotw_versions,omitempty"`
 	NackPolicy   string `json:"nack_policy,omitempty"`
@@ -264,6 +267,7 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 		rep.Versions = append(rep.Versions, cp)
 	}
 	rep.Findings = findings(runs, rep, steps, summary)
+	rep.Clients = compareClients(runs, steps)
 	rep.Headline = headline(runs, rep)
 	return rep, nil
 }
@@ -311,7 +315,7 @@ func figures(st *analysis.Step, r *Run) Figures {
 	if st.Probes != nil {
 		p := *st.Probes
 		// The last observation's rule, for every client that answered a probe: only
-		// Envoy's answers are Envoy's, and one of unknown origin is not (isSimulated).
+		// a real client's answers are real, and one of unknown origin is not (isSimulated).
 		for c := range p.Clients {
 			if c == analysis.UnnamedClient {
 				c = ""
@@ -346,12 +350,23 @@ func addFigures(dst *Figures, f Figures) {
 
 // isSimulated decides whether a data-plane answer came from the simulated client: the
 // event says so, or it names no client and the run's client is simulated. An answer of
-// unknown origin is not called Envoy's.
+// unknown origin is not called a real client's.
 func isSimulated(client string, r *Run) bool {
-	if client != "" {
-		return client != "envoy"
+	if client == "" && r.Meta != nil {
+		client = r.Meta.Client
 	}
-	return r.Meta == nil || r.Meta.Client != "envoy"
+	return !isRealClient(client)
+}
+
+// isRealClient: the data planes that forward real requests (Envoy, grpc-go's channel).
+func isRealClient(client string) bool { return client == kindEnvoy || client == kindGRPC }
+
+// answeredBy is the label of a real answer: the client that gave it.
+func answeredBy(client string, r *Run) string {
+	if client == "" && r.Meta != nil {
+		client = r.Meta.Client
+	}
+	return client
 }
 
 func dataPlaneOf(e xdslog.Event) *DataPlaneResult {
@@ -378,7 +393,7 @@ func dataPlaneText(d *DataPlaneResult, r *Run) string {
 	case isSimulated(d.Client, r):
 		parts = append(parts, "SIMULATED")
 	default:
-		parts = append(parts, "envoy")
+		parts = append(parts, answeredBy(d.Client, r))
 	}
 	s := strings.Join(parts, " ")
 	if !d.Correct && d.Expected != "" {
