@@ -222,7 +222,14 @@ func (r *configRun) run(ctx context.Context) error {
 		r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
 		r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
 		r.cfg.PollIntervalAckedMS = ms(pollInterval)
-		if err := r.m.waitNodesSubscribed(ctx, nodes); err != nil {
+		// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
+		// RDS, CDS and EDS only as each answer names them (the xDS resolver's
+		// dependency manager: internal/xds/xdsdepmgr/xds_dependency_manager.go).
+		first := "CDS"
+		if e.o.Client == ClientGRPC {
+			first = "LDS"
+		}
+		if err := r.m.waitNodesSubscribed(ctx, nodes, first); err != nil {
 			return err
 		}
 	}

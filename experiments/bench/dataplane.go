@@ -439,6 +439,9 @@ func (p *proxy) stop(ctx context.Context) error {
 func (c *clients) exits() []EnvoyExit {
 	var out []EnvoyExit
 	for _, p := range c.proxies {
+		if p.grpc != nil {
+			continue // no /quitquitquit: Stop's error says when one had to be killed
+		}
 		out = append(out, p.exit)
 	}
 	return out
