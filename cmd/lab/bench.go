@@ -23,8 +23,8 @@ import (
 
 // Ranges of `lab bench`'s counts and durations.
 var (
-	benchClustersRange  = intRange{1, bench.MaxClusters}
-	benchClientsRange   = intRange{1, bench.MaxClients}
+	benchClustersRange = intRange{1, bench.MaxClusters}
+	benchClientsRange  = intRange{1, bench.MaxClients}
 	// benchEnvoysRange bounds --envoys for any client (grpc-go clients go to
 	// bench.MaxGRPCClients); benchRunOptions holds Envoys to bench.MaxEnvoys.
 	benchEnvoysRange    = intRange{1, bench.MaxGRPCClients}

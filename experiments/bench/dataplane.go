@@ -120,10 +120,10 @@ type proxy struct {
 	listenerPort int
 	bootstrap    string // file name in the output directory
 	// proc is the Envoy; grpc the grpc-go client (exactly one is set).
-	proc *envoy.Process
-	grpc *grpcclient.Client
-	http         *http.Client // data-plane probes, through this Envoy's listener
-	admin        *http.Client // this Envoy's admin endpoints
+	proc  *envoy.Process
+	grpc  *grpcclient.Client
+	http  *http.Client // data-plane probes, through this Envoy's listener
+	admin *http.Client // this Envoy's admin endpoints
 	// sotw: the Envoy speaks SotW (its slow teardown is expected: stop).
 	sotw bool
 	// exit is how stop went.
