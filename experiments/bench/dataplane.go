@@ -416,10 +416,13 @@ func (c *clients) stop(ctx context.Context) error {
 func (p *proxy) stop(ctx context.Context) error {
 	start := time.Now()
 	if p.grpc != nil {
+		// A client still busy after the grace is killed (grpcclient.Client.Stop): like a
+		// SotW Envoy's slow teardown, a recorded outcome once every figure is in, not a
+		// failure (at N = 1,000 a CPU-starved client can take over its 5 s to exit).
 		err := p.grpc.Stop(ctx)
-		p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000}
+		p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000, KilledInTeardown: err != nil, GRPC: true}
 		p.http.CloseIdleConnections()
-		return err
+		return nil
 	}
 	err := p.proc.Stop(ctx)
 	p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000}
@@ -439,9 +442,6 @@ func (p *proxy) stop(ctx context.Context) error {
 func (c *clients) exits() []EnvoyExit {
 	var out []EnvoyExit
 	for _, p := range c.proxies {
-		if p.grpc != nil {
-			continue // no /quitquitquit: Stop's error says when one had to be killed
-		}
 		out = append(out, p.exit)
 	}
 	return out
