@@ -282,7 +282,11 @@ func (r *configRun) close() error {
 		}
 		r.cfg.EnvoyExits = r.cl.exits()
 		for i, x := range r.cfg.EnvoyExits {
-			r.say("envoy %d/%d: %s", i+1, len(r.cfg.EnvoyExits), x)
+			who := "envoy"
+			if x.GRPC {
+				who = "grpc client"
+			}
+			r.say("%s %d/%d: %s", who, i+1, len(r.cfg.EnvoyExits), x)
 		}
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.
