@@ -109,6 +109,12 @@ per Envoy: publish to its ACK, and to a request through its own listener showing
 change; the report adds p50, p99 and max over Envoys x repeats, each Envoy's RSS, and
 the version distribution: when the k-th Envoy ran the new version (versions.svg).
 
+With --client grpc, --envoys K (1-100) counts grpc-go proxyless clients instead: each a
+lab grpc-client process with its own node (bench-grpc-0..K-1) and the proxyless shape,
+its HTTP front door where an Envoy's listener would be; per change its ACK, the RPC
+through its front door answered by the new backend, its CPU and RSS. SotW only (--modes
+defaults to sotw; delta is refused: grpc-go has no delta client), endpoint workload only.
+
 With --through direct,tap each series also runs through an ADS tap (lab tap, run as a
 subprocess of this binary) right after its direct run, as "<series>+tap", with the tap's
 log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
