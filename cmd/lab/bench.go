@@ -23,9 +23,11 @@ import (
 
 // Ranges of `lab bench`'s counts and durations.
 var (
-	benchClustersRange  = intRange{1, bench.MaxClusters}
-	benchClientsRange   = intRange{1, bench.MaxClients}
-	benchEnvoysRange    = intRange{1, bench.MaxEnvoys}
+	benchClustersRange = intRange{1, bench.MaxClusters}
+	benchClientsRange  = intRange{1, bench.MaxClients}
+	// benchEnvoysRange bounds --envoys for any client (grpc-go clients go to
+	// bench.MaxGRPCClients); benchRunOptions holds Envoys to bench.MaxEnvoys.
+	benchEnvoysRange    = intRange{1, bench.MaxGRPCClients}
 	benchRepeatRange    = intRange{1, bench.MaxRepeat}
 	benchTimeoutRange   = durationRange{time.Second, time.Hour}
 	benchColdHostsRange = intRange{1, bench.MaxColdHosts}
@@ -107,6 +109,12 @@ per Envoy: publish to its ACK, and to a request through its own listener showing
 change; the report adds p50, p99 and max over Envoys x repeats, each Envoy's RSS, and
 the version distribution: when the k-th Envoy ran the new version (versions.svg).
 
+With --client grpc, --envoys K (1-100) counts grpc-go proxyless clients instead: each a
+lab grpc-client process with its own node (bench-grpc-0..K-1) and the proxyless shape,
+its HTTP front door where an Envoy's listener would be; per change its ACK, the RPC
+through its front door answered by the new backend, its CPU and RSS. SotW only (--modes
+defaults to sotw; delta is refused: grpc-go has no delta client), endpoint workload only.
+
 With --through direct,tap each series also runs through an ADS tap (lab tap, run as a
 subprocess of this binary) right after its direct run, as "<series>+tap", with the tap's
 log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
@@ -137,6 +145,9 @@ log, bootstrap and Envoy log).`,
 
   # ten Envoys on one control plane: per-proxy times and the version distribution
   lab bench --client envoy --envoys 10 --clusters 1000 --cache snapshot,linear --repeat 5
+
+  # 100 grpc-go proxyless clients (lab grpc-client processes), SotW, endpoint changes
+  lab bench --client grpc --envoys 100 --clusters 1000 --repeat 5
 
   # the tap's cost: each series directly and through lab tap, tap ÷ direct per N
   lab bench --client envoy --clusters 10000 --through direct,tap --sotw-versions per-type --repeat 3
@@ -169,8 +180,8 @@ log, bootstrap and Envoy log).`,
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
-	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration, "+benchEnvoysRange.String()+", each its own node and listener (more than 1 needs --client envoy and --clients 1)")
-	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientSim}}, "client", "data plane: envoy or sim")
+	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
+	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
 	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
 	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, linear, indexed")
@@ -205,6 +216,17 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 		od, _ := bench.ParseShape(s) // parseShape checked it
 		b.OnDemand = append(b.OnDemand, od)
 	}
+	if b.Client == bench.ClientGRPC {
+		if !o.given("modes") {
+			b.Modes = []string{xdslog.ModeSotW} // grpc-go has no delta client; --modes delta is refused below
+		}
+		if !o.given("workload") {
+			b.Workloads = []string{bench.WorkloadEndpoint}
+		}
+	}
+	if b.Client != bench.ClientGRPC && b.Envoys > bench.MaxEnvoys {
+		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "outside 1-%d (up to %d with --client grpc)", bench.MaxEnvoys, bench.MaxGRPCClients)
+	}
 	if len(b.OnDemand) > 0 && !o.given("modes") {
 		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only; --modes sotw is refused below
 	}
@@ -226,7 +248,7 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	if b.Envoys > 1 && b.Clients > 1 {
 		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "cannot be combined with --clients %d (want several Envoys, or fan-out clients with --client sim)", b.Clients)
 	}
-	if b.Envoys > 1 && b.Client != bench.ClientEnvoy {
+	if b.Envoys > 1 && b.Client != bench.ClientEnvoy && b.Client != bench.ClientGRPC {
 		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "more than one Envoy needs --client envoy (got --client %s)", b.Client)
 	}
 	if b.Clients > 1 && b.Client != bench.ClientSim {

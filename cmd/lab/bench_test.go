@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 )
 
@@ -36,29 +37,33 @@ func TestBenchFlagsRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		"zero clusters":        {[]string{"--clusters", "0"}, "--clusters 0: outside 1-100000 (want a comma list of cluster counts >= 1, e.g. 10,100)"},
-		"negative clusters":    {[]string{"--clusters", "10,-1"}, "--clusters 10,-1: -1 is outside 1-100000 (want a comma list of cluster counts >= 1, e.g. 10,100)"},
-		"clusters not numbers": {[]string{"--clusters", "abc"}, "--clusters abc: not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
-		"one cluster word":     {[]string{"--clusters", "10,ten"}, "--clusters 10,ten: ten is not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
-		"clusters twice":       {[]string{"--clusters", "10,10"}, "--clusters 10,10: 10 is listed twice (want a comma list of cluster counts >= 1, e.g. 10,100)"},
-		"clusters empty":       {[]string{"--clusters", ""}, `--clusters "": not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)`},
-		"zero repeat":          {[]string{"--repeat", "0"}, "--repeat 0: outside 1-1000"},
-		"repeat word":          {[]string{"--repeat", "many"}, "--repeat many: not a whole number (want 1-1000)"},
-		"too many clients":     {[]string{"--client", "sim", "--clients", "1001"}, "--clients 1001: outside 1-1000"},
-		"zero clients":         {[]string{"--client", "sim", "--clients", "0"}, "--clients 0: outside 1-1000"},
-		"fan-out with envoy":   {[]string{"--client", "envoy", "--clients", "2"}, "--clients 2: more than one client needs --client sim (the bench runs one Envoy)"},
-		"zero envoys":          {[]string{"--envoys", "0"}, "--envoys 0: outside 1-10"},
-		"unknown through":      {[]string{"--through", "proxy"}, "--through proxy: unknown way (want direct or tap)"},
-		"through twice":        {[]string{"--through", "tap,tap"}, "--through tap,tap: tap is listed twice"},
-		"too many envoys":      {[]string{"--envoys", "11"}, "--envoys 11: outside 1-10"},
-		"envoys word":          {[]string{"--envoys", "ten"}, "--envoys ten: not a whole number (want 1-10)"},
-		"envoys with clients":  {[]string{"--client", "sim", "--clients", "2", "--envoys", "3"}, "--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
+		"zero clusters":         {[]string{"--clusters", "0"}, "--clusters 0: outside 1-100000 (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		"negative clusters":     {[]string{"--clusters", "10,-1"}, "--clusters 10,-1: -1 is outside 1-100000 (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		"clusters not numbers":  {[]string{"--clusters", "abc"}, "--clusters abc: not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		"one cluster word":      {[]string{"--clusters", "10,ten"}, "--clusters 10,ten: ten is not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		"clusters twice":        {[]string{"--clusters", "10,10"}, "--clusters 10,10: 10 is listed twice (want a comma list of cluster counts >= 1, e.g. 10,100)"},
+		"clusters empty":        {[]string{"--clusters", ""}, `--clusters "": not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)`},
+		"zero repeat":           {[]string{"--repeat", "0"}, "--repeat 0: outside 1-1000"},
+		"repeat word":           {[]string{"--repeat", "many"}, "--repeat many: not a whole number (want 1-1000)"},
+		"too many clients":      {[]string{"--client", "sim", "--clients", "1001"}, "--clients 1001: outside 1-1000"},
+		"zero clients":          {[]string{"--client", "sim", "--clients", "0"}, "--clients 0: outside 1-1000"},
+		"fan-out with envoy":    {[]string{"--client", "envoy", "--clients", "2"}, "--clients 2: more than one client needs --client sim (the bench runs one Envoy)"},
+		"zero envoys":           {[]string{"--envoys", "0"}, "--envoys 0: outside 1-100"},
+		"unknown through":       {[]string{"--through", "proxy"}, "--through proxy: unknown way (want direct or tap)"},
+		"through twice":         {[]string{"--through", "tap,tap"}, "--through tap,tap: tap is listed twice"},
+		"too many envoys":       {[]string{"--envoys", "11"}, "--envoys 11: outside 1-10 (up to 100 with --client grpc)"},
+		"too many grpc clients": {[]string{"--client", "grpc", "--envoys", "101"}, "--envoys 101: outside 1-100"},
+		"grpc with delta":       {[]string{"--client", "grpc", "--modes", "sotw,delta"}, "--modes sotw,delta: " + grpcclient.ErrNoDelta.Error()},
+		"grpc with route":       {[]string{"--client", "grpc", "--workload", "route"}, "--workload route: --client grpc runs the endpoint workload only (the others prove the change by Envoy's server header or 404)"},
+		"grpc with clients":     {[]string{"--client", "grpc", "--clients", "3"}, "--clients 3: more than one client needs --client sim (the bench runs one Envoy)"},
+		"envoys word":           {[]string{"--envoys", "ten"}, "--envoys ten: not a whole number (want 1-100)"},
+		"envoys with clients":   {[]string{"--client", "sim", "--clients", "2", "--envoys", "3"}, "--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
 		"envoys with clients, envoy client": {[]string{"--clients", "2", "--envoys", "3"},
 			"--envoys 3: cannot be combined with --clients 2 (want several Envoys, or fan-out clients with --client sim)"},
 		"envoys with sim":      {[]string{"--client", "sim", "--envoys", "2"}, "--envoys 2: more than one Envoy needs --client envoy (got --client sim)"},
 		"unknown envoy stats":  {[]string{"--envoy-stats", "none"}, "--envoy-stats none: unknown Envoy stats setting (want all or no-scaled-clusters)"},
 		"envoy stats with sim": {[]string{"--client", "sim", "--envoy-stats", "no-scaled-clusters"}, "--envoy-stats no-scaled-clusters: needs --client envoy (got --client sim)"},
-		"unknown client":       {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy or sim)"},
+		"unknown client":       {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy, grpc or sim)"},
 		"unknown mode":         {[]string{"--modes", "sotw,incremental"}, "--modes sotw,incremental: incremental: unknown protocol (want sotw or delta)"},
 		"mode twice":           {[]string{"--modes", "delta,delta"}, "--modes delta,delta: delta is listed twice"},
 		"unknown strategy":     {[]string{"--sotw-versions", "lazy"}, "--sotw-versions lazy: unknown version strategy (want uniform or per-type)"},

@@ -26,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -35,10 +36,18 @@ import (
 
 // Client kinds (--client). With --clients > 1 the bench runs clientAckOnly clients.
 const (
-	ClientEnvoy   = "envoy"
-	ClientSim     = "sim"
+	ClientEnvoy = "envoy"
+	ClientSim   = "sim"
+	// ClientGRPC runs grpc-go's proxyless xDS client, one `lab grpc-client` process per
+	// node (experiments/grpcclient), in the fleet seam the Envoys use: --envoys K counts
+	// them (each a proxy of the fleet: its own node, state and front door).
+	ClientGRPC    = "grpc"
 	clientAckOnly = "ack-only"
 )
+
+// MaxGRPCClients bounds --envoys K with --client grpc: a grpc-go client process is a
+// fraction of an Envoy's memory (docs/performance.md, "Many grpc-go clients").
+const MaxGRPCClients = 100
 
 // Limits on the options. MaxClusters keeps a mistyped count from building a state that
 // cannot fit in memory (a SotW push of N clusters is about 300 bytes per cluster per
@@ -77,6 +86,9 @@ type Options struct {
 	// port and state, all served by one control plane (controlplane.Options.Nodes). One
 	// Envoy is the bench as it always ran, on the control plane's one node.
 	Envoys int
+	// GRPCCommand runs each grpc-go client with Client == ClientGRPC
+	// (grpcclient.LabCommand from the CLI; tests pass grpcclient.ReexecCommand).
+	GRPCCommand grpcclient.Command
 	// Modes are "sotw" and/or "delta".
 	Modes []string
 	// SotWVersions are the SotW version strategies to measure (ignored without sotw).
@@ -157,20 +169,24 @@ func (o *Options) Validate() error {
 	switch o.Client {
 	case "":
 		o.Client = ClientEnvoy
-	case ClientEnvoy, ClientSim:
+	case ClientEnvoy, ClientSim, ClientGRPC:
 	default:
-		return fmt.Errorf("--client: unknown client %q (want envoy or sim)", o.Client)
+		return fmt.Errorf("--client: unknown client %q (want envoy, grpc or sim)", o.Client)
 	}
 	if o.Envoys == 0 {
 		o.Envoys = 1
 	}
-	if o.Envoys < 1 || o.Envoys > MaxEnvoys {
+	if o.Client == ClientGRPC {
+		if o.Envoys < 1 || o.Envoys > MaxGRPCClients {
+			return fmt.Errorf("--envoys: %d is outside 1..%d (grpc-go clients)", o.Envoys, MaxGRPCClients)
+		}
+	} else if o.Envoys < 1 || o.Envoys > MaxEnvoys {
 		return fmt.Errorf("--envoys: %d is outside 1..%d", o.Envoys, MaxEnvoys)
 	}
 	if o.Envoys > 1 && o.Clients > 1 {
 		return fmt.Errorf("--envoys %d with --clients %d: give one or the other (several Envoys, or fan-out clients with --client sim)", o.Envoys, o.Clients)
 	}
-	if o.Envoys > 1 && o.Client != ClientEnvoy {
+	if o.Envoys > 1 && o.Client != ClientEnvoy && o.Client != ClientGRPC {
 		return fmt.Errorf("--envoys %d: more than one Envoy needs --client envoy (got --client %s)", o.Envoys, o.Client)
 	}
 	if o.Clients > 1 && o.Client != ClientSim {
@@ -279,6 +295,9 @@ func (o *Options) Validate() error {
 	if err := o.validateOnDemand(); err != nil {
 		return err
 	}
+	if err := o.validateGRPC(); err != nil {
+		return err
+	}
 	if o.Out == "" {
 		o.Out = DefaultOut()
 	}
@@ -382,6 +401,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if e.progress == nil {
 		e.progress = io.Discard
 	}
+	if o.Client == ClientGRPC && o.GRPCCommand.Path == "" {
+		cmd, err := grpcclient.LabCommand()
+		if err != nil {
+			return nil, err
+		}
+		o.GRPCCommand = cmd
+	}
 	if o.Client == ClientEnvoy {
 		bin, err := envoy.Find(o.EnvoyBin)
 		if err != nil {
@@ -419,6 +445,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	client := o.Client
 	if o.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
+	} else if o.Client == ClientGRPC {
+		client = fmt.Sprintf("%d x grpc-go client (lab grpc-client), each its own node (%s..%s)", o.Envoys, GRPCNodeID(0), GRPCNodeID(o.Envoys-1))
 	} else if o.Client == ClientEnvoy && o.Envoys > 1 {
 		client = fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
 	} else if o.Client == ClientEnvoy {
@@ -512,4 +540,26 @@ func (e *env) workloadSweep(ctx context.Context, rep *Report, ser []series, star
 		}
 	}
 	return failed
+}
+
+// validateGRPC checks what the grpc-go client cannot run: delta (grpc-go has no delta
+// client: grpcclient.ErrNoDelta), the on-demand axis, the fan-out clients, and the
+// workloads whose proof is Envoy's own (the listener's server header, Envoy's 404): it
+// runs the endpoint workload, whose proof is which backend answered the RPC.
+func (o *Options) validateGRPC() error {
+	if o.Client != ClientGRPC {
+		return nil
+	}
+	if slices.Contains(o.Modes, xdslog.ModeDelta) {
+		return &OptionError{Flag: "modes", Value: strings.Join(o.Modes, ","), Reason: grpcclient.ErrNoDelta.Error(), Err: grpcclient.ErrNoDelta}
+	}
+	if o.Clients > 1 {
+		return &OptionError{Flag: "clients", Value: fmt.Sprint(o.Clients), Reason: "fan-out clients need --client sim (count grpc-go clients with --envoys)"}
+	}
+	for _, w := range o.Workloads {
+		if w != WorkloadEndpoint {
+			return &OptionError{Flag: "workload", Value: strings.Join(o.Workloads, ","), Reason: "--client grpc runs the endpoint workload only (the others prove the change by Envoy's server header or 404)"}
+		}
+	}
+	return nil
 }

@@ -64,6 +64,10 @@ type target struct {
 // FleetNodeID is the node ID of Envoy i of --envoys K > 1.
 func FleetNodeID(i int) string { return fmt.Sprintf("bench-envoy-%d", i) }
 
+// GRPCNodeID is the node ID of grpc-go client i (--client grpc, any K: each grpc-go
+// process has its own bootstrap and so its own node).
+func GRPCNodeID(i int) string { return fmt.Sprintf("bench-grpc-%d", i) }
+
 // runConfig measures one (workload, N, series) configuration; failures are kept in
 // Config.Error so the rest of the sweep still runs and the partial figures are still
 // reported.
@@ -150,17 +154,23 @@ func (r *configRun) run(ctx context.Context) error {
 	// K Envoys on one machine need K listener ports, and the listener is part of the
 	// state: each Envoy gets a node ID and a state of its own (one Envoy keeps the
 	// control plane's one node, as the bench always ran it).
+	// grpc-go clients take the same path, the front door on the listener port.
 	var proxies []proxySpec
-	if e.o.Client == ClientEnvoy {
+	if e.o.Client == ClientEnvoy || e.o.Client == ClientGRPC {
 		for i := 0; i < e.o.Envoys; i++ {
 			port, err := loopback.FreePort()
 			if err != nil {
-				return fmt.Errorf("listener port for envoy %d: %w", i, err)
+				return fmt.Errorf("listener port for %s %d: %w", e.o.Client, i, err)
 			}
 			r.picked = append(r.picked, port)
 			ps := proxySpec{listenerPort: port}
-			if e.o.Envoys > 1 {
+			switch {
+			case e.o.Client == ClientGRPC:
+				ps.node = GRPCNodeID(i)
+			case e.o.Envoys > 1:
 				ps.node = FleetNodeID(i)
+			}
+			if ps.node != "" {
 				opts.Nodes = append(opts.Nodes, ps.node)
 			}
 			proxies = append(proxies, ps)
@@ -192,7 +202,7 @@ func (r *configRun) run(ctx context.Context) error {
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
 		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats}
+		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats, grpcCommand: e.o.GRPCCommand}
 	r.cl, err = startClients(ctx, spec)
 	if err != nil {
 		return err
@@ -206,14 +216,20 @@ func (r *configRun) run(ctx context.Context) error {
 		var nodes []string
 		for _, p := range r.cl.proxies {
 			r.targets = append(r.targets, &target{node: p.node, pub: cp.PublisherFor(p.node), proxy: p, listenerPort: p.listenerPort})
-			r.cfg.Proxies = append(r.cfg.Proxies, ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.proc.AdminAddr(),
-				Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.proc.LogPath())})
+			r.cfg.Proxies = append(r.cfg.Proxies, p.info())
 			nodes = append(nodes, p.nodeID())
 		}
 		r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
 		r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
 		r.cfg.PollIntervalAckedMS = ms(pollInterval)
-		if err := r.m.waitNodesSubscribed(ctx, nodes); err != nil {
+		// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
+		// RDS, CDS and EDS only as each answer names them (the xDS resolver's
+		// dependency manager: internal/xds/xdsdepmgr/xds_dependency_manager.go).
+		first := "CDS"
+		if e.o.Client == ClientGRPC {
+			first = "LDS"
+		}
+		if err := r.m.waitNodesSubscribed(ctx, nodes, first); err != nil {
 			return err
 		}
 	}
@@ -234,7 +250,7 @@ func (r *configRun) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	if len(r.cl.proxies) > 0 {
+	if len(r.cl.proxies) > 0 && e.o.Client == ClientEnvoy {
 		if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
 			r.cfg.EnvoyProbeCPUUS = &c
 		}
@@ -266,7 +282,11 @@ func (r *configRun) close() error {
 		}
 		r.cfg.EnvoyExits = r.cl.exits()
 		for i, x := range r.cfg.EnvoyExits {
-			r.say("envoy %d/%d: %s", i+1, len(r.cfg.EnvoyExits), x)
+			who := "envoy"
+			if x.GRPC {
+				who = "grpc client"
+			}
+			r.say("%s %d/%d: %s", who, i+1, len(r.cfg.EnvoyExits), x)
 		}
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.
@@ -311,6 +331,8 @@ func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.
 	for i, tg := range r.targets {
 		st := state
 		st.ListenerPort = tg.listenerPort
+		// grpc-go gets the proxyless shape (an api_listener) from the same builders.
+		st.Proxyless = r.e.o.Client == ClientGRPC
 		set, err := resources.Rebuild(tg.pub.Current(), st)
 		if err != nil {
 			return nil, fmt.Errorf("build version %s%s: %w", state.Version, tg.forNode(), err)
@@ -374,6 +396,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	rx0, tx0 := make([]int64, len(proxies)), make([]int64, len(proxies))
 	// Read the slow byte counters first: the CPU readings bracket only the update.
 	for k, p := range proxies {
+		if p.grpc != nil {
+			continue // no byte counters: grpc-go keeps none it exposes
+		}
 		if rx0[k], tx0[k], err = p.wire(ctx); err != nil {
 			return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
 		}
@@ -508,9 +533,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 			}
 			cpu, ticks := ms(e1.cpu-e0[k].cpu), ms(e1.ticks-e0[k].ticks)
 			s.EnvoyCPUSource = e1.source
-			rss, err := p.proc.RSS()
+			rss, err := p.rss()
 			if err != nil {
-				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+				return s, fmt.Errorf("%s %s: %w", p.kindName(), p.nodeID(), err)
 			}
 			ps := &s.Proxies[k]
 			ps.EnvoyCPUMS, ps.EnvoyRSS = &cpu, &rss
@@ -518,6 +543,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		}
 		s.EnvoyCPUMS, s.EnvoyCPUTicksMS, s.EnvoyRSS = &cpuSum, &ticksSum, &rssSum
 		for k, p := range proxies {
+			if p.grpc != nil {
+				continue
+			}
 			rx1, tx1, err := p.wire(ctx)
 			if err != nil {
 				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
@@ -526,7 +554,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 			s.Proxies[k].EnvoyRxBytes, s.Proxies[k].EnvoyTxBytes = &rx, &tx
 			rxSum, txSum = rxSum+rx, txSum+tx
 		}
-		s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
+		if r.e.o.Client == ClientEnvoy {
+			s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
+		}
 		if len(proxies) > 1 {
 			s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
 		}
@@ -604,7 +634,13 @@ type cpuReading struct {
 	source     string
 }
 
+// readEnvoyCPU reads the proxy process's CPU: Envoy's (envoyCPU), or a grpc-go
+// client's process clock.
 func readEnvoyCPU(p *proxy) (cpuReading, error) {
+	if p.grpc != nil {
+		c, err := processClock(p.grpc.Pid())
+		return cpuReading{c, c, "clock_gettime"}, err
+	}
 	cpu, ticks, src, err := envoyCPU(p.proc)
 	return cpuReading{cpu, ticks, src}, err
 }
@@ -631,3 +667,12 @@ func (r *configRun) calibrate(ctx context.Context, path string, requests int) (f
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// info is what bench.json says of the proxy: for a grpc-go client, its CSDS address in
+// place of Envoy's admin and its output log in place of Envoy's.
+func (p *proxy) info() ProxyInfo {
+	if p.grpc != nil {
+		return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.grpc.CSDSAddr(), EnvoyLog: p.bootstrap}
+	}
+	return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.proc.AdminAddr(), Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.proc.LogPath())}
+}

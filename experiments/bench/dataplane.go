@@ -17,10 +17,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -45,18 +47,41 @@ func startIdentity(name string) (*identity, error) {
 		return nil, fmt.Errorf("start backend %s: %w", name, err)
 	}
 	b := &identity{name: name, port: ln.Addr().(*net.TCPAddr).Port, done: make(chan struct{})}
+	rpc := identityRPC(name)
+	// HTTP/1 for Envoy's probes, h2c for the grpc-go clients' RPCs on the same port.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	b.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+				rpc.ServeHTTP(w, r)
+				return
+			}
 			w.Header().Set(identityHeader, name)
 			_, _ = io.WriteString(w, name+"\n")
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
+		Protocols:         protocols,
 	}
 	go func() {
 		defer close(b.done)
 		_ = b.srv.Serve(ln)
 	}()
 	return b, nil
+}
+
+// identityRPC answers any unary call with the backend's name, as the HTTP path does, in
+// the BytesValue the grpc client's front door returns as its body
+// (experiments/grpcclient/frontdoor.go). grpc.Server.ServeHTTP is the bridge that lets
+// the net/http server carry gRPC; grpc-go documents it as EXPERIMENTAL (server.go).
+func identityRPC(name string) *grpc.Server {
+	return grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		if err := stream.RecvMsg(&wrapperspb.StringValue{}); err != nil {
+			return err
+		}
+		return stream.SendMsg(wrapperspb.Bytes([]byte(name + "\n")))
+	}))
 }
 
 func (b *identity) stop() {
@@ -87,15 +112,18 @@ type clients struct {
 	runErr error
 }
 
-// proxy is one real Envoy of the data plane.
+// proxy is one client of a fleet: a real Envoy, or a grpc-go client process
+// (ClientGRPC) whose HTTP front door on listenerPort plays the Envoy listener's part.
 type proxy struct {
 	// node is the node ID Envoy sends (its bootstrap's node.id).
 	node         string
 	listenerPort int
 	bootstrap    string // file name in the output directory
-	proc         *envoy.Process
-	http         *http.Client // data-plane probes, through this Envoy's listener
-	admin        *http.Client // this Envoy's admin endpoints
+	// proc is the Envoy; grpc the grpc-go client (exactly one is set).
+	proc  *envoy.Process
+	grpc  *grpcclient.Client
+	http  *http.Client // data-plane probes, through this Envoy's listener
+	admin *http.Client // this Envoy's admin endpoints
 	// sotw: the Envoy speaks SotW (its slow teardown is expected: stop).
 	sotw bool
 	// exit is how stop went.
@@ -112,8 +140,11 @@ type clientSpec struct {
 	dir     string
 	name    string // file stem, e.g. "sotw-uniform-N1000"
 	// proxies are the Envoys to start (ClientEnvoy): one, with the default node ID and
-	// today's file names, or K with their own node IDs.
+	// today's file names, or K with their own node IDs; or the grpc-go clients
+	// (ClientGRPC), each with its node ID.
 	proxies []proxySpec
+	// grpcCommand runs a grpc-go client (ClientGRPC).
+	grpcCommand grpcclient.Command
 	// freshConnections: every data-plane probe opens its own connection to Envoy.
 	freshConnections bool
 	// stopGrace is how long each Envoy gets to exit after /quitquitquit (stopGrace(N)).
@@ -151,9 +182,13 @@ type proxySpec struct {
 func startClients(ctx context.Context, s clientSpec) (*clients, error) {
 	c := &clients{kind: s.kind, k: s.k}
 	switch s.kind {
-	case ClientEnvoy:
+	case ClientEnvoy, ClientGRPC:
+		start := startProxy
+		if s.kind == ClientGRPC {
+			start = startGRPCProxy
+		}
 		for _, ps := range s.proxies {
-			p, err := startProxy(ctx, s, ps)
+			p, err := start(ctx, s, ps)
 			if err != nil {
 				_ = c.stop(ctx)
 				return nil, err
@@ -243,6 +278,66 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 	return p, nil
 }
 
+// startGRPCProxy starts one grpc-go client process (SotW only: Options.validateGRPC)
+// with its front door on the proxy's listener port and its output in
+// grpc-<stem>-<node>.log.
+func startGRPCProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error) {
+	logName := "grpc-" + s.name + "-" + ps.node + ".log"
+	c, err := grpcclient.Start(ctx, grpcclient.StartOptions{Command: s.grpcCommand, XDSAddr: s.xdsAddr, NodeID: ps.node,
+		LogPath: filepath.Join(s.dir, logName), FrontDoorPort: ps.listenerPort})
+	if err != nil {
+		return nil, fmt.Errorf("grpc client %s: %w", ps.node, err)
+	}
+	return &proxy{node: ps.node, listenerPort: ps.listenerPort, bootstrap: logName, grpc: c,
+		http:  &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}},
+		admin: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+	}, nil
+}
+
+// kindName names the proxy's client in messages.
+func (p *proxy) kindName() string {
+	if p.grpc != nil {
+		return "grpc client"
+	}
+	return "envoy"
+}
+
+// exited is closed once the proxy's process has exited; exitErr then says how.
+func (p *proxy) exited() <-chan struct{} {
+	if p.grpc != nil {
+		return p.grpc.Exited()
+	}
+	return p.proc.Exited()
+}
+
+func (p *proxy) exitErr() error {
+	if p.grpc != nil {
+		return p.grpc.ExitErr()
+	}
+	return p.proc.ExitErr()
+}
+
+// rss is the proxy process's resident set size in bytes.
+func (p *proxy) rss() (int64, error) {
+	if p.grpc == nil {
+		return p.proc.RSS()
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.grpc.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("rss: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("rss: VmRSS %q: %w", rest, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("rss: no VmRSS for pid %d", p.grpc.Pid())
+}
+
 // orDefault names a node in messages: its ID, or the bootstrap's default.
 func orDefault(node string) string {
 	if node == "" {
@@ -284,8 +379,8 @@ func (c *clients) err() error {
 	}
 	for _, p := range c.proxies {
 		select {
-		case <-p.proc.Exited():
-			return fmt.Errorf("envoy %s exited: %v", p.nodeID(), p.proc.ExitErr())
+		case <-p.exited():
+			return fmt.Errorf("%s %s exited: %v", p.kindName(), p.nodeID(), p.exitErr())
 		default:
 		}
 	}
@@ -320,6 +415,15 @@ func (c *clients) stop(ctx context.Context) error {
 // quadratic in N (stopGrace) and the configuration's figures were all in before it.
 func (p *proxy) stop(ctx context.Context) error {
 	start := time.Now()
+	if p.grpc != nil {
+		// A client still busy after the grace is killed (grpcclient.Client.Stop): like a
+		// SotW Envoy's slow teardown, a recorded outcome once every figure is in, not a
+		// failure (at N = 1,000 a CPU-starved client can take over its 5 s to exit).
+		err := p.grpc.Stop(ctx)
+		p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000, KilledInTeardown: err != nil, GRPC: true}
+		p.http.CloseIdleConnections()
+		return nil
+	}
 	err := p.proc.Stop(ctx)
 	p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000}
 	p.http.CloseIdleConnections()
@@ -389,6 +493,15 @@ func (p *proxy) askHost(ctx context.Context, host, path string) (Answer, error) 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	resp.Body.Close()
 	a := Answer{Status: resp.StatusCode, Backend: resp.Header.Get(identityHeader), Server: resp.Header.Get("Server")}
+	if p.grpc != nil {
+		// The front door answers with the RPC's reply: the backend's name (identityRPC),
+		// only when the RPC succeeded.
+		a.Server = ""
+		if resp.Header.Get(grpcclient.HeaderGRPCStatus) == "OK" {
+			a.Backend = strings.TrimSpace(string(body))
+			return a, nil
+		}
+	}
 	if a.Backend != "" && strings.TrimSpace(string(body)) != a.Backend {
 		return a, fmt.Errorf("body %q does not match %s %q", body, identityHeader, a.Backend)
 	}
@@ -484,9 +597,9 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 		}
 		select {
 		case <-ctx.Done():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s: waiting for %s on %s after %d request(s): %w (last: %v)", p.nodeID(), want, path, polls, ctx.Err(), last)
-		case <-p.proc.Exited():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s exited while waiting for %s on %s: %v", p.nodeID(), want, path, p.proc.ExitErr())
+			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s: waiting for %s on %s after %d request(s): %w (last: %v)", p.kindName(), p.nodeID(), want, path, polls, ctx.Err(), last)
+		case <-p.exited():
+			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s exited while waiting for %s on %s: %v", p.kindName(), p.nodeID(), want, path, p.exitErr())
 		case <-acked:
 			acked, slow = nil, pollInterval // poll at full rate from now on; check once more now
 		case <-time.After(slow):

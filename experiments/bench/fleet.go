@@ -218,8 +218,9 @@ func (r *Report) fleetTables(ok []*Config) []table {
 	p50 := func(p Percentiles) float64 { return p.P50 }
 	p99 := func(p Percentiles) float64 { return p.P99 }
 	pmax := func(p Percentiles) float64 { return p.Max }
+	noun := fleetNoun(fl[0].Client)
 	per := table{
-		title: fmt.Sprintf("Per proxy: %d Envoys, each its own node, state and listener", k),
+		title: fmt.Sprintf("Per proxy: %d %s, each its own node, state and listener", k, noun),
 		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
 			"ACK: publish to that Envoy's ACK of every awaited type at its own publisher's version. "+
 			"data plane: publish to the first request through that Envoy's own listener showing the change (each Envoy probed every %s ms until its ACK, every %s ms after). "+
@@ -238,7 +239,7 @@ func (r *Report) fleetTables(ok []*Config) []table {
 	}
 
 	dist := table{
-		title: "Version distribution: when the k-th Envoy ran the new version (ms after the publish)",
+		title: "Version distribution: when the k-th of the " + noun + " ran the new version (ms after the publish)",
 		note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
 			"and by data plane (a request through its own listener showed the change). Column k/K: from that moment k Envoys ran the new version " +
 			"and K−k still the old one. " + versionsSVG + " draws the same as a step chart (median over the repeats).",
@@ -472,4 +473,14 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// fleetNoun names a fleet's proxies in the report: Envoys, or grpc-go clients (whose
+// "listener" is the front door and whose "Envoy" CPU and RSS columns are the client
+// process's own).
+func fleetNoun(client string) string {
+	if client == ClientGRPC {
+		return "grpc-go clients"
+	}
+	return "Envoys"
 }

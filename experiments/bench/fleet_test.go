@@ -322,10 +322,10 @@ func TestMeterNodes(t *testing.T) {
 	defer cancel()
 	done, cancelDone := context.WithCancel(context.Background())
 	cancelDone() // the condition is checked once
-	err := m.waitNodesSubscribed(done, []string{"a", "b"})
+	err := m.waitNodesSubscribed(done, []string{"a", "b"}, "CDS")
 	require.ErrorIs(t, err, context.Canceled, "b has no stream yet")
 	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 2, Type: "CDS", Node: "b"})
-	require.NoError(t, m.waitNodesSubscribed(ctx, []string{"a", "b"}))
+	require.NoError(t, m.waitNodesSubscribed(ctx, []string{"a", "b"}, "CDS"))
 
 	wants := map[string]want{
 		"a": {versions: map[string]string{"EDS": "a.2"}, types: []string{"EDS"}},

@@ -190,13 +190,13 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	})
 }
 
-// waitNodesSubscribed waits until every node has an open stream that asked for
-// clusters.
-func (m *meter) waitNodesSubscribed(ctx context.Context, nodes []string) error {
-	return m.wait(ctx, fmt.Sprintf("%d proxies (%s) to request CDS", len(nodes), strings.Join(nodes, ", ")), func() bool {
+// waitNodesSubscribed waits until every node has an open stream that asked for typ
+// (Envoy: CDS; grpc-go: LDS, its first subscription).
+func (m *meter) waitNodesSubscribed(ctx context.Context, nodes []string, typ string) error {
+	return m.wait(ctx, fmt.Sprintf("%d proxies (%s) to request %s", len(nodes), strings.Join(nodes, ", "), typ), func() bool {
 		for _, n := range nodes {
 			s, ok := m.streamOfLocked(n)
-			if !ok || !m.requested[s]["CDS"] {
+			if !ok || !m.requested[s][typ] {
 				return false
 			}
 		}

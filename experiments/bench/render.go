@@ -339,6 +339,12 @@ func (r *Report) failures() []string {
 
 // String says how an Envoy exited: "12.3 s", or that it was killed in its teardown.
 func (x EnvoyExit) String() string {
+	if x.GRPC {
+		if x.KilledInTeardown {
+			return fmt.Sprintf("killed after %.1f s: still running after SIGTERM and its grace", x.MS/1000)
+		}
+		return fmt.Sprintf("gone %.1f s after SIGTERM", x.MS/1000)
+	}
 	if x.KilledInTeardown {
 		return fmt.Sprintf("killed after %.1f s, still in its SotW teardown", x.MS/1000)
 	}

@@ -167,6 +167,9 @@ type EnvoyExit struct {
 	// KilledInTeardown: a SotW Envoy had begun to shut down, was still tearing down at
 	// the end of its grace and SIGTERM, and was killed (MS is then when it was killed).
 	KilledInTeardown bool `json:"killed_in_teardown,omitempty"`
+	// GRPC: a grpc-go client process (--client grpc), stopped by SIGTERM; killed when
+	// still running after its grace (KilledInTeardown).
+	GRPC bool `json:"grpc,omitempty"`
 }
 
 // Stat is the median, min and max of one metric over the repeats.

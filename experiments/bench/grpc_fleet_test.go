@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TestSweepGRPCFleet: three grpc-go client processes (this test binary re-executed as
+// `lab grpc-client`) at N = 10, SotW under both version strategies, behind the fleet
+// seam the Envoys use. Every change reaches every client: its own stream (named by its
+// own node) ACKs the awaited types at its own publisher's versions, an RPC through its
+// front door is answered by the new backend, its RSS is read; and no client outlives
+// the sweep.
+func TestSweepGRPCFleet(t *testing.T) {
+	const k = 3
+	out := &syncBuffer{}
+	o := Options{
+		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclient.ReexecCommand(),
+		Modes: []string{xdslog.ModeSotW}, SotWVersions: DefaultVersions, Caches: []frontend.Cache{frontend.SnapshotCache},
+		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
+	}
+	rep, err := Run(context.Background(), o)
+	require.NoError(t, err, "progress:\n%s", out.String())
+	assert.Empty(t, processesUnder(t, o.Out), "every grpc client is reaped when Run returns")
+
+	require.Len(t, rep.Configs, 2, "sotw-uniform and sotw-per-type")
+	for _, c := range rep.Configs {
+		name := c.Series + " N=" + itoa(c.N)
+		require.Empty(t, c.Error, name)
+		assert.Equal(t, ClientGRPC, c.Client, name)
+		assert.Equal(t, k, c.Envoys, name)
+		assert.Equal(t, k, c.StreamsOpened, "%s: one stream per client, none reconnected", name)
+		require.Len(t, c.Proxies, k, name)
+		for i, p := range c.Proxies {
+			assert.Equal(t, GRPCNodeID(i), p.Node, name)
+			assert.FileExists(t, filepath.Join(o.Out, p.EnvoyLog), "%s: the client's own log", name)
+		}
+		ev, _, err := xdslog.ReadFile(filepath.Join(o.Out, c.Log))
+		require.NoError(t, err)
+		nodeOf := map[int64]string{}
+		for _, e := range ev {
+			if e.Event == xdslog.EventRequest && e.Node != "" {
+				nodeOf[e.Stream] = e.Node
+			}
+		}
+		for i, s := range append([]Sample{c.Initial}, c.Updates...) {
+			what := fmt.Sprintf("%s %s", name, s.Step)
+			backend := []string{"endpoint-a", "endpoint-b"}[i%2]
+			require.Len(t, s.Proxies, k, what)
+			for j, p := range s.Proxies {
+				who := what + " " + p.Node
+				assert.Equal(t, GRPCNodeID(j), p.Node, who)
+				assert.Equal(t, p.Node, nodeOf[p.Stream], "%s: the stream it ACKed on is its own", who)
+				require.NotEmpty(t, s.Expected, who)
+				for _, typ := range s.Expected {
+					v := p.Versions[typ]
+					require.NotEmpty(t, v, "%s: no version for %s", who, typ)
+					assert.True(t, ackedIn(ev, s.Step, p.Stream, typ, v), "%s: no ACK of %s@%s on stream %d in the log", who, typ, v, p.Stream)
+				}
+				// The data plane: the new backend answered the RPC through its front door.
+				require.NotNil(t, p.DataPlaneMS, "%s: the change never showed through its front door", who)
+				require.NotNil(t, p.Answer, who)
+				assert.Equal(t, Answer{Status: 200, Backend: backend}, *p.Answer, who)
+				require.NotNil(t, p.EnvoyRSS, who)
+				assert.Positive(t, *p.EnvoyRSS, "%s: the client process's RSS", who)
+				assert.Nil(t, p.EnvoyRxBytes, "%s: grpc-go exposes no wire byte counters", who)
+			}
+			if i > 0 {
+				require.NotNil(t, s.Distribution, what)
+				acked, answering := s.Distribution.At(1e12)
+				assert.Equal(t, k, acked, what)
+				assert.Equal(t, k, answering, what)
+			}
+		}
+		assert.Equal(t, k*o.Repeat, c.PerProxy["ack_ms"].Count, "%s: ACK percentiles over the clients x the repeats", name)
+	}
+}
