@@ -224,7 +224,9 @@ type RequestExpect struct {
 	Status int
 	// Backend must answer (by body and by its own log); "" when none may.
 	Backend string
-	// Flags is Envoy's response flag (e.g. "NC"); "" when none is expected.
+	// Flags is Envoy's response flag (e.g. "NC"); "" when none is expected. For the grpc
+	// client, which has no flags, it stands for its class: NC, NR config failure; UH, UF
+	// upstream failure (experiments/runner flagHolds).
 	Flags string
 	Line  int
 }
