@@ -39,6 +39,9 @@ func grpcCommand(o Options, sc *scenario.Scenario) (grpcclient.Command, error) {
 	if sc.OnDemand.Any() {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: errGRPCOnDemand}
 	}
+	if why, ok := sc.NotFor[ClientGRPC]; ok {
+		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: errors.New(why)}
+	}
 	if names := listenerNames(sc); len(names) != 1 {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client",
 			Reason: fmt.Errorf("the grpc client dials one listener (xds:///<name>); the scenario has %d: %v", len(names), names)}

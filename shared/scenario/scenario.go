@@ -41,6 +41,10 @@ type Scenario struct {
 	// on_demand filter on its short-form listeners, the bootstrap without cds_config when
 	// clusters are on demand, and the control plane's on-demand answers. It needs delta.
 	OnDemand resources.OnDemand
+	// NotFor says, per client (only "grpc"), why the scenario does not apply to it (one
+	// line, not_for: {grpc: ...}): the runner refuses it for that client as not
+	// applicable before anything starts.
+	NotFor map[string]string
 	// Modes are the protocols the scenario runs in (empty: both); an on-demand scenario
 	// runs in delta only.
 	Modes []string
