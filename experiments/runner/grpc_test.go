@@ -49,7 +49,8 @@ func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
 // data plane: every step passes on its evidence (the backend named by the answer and by
 // its own log, the NACK in xds.log with grpc-go's reason, the last good route serving
 // meanwhile and during the outage), the result is a real one (PASS, not NOT_RUN), and
-// each step keeps the client's CSDS view. (remove-cluster expects Envoy's flag NC.)
+// each step keeps the client's CSDS view. (The whole scenario, remove-cluster's 503 NC
+// read as grpc-go's config failure included, runs in TestPackGRPC.)
 func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
