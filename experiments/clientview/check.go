@@ -98,6 +98,17 @@ type Model struct {
 //     subscribed to. Envoy reports neither status: such a name is absent from its view.
 //  6. UNKNOWN rows (Envoy's assignments it shows without endpoints or does not dump
 //     while their cluster warms) are not compared.
+//  7. Partial accept (grpc-go, SotW; a client behaviour, not the protocol: the xDS spec
+//     has a NACK reject the response, and xds.log's model keeps the type at what it
+//     last ACKed). grpc-go applies the valid resources of a response it NACKs and
+//     reports them ACKED under the rejected version_info
+//     (internal/xds/clients/xdsclient/authority.go, authority.handleADSResourceUpdate:
+//     "The metadata might be a NACK metadata because some other resources in the same
+//     response are invalid", then state.md.Version = md.ErrState.Version). So for
+//     grpc-go an ACKED row of a type the model has NACKED agrees, held or not, when
+//     (and only when) its version is the NACKed send's and its content hash (the view
+//     must carry the resource) is what that send carried for the name
+//     (TypeStatus.Rejected).
 func Check(m Model, view []Resource) []Finding {
 	c := newChecker(m)
 	var out []Finding
@@ -205,13 +216,13 @@ func (c *checker) acked(f Finding, a xdslog.Accepted, held bool, row *Resource) 
 	f.Client = describeRow(row)
 	if held {
 		ok, why := c.agrees(f.Type, f.Name, row, a)
-		if ok || c.inFlight(f.Type, f.Name, row) {
+		if ok || c.inFlight(f.Type, f.Name, row) || c.partialAccept(f.Type, f.Name, row) {
 			return f, true
 		}
 		f.Model = "ACKed " + describeAccepted(a) + why
 		return f, false
 	}
-	if c.inFlight(f.Type, f.Name, row) {
+	if c.inFlight(f.Type, f.Name, row) || c.partialAccept(f.Type, f.Name, row) {
 		return f, true
 	}
 	f.Model = "the client holds nothing" + c.whyNotHeld(f.Type, f.Name)
@@ -351,6 +362,18 @@ func (c *checker) inFlight(typ, name string, row *Resource) bool {
 		return row.Version == hash || row.Hash == hash
 	}
 	return row.Version == ts.SentVersion && (row.Hash == "" || row.Hash == hash)
+}
+
+// partialAccept: grpc-go took this valid resource from the SotW response it NACKed
+// (Check, rule 7): the row is ACKED under the rejected version with the content that
+// response carried for the name.
+func (c *checker) partialAccept(typ, name string, row *Resource) bool {
+	ts := c.m.Stream.Types[typ]
+	if c.m.Client != ClientGRPC || c.m.Mode != xdslog.ModeSotW || ts.State != xdslog.TypeNacked {
+		return false
+	}
+	sent, ok := ts.Rejected[name]
+	return ok && row.Hash != "" && row.Hash == sent && row.Version == ts.SentVersion
 }
 
 // removalInFlight: the latest send is unanswered and the published state no longer has

@@ -317,3 +317,41 @@ func TestGRPCContent(t *testing.T) {
 	f := one(t, Check(w.model(ClientGRPC), withBody([]byte("another cluster"))), "CDS", "inventory")
 	assert.Contains(t, f.Model, "the client's copy is content")
 }
+
+// grpc-go applies the valid resources of a SotW response it NACKs and reports them ACKED
+// under the rejected version (Check, rule 7). The fixture fails without the rule: the
+// model keeps CDS at version 1 with only "inventory".
+func TestGRPCPartialAccept(t *testing.T) {
+	bodies := map[string][]byte{"inventory": []byte("inventory v1"), "fresh": []byte("a valid new cluster"),
+		"broken": []byte("a cluster grpc-go rejects")}
+	cds := func(name string) res { return res{"CDS", name, cachev3.HashResource(bodies[name])} }
+	w := newWire(t, xdslog.ModeSotW)
+	w.publish("1", cds("inventory"))
+	w.subscribe("CDS", "inventory", "fresh", "broken")
+	w.sendAck("CDS", "1", cds("inventory"))
+	w.publish("2", cds("inventory"), cds("fresh"), cds("broken"))
+	w.nack("CDS", w.send("CDS", "2", cds("inventory"), cds("fresh"), cds("broken")),
+		`error parsing "ClusterResource" response: resource "broken": `+routeDetail)
+	m := w.model(ClientGRPC)
+	require.Equal(t, xdslog.TypeNacked, m.Stream.Types["CDS"].State)
+
+	row := func(name, version string, body []byte) *statuspb.ClientConfig_GenericXdsConfig {
+		g := acked(cds(name), version)
+		g.XdsConfig = &anypb.Any{TypeUrl: resources.CDS.URL(), Value: body}
+		return g
+	}
+	broken := nackedRow("CDS", "broken", "", "2", routeDetail)
+	view := func(fresh *statuspb.ClientConfig_GenericXdsConfig) []Resource {
+		return grpcView(t, row("inventory", "2", bodies["inventory"]), fresh, broken)
+	}
+	assert.Empty(t, Check(m, view(row("fresh", "2", bodies["fresh"]))),
+		"the valid resources ACKED under the rejected version with the rejected send's content")
+
+	f := one(t, Check(m, view(row("fresh", "2", []byte("content the send did not carry")))), "CDS", "fresh")
+	assert.Contains(t, f.Model, "the client holds nothing")
+	one(t, Check(m, view(row("fresh", "3", bodies["fresh"]))), "CDS", "fresh")
+	one(t, Check(m, view(acked(cds("fresh"), "2"))), "CDS", "fresh") // no content: not shown to be the send's
+
+	m.Client = ClientEnvoy // the rule is grpc-go's, not the protocol's
+	assert.NotEmpty(t, Check(m, view(row("fresh", "2", bodies["fresh"]))))
+}

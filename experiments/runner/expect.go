@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -80,8 +81,12 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 	var (
 		obs      Observation
 		attempts int
+		pace     pacer
 	)
 	err := r.wait(ctx, describeExpect(q), func() (bool, error) {
+		if !pace.next(ctx) {
+			return false, nil // waitFor sees ctx done
+		}
 		attempts++
 		var ok bool
 		obs, ok = r.observe(ctx, q, tag+strconv.Itoa(attempts), probe)
@@ -91,6 +96,33 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 		return ok, nil
 	})
 	return obs, attempts, err
+}
+
+// minAttemptGap is the least time between two attempts of one data-plane expectation.
+// waitDataPlane wakes on every xds.log event, its own data-plane events included, so a
+// request that keeps failing at once (grpc-go failing an RPC without sending it) would
+// otherwise be re-sent thousands of times a second.
+const minAttemptGap = 10 * time.Millisecond
+
+// pacer spaces attempts at least minAttemptGap apart.
+type pacer struct{ last time.Time }
+
+// next waits until minAttemptGap has passed since the previous attempt; false when ctx
+// ended first.
+func (p *pacer) next(ctx context.Context) bool {
+	if !p.last.IsZero() {
+		if d := minAttemptGap - time.Since(p.last); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	p.last = time.Now()
+	return true
 }
 
 // sentTS is when o was sent, for its dataplane event (nil when it never was).
@@ -125,10 +157,19 @@ func matches(o Observation, e scenario.RequestExpect, real bool) bool {
 			return false
 		}
 	}
-	if e.Flags != "" && o.Flags != e.Flags {
-		return false
+	return e.Flags == "" || flagHolds(o, e.Flags)
+}
+
+// flagHolds says whether o carries Envoy's response flag. Envoy's answer must carry the
+// flag itself. The grpc client has no response flags: a flag stands for its class
+// (Classify: NC and NR a config failure, UH and UF an upstream failure), and the grpc
+// answer must be of that class (grpcClass reads it from grpc-go's status). So "503 NC"
+// means, for grpc, a 503 whose RPC failed because the configuration could not route it.
+func flagHolds(o Observation, flag string) bool {
+	if o.Client == ClientGRPC {
+		return o.Class == Classify(http.StatusServiceUnavailable, flag)
 	}
-	return true
+	return o.Flags == flag
 }
 
 func describeExpect(e scenario.RequestExpect) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -48,7 +49,8 @@ func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
 // data plane: every step passes on its evidence (the backend named by the answer and by
 // its own log, the NACK in xds.log with grpc-go's reason, the last good route serving
 // meanwhile and during the outage), the result is a real one (PASS, not NOT_RUN), and
-// each step keeps the client's CSDS view. (remove-cluster expects Envoy's flag NC.)
+// each step keeps the client's CSDS view. (The whole scenario, remove-cluster's 503 NC
+// read as grpc-go's config failure included, runs in TestPackGRPC.)
 func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -115,4 +117,51 @@ func assertCSDS(t *testing.T, dir string, c Checkpoint, step string) {
 		}
 	}
 	assert.Equal(t, map[resources.Type]int{resources.LDS: 1, resources.RDS: 1, resources.CDS: 1, resources.EDS: 1}, types, step)
+}
+
+// grpc-go applies the valid part of a CDS response it NACKs (many-per-type's
+// one-invalid-among-three: an invalid c beside a new valid d): the NACK is recorded with
+// grpc-go's reason, d serves, and its CSDS view (d ACKED under the NACKed version, c
+// NACKED keeping the last good one) agrees with xds.log's model by clientview's
+// partial-accept rule: no finding.
+func TestGRPCClientPartialAcceptAgrees(t *testing.T) {
+	sc, err := scenario.Builtin("many-per-type")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
+		Scenario: sc, Out: dir, Steps: []string{"initial", "remove-one", "one-invalid-among-three"}, StepTimeout: 40 * time.Second})
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "PASS", res.EnvoyResult)
+
+	c := readCheckpoint(t, dir, "one-invalid-among-three")
+	assert.Contains(t, c.NackError, "unexpected lbPolicy MAGLEV", "grpc-go's own reason")
+	var servedD bool
+	for _, q := range c.Requests {
+		if q.Request.Path == "/quote/d" {
+			servedD = q.Passed && q.Request.LogBackend == "v2"
+		}
+	}
+	assert.True(t, servedD, "d, the valid part of the NACKed response, serves: %+v", c.Requests)
+	require.NotNil(t, c.ClientView)
+	assert.Zero(t, c.ClientView.Total, "findings %v", c.ClientView.Findings)
+
+	b, err := os.ReadFile(filepath.Join(dir, c.ClientStatus))
+	require.NoError(t, err)
+	var resp statuspb.ClientStatusResponse
+	require.NoError(t, protojson.Unmarshal(b, &resp))
+	view, err := clientview.FromCSDS(&resp, resources.NodeID)
+	require.NoError(t, err)
+	rows := map[string]clientview.Resource{}
+	for _, r := range view {
+		if r.Type == string(resources.CDS) {
+			rows[r.Name] = r
+		}
+	}
+	require.Equal(t, clientview.StatusNACKED, rows["c"].Status)
+	nacked := rows["c"].RejectedVersion
+	assert.NotEqual(t, nacked, rows["c"].Version, "c keeps the last good version")
+	assert.Equal(t, clientview.StatusACKED, rows["d"].Status)
+	assert.Equal(t, nacked, rows["d"].Version, "d ACKED under the NACKed version")
 }

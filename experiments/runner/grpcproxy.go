@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"google.golang.org/grpc/codes"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -36,6 +38,9 @@ func grpcCommand(o Options, sc *scenario.Scenario) (grpcclient.Command, error) {
 	}
 	if sc.OnDemand.Any() {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: errGRPCOnDemand}
+	}
+	if why, ok := sc.NotFor[ClientGRPC]; ok {
+		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: errors.New(why)}
 	}
 	if names := listenerNames(sc); len(names) != 1 {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client",
@@ -218,8 +223,53 @@ func (g *grpcProxy) send(ctx context.Context, q scenario.Request, requestID stri
 		o.GRPCStatus = resp.Get(grpcclient.HeaderGRPCStatus)
 		o.GRPCMessage = resp.Get(grpcclient.HeaderGRPCMessage)
 		o.Upstream = resp.Get(grpcclient.HeaderUpstream)
+		o.Class = grpcClass(o.GRPCStatus, o.GRPCMessage)
 	}
 	return o, ok
+}
+
+// grpcFailures are grpc-go's own words (v1.85.0) for an RPC the xDS channel could not
+// send, by whose fault it is: the configuration could not route it (Envoy's NC, NR) or
+// the route's cluster had nothing to send it to (Envoy's UH, UF).
+var grpcFailures = []struct{ words, class string }{
+	// internal/xds/clients/xdsclient/authority.go (handleADSResourceUpdate,
+	// handleADSResourceDoesNotExist, watchResource): a watched resource removed or never sent, e.g.
+	// the route's cluster: `xds: resource "inventory" of type "ClusterResource" has
+	// been removed`.
+	{"has been removed", ClassConfigFailure},
+	// internal/xds/resolver/serviceconfig.go errNoMatchedRouteFound,
+	// errUnsupportedClientRouteAction.
+	{"no matched route was found", ClassConfigFailure},
+	{"matched route does not have a supported route action", ClassConfigFailure},
+	// internal/xds/balancer/clustermanager/picker.go: the route's cluster is not in the
+	// channel's config.
+	{"unknown cluster selected for RPC", ClassConfigFailure},
+	// balancer/weightedtarget/weightedaggregator/aggregator.go: no locality to pick from
+	// (an assignment without endpoints); internal/xds/balancer/priority
+	// ErrAllPrioritiesRemoved; balancer/ringhash "produced zero addresses".
+	{"no targets to pick from", ClassUpstreamFailure},
+	{"all priorities are removed", ClassUpstreamFailure},
+	{"produced zero addresses", ClassUpstreamFailure},
+	// The transport's failure to reach the endpoint (internal/transport/transport.go
+	// ConnectionError "connection error: desc = ...", balancer/base "last connection
+	// error", a refused dial).
+	{"connection error", ClassUpstreamFailure},
+	{"connection refused", ClassUpstreamFailure},
+}
+
+// grpcClass is the class (Observation.Class) of an answer through the grpc client's
+// front door, from the RPC's status code name and message: OK is served; a failure
+// grpc-go names (grpcFailures) is its class; any other is ClassOther.
+func grpcClass(code, message string) string {
+	if code == codes.OK.String() {
+		return ClassServed
+	}
+	for _, f := range grpcFailures {
+		if strings.Contains(message, f.words) {
+			return f.class
+		}
+	}
+	return ClassOther
 }
 
 // holdProcess stops pid with SIGSTOP; the release sends SIGCONT once.

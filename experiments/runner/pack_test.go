@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -105,6 +106,40 @@ func TestPackEnvoy(t *testing.T) {
 						assertPackEvidence(t, sc.Name, mode, cache, dir, cps, true)
 					})
 				}
+			}
+		})
+	}
+}
+
+// TestPackGRPC runs the pack against grpc-go's own xDS client (SotW, the snapshot
+// cache): every scenario that applies passes, and at every step grpc-go's CSDS view
+// agrees with xds.log's model of its stream; the others are refused as not applicable
+// with their reason (on-demand: delta only; not_for: grpc in the scenario).
+func TestPackGRPC(t *testing.T) {
+	for _, sc := range loadPack(t) {
+		t.Run(sc.Name, func(t *testing.T) {
+			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand()}
+			switch {
+			case sc.OnDemand.Any():
+				assertNotApplicable(t, sc, o, resources.ErrOnDemandNeedsDelta)
+				return
+			case sc.NotFor[ClientGRPC] != "":
+				o.Scenario, o.Out = sc, filepath.Join(t.TempDir(), "run")
+				_, err := Execute(context.Background(), o)
+				assert.True(t, scenario.IsNotApplicable(err), "%v", err)
+				assert.EqualError(t, err, "scenario "+sc.Name+" does not apply to the grpc client: "+sc.NotFor[ClientGRPC])
+				assert.NoDirExists(t, o.Out, "refused before anything started")
+				return
+			}
+			o.StepTimeout = 40 * time.Second // grpc-go's 15 s watch expiry can be on the way
+			dir, err := scenarioRun(t, sc, o)
+			require.NoError(t, err)
+			assert.Equal(t, "PASS", readLine(t, dir+"/envoy.result"))
+			for step, c := range passedSteps(t, dir, sc) {
+				assert.Equal(t, ClientGRPC, c.Client, step)
+				require.NotNil(t, c.ClientView, step)
+				assert.Empty(t, c.ClientView.Error, step)
+				assert.Zero(t, c.ClientView.Total, "%s: findings %v", step, c.ClientView.Findings)
 			}
 		})
 	}

@@ -65,7 +65,8 @@ type Observation struct {
 	Sent     time.Time `json:"sent"`
 	Answered time.Time `json:"answered"`
 	// Class says what kind of answer this was (Classify): served, upstream failure,
-	// config failure, other failure or no response.
+	// config failure, other failure or no response. Envoy's is read from its response
+	// flags, the grpc client's from grpc-go's status message (grpcClass).
 	Class string `json:"class"`
 }
 

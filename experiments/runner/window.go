@@ -144,7 +144,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 			res.FirstFailureMS = &at
 		}
 		res.LastFailureMS = &at
-		if len(w.exp.Flags) > 0 && !slices.Contains(w.exp.Flags, p.obs.Flags) && len(bad) < 5 {
+		if len(w.exp.Flags) > 0 && !slices.ContainsFunc(w.exp.Flags, func(f string) bool { return flagHolds(p.obs, f) }) && len(bad) < 5 {
 			bad = append(bad, p.answer())
 		}
 	}

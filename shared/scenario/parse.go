@@ -311,6 +311,9 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 		}
 		sc.Bootstrap = n.Value
 	}
+	if sc.NotFor, err = p.notFor(f); err != nil {
+		return nil, err
+	}
 	if ln := f.get("load"); ln != nil {
 		if sc.Load, err = p.load(ln); err != nil {
 			return nil, err
@@ -923,6 +926,33 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 var validModes = []string{"sotw", "delta"}
 var validCaches = []string{"snapshot", "linear", "indexed"}
 
+// validClients are the data planes a filter or not_for may name.
+var validClients = []string{"envoy", "grpc", "simulated"}
+
+// notFor reads not_for: client -> the one-line reason the scenario does not apply to it.
+// Only grpc is taken: Envoy is what the pack is written for, and the simulated client's
+// limits are the runner's (errSimOnDemand).
+func (p *parser) notFor(f *fields) (map[string]string, error) {
+	n := f.get("not_for")
+	if n == nil {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := n.Decode(&m); err != nil || len(m) == 0 {
+		return nil, p.errf(n, "not_for must map a client (grpc) to the reason the scenario does not apply to it")
+	}
+	for client, why := range m {
+		switch {
+		case client != "grpc":
+			return nil, p.errf(n, "not_for: client %q (want grpc)", client)
+		case strings.TrimSpace(why) == "" || strings.Contains(strings.TrimSpace(why), "\n"):
+			return nil, p.errf(n, "not_for %s: give the reason in one line", client)
+		}
+		m[client] = strings.TrimSpace(why)
+	}
+	return m, nil
+}
+
 func (p *parser) filter(f *fields) (Filter, error) {
 	var flt Filter
 	var err error
@@ -941,8 +971,8 @@ func (p *parser) filter(f *fields) (Filter, error) {
 	if flt.Client, err = f.str("client", false); err != nil {
 		return flt, err
 	}
-	if flt.Client != "" && flt.Client != "envoy" && flt.Client != "simulated" {
-		return flt, p.errf(f.keys["client"], "%s: client %q (want envoy or simulated)", f.what, flt.Client)
+	if flt.Client != "" && !slices.Contains(validClients, flt.Client) {
+		return flt, p.errf(f.keys["client"], "%s: client %q (want envoy, grpc or simulated)", f.what, flt.Client)
 	}
 	if flt.SotWVersions, err = f.str("sotw_versions", false); err != nil {
 		return flt, err

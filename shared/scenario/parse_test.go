@@ -51,6 +51,9 @@ func TestPackParses(t *testing.T) {
 			assert.NotEmpty(t, st.Proves, "%s/%s", sc.Name, st.Name)
 		}
 	}
+	wo, err := Builtin("warming-order")
+	require.NoError(t, err)
+	assert.Contains(t, wo.NotFor["grpc"], "gRFC A74", "not_for gives the reason in one line")
 }
 
 // TestShortAndFullFormsAgree: a short-form cluster and the same cluster in Envoy's v3

@@ -41,6 +41,10 @@ type Scenario struct {
 	// on_demand filter on its short-form listeners, the bootstrap without cds_config when
 	// clusters are on demand, and the control plane's on-demand answers. It needs delta.
 	OnDemand resources.OnDemand
+	// NotFor says, per client (only "grpc"), why the scenario does not apply to it (one
+	// line, not_for: {grpc: ...}): the runner refuses it for that client as not
+	// applicable before anything starts.
+	NotFor map[string]string
 	// Modes are the protocols the scenario runs in (empty: both); an on-demand scenario
 	// runs in delta only.
 	Modes []string
@@ -224,7 +228,9 @@ type RequestExpect struct {
 	Status int
 	// Backend must answer (by body and by its own log); "" when none may.
 	Backend string
-	// Flags is Envoy's response flag (e.g. "NC"); "" when none is expected.
+	// Flags is Envoy's response flag (e.g. "NC"); "" when none is expected. For the grpc
+	// client, which has no flags, it stands for its class: NC, NR config failure; UH, UF
+	// upstream failure (experiments/runner flagHolds).
 	Flags string
 	Line  int
 }

@@ -376,6 +376,11 @@ func (t *typeState) status() TypeStatus {
 		// NACKed, or re-sent after a NACK with the same content (a NACK storm): the
 		// client keeps running Version.
 		ts.State, ts.Nonce, ts.Error = TypeNacked, t.nackNonce, t.nackErr
+		// The latest send is the NACKed one or a re-send of its content.
+		ts.Rejected = make(map[string]string, len(s.resources))
+		for _, r := range s.resources {
+			ts.Rejected[r.Name] = r.Hash
+		}
 	case pending:
 		at := s.at
 		ts.State, ts.Nonce, ts.Since = TypeStale, t.latest, &at

@@ -56,6 +56,10 @@ type TypeStatus struct {
 	Since *time.Time `json:"since,omitempty"`
 	// Error is the client's error_detail (NACKED).
 	Error string `json:"error,omitempty"`
+	// Rejected is what the NACKed send carried (NACKED): name -> content hash. A client
+	// that applies the valid part of a response it NACKs (grpc-go) is checked against it
+	// (experiments/clientview).
+	Rejected map[string]string `json:"rejected,omitempty"`
 	// Names is the subscription as the server sees it (the names of the client's latest
 	// request of the type; empty for a wildcard); Wildcard says whether it is one.
 	Names    []string `json:"names,omitempty"`
