@@ -99,30 +99,10 @@ func TestSweepEnvoyFleet(t *testing.T) {
 		}
 		assert.Len(t, ports, k, "%s: every Envoy has its own listener port", name)
 
-		ev, _, err := xdslog.ReadFile(filepath.Join(o.Out, c.Log))
-		require.NoError(t, err)
-		nodeOf := map[int64]string{}
-		for _, e := range ev {
-			if e.Event == xdslog.EventRequest && e.Node != "" {
-				nodeOf[e.Stream] = e.Node
-			}
-		}
-		for i, s := range append([]Sample{c.Initial}, c.Updates...) {
-			what := fmt.Sprintf("%s %s", name, s.Step)
+		forEachFleetSample(t, o.Out, c, k, FleetNodeID, func(i int, s Sample, what string) {
 			backend := []string{"endpoint-a", "endpoint-b"}[i%2]
-			require.Len(t, s.Proxies, k, what)
-			for j, p := range s.Proxies {
+			for _, p := range s.Proxies {
 				who := what + " " + p.Node
-				assert.Equal(t, FleetNodeID(j), p.Node, what)
-				assert.Equal(t, p.Node, nodeOf[p.Stream], "%s: the stream it ACKed on is its own", who)
-				// The ACK: its stream ACKed every awaited type at its own publisher's
-				// version, in this step.
-				require.NotEmpty(t, s.Expected, who)
-				for _, typ := range s.Expected {
-					v := p.Versions[typ]
-					require.NotEmpty(t, v, "%s: no version for %s", who, typ)
-					assert.True(t, ackedIn(ev, s.Step, p.Stream, typ, v), "%s: no ACK of %s@%s on stream %d in the log", who, typ, v, p.Stream)
-				}
 				assert.Positive(t, p.AckMS, who)
 				assert.Positive(t, p.PublishedMS, who)
 				assert.LessOrEqual(t, p.PublishedMS, s.PublishMS, "%s: published within the step's publish", who)
@@ -160,7 +140,7 @@ func TestSweepEnvoyFleet(t *testing.T) {
 			}
 			require.NotNil(t, s.EnvoyRSS, what)
 			assert.Equal(t, rss, *s.EnvoyRSS, "%s: the sample's RSS is the sum", what)
-		}
+		})
 		for _, key := range []string{"ack_ms", "data_plane_ms", "envoy_rss", "envoy_cpu_ms"} {
 			p, ok := c.PerProxy[key]
 			require.True(t, ok, "%s: per_proxy has %s", name, key)
@@ -182,6 +162,40 @@ func TestSweepEnvoyFleet(t *testing.T) {
 		for _, by := range []string{"ack", "data-plane"} {
 			assert.Contains(t, groups, "versions-endpoint-N10-"+SeriesID(c.Series)+"-"+by)
 		}
+	}
+}
+
+// forEachFleetSample checks what every fleet sample of c must show, whatever the client
+// kind: K proxies in node order (nodeID), each on its own stream (named by its own node
+// in xds.log), which ACKed every awaited type at its own publisher's version in that
+// step; then it calls check with the sample's index and a label for the kind's own
+// assertions.
+func forEachFleetSample(t *testing.T, dir string, c *Config, k int, nodeID func(int) string, check func(i int, s Sample, what string)) {
+	t.Helper()
+	name := c.Series + " N=" + itoa(c.N)
+	ev, _, err := xdslog.ReadFile(filepath.Join(dir, c.Log))
+	require.NoError(t, err)
+	nodeOf := map[int64]string{}
+	for _, e := range ev {
+		if e.Event == xdslog.EventRequest && e.Node != "" {
+			nodeOf[e.Stream] = e.Node
+		}
+	}
+	for i, s := range append([]Sample{c.Initial}, c.Updates...) {
+		what := fmt.Sprintf("%s %s", name, s.Step)
+		require.Len(t, s.Proxies, k, what)
+		for j, p := range s.Proxies {
+			who := what + " " + p.Node
+			assert.Equal(t, nodeID(j), p.Node, what)
+			assert.Equal(t, p.Node, nodeOf[p.Stream], "%s: the stream it ACKed on is its own", who)
+			require.NotEmpty(t, s.Expected, who)
+			for _, typ := range s.Expected {
+				v := p.Versions[typ]
+				require.NotEmpty(t, v, "%s: no version for %s", who, typ)
+				assert.True(t, ackedIn(ev, s.Step, p.Stream, typ, v), "%s: no ACK of %s@%s on stream %d in the log", who, typ, v, p.Stream)
+			}
+		}
+		check(i, s, what)
 	}
 }
 

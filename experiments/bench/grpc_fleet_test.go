@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,28 +44,10 @@ func TestSweepGRPCFleet(t *testing.T) {
 			assert.Equal(t, GRPCNodeID(i), p.Node, name)
 			assert.FileExists(t, filepath.Join(o.Out, p.EnvoyLog), "%s: the client's own log", name)
 		}
-		ev, _, err := xdslog.ReadFile(filepath.Join(o.Out, c.Log))
-		require.NoError(t, err)
-		nodeOf := map[int64]string{}
-		for _, e := range ev {
-			if e.Event == xdslog.EventRequest && e.Node != "" {
-				nodeOf[e.Stream] = e.Node
-			}
-		}
-		for i, s := range append([]Sample{c.Initial}, c.Updates...) {
-			what := fmt.Sprintf("%s %s", name, s.Step)
+		forEachFleetSample(t, o.Out, c, k, GRPCNodeID, func(i int, s Sample, what string) {
 			backend := []string{"endpoint-a", "endpoint-b"}[i%2]
-			require.Len(t, s.Proxies, k, what)
-			for j, p := range s.Proxies {
+			for _, p := range s.Proxies {
 				who := what + " " + p.Node
-				assert.Equal(t, GRPCNodeID(j), p.Node, who)
-				assert.Equal(t, p.Node, nodeOf[p.Stream], "%s: the stream it ACKed on is its own", who)
-				require.NotEmpty(t, s.Expected, who)
-				for _, typ := range s.Expected {
-					v := p.Versions[typ]
-					require.NotEmpty(t, v, "%s: no version for %s", who, typ)
-					assert.True(t, ackedIn(ev, s.Step, p.Stream, typ, v), "%s: no ACK of %s@%s on stream %d in the log", who, typ, v, p.Stream)
-				}
 				// The data plane: the new backend answered the RPC through its front door.
 				require.NotNil(t, p.DataPlaneMS, "%s: the change never showed through its front door", who)
 				require.NotNil(t, p.Answer, who)
@@ -81,7 +62,7 @@ func TestSweepGRPCFleet(t *testing.T) {
 				assert.Equal(t, k, acked, what)
 				assert.Equal(t, k, answering, what)
 			}
-		}
+		})
 		assert.Equal(t, k*o.Repeat, c.PerProxy["ack_ms"].Count, "%s: ACK percentiles over the clients x the repeats", name)
 	}
 }
