@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/clientview"
 )
 
 // Clients is the report's section for two runs of different clients (run.json "client":
@@ -33,12 +35,6 @@ type ClientDifference struct {
 	Source      string `json:"source"`
 }
 
-// Client kinds as run.json names them.
-const (
-	kindEnvoy = "envoy"
-	kindGRPC  = "grpc"
-)
-
 // clientKind is the run's client from run.json ("" when unknown).
 func clientKind(r *Run) string {
 	if r.Meta == nil {
@@ -50,7 +46,7 @@ func clientKind(r *Run) string {
 // Per-client implementation sources, by topic. Checked against Envoy's main branch
 // (source paths below) and grpc-go v1.85.0.
 var clientSources = map[string]map[string]string{
-	kindEnvoy: {
+	clientview.ClientEnvoy: {
 		"subscription": "Envoy: LdsApiImpl (source/common/listener_manager/lds_api.cc) and CdsApiImpl " +
 			"(source/common/upstream/cds_api_impl.cc) start their subscription with no names (wildcard); " +
 			"RDS and EDS watch the names their listener and clusters use",
@@ -74,7 +70,7 @@ var clientSources = map[string]map[string]string{
 			"source/extensions/config_subscription/grpc/grpc_subscription_impl.cc) only ends initialization " +
 			"waiting; a name never answered stays subscribed and its route answers 503 (NC: no cluster)",
 	},
-	kindGRPC: {
+	clientview.ClientGRPC: {
 		"subscription": "grpc-go: one watch per name (internal/xds/clients/xdsclient/ads_stream.go, subscribe), " +
 			"starting from the listener named by the dial target; it never subscribes wildcard",
 		"ack-names": "grpc-go: adsStreamImpl.onRecv (internal/xds/clients/xdsclient/ads_stream.go) ACKs and " +

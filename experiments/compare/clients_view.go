@@ -21,9 +21,9 @@ func ownViewFile(r *Run, step string) string {
 		return ""
 	}
 	switch clientKind(r) {
-	case kindGRPC:
+	case clientview.ClientGRPC:
 		return filepath.Join(filepath.Dir(r.LogPath), step+"-csds.json")
-	case kindEnvoy:
+	case clientview.ClientEnvoy:
 		return filepath.Join(filepath.Dir(r.LogPath), step+"-config.json")
 	}
 	return ""
@@ -42,7 +42,7 @@ func ownView(r *Run, step string) ([]clientview.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if clientKind(r) == kindEnvoy {
+	if clientKind(r) == clientview.ClientEnvoy {
 		return clientview.FromEnvoyConfigDump(b)
 	}
 	var resp statuspb.ClientStatusResponse

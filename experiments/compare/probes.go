@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/clientview"
 )
 
 // The data-plane section: every probe of each step, as analysis.Probes counts them
@@ -246,7 +247,7 @@ func realClients(p *analysis.Probes) string {
 		}
 	}
 	if len(names) == 0 {
-		return kindEnvoy
+		return clientview.ClientEnvoy
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")

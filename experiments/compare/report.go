@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -359,7 +360,9 @@ func isSimulated(client string, r *Run) bool {
 }
 
 // isRealClient: the data planes that forward real requests (Envoy, grpc-go's channel).
-func isRealClient(client string) bool { return client == kindEnvoy || client == kindGRPC }
+func isRealClient(client string) bool {
+	return client == clientview.ClientEnvoy || client == clientview.ClientGRPC
+}
 
 // answeredBy is the label of a real answer: the client that gave it.
 func answeredBy(client string, r *Run) string {
