@@ -63,6 +63,7 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"envoys with sim":      {[]string{"--client", "sim", "--envoys", "2"}, "--envoys 2: more than one Envoy needs --client envoy (got --client sim)"},
 		"unknown envoy stats":  {[]string{"--envoy-stats", "none"}, "--envoy-stats none: unknown Envoy stats setting (want all or no-scaled-clusters)"},
 		"envoy stats with sim": {[]string{"--client", "sim", "--envoy-stats", "no-scaled-clusters"}, "--envoy-stats no-scaled-clusters: needs --client envoy (got --client sim)"},
+		"unknown unprobed":     {[]string{"--unprobed", "live"}, "--unprobed live: unknown unprobed setting (want dead-port or no-endpoints)"},
 		"unknown client":       {[]string{"--client", "nginx"}, "--client nginx: unknown data plane (want envoy, grpc or sim)"},
 		"unknown mode":         {[]string{"--modes", "sotw,incremental"}, "--modes sotw,incremental: incremental: unknown protocol (want sotw or delta)"},
 		"mode twice":           {[]string{"--modes", "delta,delta"}, "--modes delta,delta: delta is listed twice"},

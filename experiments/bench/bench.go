@@ -134,6 +134,9 @@ type Options struct {
 	// (bootstrap.StatsSettings; "" is bootstrap.StatsAll, Envoy's defaults). Real Envoy
 	// only.
 	EnvoyStats string
+	// Unprobed is where the clusters no request uses point (UnprobedSettings; "" is
+	// UnprobedDeadPort): the workload loop's states only, not the on-demand sequence.
+	Unprobed string
 	// Progress receives progress lines and the final table (nil: discarded). Its write
 	// errors are ignored: lost progress must not fail the sweep.
 	Progress io.Writer
@@ -200,6 +203,15 @@ func (o *Options) Validate() error {
 	}
 	if o.EnvoyStats != bootstrap.StatsAll && o.Client != ClientEnvoy {
 		return fmt.Errorf("--envoy-stats %s: needs --client envoy (got --client %s)", o.EnvoyStats, o.Client)
+	}
+	if o.Unprobed == "" {
+		o.Unprobed = UnprobedDeadPort
+	}
+	if !slices.Contains(UnprobedSettings, o.Unprobed) {
+		return fmt.Errorf("--unprobed: unknown setting %q (want %s or %s)", o.Unprobed, UnprobedDeadPort, UnprobedNoEndpoints)
+	}
+	if o.Unprobed != UnprobedDeadPort && len(o.OnDemand) > 0 {
+		return fmt.Errorf("--unprobed %s: the on-demand sequence has its own states (drop --on-demand or --unprobed)", o.Unprobed)
 	}
 	if len(o.Modes) == 0 {
 		return errors.New("--modes: give sotw, delta or both")

@@ -365,7 +365,8 @@ func (tg *target) forNode() string {
 
 // ports are where this configuration's states point (the listener is each target's).
 func (r *configRun) ports() ports {
-	return ports{listener: resources.DefaultListener, dead: r.e.deadPort, backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
+	return ports{listener: resources.DefaultListener, dead: r.e.deadPort, unlistedEmpty: r.e.o.Unprobed == UnprobedNoEndpoints,
+		backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
 }
 
 // measure publishes step i of the workload (0: the initial state) and waits until every

@@ -145,6 +145,16 @@ var PerProxyMetrics = []proxyMetric{
 		}
 		return *p.DataPlaneMS, true
 	}},
+	// The same two from this Envoy's own publish: what is left once the publish loop's
+	// ramp over K nodes (K publishes one after another, on a machine the K clients
+	// share) is taken out.
+	{"ack_own_ms", "this Envoy's publish to its ACK", "ms", func(p ProxySample) (float64, bool) { return p.AckMS - p.PublishedMS, true }},
+	{"data_plane_own_ms", "this Envoy's publish to the change answering via it", "ms", func(p ProxySample) (float64, bool) {
+		if p.DataPlaneMS == nil {
+			return 0, false
+		}
+		return *p.DataPlaneMS - p.PublishedMS, true
+	}},
 	{"envoy_cpu_ms", "this Envoy's CPU", "ms", func(p ProxySample) (float64, bool) {
 		if p.EnvoyCPUMS == nil {
 			return 0, false
@@ -224,17 +234,20 @@ func (r *Report) fleetTables(ok []*Config) []table {
 		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
 			"ACK: publish to that Envoy's ACK of every awaited type at its own publisher's version. "+
 			"data plane: publish to the first request through that Envoy's own listener showing the change (each Envoy probed every %s ms until its ACK, every %s ms after). "+
+			"own publish: the same from that Envoy's own publish (p50 / p99), without the ramp of the K publishes. "+
 			"spread: last Envoy minus first, median over the repeats: how long the fleet ran mixed versions. "+
 			"Envoy CPU: summed over the Envoys, median over the repeats; RSS: each Envoy's after the last change (min–max), and their sum.",
 			r.Options.Repeat, fmtMS(fl[0].PollIntervalMS), fmtMS(fl[0].PollIntervalAckedMS)),
 		head: append(slices.Clone(ident), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
-			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum"),
+			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms",
+			"own publish: ACK ms", "own publish: data plane ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum"),
 	}
+	both := func(c *Config, key string) string { return pc(c, key, p50) + " / " + pc(c, key, p99) }
 	for _, c := range fl {
 		row := append(idOf(c), fmt.Sprint(c.Envoys),
 			pc(c, "ack_ms", p50), pc(c, "ack_ms", p99), pc(c, "ack_ms", pmax), spreadCell(c, false),
 			pc(c, "data_plane_ms", p50), pc(c, "data_plane_ms", p99), pc(c, "data_plane_ms", pmax), spreadCell(c, true),
-			cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
+			both(c, "ack_own_ms"), both(c, "data_plane_own_ms"), cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
 		per.rows = append(per.rows, row)
 	}
 

@@ -141,7 +141,7 @@ func TestSweepEnvoyFleet(t *testing.T) {
 			require.NotNil(t, s.EnvoyRSS, what)
 			assert.Equal(t, rss, *s.EnvoyRSS, "%s: the sample's RSS is the sum", what)
 		})
-		for _, key := range []string{"ack_ms", "data_plane_ms", "envoy_rss", "envoy_cpu_ms"} {
+		for _, key := range []string{"ack_ms", "data_plane_ms", "ack_own_ms", "data_plane_own_ms", "envoy_rss", "envoy_cpu_ms"} {
 			p, ok := c.PerProxy[key]
 			require.True(t, ok, "%s: per_proxy has %s", name, key)
 			assert.Equal(t, k*rep.Options.Repeat, p.Count, "%s %s: over the Envoys x the repeats", name, key)
@@ -242,12 +242,15 @@ func TestPercentiles(t *testing.T) {
 	// Over the Envoys x the repeats: 3 Envoys, 2 updates.
 	dp := func(v float64) *float64 { return &v }
 	updates := []Sample{
-		{Proxies: []ProxySample{{AckMS: 1, DataPlaneMS: dp(4)}, {AckMS: 2, DataPlaneMS: dp(5)}, {AckMS: 9, DataPlaneMS: dp(12)}}},
-		{Proxies: []ProxySample{{AckMS: 3}, {AckMS: 4, DataPlaneMS: dp(6)}, {AckMS: 5, DataPlaneMS: dp(7)}}},
+		{Proxies: []ProxySample{{AckMS: 1, DataPlaneMS: dp(4)}, {AckMS: 2, DataPlaneMS: dp(5), PublishedMS: 1}, {AckMS: 9, DataPlaneMS: dp(12), PublishedMS: 2}}},
+		{Proxies: []ProxySample{{AckMS: 3}, {AckMS: 4, DataPlaneMS: dp(6), PublishedMS: 1}, {AckMS: 5, DataPlaneMS: dp(7), PublishedMS: 2}}},
 	}
 	sum := perProxySummary(updates)
 	assert.Equal(t, Percentiles{P50: 3, P99: 9, Max: 9, Count: 6}, sum["ack_ms"])
 	assert.Equal(t, Percentiles{P50: 6, P99: 12, Max: 12, Count: 5}, sum["data_plane_ms"], "a missing time is left out, not counted as 0")
+	// From each one's own publish: 1, 1, 7, 3, 3, 3 and 4, 4, 10, 5, 5.
+	assert.Equal(t, Percentiles{P50: 3, P99: 7, Max: 7, Count: 6}, sum["ack_own_ms"])
+	assert.Equal(t, Percentiles{P50: 5, P99: 10, Max: 10, Count: 5}, sum["data_plane_own_ms"])
 	_, ok = sum["envoy_rss"]
 	assert.False(t, ok)
 }

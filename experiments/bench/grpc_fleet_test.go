@@ -19,20 +19,38 @@ import (
 // seam the Envoys use. Every change reaches every client: its own stream (named by its
 // own node) ACKs the awaited types at its own publisher's versions, an RPC through its
 // front door is answered by the new backend, its RSS is read; and no client outlives
-// the sweep.
+// the sweep. Once with the unprobed clusters on the dead port (both version strategies),
+// once with no endpoint at all (--unprobed no-endpoints: grpc-go accepts the empty
+// assignments, or the step would fail on its NACK).
 func TestSweepGRPCFleet(t *testing.T) {
+	for _, tc := range []struct {
+		unprobed string
+		versions []frontend.VersionStrategy
+	}{{UnprobedDeadPort, DefaultVersions}, {UnprobedNoEndpoints, []frontend.VersionStrategy{frontend.PerType}}} {
+		t.Run(tc.unprobed, func(t *testing.T) { sweepGRPCFleet(t, tc.unprobed, tc.versions) })
+	}
+}
+
+func sweepGRPCFleet(t *testing.T, unprobed string, versions []frontend.VersionStrategy) {
 	const k = 3
 	out := &syncBuffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclient.ReexecCommand(),
-		Modes: []string{xdslog.ModeSotW}, SotWVersions: DefaultVersions, Caches: []frontend.Cache{frontend.SnapshotCache},
+		Modes: []string{xdslog.ModeSotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},
 		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
+		Unprobed: unprobed,
 	}
 	rep, err := Run(context.Background(), o)
 	require.NoError(t, err, "progress:\n%s", out.String())
 	assert.Empty(t, processesUnder(t, o.Out), "every grpc client is reaped when Run returns")
+	assert.Contains(t, out.String(), "client: 3 grpc-go clients (lab grpc-client), each its own node, state and front door", "the header names the clients")
+	if unprobed == UnprobedDeadPort {
+		assert.Empty(t, rep.Options.Unprobed, "the default is not written")
+	} else {
+		assert.Equal(t, unprobed, rep.Options.Unprobed)
+	}
 
-	require.Len(t, rep.Configs, 2, "sotw-uniform and sotw-per-type")
+	require.Len(t, rep.Configs, len(versions), "one configuration per version strategy")
 	for _, c := range rep.Configs {
 		name := c.Series + " N=" + itoa(c.N)
 		require.Empty(t, c.Error, name)

@@ -371,6 +371,8 @@ func (r *Report) header() []string {
 	client := r.Options.Client
 	if r.Options.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", r.Options.Clients)
+	} else if r.Options.Envoys > 1 && client == ClientGRPC {
+		client = fmt.Sprintf("%d grpc-go clients (lab grpc-client), each its own node, state and front door", r.Options.Envoys)
 	} else if r.Options.Envoys > 1 {
 		client = fmt.Sprintf("%d Envoys %s (--concurrency 1 each), each its own node, state and listener", r.Options.Envoys, r.EnvoyVersion)
 	} else if r.EnvoyVersion != "" {
@@ -380,6 +382,9 @@ func (r *Report) header() []string {
 		client += ", --envoy-stats " + r.Options.EnvoyStats
 	} else if client == ClientSim {
 		client = "simulated Envoy (in-process)"
+	}
+	if r.Options.Unprobed != "" {
+		client += "; unprobed clusters: " + r.Options.Unprobed
 	}
 	return []string{
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),

@@ -229,6 +229,9 @@ type RunOptions struct {
 	// EnvoyStats is the Envoy bootstrap's stats setting (--envoy-stats), when not
 	// Envoy's defaults.
 	EnvoyStats string `json:"envoy_stats,omitempty"`
+	// Unprobed is where the clusters no request uses point (--unprobed), when not
+	// UnprobedDeadPort.
+	Unprobed string `json:"unprobed,omitempty"`
 }
 
 // Report is bench.json.
@@ -264,6 +267,9 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	}
 	if o.EnvoyStats != bootstrap.StatsAll {
 		r.Options.EnvoyStats = o.EnvoyStats
+	}
+	if o.Unprobed != UnprobedDeadPort {
+		r.Options.Unprobed = o.Unprobed
 	}
 	for _, od := range o.OnDemand {
 		r.Options.OnDemand = append(r.Options.OnDemand, ShapeName(od))

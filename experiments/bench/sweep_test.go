@@ -18,6 +18,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -319,7 +320,11 @@ func TestValidate(t *testing.T) {
 		"linear uniform": {func(o *Options) {
 			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
 		}, "--sotw-versions: uniform needs the snapshot cache"},
-		"unknown workload":   {func(o *Options) { o.Workloads = []string{"cluster-move"} }, `--workload: unknown workload "cluster-move"`},
+		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, `--workload: unknown workload "cluster-move"`},
+		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, `--unprobed: unknown setting "live" (want dead-port or no-endpoints)`},
+		"unprobed on demand": {func(o *Options) {
+			o.Unprobed, o.Client, o.Modes, o.OnDemand = UnprobedNoEndpoints, ClientEnvoy, []string{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
+		}, "--unprobed no-endpoints: the on-demand sequence has its own states"},
 		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, "--workload: route is listed twice"},
 		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, "--clusters: the route workload"},
 		"remove too many": {func(o *Options) { o.Clusters, o.Repeat, o.Workloads = []int{3, 10}, 3, []string{"cluster-remove"} },
@@ -343,6 +348,7 @@ func TestValidate(t *testing.T) {
 	assert.Contains(t, o.Out, filepath.Join("experiments", "evidence", "bench"))
 	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache}, o.Caches, "the default cache")
 	assert.Equal(t, []string{WorkloadEndpoint}, o.Workloads, "the default workload")
+	assert.Equal(t, UnprobedDeadPort, o.Unprobed, "the default: what every figure before --unprobed used")
 	ser, notes := o.series()
 	assert.Equal(t, []string{"delta"}, namesOf(ser))
 	assert.Empty(t, notes)

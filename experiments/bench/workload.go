@@ -68,12 +68,31 @@ func parseWorkload(s string) error {
 	return fmt.Errorf("unknown workload %q (want endpoint, cluster-add, cluster-remove, route or listener)", s)
 }
 
+// Where the clusters no request uses point (--unprobed).
+const (
+	// UnprobedDeadPort gives each an endpoint at a loopback port nothing listens on: the
+	// default, and what every committed figure before --unprobed used. Envoy never
+	// connects to a cluster no request uses; grpc-go does (see UnprobedNoEndpoints).
+	UnprobedDeadPort = "dead-port"
+	// UnprobedNoEndpoints gives each no endpoint (resources.State.UnlistedEmpty). For
+	// grpc-go the difference is large: its round_robin connects at once to every
+	// endpoint of every cluster the route names and keeps reconnecting to a dead one,
+	// and each of those connectivity changes makes its cluster manager format every
+	// child's state (docs/performance.md, "Many grpc-go clients").
+	UnprobedNoEndpoints = "no-endpoints"
+)
+
+// UnprobedSettings are the values of Options.Unprobed, in the order the CLI lists them.
+var UnprobedSettings = []string{UnprobedDeadPort, UnprobedNoEndpoints}
+
 // ports are where a workload's states point: Envoy's listener, the port nothing listens
-// on (every cluster that is not probed), and backends A and B.
+// on (every cluster that is not probed, unless unlistedEmpty gives those no endpoint),
+// and backends A and B.
 type ports struct {
-	listener int
-	dead     int
-	backends [2]int
+	listener      int
+	dead          int
+	unlistedEmpty bool
+	backends      [2]int
 }
 
 // wstep is one state of a workload and what proves the data plane runs it.
@@ -95,14 +114,14 @@ type proof struct {
 const noBackend = -1
 
 // workloadStep is step i of workload w at N = n: i = 0 is the initial state (N
-// clusters, cluster 0 on backend A, every other cluster on the dead port; besides, the
+// clusters, cluster 0 on backend A, every other cluster on the dead port or none; besides, the
 // route workload puts cluster 1 on backend B and the listener workload names the
 // server), i >= 1 the i-th change. It only describes the desired state;
 // configRun.publish builds it.
 func workloadStep(w string, n, i int, p ports) wstep {
 	st := resources.State{
 		Version: fmt.Sprint(i + 1), ListenerPort: p.listener, InventoryPort: p.dead,
-		Clusters: n, EndpointPorts: map[int]int{0: p.backends[0]},
+		Clusters: n, EndpointPorts: map[int]int{0: p.backends[0]}, UnlistedEmpty: p.unlistedEmpty,
 	}
 	ps := proof{path: resources.ScaledPath(0), backend: 0}
 	alt := i % 2 // 1, 0, 1, ...: every change is a real one

@@ -99,7 +99,7 @@ func Rebuild(prev *Set, next State) (*Set, error) {
 		return nil, err
 	}
 	was := prev.state
-	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort || was.OnDemand != next.OnDemand || was.Proxyless != next.Proxyless {
+	if prev.lenient || (was.Clusters > 0) != (next.Clusters > 0) || was.InventoryRemoved != next.InventoryRemoved || was.InventoryPort != next.InventoryPort || was.OnDemand != next.OnDemand || was.Proxyless != next.Proxyless || was.UnlistedEmpty != next.UnlistedEmpty {
 		set, err := Build(next)
 		if err != nil {
 			return nil, err
@@ -318,10 +318,17 @@ func sortEdits(c *Change) {
 
 func ptr(r Resource) *Resource { return &r }
 
-// endpointPort is the endpoint port of scaled cluster i in s.
+// noEndpoint is endpointPort's answer for a cluster that has no endpoint
+// (State.UnlistedEmpty); no valid port is 0.
+const noEndpoint = 0
+
+// endpointPort is the endpoint port of scaled cluster i in s, or noEndpoint.
 func endpointPort(s State, i int) int {
 	if p, ok := s.EndpointPorts[i]; ok {
 		return p
+	}
+	if s.UnlistedEmpty && s.Clusters > 0 {
+		return noEndpoint
 	}
 	return s.InventoryPort
 }

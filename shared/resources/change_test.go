@@ -81,7 +81,7 @@ func mutate(rng *rand.Rand, s State) State {
 		out.RouteTargets[k] = v
 	}
 	for range 1 + rng.IntN(2) {
-		switch rng.IntN(10) {
+		switch rng.IntN(11) {
 		case 0:
 			out.Clusters = max(0, out.Clusters+rng.IntN(5)-2)
 		case 1:
@@ -109,6 +109,8 @@ func mutate(rng *rand.Rand, s State) State {
 			out.ListenerPort = 19000 + rng.IntN(2)
 		case 9:
 			out.Proxyless = !out.Proxyless
+		case 10:
+			out.UnlistedEmpty = !out.UnlistedEmpty
 		}
 	}
 	// Keep the maps inside the state (Build refuses the rest; the walk then skips).

@@ -124,6 +124,12 @@ type State struct {
 	Clusters int
 	// EndpointPorts overrides the endpoint port of scaled cluster i.
 	EndpointPorts map[int]int
+	// UnlistedEmpty gives every scaled cluster without an EndpointPorts entry no
+	// endpoint at all (an empty ClusterLoadAssignment) instead of one at InventoryPort.
+	// Envoy never connects to a cluster no request uses, so for it the two are alike;
+	// grpc-go's round_robin connects to every endpoint of every cluster the route names
+	// at once and keeps reconnecting to a dead one (lab bench --unprobed).
+	UnlistedEmpty bool
 	// RouteTargets points route i of the scaled state (path /quote/<i>) at cluster
 	// RouteTargets[i] instead of cluster i.
 	RouteTargets map[int]int
@@ -258,14 +264,10 @@ func Build(s State) (*Set, error) {
 	}
 	if !s.InventoryRemoved {
 		for i, name := range ClusterNames(s) {
-			port := s.InventoryPort
-			if p, ok := s.EndpointPorts[i]; ok {
-				port = p
-			}
 			if err := add(CDS, name, buildCluster(name), true); err != nil {
 				return nil, err
 			}
-			if err := add(EDS, name, buildEndpoints(name, port), true); err != nil {
+			if err := add(EDS, name, buildEndpoints(name, endpointPort(s, i)), true); err != nil {
 				return nil, err
 			}
 		}
@@ -296,6 +298,9 @@ func checkState(s State) (State, error) {
 	}
 	if s.Clusters < 0 {
 		return s, fmt.Errorf("build version %s: negative cluster count %d", s.Version, s.Clusters)
+	}
+	if s.UnlistedEmpty && s.Clusters == 0 {
+		return s, fmt.Errorf("build version %s: empty unlisted clusters need the scaled state (clusters > 0)", s.Version)
 	}
 	if s.Proxyless && s.OnDemand.Any() {
 		return s, fmt.Errorf("build version %s: on-demand xDS needs Envoy's on_demand filter; a proxyless listener has none", s.Version)
@@ -723,5 +728,8 @@ func buildCluster(name string) *cluster.Cluster {
 }
 
 func buildEndpoints(name string, port int) *endpoint.ClusterLoadAssignment {
+	if port == noEndpoint {
+		return BuildEndpoints(name)
+	}
 	return BuildEndpoints(name, port)
 }

@@ -105,6 +105,7 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		"override teaching": {Version: "1", InventoryPort: 18080, EndpointPorts: map[int]int{0: 18081}},
 		"override outside":  {Version: "1", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{2: 18081}},
 		"override port 0":   {Version: "1", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{1: 0}},
+		"empty teaching":    {Version: "1", InventoryPort: 18080, UnlistedEmpty: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Build(s)
@@ -150,6 +151,31 @@ func TestScaledState(t *testing.T) {
 	assert.Equal(t, before["inventory-0000"], after["inventory-0000"])
 	assert.NotEqual(t, before["inventory-0001"], after["inventory-0001"], "only the overridden cluster's endpoints change")
 	assert.True(t, strings.HasPrefix(moved.Describe(set), "EDS ~inventory-0001"))
+}
+
+// UnlistedEmpty: a cluster with an EndpointPorts entry keeps its endpoint, every other
+// one gets an assignment with no endpoint; a move between the two is an EDS edit.
+func TestUnlistedEmpty(t *testing.T) {
+	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{0: 18081}, UnlistedEmpty: true})
+	require.Len(t, set.ByType[EDS], 3)
+	ports := map[string][]uint32{}
+	for _, r := range set.ByType[EDS] {
+		cla := r.Resource.(*endpoint.ClusterLoadAssignment)
+		ports[r.Name] = nil
+		for _, l := range cla.GetEndpoints() {
+			for _, e := range l.GetLbEndpoints() {
+				ports[r.Name] = append(ports[r.Name], e.GetEndpoint().GetAddress().GetSocketAddress().GetPortValue())
+			}
+		}
+	}
+	assert.Equal(t, map[string][]uint32{"inventory-0000": {18081}, "inventory-0001": nil, "inventory-0002": nil}, ports)
+
+	moved, err := Rebuild(set, State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{0: 18081, 2: 18082}, UnlistedEmpty: true})
+	require.NoError(t, err)
+	assert.Equal(t, "EDS ~inventory-0002", moved.Describe(set))
+	dead, err := Rebuild(moved, State{Version: "3", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{0: 18081, 2: 18082}})
+	require.NoError(t, err)
+	assert.Equal(t, "EDS ~inventory-0001", dead.Describe(moved), "without UnlistedEmpty the unlisted cluster points at InventoryPort")
 }
 
 func TestTypeURLs(t *testing.T) {
