@@ -254,19 +254,20 @@ func (r *Run) accepted(set, prev *resources.Set, rejected map[resources.Type]boo
 				}
 				want = prev
 			}
-			for _, res := range want.ByType[t] {
+			owed := owedResources(want.ByType[t], s.Types[string(t)])
+			for _, res := range owed {
 				if s.Accepted[string(t)][res.Name].Hash != res.Hash {
 					ok = false
 				}
 			}
-			if (t == resources.LDS || t == resources.CDS) && len(s.Accepted[string(t)]) != len(want.ByType[t]) {
+			if (t == resources.LDS || t == resources.CDS) && len(s.Accepted[string(t)]) != len(owed) {
 				ok = false
 			}
 			// The type's label, too, under the SnapshotCache: it sends every label it moves.
 			// The LinearCache moves a type's label on any change of the type but sends only
 			// to clients subscribed to a changed resource (pkg/cache/v3/linear.go), so a
 			// label no response carried cannot be ACKed; the hashes above are the test.
-			if r.o.Mode == xdslog.ModeSotW && r.o.Cache == frontend.SnapshotCache && !rejected[t] && len(want.ByType[t]) > 0 && s.Versions[string(t)] != versions[t] {
+			if r.o.Mode == xdslog.ModeSotW && r.o.Cache == frontend.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
 				ok = false
 			}
 		}
@@ -275,6 +276,25 @@ func (r *Run) accepted(set, prev *resources.Set, rejected map[resources.Type]boo
 		}
 	}
 	return false
+}
+
+// owedResources is what of the published resources of a type a stream must hold: all
+// of them when it subscribes by wildcard (Envoy's LDS and CDS) or has not asked for the
+// type, else only those its subscription names. A named client narrows its
+// subscription as its needs change (grpc-go drops a cluster the route no longer names)
+// and owes nothing it stopped asking for: the xDS protocol, "How the client specifies
+// what resources to return": an empty list means no interest in the type.
+func owedResources(published []resources.Resource, st xdslog.TypeStatus) []resources.Resource {
+	if st.Wildcard || st.State == "" {
+		return published
+	}
+	var out []resources.Resource
+	for _, r := range published {
+		if slices.Contains(st.Names, r.Name) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // rejectedStat is the Envoy stat prefix of the subscription a NACK of t shows in: the
