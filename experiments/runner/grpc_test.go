@@ -187,7 +187,7 @@ func TestGRPCNarrowedSubscriptionGetsTheLateCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Cache: cache, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
-				Scenario: sc, Out: dir, StepTimeout: 25 * time.Second})
+				Scenario: sc, Out: dir, StepTimeout: 40 * time.Second}) // grpc-go's 15 s timer, on a busy machine
 			narrowed := cdsRequestsOf(t, dir, "route-before-cluster")
 			require.NotEmpty(t, narrowed, "grpc-go asks for blue by name")
 			assert.Equal(t, []string{"blue"}, narrowed[len(narrowed)-1], "after the timer: CDS narrowed to the missing cluster (all requests: %v)", narrowed)
