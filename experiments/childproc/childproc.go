@@ -19,12 +19,14 @@ import (
 )
 
 // Command is the command Start runs: name with args. Callers set its I/O, Env and Dir;
-// Start owns SysProcAttr.
+// Start owns SysProcAttr. Every process the workbench runs is built here, so none can
+// miss Start's rules by being made with exec.Command elsewhere.
 func Command(name string, args ...string) *exec.Cmd {
 	return exec.Command(name, args...)
 }
 
-// Process is a started child. Kill or Signal it; Exited is closed once it was reaped.
+// Process is a started child. Stop, Kill or Signal it; Exited is closed once it was
+// reaped.
 type Process struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
