@@ -64,9 +64,10 @@ NACKs, stale and unmatched requests, the node ID), so lab compare reads a tap lo
 reads a run. It cannot see the upstream's state: a tap log has no publish events, and its
 session line says so.
 
-Steps: each line on stdin starts a step of that name (end of input ends the steps, not
-the tap); --window D starts one every D instead, named w1, w2, ..., so two taps can be
-aligned. Stop with SIGINT or SIGTERM.
+Steps: each line on stdin starts a step of that name, and end of input stops the tap (as
+it stops lab serve: a parent that dies closes its end of the pipe); --window D starts one
+every D instead, named w1, w2, ..., so two taps can be aligned, and stdin is not read.
+Stop with SIGINT or SIGTERM (or, without --window, end of input).
 
 When the upstream ends a stream, Envoy's stream is ended with the upstream's status (it
 reconnects and backs off as with the real server); a message tap cannot decode is
@@ -87,7 +88,7 @@ Both addresses are 127.0.0.1; the upstream must be listening when tap starts.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runTap(ctx, o, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runTap(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -219,8 +220,8 @@ func (l *tapLogs) close() error {
 	return err
 }
 
-// runTap forwards until ctx ends. Step names come from in (one a line) unless
-// o.window is set.
+// runTap forwards until ctx ends or, unless o.window is set, until in ends. Step names
+// come from in (one a line) unless o.window is set.
 func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writer) (err error) {
 	if err := o.validate(); err != nil {
 		return err
@@ -282,8 +283,9 @@ func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writ
 			return nil
 		case l, ok := <-lines:
 			if !ok {
-				lines = nil // end of input ends the steps, not the tap
-				continue
+				// As lab serve: the tap of a `lab bench` that died ends with it.
+				fmt.Fprintln(out, "stopping: end of input")
+				return nil
 			}
 			if l.err != nil {
 				fmt.Fprintf(errOut, "error: %v\n", l.err)

@@ -73,6 +73,33 @@ func TestTapRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// TestTapStopsAtEndOfInput: as lab serve, lab tap stops when its stdin ends (the pipe
+// of a parent that died), after the steps it read; it does not run until killed.
+func TestTapStopsAtEndOfInput(t *testing.T) {
+	upstream, err := loopback.Listen(0) // checkUpstream only dials it
+	require.NoError(t, err)
+	defer upstream.Close()
+	logPath := filepath.Join(t.TempDir(), "tap.log")
+	var out, errOut syncBuf
+	root := newRootCmd()
+	root.SetIn(strings.NewReader("first\n"))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"tap", "--listen", "127.0.0.1:0", "--upstream", upstream.Addr().String(), "--log", logPath})
+	done := make(chan error, 1)
+	go func() { done <- root.Execute() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stderr: %s", errOut.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("lab tap still runs 30 s after the end of its stdin; output:\n%s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 2, out.String())
+	assert.Equal(t, []string{"step first", "stopping: end of input"}, lines[len(lines)-2:])
+	assert.Empty(t, errOut.String())
+}
+
 // tapRun is lab tap running in front of the workbench's control plane (SotW), with
 // its own log and the control plane's beside it.
 type tapRun struct {
@@ -248,7 +275,10 @@ func TestTapAppendsASession(t *testing.T) {
 	o.ready = func(addr string) { ready <- addr }
 	out := &syncBuf{}
 	done := make(chan error, 1)
-	go func() { done <- runTap(ctx, o, strings.NewReader(""), out, out) }()
+	// Stdin stays open: its end would stop the tap before the stream below.
+	in, inW := io.Pipe()
+	defer inW.Close()
+	go func() { done <- runTap(ctx, o, in, out, out) }()
 	addr := <-ready
 	conn2, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -248,7 +249,7 @@ func acceptedAll(set *resources.Set) func(simclient.State) bool {
 func publishAndWait(b *testing.B, sc *scenario, set *resources.Set) (wall, cpu time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c0, err := selfCPU()
+	c0, err := childproc.SelfCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func publishAndWait(b *testing.B, sc *scenario, set *resources.Set) (wall, cpu t
 		b.Fatal(err)
 	}
 	wall = time.Since(t0)
-	c1, err := selfCPU()
+	c1, err := childproc.SelfCPU()
 	if err != nil {
 		b.Fatal(err)
 	}

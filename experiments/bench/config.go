@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -383,7 +384,7 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	proxies := r.cl.proxies
 	// Collect the previous step's garbage now rather than inside this step's window.
 	heap()
-	cpu0, err := selfCPU()
+	cpu0, err := childproc.SelfCPU()
 	if err != nil {
 		return s, err
 	}
@@ -509,7 +510,7 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 			}
 		}
 	}
-	cpu1, err := selfCPU()
+	cpu1, err := childproc.SelfCPU()
 	if err != nil {
 		return s, err
 	}
@@ -639,7 +640,7 @@ type cpuReading struct {
 // client's process clock.
 func readEnvoyCPU(p *proxy) (cpuReading, error) {
 	if p.grpc != nil {
-		c, err := processClock(p.grpc.Pid())
+		c, err := childproc.CPUClock(p.grpc.Pid())
 		return cpuReading{c, c, "clock_gettime"}, err
 	}
 	cpu, ticks, src, err := envoyCPU(p.proc)

@@ -5,23 +5,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/envoy"
 )
-
-// selfCPU is this process's user+system CPU time (the control plane, and the simulated
-// clients when they run in-process).
-func selfCPU() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
-}
 
 // heap collects garbage first, so the figure is what the control plane keeps, not what
 // it has not yet freed.
@@ -41,21 +29,10 @@ func envoyCPU(p *envoy.Process) (cpu, ticks time.Duration, source string, err er
 	if err != nil {
 		return 0, 0, "", err
 	}
-	if c, cerr := processClock(p.Pid()); cerr == nil {
+	if c, cerr := childproc.CPUClock(p.Pid()); cerr == nil {
 		return c, ticks, "clock_gettime", nil
 	}
 	return ticks, ticks, "proc_stat", nil
-}
-
-// processClock reads another process's CPU clock: clockid = (^pid << 3) | CPUCLOCK_SCHED,
-// as glibc's clock_getcpuclockid builds it. Linux allows reading any process's clock.
-func processClock(pid int) (time.Duration, error) {
-	id := int32(^uint32(pid)<<3) | 2
-	var ts unix.Timespec
-	if err := unix.ClockGettime(id, &ts); err != nil {
-		return 0, fmt.Errorf("clock_gettime for pid %d: %w", pid, err)
-	}
-	return time.Duration(ts.Nano()), nil
 }
 
 // startCPUProfile writes a CPU profile of this process to path until stop is called

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
@@ -322,20 +323,7 @@ func (p *proxy) rss() (int64, error) {
 	if p.grpc == nil {
 		return p.proc.RSS()
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.grpc.Pid()))
-	if err != nil {
-		return 0, fmt.Errorf("rss: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("rss: VmRSS %q: %w", rest, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("rss: no VmRSS for pid %d", p.grpc.Pid())
+	return childproc.RSS(p.grpc.Pid())
 }
 
 // orDefault names a node in messages: its ID, or the bootstrap's default.

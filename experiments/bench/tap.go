@@ -2,17 +2,17 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/tap"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -34,8 +34,12 @@ const tapSuffix = "+tap"
 // DefaultThrough measures the control plane directly only.
 var DefaultThrough = []string{ThroughDirect}
 
-// tapStartTimeout bounds how long a tap subprocess may take to say where it listens.
-const tapStartTimeout = 10 * time.Second
+// tapStartTimeout bounds how long a tap subprocess may take to say where it listens;
+// tapStopGrace how long it may take to stop on SIGTERM before it is killed.
+const (
+	tapStartTimeout = 10 * time.Second
+	tapStopGrace    = 10 * time.Second
+)
 
 // benchTap is the tap of one configuration: in this process (Options.TapCommand empty;
 // its CPU is then inside cp_cpu_ms) or a `lab tap` subprocess, whose CPU is read from
@@ -48,10 +52,11 @@ type benchTap struct {
 	file   *os.File
 	rec    *xdslog.Recorder
 	// Subprocess.
-	cmd    *exec.Cmd
+	proc   *childproc.Process
 	stdin  io.WriteCloser
 	output *os.File
-	waited chan error
+	// read is closed once the subprocess's stdout reached its end.
+	read chan struct{}
 	// steps has a value for each "step NAME" line the subprocess printed (closed at
 	// its end): setStep waits for it.
 	steps chan struct{}
@@ -99,44 +104,32 @@ func startTapProcess(command []string, upstream, logPath, outPath string) (*benc
 		return nil, fmt.Errorf("create tap output: %w", err)
 	}
 	args := append(append([]string{}, command[1:]...), "tap", "--listen", loopback.Addr(0), "--upstream", upstream, "--log", logPath)
-	cmd := exec.Command(command[0], args...)
+	cmd := childproc.Command(command[0], args...)
 	cmd.Stderr = out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		out.Close()
-		return nil, err
+		return nil, fmt.Errorf("tap stdin: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: childproc waits for the exit as soon as it
+	// happens, and Wait would close StdoutPipe's end before all of it is read.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		out.Close()
-		return nil, err
+		return nil, fmt.Errorf("tap stdout: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = pw
+	// childproc: a killed `lab bench` takes the tap along (Pdeathsig).
+	proc, err := childproc.Start(cmd)
+	pw.Close() // the child holds its copy; EOF on pr when it exits
+	if err != nil {
+		pr.Close()
 		out.Close()
 		return nil, fmt.Errorf("start tap %s: %w", command[0], err)
 	}
-	bt := &benchTap{cmd: cmd, stdin: stdin, output: out, waited: make(chan error, 1), steps: make(chan struct{}, 16)}
+	bt := &benchTap{proc: proc, stdin: stdin, output: out, read: make(chan struct{}), steps: make(chan struct{}, 16)}
 	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		first := true
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(out, line)
-			if first && strings.HasPrefix(line, "tapping ADS on ") {
-				first = false
-				addrc <- strings.Fields(strings.TrimPrefix(line, "tapping ADS on "))[0]
-			} else if strings.HasPrefix(line, "step ") {
-				select {
-				case bt.steps <- struct{}{}:
-				default:
-				}
-			}
-		}
-		close(addrc)
-		close(bt.steps)
-		bt.waited <- cmd.Wait()
-	}()
+	go bt.readOutput(pr, out, addrc)
 	select {
 	case a, ok := <-addrc:
 		if ok {
@@ -149,6 +142,30 @@ func startTapProcess(command []string, upstream, logPath, outPath string) (*benc
 	}
 	_ = bt.stop()
 	return nil, fmt.Errorf("tap subprocess did not say where it listens within %s (its output: %s)", tapStartTimeout, filepath.Base(outPath))
+}
+
+// readOutput copies the subprocess's stdout to out, sends the address of its first
+// line ("tapping ADS on ADDR ...") to addrc and counts its "step NAME" lines.
+func (bt *benchTap) readOutput(stdout io.ReadCloser, out io.Writer, addrc chan<- string) {
+	defer close(bt.read)
+	defer stdout.Close()
+	sc := bufio.NewScanner(stdout)
+	first := true
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(out, line)
+		if first && strings.HasPrefix(line, "tapping ADS on ") {
+			first = false
+			addrc <- strings.Fields(strings.TrimPrefix(line, "tapping ADS on "))[0]
+		} else if strings.HasPrefix(line, "step ") {
+			select {
+			case bt.steps <- struct{}{}:
+			default:
+			}
+		}
+	}
+	close(addrc)
+	close(bt.steps)
 }
 
 // setStep labels the tap's following lines with step. A subprocess is waited for until
@@ -169,14 +186,14 @@ func (bt *benchTap) setStep(step string) {
 
 // pid is the subprocess's (0 in-process).
 func (bt *benchTap) pid() int {
-	if bt.cmd == nil {
+	if bt.proc == nil {
 		return 0
 	}
-	return bt.cmd.Process.Pid
+	return bt.proc.Pid()
 }
 
 // cpu is the subprocess's CPU so far.
-func (bt *benchTap) cpu() (time.Duration, error) { return processClock(bt.pid()) }
+func (bt *benchTap) cpu() (time.Duration, error) { return childproc.CPUClock(bt.pid()) }
 
 // stop ends the tap (its streams' stream_close lines are written first) and closes its
 // log.
@@ -192,13 +209,13 @@ func (bt *benchTap) stop() error {
 		errs = append(errs, bt.file.Close())
 		return errors.Join(errs...)
 	}
-	_ = bt.cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case err = <-bt.waited:
-	case <-time.After(10 * time.Second):
-		_ = bt.cmd.Process.Kill()
-		err = errors.Join(errors.New("tap subprocess did not stop on SIGTERM within 10 s: killed"), <-bt.waited)
+	killed, err := bt.proc.Stop(context.Background(), tapStopGrace)
+	if err == nil {
+		<-bt.read
+		err = bt.proc.ExitErr()
+		if killed {
+			err = errors.Join(fmt.Errorf("tap subprocess did not stop on SIGTERM within %s: killed", tapStopGrace), err)
+		}
 	}
 	_ = bt.stdin.Close()
 	if cerr := bt.output.Close(); err == nil {

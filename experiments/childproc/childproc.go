@@ -1,5 +1,8 @@
-// Package childproc runs a child process of the workbench (Envoy, a grpc-go client) so
-// that it never outlives the workbench: the lifecycle every data-plane process shares.
+// Package childproc is the one place the workbench starts, watches and stops child
+// processes (Envoy, grpc-go clients, go-control-plane's test server, a `lab tap`, and
+// short commands such as `go build` or `envoy --version`), so that none outlives it:
+// every child gets Pdeathsig and its own process group. It also reads processes' CPU
+// and memory (a child's from /proc or its CPU clock, this process's from getrusage).
 // What a child is for (its readiness, its clean stop) stays with its own package.
 package childproc
 
@@ -15,7 +18,15 @@ import (
 	"time"
 )
 
-// Process is a started child. Kill or Signal it; Exited is closed once it was reaped.
+// Command is the command Start runs: name with args. Callers set its I/O, Env and Dir;
+// Start owns SysProcAttr. Every process the workbench runs is built here, so none can
+// miss Start's rules by being made with exec.Command elsewhere.
+func Command(name string, args ...string) *exec.Cmd {
+	return exec.Command(name, args...)
+}
+
+// Process is a started child. Stop, Kill or Signal it; Exited is closed once it was
+// reaped.
 type Process struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -111,19 +122,32 @@ func (p *Process) WaitExit(ctx context.Context, grace time.Duration) bool {
 	}
 }
 
-// Terminate ends the child: SIGTERM, then SIGKILL if it has not exited after grace (or
-// when ctx ends first). It returns once the child is gone; killed says it needed SIGKILL.
-func (p *Process) Terminate(ctx context.Context, grace time.Duration) (killed bool) {
+// Stop ends the child: SIGTERM, then, if it has not exited after grace (or when ctx
+// ends first), SIGKILL to its whole process group, so nothing it started survives
+// either. It returns once the child is gone; killed says it needed SIGKILL. err is a
+// SIGKILL that failed (the child may then still run, and Stop does not wait).
+func (p *Process) Stop(ctx context.Context, grace time.Duration) (killed bool, err error) {
 	if p.WaitExit(ctx, 0) {
-		return false
+		return false, nil
 	}
 	_ = p.Signal(syscall.SIGTERM)
 	if p.WaitExit(ctx, grace) {
-		return false
+		return false, nil
 	}
-	_ = p.Kill()
+	if err := p.killGroup(); err != nil {
+		return true, err
+	}
 	<-p.exited
-	return true
+	return true, nil
+}
+
+// killGroup sends SIGKILL to the child's process group (Start made the child its
+// leader, so the group id is its pid).
+func (p *Process) killGroup() error {
+	if err := syscall.Kill(-p.Pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", p.Pid(), err)
+	}
+	return nil
 }
 
 // Tail keeps the last Max bytes written (a child's stdout and stderr) for error messages.

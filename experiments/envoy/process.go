@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -29,7 +28,6 @@ const (
 	quitGrace           = 10 * time.Second
 	termGrace           = 5 * time.Second
 	pollInterval        = 25 * time.Millisecond
-	clockTicks          = 100 // USER_HZ on Linux; /proc/PID/stat counts in these ticks
 )
 
 // ErrNoStat is wrapped by Stat when Envoy has no stat of that name.
@@ -98,7 +96,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	args = append(args, opts.ExtraArgs...)
 
-	cmd := exec.Command(opts.Binary.Path, args...)
+	cmd := childproc.Command(opts.Binary.Path, args...)
 	out := &childproc.Tail{Max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	// childproc: if the workbench dies (even by SIGKILL) the kernel kills Envoy too, and
@@ -361,7 +359,9 @@ func (p *Process) stop(ctx context.Context) error {
 	}
 	// Looked at before SIGTERM, which a main thread already out of its loop ignores.
 	began := accepted || hadWorkers && !p.hasWorkers()
-	if !p.proc.Terminate(ctx, termGrace) {
+	if killed, err := p.proc.Stop(ctx, termGrace); err != nil {
+		return fmt.Errorf("stop envoy: %w", err)
+	} else if !killed {
 		return nil
 	}
 	return &SlowExitError{Pid: p.Pid(), ShutdownBegan: began, Grace: grace}
@@ -474,31 +474,7 @@ func (p *Process) CPUTime() (time.Duration, error) {
 	if p.waitExit(context.Background(), 0) {
 		return 0, fmt.Errorf("cpu time: envoy pid %d has exited", p.Pid())
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
-	if err != nil {
-		return 0, fmt.Errorf("cpu time: %w", err)
-	}
-	return parseProcStatCPU(string(b))
-}
-
-// parseProcStatCPU reads utime and stime (fields 14 and 15). The command name in field
-// 2 may contain spaces and parentheses, so fields are counted after the last ')'.
-func parseProcStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("cpu time: malformed /proc stat")
-	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state), so field n is f[n-3].
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu time: /proc stat has %d fields after the name", len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("cpu time: %w", err)
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return childproc.StatCPU(p.Pid())
 }
 
 // RSS is Envoy's resident set size in bytes, from VmRSS in /proc/PID/status.
@@ -506,28 +482,5 @@ func (p *Process) RSS() (int64, error) {
 	if p.waitExit(context.Background(), 0) {
 		return 0, fmt.Errorf("rss: envoy pid %d has exited", p.Pid())
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-	if err != nil {
-		return 0, fmt.Errorf("rss: %w", err)
-	}
-	return parseVmRSS(string(b))
-}
-
-func parseVmRSS(status string) (int64, error) {
-	for _, line := range strings.Split(status, "\n") {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("rss: unexpected VmRSS line %q", line)
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("rss: %w", err)
-		}
-		return kb * 1024, nil
-	}
-	return 0, fmt.Errorf("rss: no VmRSS line")
+	return childproc.RSS(p.Pid())
 }

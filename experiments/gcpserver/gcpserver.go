@@ -15,7 +15,6 @@ package gcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,9 +29,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/shared/loopback"
 )
 
@@ -99,12 +98,9 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "gcp-test")
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", out, Package)
-	cmd.Dir = moduleRoot()
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %w: %s", Package, err, strings.TrimSpace(buf.String()))
+	stdout, stderr, err := childproc.OutputIn(ctx, moduleRoot(), gobin, "build", "-o", out, Package)
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %w: %s", Package, err, strings.TrimSpace(string(append(stdout, stderr...))))
 	}
 	return out, nil
 }
@@ -135,13 +131,9 @@ func ModuleDir(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, gobin, "list", "-m", "-f", "{{.Dir}}", Module)
-	cmd.Dir = moduleRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := childproc.OutputIn(ctx, moduleRoot(), gobin, "list", "-m", "-f", "{{.Dir}}", Module)
 	if err != nil {
-		return "", fmt.Errorf("go list -m %s: %w: %s", Module, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("go list -m %s: %w: %s", Module, err, strings.TrimSpace(string(stderr)))
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
@@ -265,16 +257,14 @@ func passedLine(mode string) string { return "Test for " + mode + " passed!" }
 // captured line by line; Stop or Wait for it.
 type Server struct {
 	opts Options
-	cmd  *exec.Cmd
+	proc *childproc.Process
 
 	mu      sync.Mutex
 	lines   []string
 	changed chan struct{} // closed and replaced on each new line and at exit
 
-	waited  chan struct{} // closed when the process has been reaped (exitErr set)
-	exited  chan struct{} // closed after waited and once all output is read
-	exitErr error
-	stop    sync.Once
+	exited chan struct{} // closed once the process was reaped and all output is read
+	stop   sync.Once
 }
 
 // Start runs the server binary bin (from Build) with o and returns once it logs that
@@ -284,36 +274,19 @@ func Start(ctx context.Context, bin string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := childproc.Command(bin, args...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start gcp server: pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	s := &Server{opts: o, cmd: cmd, changed: make(chan struct{}), waited: make(chan struct{}), exited: make(chan struct{})}
-
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig follows the forking thread (see experiments/envoy): hold it.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		err := cmd.Wait()
-		s.mu.Lock()
-		s.exitErr = err
-		s.mu.Unlock()
-		close(s.waited)
-	}()
-	if err := <-started; err != nil {
+	proc, err := childproc.Start(cmd)
+	pw.Close() // the child holds its copy; EOF on pr when it exits
+	if err != nil {
 		pr.Close()
-		pw.Close()
 		return nil, fmt.Errorf("start gcp server %s: %w", bin, err)
 	}
-	pw.Close() // the child holds its copy; EOF on pr when it exits
+	s := &Server{opts: o, proc: proc, changed: make(chan struct{}), exited: make(chan struct{})}
 	go s.read(pr)
 
 	if _, ok := ctx.Deadline(); !ok {
@@ -343,7 +316,7 @@ func (s *Server) read(r io.ReadCloser) {
 	// A line over 4 MiB ends the scan: drain the rest so the server never blocks on it.
 	_, _ = io.Copy(io.Discard, r)
 	// EOF: the process (and any child holding the pipe) is gone; wait for its status.
-	<-s.waited
+	<-s.proc.Exited()
 	close(s.exited)
 	s.mu.Lock()
 	close(s.changed)
@@ -477,10 +450,11 @@ func (s *Server) ExitErr() error {
 	default:
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.exitErr
+	return s.proc.ExitErr()
 }
+
+// stopGrace is how long Stop waits after SIGTERM before it kills the server.
+const stopGrace = 5 * time.Second
 
 // Stop ends the server (SIGTERM, SIGKILL after 5 s) and waits for it. It is idempotent;
 // a server that already exited is left as it is. It reports only a failure to stop.
@@ -492,16 +466,8 @@ func (s *Server) Stop() error {
 			return
 		default:
 		}
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		t := time.NewTimer(5 * time.Second)
-		defer t.Stop()
-		select {
-		case <-s.exited:
-			return
-		case <-t.C:
-		}
-		if kerr := s.cmd.Process.Kill(); kerr != nil && !errors.Is(kerr, os.ErrProcessDone) {
-			err = fmt.Errorf("kill gcp server pid %d: %w", s.cmd.Process.Pid, kerr)
+		if _, err = s.proc.Stop(context.Background(), stopGrace); err != nil {
+			err = fmt.Errorf("stop gcp server: %w", err)
 			return
 		}
 		<-s.exited

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -105,7 +104,7 @@ func Start(ctx context.Context, o StartOptions) (*Client, error) {
 	if o.Target != "" {
 		args = append(args, "--target", o.Target)
 	}
-	cmd := exec.Command(o.Command.Path, args...)
+	cmd := childproc.Command(o.Command.Path, args...)
 	cmd.Env = append(append(os.Environ(), o.Command.Env...), BootstrapEnv+"="+string(boot))
 	cmd.Stdout, cmd.Stderr = out, out
 	if c.proc, err = childproc.Start(cmd); err != nil {
@@ -118,7 +117,7 @@ func Start(ctx context.Context, o StartOptions) (*Client, error) {
 		defer cancel()
 	}
 	if err := c.waitPorts(ctx, portsFile); err != nil {
-		c.proc.Terminate(context.Background(), 0)
+		_, _ = c.proc.Stop(context.Background(), 0)
 		err = fmt.Errorf("start grpc client: %w%s", err, c.diagnostics())
 		c.cleanup()
 		return nil, err
@@ -178,7 +177,11 @@ func (c *Client) Kill() error { return c.proc.Kill() }
 func (c *Client) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		defer c.cleanup()
-		if c.proc.Terminate(ctx, stopGrace) {
+		killed, err := c.proc.Stop(ctx, stopGrace)
+		switch {
+		case err != nil:
+			c.stopErr = fmt.Errorf("stop grpc client: %w", err)
+		case killed:
 			c.stopErr = fmt.Errorf("stop grpc client pid %d: ignored SIGTERM, killed", c.Pid())
 		}
 	})

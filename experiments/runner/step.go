@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -156,13 +156,13 @@ type cpuMark struct {
 	envoyRead bool
 }
 
-// selfCPU is this process's CPU time (user and system).
+// selfCPU is this process's CPU time (user and system); 0 when it cannot be read.
 func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+	d, err := childproc.SelfCPU()
+	if err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 func (r *Run) startCPU() cpuMark {
