@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -284,7 +284,7 @@ func TestRunPortInUse(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			if c.client == "envoy" {
-				envoy.RequireOrSkip(t)
+				envoytest.Require(t)
 			}
 			port := hold(t)
 			out := filepath.Join(t.TempDir(), "run")
@@ -502,7 +502,7 @@ func readTrim(t *testing.T, path string) string {
 // JSON files, an xds.log whose every line but possibly the last parses, at most one
 // temporary file, and no Envoy (it dies with its parent).
 func TestRunSignals(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	bin := buildLab(t, t.TempDir())
 
 	for _, after := range []string{"initial", "reconnected"} {

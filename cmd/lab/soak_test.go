@@ -23,6 +23,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -235,7 +236,7 @@ type soakResult struct {
 }
 
 func TestSoak(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	n := soakPublishes(t)
 	var results []soakResult
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {

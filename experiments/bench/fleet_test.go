@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -51,7 +51,7 @@ func processesUnder(t *testing.T, dir string) []int {
 // distribution ends with all three on the new version; what was sent is three times
 // what one client is sent; and no Envoy outlives the sweep. Required under CI=true.
 func TestSweepEnvoyFleet(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	const k = 3
 	out := &syncBuffer{}
 	o := Options{

@@ -49,7 +49,7 @@ func TestHelperEnvoyParent(t *testing.T) {
 }
 
 func TestCrashedParentLeavesNoEnvoy(t *testing.T) {
-	RequireOrSkip(t)
+	requireEnvoy(t)
 	// As a child subreaper this test process adopts the orphaned Envoy, so it can reap it
 	// and see which signal ended it (otherwise it would go to PID 1).
 	const prSetChildSubreaper = 36

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -87,7 +87,7 @@ func TestPackSimulated(t *testing.T) {
 // with both caches (the two protocols side by side): every step passes, and the
 // scenario's point shows in the evidence.
 func TestPackEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	pack := loadPack(t)
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -285,7 +285,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 // TestNackPolicies runs the nack-policies scenario under every SotW policy and with
 // Envoy's own rate_limit_settings, against real Envoy, and compares the storms.
 func TestNackPolicies(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	sc, err := scenario.Builtin("nack-policies")
 	require.NoError(t, err)
 	type result struct{ storm, invalid int }
@@ -339,7 +339,7 @@ func TestNackPolicies(t *testing.T) {
 func TestGeneralScenario(t *testing.T) { runGeneral(t, ClientSim) }
 
 func TestGeneralScenarioEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	runGeneral(t, ClientEnvoy)
 }
 

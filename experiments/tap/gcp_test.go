@@ -18,6 +18,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/gcpserver"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -64,7 +65,7 @@ type gcpRun struct {
 // tap's log.
 func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	t.Helper()
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	serverBin := gcpBinary(t)
 	const listeners = 3
 	base, err := gcpserver.FreeBase(listeners)
