@@ -1,11 +1,12 @@
 package bench
 
 import (
-	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 // TestMain fails the package when a sweep leaves a goroutine behind (control planes,
@@ -14,5 +15,5 @@ import (
 // client instead.
 func TestMain(m *testing.M) {
 	grpcclient.ChildMain()
-	os.Exit(leakcheck.Main(m))
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }

@@ -2,6 +2,10 @@
 // a starting point and, at the end, waits (with a deadline) until every goroutine started
 // since then has exited, apart from the runtime's and the testing package's own. It
 // reports the stacks of those that did not.
+//
+// It is being replaced by go.uber.org/goleak (experiments/testenv.LeakOptions and
+// VerifyNoLeaks); its one remaining user is experiments/gcpserver's TestMain, after which
+// this package is deleted.
 package leakcheck
 
 import (
