@@ -127,9 +127,9 @@ func TestSweepEnvoyFleet(t *testing.T) {
 			}
 			require.Len(t, d.AckedMS, k, what)
 			require.Len(t, d.AnsweringMS, k, what)
-			acked, answering := d.At(d.AckedMS[k-1])
+			acked, _ := d.At(d.AckedMS[k-1])
 			assert.Equal(t, k, acked, what)
-			_, answering = d.At(d.AnsweringMS[k-1])
+			_, answering := d.At(d.AnsweringMS[k-1])
 			assert.Equal(t, k, answering, what)
 			acked, answering = d.At(0)
 			assert.Zero(t, acked+answering, "%s: no Envoy ran the change at the publish", what)
