@@ -25,6 +25,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -320,6 +321,7 @@ func selfHolder(t *testing.T) string {
 // buildLab builds the lab binary into dir.
 func buildLab(t *testing.T, dir string) string {
 	t.Helper()
+	testenv.SkipIfShort(t, testenv.NeedsLabBinary)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		// The go command that runs this test may not be on PATH; it is then the one

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -138,6 +139,7 @@ func wantProof(w string, n, i int) (path, backend string, status int, server str
 // client runs it (the sweep checks the simulated data plane: the new backend, 404, the
 // server name), the versions it ACKed, and the files.
 func TestWorkloadStructure(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsLongRun)
 	for _, w := range Workloads {
 		t.Run(w, func(t *testing.T) {
 			rep, dir, progress := sweep(t, Options{

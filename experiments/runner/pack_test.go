@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -59,6 +60,7 @@ func loadPack(t *testing.T) []*scenario.Scenario {
 // protocols and with both caches: every step passes (envoy.result NOT_RUN: no data-plane
 // result is Envoy's), and what each scenario is about shows in xds.log.
 func TestPackSimulated(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsLongRun)
 	for _, sc := range loadPack(t) {
 		for _, mode := range modes {
 			for _, cache := range caches {

