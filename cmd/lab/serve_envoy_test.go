@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -59,7 +60,7 @@ func streamStatus(t *testing.T, st serveStatus) xdslog.StreamStatus {
 // RDS is NACKED with the reason while Envoy keeps the old route; after valid it is
 // SYNCED again; each command is a step in xds.log.
 func TestServeWithEnvoy(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
 	s := startServeSession(t, o)
 	s.waitLine(10*time.Second, fmt.Sprintf(`^out: inventory: v1 on 127\.0\.0\.1:%d, v2 on 127\.0\.0\.1:%d \(port %d moves the traffic to v2\)$`, o.inventoryPort, o.v2Port, o.v2Port))
@@ -132,7 +133,7 @@ func TestServeWithEnvoy(t *testing.T) {
 // TestServeWithEnvoyWrongNode: serving --node-id other to an Envoy whose bootstrap says
 // teaching-envoy is the classic fault: the open line and status say so plainly.
 func TestServeWithEnvoyWrongNode(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
 	o.nodeID = "other"
 	s := startServeSession(t, o)
@@ -151,7 +152,7 @@ func TestServeWithEnvoyWrongNode(t *testing.T) {
 // the console shows (an unsubscribe, or in SotW usually a stale request: the server has
 // sent a newer EDS response by then), and a request gets Envoy's 503 NC with no backend.
 func TestServeWithEnvoyRemove(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			o := serveEnvoyOptions(t, bin)
@@ -172,7 +173,7 @@ func TestServeWithEnvoyRemove(t *testing.T) {
 // quote) makes it fetch quote-route/quote, then inventory and its endpoints, and v1
 // answers; `port` then moves the fetched cluster's traffic to v2.
 func TestServeOnDemandWithEnvoy(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
 	o.mode = xdslog.ModeDelta
 	o.onDemand = resources.OnDemand{VirtualHosts: true, Clusters: true}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestServeWithGRPCClient(t *testing.T) {
 	o := serveTestOptions(t, xdslog.ModeSotW)
 	ports := freePorts(t, 3)
-	o.client, o.withInventory, o.grpcCommand = serveClientGRPC, true, grpcclient.ReexecCommand()
+	o.client, o.withInventory, o.grpcCommand = serveClientGRPC, true, grpcclienttest.Command(t)
 	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]
 	o.nackPolicy = "hold" // one NACK, not the library's endless re-send to this client too
 	s := startServeSession(t, o)

@@ -23,8 +23,9 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -235,7 +236,7 @@ type soakResult struct {
 }
 
 func TestSoak(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	n := soakPublishes(t)
 	var results []soakResult
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
@@ -267,7 +268,7 @@ func soakStats(mode string) (moving, still []string) {
 func runSoak(t *testing.T, bin envoy.Binary, mode string, n int) soakResult {
 	// Registered first, so it runs after every cleanup below: serve, Envoy, the backends
 	// and their connections must all be gone when the soak is.
-	leakcheck.Verify(t)
+	testenv.VerifyNoLeaks(t)
 	dir := t.TempDir()
 	res := soakResult{mode: mode, publishes: n, sends: map[string]int{}}
 	res.window = min(soakWindowMax, n/5)

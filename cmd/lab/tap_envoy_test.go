@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -21,7 +22,7 @@ import (
 // every type, and the tap's log has the stream (with Envoy's node ID), its requests,
 // sends and ACKs, with no publish.
 func TestTapWithEnvoy(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			r := startTapRunOn(t, mode, freePorts(t, 1)[0])

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 )
 
 // lab version and lab --version name go-control-plane's module version, the Go version
 // and the Envoy release lab run would start.
 func TestVersion(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		t.Run(args[0], func(t *testing.T) {
 			root := newRootCmd()

@@ -454,7 +454,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i, s := range ser {
 		names[i] = s.name
 	}
-	client := o.Client
+	var client string // what the sweep drives, for its opening line
 	if o.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
 	} else if o.Client == ClientGRPC {

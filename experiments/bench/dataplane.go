@@ -570,8 +570,7 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 		return a.Status == http.StatusOK && a.Backend == backend && (server == "" || a.Server == server)
 	}
 	polls := 0
-	var last error
-	last = errors.New("no request sent")
+	var last error // set before every wait: the first request's outcome
 	for {
 		polls++
 		got, err := p.ask(ctx, path)
@@ -599,7 +598,7 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 // returns that answer, when it came and how many requests it took.
 func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
 	polls := 0
-	var last error = errors.New("no request sent")
+	var last error // set before every wait: the first request's outcome
 	for {
 		polls++
 		got, err := p.askHost(ctx, host, path)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -51,7 +51,7 @@ func processesUnder(t *testing.T, dir string) []int {
 // distribution ends with all three on the new version; what was sent is three times
 // what one client is sent; and no Envoy outlives the sweep. Required under CI=true.
 func TestSweepEnvoyFleet(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	const k = 3
 	out := &syncBuffer{}
 	o := Options{
@@ -127,9 +127,9 @@ func TestSweepEnvoyFleet(t *testing.T) {
 			}
 			require.Len(t, d.AckedMS, k, what)
 			require.Len(t, d.AnsweringMS, k, what)
-			acked, answering := d.At(d.AckedMS[k-1])
+			acked, _ := d.At(d.AckedMS[k-1])
 			assert.Equal(t, k, acked, what)
-			_, answering = d.At(d.AnsweringMS[k-1])
+			_, answering := d.At(d.AnsweringMS[k-1])
 			assert.Equal(t, k, answering, what)
 			acked, answering = d.At(0)
 			assert.Zero(t, acked+answering, "%s: no Envoy ran the change at the publish", what)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -35,7 +35,7 @@ func sweepGRPCFleet(t *testing.T, unprobed string, versions []frontend.VersionSt
 	const k = 3
 	out := &syncBuffer{}
 	o := Options{
-		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclient.ReexecCommand(),
+		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
 		Modes: []string{xdslog.ModeSotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},
 		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 		Unprobed: unprobed,

@@ -7,8 +7,10 @@ import (
 	"syscall"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 // TestMain fails the package when a sweep leaves a goroutine behind (control planes,
@@ -18,7 +20,7 @@ import (
 func TestMain(m *testing.M) {
 	grpcclient.ChildMain()
 	fakeTapMain()
-	os.Exit(leakcheck.Main(m))
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // fakeTapEnv makes this test binary a stand-in `lab tap` (TestCrashedParentLeavesNoTap).

@@ -368,6 +368,7 @@ func (r *odRun) settle(ctx context.Context, mark int, t0 time.Time, st *ODStep) 
 	for {
 		evs := r.trace.since(mark)
 		if n := nacked(evs); n != "" {
+			//lint:ignore ST1005 Envoy is a proper noun
 			return fmt.Errorf("Envoy NACKed a valid state: %s", n)
 		}
 		sent := slices.ContainsFunc(evs, func(e odEvent) bool { return e.event == xdslog.EventSend })

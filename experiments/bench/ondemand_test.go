@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -21,7 +21,7 @@ import (
 // nothing, and a service add sends this Envoy nothing unasked and at most 3 resources
 // when it asks. No timings are asserted.
 func TestOnDemandSweepEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	const n = 20
 	wildcard, vhds, both := resources.OnDemand{}, resources.OnDemand{VirtualHosts: true}, resources.OnDemand{VirtualHosts: true, Clusters: true}
 	dir := t.TempDir()

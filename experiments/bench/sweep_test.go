@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -260,7 +260,7 @@ func TestSweepFanOut(t *testing.T) {
 }
 
 func TestSweepEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	rep, dir, _ := sweep(t, Options{
 		Clusters: []int{100}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1,
 	})

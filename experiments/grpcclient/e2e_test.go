@@ -17,10 +17,11 @@ import (
 	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -31,7 +32,7 @@ import (
 // fails the package when a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
 	ChildMain()
-	os.Exit(leakcheck.Main(m))
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // lab is one control plane, two backends and one grpc client, as a run has them.
@@ -199,6 +200,7 @@ func (l *lab) csds(t *testing.T) map[string]*statuspb.ClientConfig_GenericXdsCon
 // NACKed with grpc-go's own reason while the last good route keeps serving, and CSDS
 // agrees with xds.log on what was ACKed at which version.
 func TestGRPCClientEndToEnd(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsGRPCClient)
 	l := startLab(t)
 	l.publish(t, resources.State{Version: "1", InventoryPort: l.a.Port()})
 	l.startClient(t)

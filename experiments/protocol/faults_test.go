@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -24,7 +24,7 @@ import (
 // the ones under test.
 func newControlPlaneHarness(t *testing.T, v variant) *harness {
 	t.Helper()
-	leakcheck.Verify(t)
+	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -26,7 +26,7 @@ var proxies = []string{"proxy-0", "proxy-1", "proxy-2"}
 func TestOneStatePerNode(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			leakcheck.Verify(t)
+			testenv.VerifyNoLeaks(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 			h.rec = xdslog.NewRecorder(h.log, v.mode)
@@ -104,7 +104,7 @@ func TestOneStatePerNode(t *testing.T) {
 func TestUnknownNodeIsServedNothing(t *testing.T) {
 	for _, v := range []variant{variants[0], variants[3]} {
 		t.Run(v.name, func(t *testing.T) {
-			leakcheck.Verify(t)
+			testenv.VerifyNoLeaks(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 			h.rec = xdslog.NewRecorder(h.log, v.mode)

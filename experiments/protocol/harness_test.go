@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -95,7 +95,7 @@ type harness struct {
 func newHarness(t *testing.T, v variant) *harness {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
-	leakcheck.Verify(t)
+	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)

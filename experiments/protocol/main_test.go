@@ -1,12 +1,13 @@
 package protocol
 
 import (
-	"os"
 	"testing"
 
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"go.uber.org/goleak"
+
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 // TestMain fails the package when the tests leave a goroutine behind; newHarness also
-// checks every test on its own (leakcheck.Verify).
-func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
+// checks every test on its own (testenv.VerifyNoLeaks).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }

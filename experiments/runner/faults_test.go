@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -140,7 +140,7 @@ func unanswered(ev []xdslog.Event, server int, stream int64) int {
 // once and the step completes on the new process; xds.log has the broken stream's
 // close with its unanswered sends counted as dropped.
 func TestEnvoyKilledMidStep(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			var kills func() int32
@@ -186,7 +186,7 @@ func TestEnvoyKilledMidStep(t *testing.T) {
 // step fails with a reason naming the kill, and summary.json, envoy.result and run.exit
 // are still written.
 func TestEnvoyKilledTwiceFailsStep(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	var kills func() int32
 	dir, res, err := faultRun(t, xdslog.ModeSotW, Options{BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
 		if st.Name == "port-change" {
@@ -230,7 +230,7 @@ func TestEnvoyKilledTwiceFailsStep(t *testing.T) {
 // configuration, connected_state goes to 0 and back to 1, Envoy's reconnect attempts fail
 // meanwhile, and after the restart the configuration converges again.
 func TestControlPlaneOutage(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	const outage = 2 * time.Second
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
@@ -285,7 +285,7 @@ func TestControlPlaneOutage(t *testing.T) {
 // After the reconnect Envoy runs the newest state and was never sent the intermediate
 // one; in delta, the resources it already had are not re-sent.
 func TestPublishDuringReconnect(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			dir, _, err := faultRun(t, mode, Options{PublishDuringReconnect: true})
@@ -392,7 +392,7 @@ func rawRunInfo(t *testing.T, dir string) RunInfo {
 // configuration routes to it get 503 UF, which the checkpoint classifies as an upstream
 // failure (not a config failure); starting v1 again restores 200.
 func TestBackendDownIsUpstreamFailure(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -482,7 +482,7 @@ func TestClassify(t *testing.T) {
 // many as Envoy's update_rejected counted, each answering a recorded send), the control
 // plane's heap stays flat, and the storm's rate is in the checkpoint and summary.json.
 func TestNackStormBounded(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	const storm = 2 * time.Second
 	var heap []uint64
 	dir, _, err := faultRun(t, xdslog.ModeSotW, Options{NackPolicy: sotw.Resend,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -57,7 +58,7 @@ func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	steps := []string{"initial", "port-change", "invalid-route", "recover", "envoy-restart", "control-plane-restart"}
-	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
+	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 		Out: dir, Steps: steps, StepTimeout: 40 * time.Second})
 	require.NoError(t, err, "%+v", res)
 	assert.Equal(t, "PASS", res.EnvoyResult)
@@ -131,7 +132,7 @@ func TestGRPCClientPartialAcceptAgrees(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
+	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 		Scenario: sc, Out: dir, Steps: []string{"initial", "remove-one", "one-invalid-among-three"}, StepTimeout: 40 * time.Second})
 	require.NoError(t, err, "%+v", res)
 	assert.Equal(t, "PASS", res.EnvoyResult)
@@ -186,7 +187,7 @@ func TestGRPCNarrowedSubscriptionGetsTheLateCluster(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Cache: cache, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand(),
+			res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Cache: cache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 				Scenario: sc, Out: dir, StepTimeout: 40 * time.Second}) // grpc-go's 15 s timer, on a busy machine
 			narrowed := cdsRequestsOf(t, dir, "route-before-cluster")
 			require.NotEmpty(t, narrowed, "grpc-go asks for blue by name")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -30,7 +30,7 @@ import (
 // new prefix, never one the old server gave out (contour#6250); Envoy's NACK of the
 // invalid route is not answered with a re-send.
 func TestRunEnvoyLinear(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -83,7 +83,7 @@ func TestRunEnvoyLinear(t *testing.T) {
 // EDS send has exactly one resource; Envoy's config dump still has all three
 // assignments, the other two at their old version and port.
 func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	const mode = xdslog.ModeSotW
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,11 +1,12 @@
 package runner
 
 import (
-	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/experiments/leakcheck"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/scenario"
 )
 
@@ -14,7 +15,7 @@ import (
 // the grpc client the --client grpc runs start (grpcclient.ReexecCommand).
 func TestMain(m *testing.M) {
 	grpcclient.ChildMain()
-	os.Exit(leakcheck.Main(m))
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // teachingSteps is the built-in teaching scenario's steps.

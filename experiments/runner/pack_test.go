@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
-	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -59,6 +60,7 @@ func loadPack(t *testing.T) []*scenario.Scenario {
 // protocols and with both caches: every step passes (envoy.result NOT_RUN: no data-plane
 // result is Envoy's), and what each scenario is about shows in xds.log.
 func TestPackSimulated(t *testing.T) {
+	testenv.SkipIfShort(t, testenv.NeedsLongRun)
 	for _, sc := range loadPack(t) {
 		for _, mode := range modes {
 			for _, cache := range caches {
@@ -87,7 +89,7 @@ func TestPackSimulated(t *testing.T) {
 // with both caches (the two protocols side by side): every step passes, and the
 // scenario's point shows in the evidence.
 func TestPackEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	pack := loadPack(t)
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -118,7 +120,7 @@ func TestPackEnvoy(t *testing.T) {
 func TestPackGRPC(t *testing.T) {
 	for _, sc := range loadPack(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclient.ReexecCommand()}
+			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
 			switch {
 			case sc.OnDemand.Any():
 				assertNotApplicable(t, sc, o, resources.ErrOnDemandNeedsDelta)
@@ -285,7 +287,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 // TestNackPolicies runs the nack-policies scenario under every SotW policy and with
 // Envoy's own rate_limit_settings, against real Envoy, and compares the storms.
 func TestNackPolicies(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	sc, err := scenario.Builtin("nack-policies")
 	require.NoError(t, err)
 	type result struct{ storm, invalid int }
@@ -339,7 +341,7 @@ func TestNackPolicies(t *testing.T) {
 func TestGeneralScenario(t *testing.T) { runGeneral(t, ClientSim) }
 
 func TestGeneralScenarioEnvoy(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	runGeneral(t, ClientEnvoy)
 }
 

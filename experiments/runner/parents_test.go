@@ -14,7 +14,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -41,7 +41,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // gone. So the recorder keeps the route held, and re-sending it with the restored
 // listener is redundant: Envoy already runs it.
 func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -125,7 +125,7 @@ func TestProcAddr(t *testing.T) {
 // process: control plane and inventories; Envoy: admin and listener) and fails on any
 // that is not bound to 127.0.0.1.
 func TestEverythingBindsLoopback(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	var (
 		found  []listener
 		want   map[int]string

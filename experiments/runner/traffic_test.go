@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -108,7 +108,7 @@ func TestLoadIsRefusedWithoutEnvoy(t *testing.T) {
 // hold never. The storm's p99 and Envoy's CPU are logged for docs/running.md (measured,
 // never asserted).
 func TestNackStormUnderLoad(t *testing.T) {
-	envoy.RequireOrSkip(t)
+	envoytest.Require(t)
 	sc, err := scenario.Builtin("nack-policies")
 	require.NoError(t, err)
 	nacks := map[sotw.NackPolicy]int{}

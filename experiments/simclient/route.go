@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 HeaderMatcher's deprecated specifiers (exact_match and the like) are still honoured by Envoy, so the simulated client honours them too.
+
 package simclient
 
 // The simulated data plane: what Envoy would answer to one request, computed from what
@@ -302,6 +304,8 @@ func headerMatches(hm *route.HeaderMatcher, hdrs map[string]string) bool {
 		v = ""
 	}
 	var match bool
+	// The deprecated specifiers (exact, prefix, suffix, contains, safe_regex) are still
+	// honoured by Envoy, so the simulated client honours them too (see lint:file-ignore).
 	switch s := hm.GetHeaderMatchSpecifier().(type) {
 	case *route.HeaderMatcher_ExactMatch:
 		match = s.ExactMatch == "" || v == s.ExactMatch // legacy: empty matches any value

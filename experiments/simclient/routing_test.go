@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the legacy HeaderMatcher specifiers (exact_match) are tested on purpose: Envoy still honours them, so the simulated client does too.
+
 package simclient
 
 import (

@@ -18,7 +18,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/gcpserver"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -64,7 +66,7 @@ type gcpRun struct {
 // tap's log.
 func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	t.Helper()
-	bin := envoy.RequireOrSkip(t)
+	bin := envoytest.Require(t)
 	serverBin := gcpBinary(t)
 	const listeners = 3
 	base, err := gcpserver.FreeBase(listeners)
@@ -288,6 +290,9 @@ func checkAnswered(t *testing.T, events []xdslog.Event, nodeID string) []xdslog.
 // format with figures for both. ADS with -mux (EDS from a LinearCache) is checked the
 // same way but not compared.
 func TestGCPServerThroughTheTap(t *testing.T) {
+	// Here, not only in each mode's envoytest.Require: the comparison after the modes
+	// needs them all to have run.
+	testenv.SkipIfShort(t, testenv.NeedsEnvoy)
 	runs := map[string]gcpRun{}
 	for _, tc := range []struct {
 		name, mode string

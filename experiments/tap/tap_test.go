@@ -356,12 +356,11 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 // rawUpstream is a server that speaks bytes: it keeps what it receives and answers with
 // the frames it is told to send, then ends the stream with end.
 type rawUpstream struct {
-	mu       sync.Mutex
-	got      [][]byte
-	streams  int
-	answer   [][]byte
-	end      error
-	received chan struct{}
+	mu      sync.Mutex
+	got     [][]byte
+	streams int
+	answer  [][]byte
+	end     error
 }
 
 func (u *rawUpstream) serve(t *testing.T) *bufconn.Listener {

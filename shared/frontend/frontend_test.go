@@ -33,6 +33,7 @@ func newPublisher(t *testing.T, cfg PublisherConfig) *Publisher {
 }
 
 func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	cache := NewSnapshotCache(nil)
 	p := newPublisher(t, PublisherConfig{Cache: cache, NodeID: resources.NodeID,
@@ -61,6 +62,7 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 }
 
 func TestDescribeHashesTheWireBytes(t *testing.T) {
+	t.Parallel()
 	p := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID})
 	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	r := set.ByType[resources.CDS][0]
@@ -82,6 +84,7 @@ func TestDescribeHashesTheWireBytes(t *testing.T) {
 }
 
 func TestCheckTypeAndRefusal(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	rec := xdslog.NewRecorder(&buf, xdslog.ModeDelta)
 	typ, err := CheckType(rec, 1, resources.EDS.URL())
@@ -116,6 +119,7 @@ func (s *setter) SetSnapshot(_ context.Context, node string, snap cachev3.Resour
 }
 
 func TestNewPublisher(t *testing.T) {
+	t.Parallel()
 	_, err := NewPublisher(PublisherConfig{})
 	assert.ErrorContains(t, err, "no cache")
 	_, err = NewPublisher(PublisherConfig{Cache: &setter{}, Strategy: "sometimes"})
@@ -135,6 +139,7 @@ func TestNewPublisher(t *testing.T) {
 }
 
 func TestDescribeWire(t *testing.T) {
+	t.Parallel()
 	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
 	require.NoError(t, err)
 	r := set.ByType[resources.CDS][0]
@@ -148,6 +153,7 @@ func TestDescribeWire(t *testing.T) {
 }
 
 func TestParseCache(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache, "indexed": IndexedCache} {
 		c, err := ParseCache(in)
 		require.NoError(t, err)
@@ -161,6 +167,7 @@ func TestParseCache(t *testing.T) {
 // version does not move; versions carry the instance prefix, and two publishers never
 // share one.
 func TestLinearPublisher(t *testing.T) {
+	t.Parallel()
 	p := NewLinearPublisher(LinearConfig{})
 	other := NewLinearPublisher(LinearConfig{})
 	assert.NotEqual(t, p.VersionPrefix(), other.VersionPrefix(), "a new instance, a new prefix")
@@ -222,6 +229,7 @@ func statePublisher(t testing.TB, cache Cache, buf *bytes.Buffer) StatePublisher
 // and deleted; a reader's model rebuilds the published state from them. Both publishers
 // write the same events, whether the set was rebuilt from the current one or built whole.
 func TestPublishEventsAreIncremental(t *testing.T) {
+	t.Parallel()
 	for _, cache := range []Cache{SnapshotCache, LinearCache} {
 		for _, rebuild := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/rebuild=%v", cache, rebuild), func(t *testing.T) {
@@ -287,6 +295,7 @@ func typeNames(rs xdslog.Resources) []string {
 // The name table holds the published state and what the last publish replaced, no more:
 // a long run of publishes does not grow it.
 func TestNameTableStaysBounded(t *testing.T) {
+	t.Parallel()
 	for _, cache := range []Cache{SnapshotCache, LinearCache} {
 		var buf bytes.Buffer
 		p := statePublisher(t, cache, &buf)

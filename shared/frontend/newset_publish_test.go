@@ -16,6 +16,7 @@ import (
 // revert publishes: the current state with one type's earlier content), recording only
 // what it changes, and the next state rebuilt from it.
 func TestPublishExplicitSet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, cache := range []Cache{SnapshotCache, LinearCache, IndexedCache} {
 		t.Run(string(cache), func(t *testing.T) {

@@ -74,6 +74,7 @@ func (v *vhdsStream) recv() (names, notFound, removed []string, nonce string) {
 // removal that ends Envoy's wait; a subscribe gets that one virtual host; an unknown one
 // gets a not-found answer; and once the state adds it, the client that asked gets it.
 func TestOnDemandCacheServesVHDS(t *testing.T) {
+	t.Parallel()
 	od := resources.OnDemand{VirtualHosts: true}
 	for _, kind := range []Cache{SnapshotCache, LinearCache} {
 		t.Run(string(kind), func(t *testing.T) {
@@ -115,6 +116,7 @@ func TestOnDemandCacheServesVHDS(t *testing.T) {
 // library caches answer Envoy's first VHDS request, a legacy wildcard, with every virtual
 // host (pkg/cache/v3/delta.go createDeltaResponse), so nothing would be on demand.
 func TestLibraryAloneSendsEveryVirtualHost(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []Cache{SnapshotCache, LinearCache} {
 		t.Run(string(kind), func(t *testing.T) {
 			var buf bytes.Buffer

@@ -61,6 +61,7 @@ var diffTypes = []string{rsrc.ListenerType, rsrc.RouteType, rsrc.ClusterType, rs
 const probeType = "type.googleapis.com/workbench.Probe"
 
 func TestDifferentialLinearVsIndexed(t *testing.T) {
+	t.Parallel()
 	for _, delta := range []bool{false, true} {
 		for seed := uint64(1); seed <= 4; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", modeName(delta), seed), func(t *testing.T) {
@@ -73,6 +74,7 @@ func TestDifferentialLinearVsIndexed(t *testing.T) {
 }
 
 func TestDifferentialCatchesABrokenCache(t *testing.T) {
+	t.Parallel()
 	for _, delta := range []bool{false, true} {
 		t.Run(modeName(delta), func(t *testing.T) {
 			diffs := runDifferential(t, delta, 1, 300, true)

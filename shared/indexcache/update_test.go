@@ -19,6 +19,7 @@ import (
 // resource, and nothing served changes: the next good publish is the type's first
 // version, and a client sees only it.
 func TestUpdateRefusesBadPublishes(t *testing.T) {
+	t.Parallel()
 	c := New("p.", rsrc.ClusterType, rsrc.EndpointType)
 	cla := func(n string) *endpoint.ClusterLoadAssignment { return &endpoint.ClusterLoadAssignment{ClusterName: n} }
 	for name, tc := range map[string]struct {

@@ -31,6 +31,7 @@ func fullDiff(prev, next *Set) Change {
 // Rebuild must give exactly what Build gives, and record exactly the change a full
 // comparison finds, over random walks through every field a state has.
 func TestRebuildEqualsBuild(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 0))
 	for walk := range 40 {
 		s := State{Version: "1", InventoryPort: 20000, Clusters: rng.IntN(6)}
@@ -129,6 +130,7 @@ func mutate(rng *rand.Rand, s State) State {
 
 // The workloads of lab bench, each as the change Rebuild records at N = 1,000.
 func TestRebuildRecordsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	base := State{Version: "1", InventoryPort: 20000, Clusters: 1000}
 	prev := build(t, base)
 	for _, tc := range []struct {
@@ -175,6 +177,7 @@ func contains(ts []Type, t Type) bool {
 // A rebuilt set answers Diff with its recorded change only against its own parent: any
 // other set gets the full comparison.
 func TestDiffAgainstAnotherSetCompares(t *testing.T) {
+	t.Parallel()
 	a := build(t, State{Version: "1", InventoryPort: 20000, Clusters: 3})
 	b, err := Rebuild(a, State{Version: "2", InventoryPort: 20000, Clusters: 3, EndpointPorts: map[int]int{1: 20001}})
 	require.NoError(t, err)
@@ -187,6 +190,7 @@ func TestDiffAgainstAnotherSetCompares(t *testing.T) {
 
 // Bad states are refused by Rebuild as by Build, with the same one-line errors.
 func TestRebuildRefusesWhatBuildRefuses(t *testing.T) {
+	t.Parallel()
 	prev := build(t, State{Version: "1", InventoryPort: 20000, Clusters: 3})
 	for _, s := range []State{
 		{Version: "", InventoryPort: 20000, Clusters: 3},
@@ -203,6 +207,7 @@ func TestRebuildRefusesWhatBuildRefuses(t *testing.T) {
 
 // The caller's maps are copied: changing them after a build changes nothing built.
 func TestRebuildCopiesTheStatesMaps(t *testing.T) {
+	t.Parallel()
 	ports := map[int]int{0: 20001}
 	a := build(t, State{Version: "1", InventoryPort: 20000, Clusters: 2, EndpointPorts: ports})
 	ports[0] = 20002

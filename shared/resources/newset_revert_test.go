@@ -10,6 +10,7 @@ import (
 // TestNewSetFromExplicitResources: NewSet keeps the resources given (sorted per type by
 // name), validates all but the invalid ones, and its snapshot skips Consistent.
 func TestNewSetFromExplicitResources(t *testing.T) {
+	t.Parallel()
 	v1 := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	bad := build(t, State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 
@@ -72,6 +73,7 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 // TestRebuildFromNewSetBuildsInFull: a set made by NewSet has no state, so Rebuild from it
 // builds the next state whole (and still records the change).
 func TestRebuildFromNewSetBuildsInFull(t *testing.T) {
+	t.Parallel()
 	v1 := build(t, State{Version: "1", InventoryPort: 18080})
 	bad := build(t, State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 	var rs []Resource

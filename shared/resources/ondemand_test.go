@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseOnDemand(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]OnDemand{
 		"": {}, "none": {}, "vhds": {VirtualHosts: true}, "cds": {Clusters: true},
 		"vhds,cds": {VirtualHosts: true, Clusters: true}, "cds, vhds": {VirtualHosts: true, Clusters: true},
@@ -39,6 +40,7 @@ func hcmOf(t *testing.T, set *Set) *hcm.HttpConnectionManager {
 }
 
 func TestOnDemandShape(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, OnDemand: OnDemand{VirtualHosts: true, Clusters: true}})
 	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
 	assert.NotNil(t, rc.GetVhds().GetConfigSource().GetAds(), "vhds over ADS")
@@ -76,6 +78,7 @@ func TestOnDemandShape(t *testing.T) {
 // Adding a service in the VHDS shape changes one virtual host, one cluster and one
 // assignment (the target of issue 22: at most 3 resources), not the route configuration.
 func TestOnDemandRebuildIsPerService(t *testing.T) {
+	t.Parallel()
 	od := OnDemand{VirtualHosts: true}
 	prev := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 100, OnDemand: od})
 	next, err := Rebuild(prev, State{Version: "2", InventoryPort: 18080, Clusters: 101, OnDemand: od})
@@ -115,6 +118,7 @@ func vhost(name string, domains ...string) Resource {
 }
 
 func TestVirtualHostNamesAreChecked(t *testing.T) {
+	t.Parallel()
 	vhdsRoute := Resource{Type: RDS, Name: "quote-route", Resource: vhdsRouteConfig("quote-route")}
 	inlineRoute := Resource{Type: RDS, Name: "inline", Resource: &route.RouteConfiguration{Name: "inline"}}
 	for name, tc := range map[string]struct {
@@ -147,6 +151,7 @@ func TestVirtualHostNamesAreChecked(t *testing.T) {
 }
 
 func TestBuildVirtualHostAndVHDSRoute(t *testing.T) {
+	t.Parallel()
 	vh, err := BuildVirtualHost(VirtualHostSpec{Route: "r", Host: "a", Domains: []string{"a:19000"}, Rules: []RouteRule{{Prefix: "/", Cluster: "c"}}})
 	require.NoError(t, err)
 	assert.Equal(t, "r/a", vh.GetName())
@@ -161,6 +166,7 @@ func TestBuildVirtualHostAndVHDSRoute(t *testing.T) {
 }
 
 func TestHas(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, OnDemand: OnDemand{VirtualHosts: true}})
 	assert.True(t, set.Has(VHDS, "quote-route/svc-0002"))
 	assert.False(t, set.Has(VHDS, "quote-route/svc-0003"))

@@ -27,6 +27,7 @@ func apiListenerHCM(t *testing.T, l *listener.Listener) *hcm.HttpConnectionManag
 // ACKs (internal/xds/xdsclient/xdsresource): the end-to-end test in
 // experiments/grpcclient shows the real client ACKing it.
 func TestProxylessShapeIsWhatGRPCAccepts(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true, ServerName: "lab"})
 	for _, typ := range CoreTypes {
 		require.Len(t, set.ByType[typ], 1, typ)
@@ -82,6 +83,7 @@ func TestProxylessShapeIsWhatGRPCAccepts(t *testing.T) {
 // Only the listener differs between the shapes: both clients are served the same
 // routes, clusters and endpoints, byte for byte.
 func TestProxylessChangesOnlyTheListener(t *testing.T) {
+	t.Parallel()
 	envoy := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	grpc := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, Proxyless: true})
 	for _, typ := range []Type{RDS, CDS, EDS} {
@@ -94,6 +96,7 @@ func TestProxylessChangesOnlyTheListener(t *testing.T) {
 // The deliberately invalid route is built in the proxyless shape too: grpc-go NACKs it
 // ("doesn't have a path specifier", routesProtoToSlice) as Envoy does.
 func TestProxylessInvalidRoute(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "3", InventoryPort: 18080, Proxyless: true, InvalidRoute: true})
 	assert.Equal(t, []string{RouteName}, set.Invalid)
 	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
@@ -103,6 +106,7 @@ func TestProxylessInvalidRoute(t *testing.T) {
 }
 
 func TestProxylessRefusesWhatGRPCCannotCarry(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]State{
 		"on demand":  {Version: "1", InventoryPort: 18080, Proxyless: true, OnDemand: OnDemand{Clusters: true}},
 		"access log": {Version: "1", InventoryPort: 18080, Proxyless: true, AccessLogPath: "/tmp/access.log"},
@@ -125,6 +129,7 @@ func TestProxylessRefusesWhatGRPCCannotCarry(t *testing.T) {
 
 // Validate looks inside the api_listener as it does inside a filter chain.
 func TestValidateLooksInsideTheAPIListener(t *testing.T) {
+	t.Parallel()
 	bad, err := deterministicAny(&hcm.HttpConnectionManager{}) // no stat_prefix, no route specifier
 	require.NoError(t, err)
 	l := &listener.Listener{Name: "l", ApiListener: &listener.ApiListener{ApiListener: bad}}
@@ -133,6 +138,7 @@ func TestValidateLooksInsideTheAPIListener(t *testing.T) {
 
 // The proxyless consistency check finds what the library's finds.
 func TestProxylessConsistency(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true})
 	stray := proto.Clone(set.ByType[RDS][0].Resource).(*route.RouteConfiguration)
 	stray.Name = "stray"

@@ -21,6 +21,7 @@ func build(t *testing.T, s State) *Set {
 }
 
 func TestTeachingResources(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080})
 	assert.Empty(t, set.ByType[VHDS], "routes are inline unless on demand")
 	for _, typ := range []Type{LDS, RDS, CDS, EDS} {
@@ -59,6 +60,7 @@ func TestTeachingResources(t *testing.T) {
 
 // The invalid route passes Consistent but fails ValidateAll; it is the only exception.
 func TestInvalidRouteIsPublishableButInvalid(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	assert.Equal(t, []string{RouteName}, set.Invalid)
 	err := Validate(set.ByType[RDS][0].Resource)
@@ -72,6 +74,7 @@ func TestInvalidRouteIsPublishableButInvalid(t *testing.T) {
 }
 
 func TestRemovedInventoryStaysConsistent(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "5", InventoryPort: 18080, InventoryRemoved: true})
 	assert.Empty(t, set.ByType[CDS])
 	assert.Empty(t, set.ByType[EDS])
@@ -82,6 +85,7 @@ func TestRemovedInventoryStaysConsistent(t *testing.T) {
 }
 
 func TestInconsistentSnapshotRefused(t *testing.T) {
+	t.Parallel()
 	for _, drop := range []Type{RDS, EDS} {
 		set := build(t, State{Version: "2", InventoryPort: 18080})
 		delete(set.ByType, drop)
@@ -95,6 +99,7 @@ func TestInconsistentSnapshotRefused(t *testing.T) {
 }
 
 func TestBuildRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]State{
 		"no version":        {InventoryPort: 18080},
 		"port 0":            {Version: "1"},
@@ -116,6 +121,7 @@ func TestBuildRefusesBadInput(t *testing.T) {
 }
 
 func TestHashesAreDeterministicAndContentBased(t *testing.T) {
+	t.Parallel()
 	a := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/a.log"})
 	b := build(t, State{Version: "9", InventoryPort: 18080, AccessLogPath: "/tmp/a.log"})
 	for _, typ := range Types {
@@ -135,6 +141,7 @@ func TestHashesAreDeterministicAndContentBased(t *testing.T) {
 }
 
 func TestScaledState(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	assert.Len(t, set.ByType[CDS], 3)
 	assert.Len(t, set.ByType[EDS], 3)
@@ -156,6 +163,7 @@ func TestScaledState(t *testing.T) {
 // UnlistedEmpty: a cluster with an EndpointPorts entry keeps its endpoint, every other
 // one gets an assignment with no endpoint; a move between the two is an EDS edit.
 func TestUnlistedEmpty(t *testing.T) {
+	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{0: 18081}, UnlistedEmpty: true})
 	require.Len(t, set.ByType[EDS], 3)
 	ports := map[string][]uint32{}
@@ -179,6 +187,7 @@ func TestUnlistedEmpty(t *testing.T) {
 }
 
 func TestTypeURLs(t *testing.T) {
+	t.Parallel()
 	for _, typ := range Types {
 		got, ok := TypeOf(typ.URL())
 		assert.True(t, ok)
@@ -191,6 +200,7 @@ func TestTypeURLs(t *testing.T) {
 
 // The snapshot's version map is what the library would compute itself.
 func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
+	t.Parallel()
 	// On demand, so that every type has its one resource.
 	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log", OnDemand: OnDemand{VirtualHosts: true}})
 	ours, err := set.Snapshot(UniformVersions("1"))
@@ -208,6 +218,7 @@ func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
 // The route and listener workloads of lab bench: a route pointed at another cluster, and
 // the HTTP connection manager's server_name, each change exactly one resource.
 func TestRouteTargetsAndServerName(t *testing.T) {
+	t.Parallel()
 	base := State{Version: "1", InventoryPort: 18080, Clusters: 3}
 	moved := base
 	moved.Version, moved.RouteTargets = "2", map[int]int{1: 2}

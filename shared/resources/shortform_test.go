@@ -13,6 +13,7 @@ import (
 // HTTP/2 under the extension's name, validates, and packs the same bytes every time
 // (content hashes must not move); the default cluster carries none.
 func TestBuildClusterHTTP2(t *testing.T) {
+	t.Parallel()
 	plain, err := BuildCluster(ClusterSpec{Name: "c"})
 	require.NoError(t, err)
 	assert.Empty(t, plain.TypedExtensionProtocolOptions)

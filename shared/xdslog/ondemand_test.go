@@ -22,6 +22,7 @@ func kinds(ev []Event) [][3]any {
 // wildcard), a wildcard CDS, a reconnect's resume, an EDS subscribe, a plain unsubscribe
 // and every SotW request are not.
 func TestOnDemandClassification(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeDelta)
 	r.StreamOpen(1, "")
 	r.Delta(1, "VHDS", DeltaRequest{})                                            // legacy wildcard
@@ -69,6 +70,7 @@ func TestOnDemandClassification(t *testing.T) {
 // sent twice, and the client holds nothing under its name after ACKing it; a vhost the
 // client held and then is told does not exist is no longer held.
 func TestNotFoundIsNotContent(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeDelta)
 	r.StreamOpen(1, "")
 	r.Delta(1, "VHDS", DeltaRequest{})

@@ -13,6 +13,7 @@ import (
 const envoyRouteNack = "goo.gle/debugonly    \nname: \"quote-route\"\nvirtual_hosts {\n  name: \"quote\"\n  domains: \"*\"\n  routes {\n    match {\n    }\n    route {\n      cluster: \"inventory\"\n    }\n    name: \"inventory\"\n  }\n}\n: Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: embedded message failed validation | caused by VirtualHostValidationError.Routes[0]: embedded message failed validation | caused by RouteValidationError.Match: embedded message failed validation | caused by field: \"path_specifier\", reason: is required)"
 
 func TestNackReason(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{envoyRouteNack, `field: "path_specifier", reason: is required`},
 		{"goo.gle/debugonly \nname: \"x\"\n: Proto constraint validation failed (X: value must be positive)", "Proto constraint validation failed (X: value must be positive)"},
@@ -25,6 +26,7 @@ func TestNackReason(t *testing.T) {
 }
 
 func TestCleanError(t *testing.T) {
+	t.Parallel()
 	got := CleanError(envoyRouteNack)
 	assert.True(t, len(got) > 0 && got[0] == 'n', "starts with the resource: %q", got[:20])
 	assert.NotContains(t, got, "goo.gle")
@@ -38,6 +40,7 @@ func TestCleanError(t *testing.T) {
 // also while the same content is re-sent), ACKed is SYNCED; a type asked for and never
 // sent is NOT SENT.
 func TestTypeStatus(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	r := NewRecorder(&buf, ModeSotW)
 	r.StreamOpen(1, "127.0.0.1:5000")

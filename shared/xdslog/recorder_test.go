@@ -45,6 +45,7 @@ func res(name, hash string) []Resource { return []Resource{{Name: name, Version:
 func msg(s string) *string { return &s }
 
 func TestAckNackAndRedundancy(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeSotW)
 	r.SetStep("s1")
 	r.StreamOpen(1, "")
@@ -98,6 +99,7 @@ func TestAckNackAndRedundancy(t *testing.T) {
 }
 
 func TestUnmatchedIsNeverAnAck(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeSotW)
 	r.StreamOpen(1, "")
 	r.Send(1, "LDS", "1", "1", res("l", "h"), nil, 10)
@@ -109,6 +111,7 @@ func TestUnmatchedIsNeverAnAck(t *testing.T) {
 }
 
 func TestSotWFullStateAndDeltaRemovals(t *testing.T) {
+	t.Parallel()
 	s, _ := newTestRecorder(ModeSotW)
 	s.Send(1, "CDS", "1", "1", append(res("a", "ha"), res("b", "hb")...), nil, 10)
 	s.Feedback(1, "CDS", Feedback{Nonce: "1", ClientVersion: "1"})
@@ -131,6 +134,7 @@ func TestSotWFullStateAndDeltaRemovals(t *testing.T) {
 }
 
 func TestDeltaInitialVersionsCountAsAccepted(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeDelta)
 	r.Delta(1, "EDS", DeltaRequest{Subscribe: []string{"inventory"}, Initial: map[string]string{"inventory": "h1"}})
 	r.Send(1, "EDS", "1", "4", res("inventory", "h1"), nil, 10)
@@ -150,6 +154,7 @@ func TestDeltaInitialVersionsCountAsAccepted(t *testing.T) {
 // A NACK storm cannot grow the recorder without bound: old sends are forgotten, and a
 // late answer to one of them is unmatched.
 func TestRememberedSendsAreBounded(t *testing.T) {
+	t.Parallel()
 	r, _ := newTestRecorder(ModeSotW)
 	for i := 1; i <= maxRemembered+50; i++ {
 		r.Send(1, "RDS", strconv.Itoa(i), "3", res("route", "bad"), nil, 10)
@@ -164,6 +169,7 @@ func TestRememberedSendsAreBounded(t *testing.T) {
 }
 
 func TestNilRecorderIsANoOp(t *testing.T) {
+	t.Parallel()
 	var r *Recorder
 	r.SetStep("x")
 	r.StreamOpen(1, "")
@@ -176,6 +182,7 @@ func TestNilRecorderIsANoOp(t *testing.T) {
 }
 
 func TestObserverAndDataPlaneTimestamp(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	var buf bytes.Buffer
 	r := NewRecorder(&buf, ModeDelta, WithServer(2), WithObserver(func(e Event) { seen = append(seen, e.Event) }))
@@ -195,6 +202,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, assert.AnError }
 
 func TestWriteErrorIsKept(t *testing.T) {
+	t.Parallel()
 	r := NewRecorder(failWriter{}, ModeSotW)
 	r.StreamOpen(1, "")
 	require.Error(t, r.Err())
@@ -202,6 +210,7 @@ func TestWriteErrorIsKept(t *testing.T) {
 }
 
 func TestReadSkipsBadLinesWithACount(t *testing.T) {
+	t.Parallel()
 	good := `{"ts":"2026-11-29T12:00:00Z","event":"publish","mode":"sotw","step":"a","version":"1"}`
 	in := strings.Join([]string{
 		good,
@@ -237,6 +246,7 @@ func filterEv(ev []Event, kind string) []Event {
 
 // The hand-written encoder must produce what encoding/json would.
 func TestResourcesEncodeLikeEncodingJSON(t *testing.T) {
+	t.Parallel()
 	tr, fa := true, false
 	rs := Resources{
 		{Type: "CDS", Name: "inventory", Hash: "ab12"},
@@ -257,6 +267,7 @@ func TestResourcesEncodeLikeEncodingJSON(t *testing.T) {
 }
 
 func TestFingerprintIgnoresOrderAndNonce(t *testing.T) {
+	t.Parallel()
 	a := fingerprintOf([]Resource{{Name: "x", Hash: "1"}, {Name: "y", Hash: "2"}}, nil)
 	b := fingerprintOf([]Resource{{Name: "y", Hash: "2"}, {Name: "x", Hash: "1"}}, nil)
 	c := fingerprintOf([]Resource{{Name: "x", Hash: "2"}, {Name: "y", Hash: "1"}}, nil)

@@ -21,6 +21,7 @@ func lastSend(t *testing.T, ev []Event) Event {
 // initial_resource_versions. An unknown label makes the send's redundancy unknown, not
 // "new".
 func TestSotWResumeHeldFromLabel(t *testing.T) {
+	t.Parallel()
 	r, buf := newTestRecorder(ModeSotW)
 	r.SotW(1, "CDS", SotWRequest{})
 	r.Send(1, "CDS", "1", "4", res("inventory", "h1"), nil, 10)
@@ -64,6 +65,7 @@ func TestSotWResumeHeldFromLabel(t *testing.T) {
 // redundant. That holds when the library dropped the unsubscribe as stale, as it does
 // for Envoy's EDS request after a cluster removal.
 func TestUnsubscribedIsNotHeld(t *testing.T) {
+	t.Parallel()
 	for _, stale := range []bool{false, true} {
 		r, buf := newTestRecorder(ModeSotW)
 		eds := []string{"inventory"}
@@ -95,6 +97,7 @@ func TestUnsubscribedIsNotHeld(t *testing.T) {
 // TestDiff: the scan (short lists) and the set (long ones, a SotW EDS request names every
 // cluster) give the same answer, in the same order.
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	names := func(from, to int) []string {
 		var out []string
 		for i := from; i < to; i++ {

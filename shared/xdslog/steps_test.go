@@ -12,6 +12,7 @@ import (
 // StepNames lists the step events' names once each, in order, from a file or a run
 // directory; other events naming a step, and broken lines, are passed over.
 func TestStepNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := `{"ts":"2026-12-01T09:18:28Z","event":"step","mode":"delta","step":"initial","server":1}
 {"ts":"2026-12-01T09:18:29Z","event":"send","mode":"delta","step":"not-a-marker","server":1}

@@ -31,6 +31,7 @@ func storm(r *Recorder, n int) string {
 // observer, one by one, and in the log, by the summaries), no other event is lost, and
 // the log stays readable.
 func TestStormCondensedPastTheLimit(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	var observed = map[string]int{}
@@ -92,6 +93,7 @@ func TestStormCondensedPastTheLimit(t *testing.T) {
 // TestStormNotCondensedUnderTheLimit: below the limit (or without one) every pair is
 // written one line each.
 func TestStormNotCondensedUnderTheLimit(t *testing.T) {
+	t.Parallel()
 	for _, limit := range []int64{0, 1 << 30} {
 		var buf bytes.Buffer
 		r := NewRecorder(&buf, ModeSotW, WithMaxLogBytes(limit))
@@ -105,6 +107,7 @@ func TestStormNotCondensedUnderTheLimit(t *testing.T) {
 // TestStormFlushedOnFlushAndClose: a storm in progress is written by Flush (shutdown) and
 // before the stream's close line.
 func TestStormFlushedOnFlushAndClose(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	r := NewRecorder(&buf, ModeSotW, WithMaxLogBytes(1))
 	r.StreamOpen(1, "")
@@ -133,6 +136,7 @@ func TestStormFlushedOnFlushAndClose(t *testing.T) {
 // TestSessions: each BeginSession opens a session; lines before the first are a session of
 // their own, and a log without session lines is one session.
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	NewRecorder(&buf, ModeSotW).Publish("1", nil, nil)
 	for range 2 {

@@ -16,6 +16,7 @@ import (
 // A handful of events, as the recorder hands them to its observer: every counter counts
 // its own event kind, by type, and the histogram measures from the latest publish.
 func TestObserve(t *testing.T) {
+	t.Parallel()
 	m := New(xdslog.ModeSotW, "snapshot")
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -93,6 +94,7 @@ lab_xds_publish_to_ack_seconds_count{cache="snapshot",mode="sotw",type="CDS"} 2
 // request counts by type, other requests do not; a not-found answer counts apart from the
 // resources sent.
 func TestOnDemandAndNotFound(t *testing.T) {
+	t.Parallel()
 	m := New(xdslog.ModeDelta, "snapshot")
 	l := func(typ string) []string { return []string{typ, xdslog.ModeDelta, "snapshot"} }
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("VHDS")...)))

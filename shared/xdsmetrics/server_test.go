@@ -15,6 +15,7 @@ import (
 // Serve binds loopback only, serves the registry at /metrics and nothing else, and
 // Close stops it.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	_, err := Serve("0.0.0.0:0", New("", "snapshot"))
 	assert.ErrorContains(t, err, "not loopback")
 
