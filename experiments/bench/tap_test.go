@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -115,9 +116,7 @@ func TestThroughTapEnvoy(t *testing.T) {
 // TestThroughTapSubprocess runs the tap as the CLI does, a `lab tap` subprocess (built
 // here), and reads its CPU from its process clock.
 func TestThroughTapSubprocess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the lab binary")
-	}
+	testenv.SkipIfShort(t, testenv.NeedsLabBinary)
 	bin := filepath.Join(t.TempDir(), "lab")
 	build := exec.Command("go", "build", "-o", bin, "github.com/xds-workbench/lab/cmd/lab")
 	out, err := build.CombinedOutput()

@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/png"
 	"os"
 	"os/exec"
@@ -13,22 +14,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 // findChromium returns the Chromium binary on PATH. With CI=true a missing browser fails
 // the test (CI installs it, see .ci/run); elsewhere the test is skipped.
 func findChromium(t *testing.T) string {
 	t.Helper()
+	testenv.SkipIfShort(t, testenv.NeedsBrowser)
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	msg := "Chromium not found on PATH (chromium or chromium-browser): run `make chromium` as root, or apt-get install -y chromium"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, "no Chromium", errors.New("not on PATH (chromium or chromium-browser)"),
+		"Chromium not found on PATH (chromium or chromium-browser): run `make chromium` as root, or apt-get install -y chromium")
 	return ""
 }
 

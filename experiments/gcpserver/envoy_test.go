@@ -11,12 +11,14 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
 )
 
 // serverBinary builds the integration server once per test binary.
 func serverBinary(t *testing.T) string {
 	t.Helper()
+	testenv.SkipIfShort(t, testenv.NeedsLongRun) // go build of go-control-plane's server
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin, err := BuildOnce(ctx)
