@@ -138,22 +138,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		r.loadExpiredSaid = true
 		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
 	}
-	from, to := r.loadFrom, time.Now()
-	if end {
-		r.load.Stop()
-		to = to.Add(time.Hour) // everything it sent
-	} else if err := r.load.Settle(ctx); err != nil {
-		r.say("  %v", err)
-	}
-	var in []load.Response
-	for _, resp := range r.load.Responses() {
-		if !resp.Sent.Before(from) && resp.Sent.Before(to) {
-			in = append(in, resp)
-		}
-	}
-	if end && len(in) > 0 {
-		to = in[len(in)-1].Sent.Add(time.Nanosecond)
-	}
+	in, from, to := r.stepResponses(ctx, end)
 	var flags map[string]string
 	if len(in) > 0 {
 		flags = map[string]string{}
@@ -172,6 +157,39 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		t.Move = r.stepMove(s, in, from, to, flags)
 		r.checkTraffic(s, t, in, flags)
 	}
+	r.recordLoad(in, flags)
+	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.say("%s", trafficLine(t))
+	r.loadFrom = to
+	r.load.Forget(to)
+	return t
+}
+
+// stepResponses are the load's responses to requests sent in [from, to): from the last
+// count's end to now, once the load has settled; at the end, after stopping the load,
+// everything it sent (to just after the last request).
+func (r *Run) stepResponses(ctx context.Context, end bool) (in []load.Response, from, to time.Time) {
+	from, to = r.loadFrom, time.Now()
+	if end {
+		r.load.Stop()
+		to = to.Add(time.Hour) // everything it sent
+	} else if err := r.load.Settle(ctx); err != nil {
+		r.say("  %v", err)
+	}
+	for _, resp := range r.load.Responses() {
+		if !resp.Sent.Before(from) && resp.Sent.Before(to) {
+			in = append(in, resp)
+		}
+	}
+	if end && len(in) > 0 {
+		to = in[len(in)-1].Sent.Add(time.Nanosecond)
+	}
+	return in, from, to
+}
+
+// recordLoad writes the load's responses to xds.log as probes, with the response flags
+// of Envoy's access log.
+func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
 	probes := make([]probe, len(in))
 	for i, resp := range in {
 		o := Observation{RequestID: resp.ID, Path: r.loadPath, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
@@ -180,7 +198,10 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		probes[i] = probe{obs: o}
 	}
 	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+}
+
+// trafficLine is the progress line of a step's traffic count.
+func trafficLine(t *xdslog.Traffic) string {
 	line := fmt.Sprintf("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
 	if mv := t.Move; mv != nil {
 		line += fmt.Sprintf("; %s -> %s: %d old answers after the publish", mv.From, mv.To, mv.OldAfter)
@@ -200,10 +221,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	if t.Unlogged+t.Misattributed > 0 {
 		line += fmt.Sprintf("; backend logs disagree: %d unlogged, %d misattributed", t.Unlogged, t.Misattributed)
 	}
-	r.say("%s", line)
-	r.loadFrom = to
-	r.load.Forget(to)
-	return t
+	return line
 }
 
 // dwell makes a step with a traffic expectation last at least its For with real Envoy,
