@@ -24,7 +24,6 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -294,19 +293,10 @@ type Run struct {
 	env     scenario.Env
 	// proxyStarted: the data plane was started (after the first publish).
 	proxyStarted bool
-	// load is the steady traffic (nil without --load); loadPath what it requests.
-	load     *load.Generator
-	loadPath string
-	// loadFrom is where the next step's count starts (the last count's end);
-	// overflowCounted the generator's overflow already in a step's count.
-	loadFrom        time.Time
-	overflowCounted int
+	// load is the steady traffic and its count (not running without one).
+	load steadyLoad
 	// lastStep names the run's last step: its count stops the load.
 	lastStep string
-	// loadExpiredSaid: the run said once that the load hit its duration bound.
-	loadExpiredSaid bool
-	// loadNote says why the scenario's load does not run ("" when it does, or has none).
-	loadNote string
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect
@@ -421,7 +411,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), loadNote: loadNote}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
 	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
@@ -567,8 +557,8 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	if err := r.setUp(client, bin); err != nil {
 		return err
 	}
-	if r.loadNote != "" {
-		r.say("  %s", r.loadNote)
+	if r.load.note != "" {
+		r.say("  %s", r.load.note)
 	}
 	r.lastStep = steps[len(steps)-1].Name
 	for i, st := range steps {
@@ -845,7 +835,7 @@ func (r *Run) startControlPlane(port int) error {
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	r.stopLoad()
+	r.load.stop()
 	if r.proxy != nil {
 		r.proxyUp = false
 		_ = r.proxy.Stop(ctx)

@@ -63,7 +63,7 @@ func scenarioLoad(l Load, sc *scenario.Scenario, envoyRuns bool) (Load, string, 
 // startLoad starts the load on the listener, once the data plane is up.
 func (r *Run) startLoad() error {
 	l := r.o.Load
-	if !l.on() || r.load != nil {
+	if !l.on() || r.load.running() {
 		return nil
 	}
 	path := l.Path
@@ -78,7 +78,7 @@ func (r *Run) startLoad() error {
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
 	}
-	r.load, r.loadPath, r.loadFrom = g, path, time.Now()
+	r.load.start(g, path)
 	r.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
 	return nil
 }
@@ -124,21 +124,24 @@ func expectedAnswer(q scenario.RequestExpect) string {
 // equal answers folded, every failure kept) with one traffic summary, and returns the
 // summary for the checkpoint.
 func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
-	if r.load == nil {
+	if !r.load.running() {
 		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
 			why := "the run has no load (lab run --load, or a scenario load)"
-			if r.loadNote != "" {
+			if r.load.note != "" {
 				why = "the load is sent to Envoy's listener only"
 			}
 			s.skip("traffic", why)
 		}
 		return nil
 	}
-	if r.load.Expired() && !r.loadExpiredSaid {
-		r.loadExpiredSaid = true
+	if r.load.gen.Expired() && !r.load.expiredSaid {
+		r.load.expiredSaid = true
 		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
 	}
-	in, from, to := r.stepResponses(ctx, end)
+	in, from, to, err := r.load.take(ctx, end)
+	if err != nil {
+		r.say("  %v", err)
+	}
 	var flags map[string]string
 	if len(in) > 0 {
 		flags = map[string]string{}
@@ -148,9 +151,8 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	}
 	sum := load.Summarize(in, from, to, float64(r.o.Load.Rate), flags)
 	t := &sum
-	t.Protocol, t.Connections = string(r.load.Options().Protocol), r.load.Options().Connections
-	t.Overflow = r.load.Overflow() - r.overflowCounted
-	r.overflowCounted += t.Overflow
+	t.Protocol, t.Connections = string(r.load.gen.Options().Protocol), r.load.gen.Options().Connections
+	t.Overflow = r.load.newOverflow()
 	t.Requests += t.Overflow
 	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
 	if s != nil {
@@ -160,31 +162,8 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	r.recordLoad(in, flags)
 	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	r.say("%s", trafficLine(t))
-	r.loadFrom = to
-	r.load.Forget(to)
+	r.load.advance(to)
 	return t
-}
-
-// stepResponses are the load's responses to requests sent in [from, to): from the last
-// count's end to now, once the load has settled; at the end, after stopping the load,
-// everything it sent (to just after the last request).
-func (r *Run) stepResponses(ctx context.Context, end bool) (in []load.Response, from, to time.Time) {
-	from, to = r.loadFrom, time.Now()
-	if end {
-		r.load.Stop()
-		to = to.Add(time.Hour) // everything it sent
-	} else if err := r.load.Settle(ctx); err != nil {
-		r.say("  %v", err)
-	}
-	for _, resp := range r.load.Responses() {
-		if !resp.Sent.Before(from) && resp.Sent.Before(to) {
-			in = append(in, resp)
-		}
-	}
-	if end && len(in) > 0 {
-		to = in[len(in)-1].Sent.Add(time.Nanosecond)
-	}
-	return in, from, to
 }
 
 // recordLoad writes the load's responses to xds.log as probes, with the response flags
@@ -192,12 +171,12 @@ func (r *Run) stepResponses(ctx context.Context, end bool) (in []load.Response, 
 func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
 	probes := make([]probe, len(in))
 	for i, resp := range in {
-		o := Observation{RequestID: resp.ID, Path: r.loadPath, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
+		o := Observation{RequestID: resp.ID, Path: r.load.path, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
 			Answered: resp.Done().UTC(), Flags: flags[resp.ID]}
 		o.Class = Classify(o.Status, o.Flags)
 		probes[i] = probe{obs: o}
 	}
-	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
+	r.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
 }
 
 // trafficLine is the progress line of a step's traffic count.
@@ -327,11 +306,4 @@ func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int)
 		}
 	}
 	return unlogged, misattributed
-}
-
-// stopLoad ends the load (teardown).
-func (r *Run) stopLoad() {
-	if r.load != nil {
-		r.load.Stop()
-	}
 }
