@@ -197,6 +197,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	}
 	if err := c.bind(lis); err != nil {
 		_ = lis.Close()
+		c.Stop()
 		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
 	}
 	go func() {
