@@ -1,4 +1,4 @@
-package bootstrap
+package bootstrap_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xds-workbench/lab/bootstrap"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,12 +20,12 @@ import (
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
-var params = Params{XDSAddr: "127.0.0.1:18000", AdminPort: 9901}
+var params = bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: 9901}
 
 func TestModesDifferOnlyInAPIType(t *testing.T) {
-	sotw, err := Render(ModeSotW, params)
+	sotw, err := bootstrap.Render(bootstrap.ModeSotW, params)
 	require.NoError(t, err)
-	delta, err := Render(ModeDelta, params)
+	delta, err := bootstrap.Render(bootstrap.ModeDelta, params)
 	require.NoError(t, err)
 
 	s := strings.Split(string(sotw), "\n")
@@ -39,7 +41,7 @@ func TestModesDifferOnlyInAPIType(t *testing.T) {
 }
 
 func TestRenderContent(t *testing.T) {
-	out, err := Render(ModeDelta, params)
+	out, err := bootstrap.Render(bootstrap.ModeDelta, params)
 	require.NoError(t, err)
 	y := string(out)
 	assert.True(t, strings.HasPrefix(y, "node:\n"), "template comment is stripped:\n%s", y)
@@ -61,7 +63,7 @@ func TestRenderContent(t *testing.T) {
 	assert.NotContains(t, y, "0.0.0.0")
 	assert.NotContains(t, y, "<no value>")
 
-	custom, err := Render(ModeSotW, Params{NodeID: "n-2", NodeCluster: "c.2", XDSAddr: "127.0.0.1:18001", AdminPort: 0})
+	custom, err := bootstrap.Render(bootstrap.ModeSotW, bootstrap.Params{NodeID: "n-2", NodeCluster: "c.2", XDSAddr: "127.0.0.1:18001", AdminPort: 0})
 	require.NoError(t, err)
 	assert.Contains(t, string(custom), `id: "n-2"`)
 	assert.Contains(t, string(custom), `cluster: "c.2"`)
@@ -72,27 +74,27 @@ func TestRenderContent(t *testing.T) {
 func TestRenderRejectsBadInput(t *testing.T) {
 	cases := map[string]struct {
 		mode string
-		p    Params
+		p    bootstrap.Params
 		want string
 	}{
 		"bad mode":        {"xds", params, `mode "xds"`},
 		"empty mode":      {"", params, `must be "sotw" or "delta"`},
-		"non-loopback":    {ModeSotW, Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
-		"host name":       {ModeSotW, Params{XDSAddr: "example.com:18000"}, "not loopback"},
-		"wildcard":        {ModeSotW, Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
-		"no port":         {ModeSotW, Params{XDSAddr: "127.0.0.1"}, "xds address"},
-		"empty addr":      {ModeSotW, Params{}, "xds address"},
-		"xds port 0":      {ModeSotW, Params{XDSAddr: "127.0.0.1:0"}, "outside 1-65535"},
-		"admin too big":   {ModeDelta, Params{XDSAddr: "127.0.0.1:18000", AdminPort: 65536}, "admin port"},
-		"admin negative":  {ModeDelta, Params{XDSAddr: "127.0.0.1:18000", AdminPort: -1}, "admin port"},
-		"yaml injection":  {ModeDelta, Params{NodeID: "x\nadmin: {}", XDSAddr: "127.0.0.1:18000"}, "node id"},
-		"bad cluster":     {ModeDelta, Params{NodeCluster: "a b", XDSAddr: "127.0.0.1:18000"}, "node cluster"},
-		"leading hyphen":  {ModeDelta, Params{NodeID: "-x", XDSAddr: "127.0.0.1:18000"}, "node id"},
-		"over 128 bytes ": {ModeDelta, Params{NodeID: strings.Repeat("a", 129), XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"non-loopback":    {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
+		"host name":       {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "example.com:18000"}, "not loopback"},
+		"wildcard":        {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
+		"no port":         {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1"}, "xds address"},
+		"empty addr":      {bootstrap.ModeSotW, bootstrap.Params{}, "xds address"},
+		"xds port 0":      {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1:0"}, "outside 1-65535"},
+		"admin too big":   {bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: 65536}, "admin port"},
+		"admin negative":  {bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: -1}, "admin port"},
+		"yaml injection":  {bootstrap.ModeDelta, bootstrap.Params{NodeID: "x\nadmin: {}", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"bad cluster":     {bootstrap.ModeDelta, bootstrap.Params{NodeCluster: "a b", XDSAddr: "127.0.0.1:18000"}, "node cluster"},
+		"leading hyphen":  {bootstrap.ModeDelta, bootstrap.Params{NodeID: "-x", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"over 128 bytes ": {bootstrap.ModeDelta, bootstrap.Params{NodeID: strings.Repeat("a", 129), XDSAddr: "127.0.0.1:18000"}, "node id"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Render(c.mode, c.p)
+			_, err := bootstrap.Render(c.mode, c.p)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 			assert.NotContains(t, err.Error(), "\n", "one-line error")
@@ -103,9 +105,9 @@ func TestRenderRejectsBadInput(t *testing.T) {
 // TestEnvoyValidates runs the real Envoy in validate mode on both rendered files.
 func TestEnvoyValidates(t *testing.T) {
 	bin := envoytest.Require(t)
-	for _, mode := range []string{ModeSotW, ModeDelta} {
+	for _, mode := range []string{bootstrap.ModeSotW, bootstrap.ModeDelta} {
 		for _, adminPort := range []int{0, 9901} {
-			out, err := Render(mode, Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
+			out, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
 			require.NoError(t, err)
 			res, err := validate(t, bin, out)
 			require.NoError(t, err, "%s (admin %d): envoy --mode validate:\n%s", mode, adminPort, res)
@@ -117,7 +119,7 @@ func TestEnvoyValidates(t *testing.T) {
 // TestEnvoyRejectsBrokenBootstrap proves validate mode is a real check, not a rubber stamp.
 func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
 	bin := envoytest.Require(t)
-	out, err := Render(ModeSotW, params)
+	out, err := bootstrap.Render(bootstrap.ModeSotW, params)
 	require.NoError(t, err)
 	broken := strings.Replace(string(out), "api_type: GRPC", "api_type: NOT_A_TYPE", 1)
 	path := filepath.Join(t.TempDir(), "broken.yaml")
@@ -132,11 +134,11 @@ func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
 // TestOnDemandClustersBootstrap: clusters on demand leave out cds_config (Envoy then
 // never subscribes to CDS by wildcard), Envoy accepts the file, and SotW is refused.
 func TestOnDemandClustersBootstrap(t *testing.T) {
-	out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.NoError(t, err)
 	assert.NotContains(t, string(out), "cds_config")
 	assert.Contains(t, string(out), "lds_config")
-	_, err = Render(ModeSotW, Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	_, err = bootstrap.Render(bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
 	res, err := validate(t, envoytest.Require(t), out)
@@ -188,7 +190,7 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 		"GRPC":       "vhds: only 'DELTA_GRPC' or 'ADS' (which uses Delta xDS) is supported as a config source.",
 		"DELTA_GRPC": "OK",
 	} {
-		out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000"})
+		out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000"})
 		require.NoError(t, err)
 		res, err := validate(t, bin, append(out, fmt.Sprintf(vhdsListener, apiType)...))
 		assert.Equal(t, apiType == "DELTA_GRPC", err == nil, "%s: %s", apiType, res)
@@ -201,22 +203,22 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 // accepts the file, all (or "") leaves stats_config out, and an unknown value is refused.
 func TestStatsSettingBootstrap(t *testing.T) {
 	bin := envoytest.Require(t)
-	p := Params{XDSAddr: "127.0.0.1:18000", Stats: StatsNoScaledClusters}
-	sotw, err := Render(ModeSotW, p)
+	p := bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: bootstrap.StatsNoScaledClusters}
+	sotw, err := bootstrap.Render(bootstrap.ModeSotW, p)
 	require.NoError(t, err)
-	delta, err := Render(ModeDelta, p)
+	delta, err := bootstrap.Render(bootstrap.ModeDelta, p)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(string(sotw), "api_type: GRPC", "api_type: DELTA_GRPC", 1), string(delta))
-	for mode, out := range map[string][]byte{ModeSotW: sotw, ModeDelta: delta} {
+	for mode, out := range map[string][]byte{bootstrap.ModeSotW: sotw, bootstrap.ModeDelta: delta} {
 		assert.Contains(t, string(out), `- prefix: "cluster.`+resources.ScaledClusterPrefix+`"`, mode)
 		res, err := validate(t, bin, out)
 		require.NoError(t, err, "%s: envoy --mode validate:\n%s", mode, res)
 	}
-	for _, s := range []string{"", StatsAll} {
-		out, err := Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", Stats: s})
+	for _, s := range []string{"", bootstrap.StatsAll} {
+		out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: s})
 		require.NoError(t, err)
 		assert.NotContains(t, string(out), "stats_config", "stats %q", s)
 	}
-	_, err = Render(ModeDelta, Params{XDSAddr: "127.0.0.1:18000", Stats: "none"})
+	_, err = bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: "none"})
 	require.EqualError(t, err, `unknown Envoy stats setting "none" (want all or no-scaled-clusters)`)
 }

@@ -1,6 +1,7 @@
 // Package controlplane runs one ADS control plane on a real gRPC server bound to
-// 127.0.0.1, with explicit resource limits, so that `lab serve` and the experiments start
-// it the same way and see the same refusals. It owns the state and picks the transport:
+// 127.0.0.1 (Start), with explicit resource limits, so that `lab serve` and the
+// experiments start it the same way and see the same refusals. New and Serve split Start
+// for a caller that brings its own listener (a test's bufconn). It owns the state and picks the transport:
 // one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
 // MuxCache), the one frontend.StatePublisher that feeds it, and one transport (SotW or
 // delta, chosen by a mode string) serving that cache.
@@ -109,12 +110,12 @@ func (l Limits) withDefaults() (Limits, error) {
 	return l, nil
 }
 
-// Options configures Start.
+// Options configures New and Start.
 type Options struct {
 	// Mode is xdslog.ModeSotW or xdslog.ModeDelta.
 	Mode string
-	// Addr is 127.0.0.1:PORT (DefaultAddr when empty); port 0 picks a free port. Any
-	// other host is refused.
+	// Addr is where Start listens: 127.0.0.1:PORT (DefaultAddr when empty); port 0 picks
+	// a free port. Any other host is refused. New ignores it (Serve takes a listener).
 	Addr string
 	// NodeID is the node served (resources.NodeID when empty).
 	NodeID string
@@ -149,8 +150,6 @@ type Options struct {
 // ControlPlane is a running front end on its gRPC server: the publisher and the
 // transport serving what it publishes.
 type ControlPlane struct {
-	addr   string
-	port   int
 	limits Limits
 	pub    frontend.StatePublisher // the first node's
 	pubs   map[string]frontend.StatePublisher
@@ -167,7 +166,12 @@ type ControlPlane struct {
 	serveDone chan struct{}
 	stopOnce  sync.Once
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// addr and port name the listener served; served: Serve (or Start) took one, so Stop
+	// waits for serveDone.
+	addr    string
+	port    int
+	served  bool
 	unwatch func() bool // detaches Start's ctx
 	// stopping refuses new reverts once Stop began; reverts counts those running, which
 	// Stop waits for (revert.go).
@@ -176,17 +180,142 @@ type ControlPlane struct {
 	revertCtx context.Context
 }
 
-// Start validates o, binds the address and serves the front end until Stop or until ctx
-// is done.
+// Start validates o, binds o.Addr and serves the front end until Stop or until ctx is
+// done: New, a loopback listener, and Serve on it in a goroutine.
 func Start(ctx context.Context, o Options) (*ControlPlane, error) {
-	fail := func(err error) (*ControlPlane, error) {
-		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
+	c, err := New(o)
+	if err != nil {
+		return nil, fmt.Errorf("start %w", err)
+	}
+	lis, err := listen(o.Addr)
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
+	}
+	if err := c.bind(lis); err != nil {
+		_ = lis.Close()
+		c.Stop()
+		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
+	}
+	go func() {
+		// Serve fails only when Accept does, which on a loopback listener means Stop
+		// closed it; there is nothing to report.
+		_ = c.serve(lis)
+	}()
+	c.mu.Lock()
+	c.unwatch = context.AfterFunc(ctx, c.Stop)
+	c.mu.Unlock()
+	return c, nil
+}
+
+// listen binds addr (DefaultAddr when empty), which must be 127.0.0.1:PORT.
+func listen(addr string) (net.Listener, error) {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	port, err := parseListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return loopback.Listen(port)
+}
+
+// New validates o and builds the control plane: the cache and its publishers, the
+// transport serving it and the gRPC server with o's limits, not serving yet. o.Addr is
+// Start's and is ignored here: Serve takes the listener, so a test can serve on a
+// bufconn listener. Stop it when done, served or not.
+func New(o Options) (*ControlPlane, error) {
+	cacheKind, limits, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*ControlPlane, error) {
+		return nil, fmt.Errorf("%s control plane: %w", o.Mode, err)
+	}
+	st, err := newState(o, cacheKind)
+	if err != nil {
+		return fail(err)
+	}
+	feCtx, cancel := context.WithCancel(context.Background())
+	c := &ControlPlane{
+		limits:    limits,
+		pub:       st.pub,
+		pubs:      st.pubs,
+		nodes:     st.nodes,
+		perNode:   st.perNode,
+		cache:     cacheKind,
+		rec:       o.Recorder,
+		cancel:    cancel,
+		serveDone: make(chan struct{}),
+		revertCtx: feCtx,
+	}
+	// c is complete before the server serves, so before any NACK can reach onNack.
+	if c.fe, err = newTransport(feCtx, o, st, c.onNack); err != nil {
+		cancel()
+		return fail(err)
+	}
+	c.srv = grpc.NewServer(
+		grpc.MaxRecvMsgSize(limits.MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(limits.MaxSendMsgSize),
+		grpc.MaxConcurrentStreams(limits.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: limits.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.StreamInterceptor(c.limitStreams),
+		// Stop returns only after every handler has returned, so a stopped control plane
+		// leaves no stream goroutine behind.
+		grpc.WaitForHandlers(true),
+	)
+	c.fe.Register(c.srv)
+	return c, nil
+}
+
+// Serve accepts ADS streams on lis until Stop, as grpc.Server.Serve does; lis is closed
+// when it returns. Addr and Port then name lis (Port is 0 for a listener not on TCP, such
+// as bufconn). A control plane serves one listener: a second Serve fails, and so does
+// Serve after Stop.
+func (c *ControlPlane) Serve(lis net.Listener) error {
+	if err := c.bind(lis); err != nil {
+		_ = lis.Close()
+		return err
+	}
+	return c.serve(lis)
+}
+
+// bind records lis as the listener served, unless the control plane is stopping or
+// already serving one.
+func (c *ControlPlane) bind(lis net.Listener) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.stopping:
+		return grpc.ErrServerStopped
+	case c.served:
+		return errors.New("control plane: already serving a listener")
+	}
+	c.served = true
+	c.addr = lis.Addr().String()
+	if a, ok := lis.Addr().(*net.TCPAddr); ok {
+		c.port = a.Port
+	}
+	return nil
+}
+
+// serve runs the gRPC server on lis, which bind accepted.
+func (c *ControlPlane) serve(lis net.Listener) error {
+	defer close(c.serveDone)
+	return c.srv.Serve(lis)
+}
+
+// check validates o (all but Addr, which is Start's) and returns its cache and its
+// limits with the defaults filled in.
+func (o Options) check() (frontend.Cache, Limits, error) {
+	fail := func(err error) (frontend.Cache, Limits, error) {
+		return "", Limits{}, fmt.Errorf("%s control plane: %w", o.Mode, err)
+	}
 	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
-		return nil, fmt.Errorf("start control plane: unknown mode %q (want sotw or delta)", o.Mode)
+		return "", Limits{}, fmt.Errorf("control plane: unknown mode %q (want sotw or delta)", o.Mode)
 	}
 	if o.Recorder == nil {
 		return fail(errors.New("no recorder: xds.log is required"))
@@ -194,21 +323,8 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if o.Recorder.Mode() != o.Mode {
 		return fail(fmt.Errorf("recorder mode %q does not match", o.Recorder.Mode()))
 	}
-	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
+	if err := checkSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return fail(err)
-	}
-	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
-		return fail(err)
-	}
-	if o.Mode == xdslog.ModeDelta {
-		// Delta versions are content hashes and a NACKed hash is never re-sent, so these
-		// options would silently do nothing; refuse them instead.
-		if o.Versions != "" {
-			return fail(fmt.Errorf("version strategy %q is a SotW option; leave it unset in delta mode", o.Versions))
-		}
-		if o.NackPolicy != "" {
-			return fail(fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", o.NackPolicy))
-		}
 	}
 	if err := o.OnDemand.CheckMode(o.Mode == xdslog.ModeSotW); err != nil {
 		return fail(err)
@@ -230,147 +346,147 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if o.Addr == "" {
-		o.Addr = DefaultAddr
-	}
-	port, err := parseListenAddr(o.Addr)
-	if err != nil {
-		return fail(err)
-	}
+	return cacheKind, limits, nil
+}
 
-	// The state: one cache and its one publisher. Delta's system_version_info is the
-	// label and its resource versions are hashes, so in delta mode Versions is empty and
-	// the strategy is Uniform.
-	nodes, perNode := o.Nodes, len(o.Nodes) > 0
-	if !perNode {
-		nodes = []string{o.NodeID}
+// checkSotWOptions refuses unknown SotW options, and any in delta mode.
+func checkSotWOptions(mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+	if _, err := frontend.ParseVersionStrategy(string(versions)); err != nil {
+		return err
 	}
-	pubs := make(map[string]frontend.StatePublisher, len(nodes))
-	var cache cachev3.Cache
-	policy := o.NackPolicy
-	if cacheKind.VersionsPerType() {
-		// One LinearCache per type behind a MuxCache (or the indexed cache), its versions
-		// behind a prefix of this start alone. Either records what it sent, not what was
-		// ACKed, so a NACK never makes it re-send: the SotW transport presents the
-		// rejected version (Hold) so that this holds even for a client that had nothing
-		// before.
-		byNode := make(map[string]cachev3.Cache, len(nodes))
-		for _, n := range nodes {
-			pub, c := newPerTypePublisher(cacheKind, frontend.LinearConfig{Recorder: o.Recorder, Node: n})
-			pubs[n], byNode[n], cache = pub, c, c
-		}
-		if perNode {
-			cache = &cachev3.MuxCache{
-				Classify:      func(r *cachev3.Request) string { return r.GetNode().GetId() },
-				ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetNode().GetId() },
-				Caches:        byNode,
-			}
-		}
-		if o.Mode == xdslog.ModeSotW && policy != sotw.Revert {
-			// Revert holds too, and publishes what the client accepted.
-			policy = sotw.Hold
-		}
-	} else {
-		sc := frontend.NewSnapshotCache(nil)
-		for _, n := range nodes {
-			sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: perNode})
-			if err != nil {
-				return fail(err)
-			}
-			pubs[n] = sp
-		}
-		cache = sc
+	if _, err := sotw.ParseNackPolicy(string(policy)); err != nil {
+		return err
 	}
-	revert := o.Mode == xdslog.ModeSotW && policy == sotw.Revert
-	if revert {
+	if mode != xdslog.ModeDelta {
+		return nil
+	}
+	// Delta versions are content hashes and a NACKed hash is never re-sent, so these
+	// options would silently do nothing; refuse them instead.
+	if versions != "" {
+		return fmt.Errorf("version strategy %q is a SotW option; leave it unset in delta mode", versions)
+	}
+	if policy != "" {
+		return fmt.Errorf("NACK policy %q is a SotW option; leave it unset in delta mode", policy)
+	}
+	return nil
+}
+
+// state is what a control plane serves: one cache, the publisher of each node's state
+// feeding it, and the SotW NACK policy the cache is served with.
+type state struct {
+	cache   cachev3.Cache
+	pub     frontend.StatePublisher // the first node's
+	pubs    map[string]frontend.StatePublisher
+	nodes   []string
+	perNode bool
+	policy  sotw.NackPolicy
+}
+
+// revert reports whether a NACK is answered by republishing what the client accepted.
+func (s *state) revert(mode string) bool { return mode == xdslog.ModeSotW && s.policy == sotw.Revert }
+
+// newState builds the cache of kind and its publishers. Delta's system_version_info is
+// the label and its resource versions are hashes, so in delta mode Versions is empty and
+// the strategy is Uniform.
+func newState(o Options, kind frontend.Cache) (*state, error) {
+	st := &state{nodes: o.Nodes, perNode: len(o.Nodes) > 0, policy: o.NackPolicy}
+	if !st.perNode {
+		st.nodes = []string{o.NodeID}
+	}
+	st.pubs = make(map[string]frontend.StatePublisher, len(st.nodes))
+	if kind.VersionsPerType() {
+		st.perTypeCaches(o, kind)
+	} else if err := st.snapshotCache(o); err != nil {
+		return nil, err
+	}
+	if st.revert(o.Mode) {
 		// A revert needs the content of earlier sets, and must not race a publish.
-		for n, p := range pubs {
-			pubs[n] = &revertingPublisher{StatePublisher: p}
+		for n, p := range st.pubs {
+			st.pubs[n] = &revertingPublisher{StatePublisher: p}
 		}
 	}
 	// Resources on the wire are named by the first node's publisher: every node's state
 	// has the same names, and content it does not know is named by decoding it.
-	pub := pubs[nodes[0]]
+	st.pub = st.pubs[st.nodes[0]]
 	if o.OnDemand.VirtualHosts {
-		cache = &frontend.OnDemandCache{Cache: cache, State: func(node string) *resources.Set {
-			if p, ok := pubs[node]; ok && perNode {
+		st.cache = &frontend.OnDemandCache{Cache: st.cache, State: func(node string) *resources.Set {
+			if p, ok := st.pubs[node]; ok && st.perNode {
 				return p.Current()
 			}
-			return pub.Current()
+			return st.pub.Current()
 		}}
 	}
-	// The transport, serving that cache.
-	feCtx, cancel := context.WithCancel(context.Background())
-	var (
-		fe frontend.FrontEnd
-		// c is set before the server serves, so before any NACK can reach OnNack.
-		c *ControlPlane
-	)
-	if o.Mode == xdslog.ModeSotW {
-		cfg := sotw.Config{Cache: cache, Recorder: o.Recorder, NackPolicy: policy, Describe: pub.Describe}
-		if revert {
-			cfg.OnNack = func(n sotw.Nack) { c.onNack(n) }
+	return st, nil
+}
+
+// perTypeCaches serves one LinearCache per type behind a MuxCache (or the indexed
+// cache) per node, its versions behind a prefix of this start alone. Either records what
+// it sent, not what was ACKed, so a NACK never makes it re-send: the SotW transport
+// presents the rejected version (Hold) so that this holds even for a client that had
+// nothing before.
+func (st *state) perTypeCaches(o Options, kind frontend.Cache) {
+	byNode := make(map[string]cachev3.Cache, len(st.nodes))
+	for _, n := range st.nodes {
+		pub, c := newPerTypePublisher(kind, frontend.LinearConfig{Recorder: o.Recorder, Node: n})
+		st.pubs[n], byNode[n], st.cache = pub, c, c
+	}
+	if st.perNode {
+		st.cache = &cachev3.MuxCache{
+			Classify:      func(r *cachev3.Request) string { return r.GetNode().GetId() },
+			ClassifyDelta: func(r *cachev3.DeltaRequest) string { return r.GetNode().GetId() },
+			Caches:        byNode,
 		}
-		fe, err = sotw.New(feCtx, cfg)
-	} else {
-		fe, err = delta.New(feCtx, delta.Config{Cache: cache, Recorder: o.Recorder, Describe: pub.Describe})
 	}
-	if err != nil {
-		cancel()
-		return fail(err)
+	if o.Mode == xdslog.ModeSotW && st.policy != sotw.Revert {
+		// Revert holds too, and publishes what the client accepted.
+		st.policy = sotw.Hold
 	}
-	lis, err := loopback.Listen(port)
-	if err != nil {
-		cancel()
-		return fail(err)
+}
+
+// snapshotCache serves one SnapshotCache keyed on node ID, with a publisher per node.
+func (st *state) snapshotCache(o Options) error {
+	sc := frontend.NewSnapshotCache(nil)
+	for _, n := range st.nodes {
+		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: st.perNode})
+		if err != nil {
+			return err
+		}
+		st.pubs[n] = sp
 	}
-	c = &ControlPlane{
-		addr:      lis.Addr().String(),
-		port:      lis.Addr().(*net.TCPAddr).Port,
-		limits:    limits,
-		pub:       pub,
-		pubs:      pubs,
-		nodes:     nodes,
-		perNode:   perNode,
-		cache:     cacheKind,
-		fe:        fe,
-		rec:       o.Recorder,
-		cancel:    cancel,
-		serveDone: make(chan struct{}),
-		revertCtx: feCtx,
+	st.cache = sc
+	return nil
+}
+
+// newTransport is o.Mode's transport serving st's cache until ctx is done; under the
+// revert policy it reports NACKs to onNack.
+func newTransport(ctx context.Context, o Options, st *state, onNack func(sotw.Nack)) (frontend.FrontEnd, error) {
+	if o.Mode == xdslog.ModeDelta {
+		return delta.New(ctx, delta.Config{Cache: st.cache, Recorder: o.Recorder, Describe: st.pub.Describe})
 	}
-	c.srv = grpc.NewServer(
-		grpc.MaxRecvMsgSize(limits.MaxRecvMsgSize),
-		grpc.MaxSendMsgSize(limits.MaxSendMsgSize),
-		grpc.MaxConcurrentStreams(limits.MaxConcurrentStreams),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: limits.KeepaliveMinTime, PermitWithoutStream: true}),
-		grpc.StreamInterceptor(c.limitStreams),
-		// Stop returns only after every handler has returned, so a stopped control plane
-		// leaves no stream goroutine behind.
-		grpc.WaitForHandlers(true),
-	)
-	fe.Register(c.srv)
-	go func() {
-		defer close(c.serveDone)
-		// Serve fails only when Accept does, which on a loopback listener means Stop
-		// closed it; there is nothing to report.
-		_ = c.srv.Serve(lis)
-	}()
-	c.mu.Lock()
-	c.unwatch = context.AfterFunc(ctx, c.Stop)
-	c.mu.Unlock()
-	return c, nil
+	cfg := sotw.Config{Cache: st.cache, Recorder: o.Recorder, NackPolicy: st.policy, Describe: st.pub.Describe}
+	if st.revert(o.Mode) {
+		cfg.OnNack = onNack
+	}
+	return sotw.New(ctx, cfg)
 }
 
 // parseListenAddr accepts 127.0.0.1:PORT (or localhost:PORT) with PORT 0..65535 (0:
 // pick a free port).
 func parseListenAddr(addr string) (int, error) { return loopback.ParseListenAddr(addr) }
 
-// Addr returns the bound address, 127.0.0.1:PORT.
-func (c *ControlPlane) Addr() string { return c.addr }
+// Addr returns the address served, 127.0.0.1:PORT after Start ("" before Serve).
+func (c *ControlPlane) Addr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addr
+}
 
-// Port returns the bound port.
-func (c *ControlPlane) Port() int { return c.port }
+// Port returns the port served (0 before Serve, or on a listener not on TCP).
+func (c *ControlPlane) Port() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.port
+}
 
 // FrontEnd returns the transport being served.
 func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
@@ -421,25 +537,45 @@ func newPerTypePublisher(kind frontend.Cache, cfg frontend.LinearConfig) (fronte
 	return p, p.Cache()
 }
 
+// The refusals CheckCacheOptions wraps, one per SotW option that only the snapshot cache
+// honours. A caller that words the refusal for its own flags (lab's --sotw-versions,
+// --nack-policy) matches them with errors.Is, so the rule itself lives here alone.
+var (
+	ErrUniformNeedsSnapshot = errors.New("version strategy uniform needs the snapshot cache")
+	ErrResendNeedsSnapshot  = errors.New("NACK policy resend needs the snapshot cache")
+	ErrBackoffNeedsSnapshot = errors.New("NACK policy backoff needs the snapshot cache")
+)
+
 // CheckCacheOptions refuses the SotW options a cache cannot honour, in one line saying
-// why. Empty values are the defaults and always pass (with the LinearCache and the
-// indexed cache they mean per-type versions and hold; hold and revert are served with
-// every cache). The indexed cache mirrors the LinearCache, so it honours what the
-// LinearCache honours and refuses the rest for the same reasons.
+// why; the error wraps ErrUniformNeedsSnapshot, ErrResendNeedsSnapshot or
+// ErrBackoffNeedsSnapshot. Empty values are the defaults and always pass (with the
+// LinearCache and the indexed cache they mean per-type versions and hold; hold and revert
+// are served with every cache). The indexed cache mirrors the LinearCache, so it honours
+// what the LinearCache honours and refuses the rest for the same reasons.
 func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
 	if !cache.VersionsPerType() || mode != xdslog.ModeSotW {
 		return nil
 	}
 	if versions == frontend.Uniform {
-		return errors.New("version strategy uniform needs the snapshot cache: each LinearCache (and the indexed cache) versions its own type (per-type is what it does)")
+		return fmt.Errorf("%w: each LinearCache (and the indexed cache) versions its own type (per-type is what it does)", ErrUniformNeedsSnapshot)
 	}
 	if policy == sotw.Resend {
-		return errors.New("NACK policy resend needs the snapshot cache: a LinearCache (and the indexed cache) tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)")
+		return fmt.Errorf("%w: a LinearCache (and the indexed cache) tracks what it sent, not what was ACKed, so it never re-sends a rejected response (hold is what it does)", ErrResendNeedsSnapshot)
 	}
 	if policy == sotw.Backoff {
-		return errors.New("NACK policy backoff needs the snapshot cache: a LinearCache (and the indexed cache) never re-sends a rejected response, so there is no re-send to delay (hold is what it does)")
+		return fmt.Errorf("%w: a LinearCache (and the indexed cache) never re-sends a rejected response, so there is no re-send to delay (hold is what it does)", ErrBackoffNeedsSnapshot)
 	}
 	return nil
+}
+
+// SotWDefaults is what a cache does in SotW when the version strategy and the NACK
+// policy are left unset: uniform labels and resend with the snapshot cache, per-type
+// versions and hold with the caches that version each type themselves.
+func SotWDefaults(cache frontend.Cache) (frontend.VersionStrategy, sotw.NackPolicy) {
+	if cache.VersionsPerType() {
+		return frontend.PerType, sotw.Hold
+	}
+	return frontend.Uniform, sotw.Resend
 }
 
 // Recorder returns the xds.log recorder.
@@ -482,6 +618,7 @@ func (c *ControlPlane) Stop() {
 			c.unwatch()
 		}
 		c.stopping = true
+		served := c.served
 		c.mu.Unlock()
 		done := make(chan struct{})
 		go func() {
@@ -499,7 +636,9 @@ func (c *ControlPlane) Stop() {
 			c.srv.Stop()
 			<-done
 		}
-		<-c.serveDone
+		if served {
+			<-c.serveDone
+		}
 		// A revert still publishing (its context is cancelled) finishes quickly.
 		c.reverts.Wait()
 	})

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/xds-workbench/lab/delta"
+	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -82,7 +82,8 @@ type harness struct {
 	v   variant
 	log *syncBuffer
 	rec *xdslog.Recorder
-	// cache is what pub feeds and fe serves (nil on a real control plane's harness).
+	// cache is what pub feeds and fe serves when the test wires them itself
+	// (TestOnePublisherFeedsBothTransports); nil on a control plane's harness.
 	cache cachev3.Cache
 	pub   frontend.StatePublisher
 	fe    frontend.FrontEnd
@@ -92,6 +93,8 @@ type harness struct {
 	ctx  context.Context
 }
 
+// newHarness serves v on the workbench's control plane (controlplane.New), as `lab serve`
+// and `lab run` build it, over a bufconn listener.
 func newHarness(t *testing.T, v variant) *harness {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
@@ -99,50 +102,16 @@ func newHarness(t *testing.T, v variant) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
-	switch v.cache {
-	case frontend.LinearCache:
-		lp := frontend.NewLinearPublisher(frontend.LinearConfig{Recorder: h.rec})
-		h.cache, h.pub = lp.Cache(), lp
-	case frontend.IndexedCache:
-		ip := frontend.NewIndexedPublisher(frontend.LinearConfig{Recorder: h.rec})
-		h.cache, h.pub = ip.Cache(), ip
-	default:
-		sc := frontend.NewSnapshotCache(nil)
-		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, Recorder: h.rec, Strategy: v.versions})
-		require.NoError(t, err)
-		h.cache, h.pub = sc, sp
-	}
-	h.fe = newTransport(t, ctx, v, h.cache, h.pub, h.rec)
-	h.lis = serve(t, h.fe)
-	t.Cleanup(cancel)
-	return h
-}
-
-// newTransport builds v's transport on cache, naming what it sends with pub.
-func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub frontend.StatePublisher, rec *xdslog.Recorder) frontend.FrontEnd {
-	t.Helper()
-	var (
-		fe  frontend.FrontEnd
-		err error
-	)
-	if v.mode == xdslog.ModeSotW {
-		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, NackPolicy: v.policy, Describe: pub.Describe})
-	} else {
-		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
-	}
+	cp, err := controlplane.New(controlplane.Options{Mode: v.mode, Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)
-	return fe
-}
-
-// serve runs fe on a gRPC server over a new bufconn listener until the test ends.
-func serve(t *testing.T, fe frontend.FrontEnd) *bufconn.Listener {
-	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	fe.Register(srv)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis
+	h.fe, h.pub = cp.FrontEnd(), cp.Publisher()
+	h.lis = bufconn.Listen(1 << 20)
+	go func() { _ = cp.Serve(h.lis) }()
+	t.Cleanup(func() {
+		cancel()
+		cp.Stop()
+	})
+	return h
 }
 
 func (h *harness) dial() *grpc.ClientConn {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"testing"
 
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -20,7 +24,19 @@ import (
 // servers; each publish reaches a SotW client and a delta client, each transport records
 // its own streams, and the publish itself is recorded once, by the publisher.
 func TestOnePublisherFeedsBothTransports(t *testing.T) {
-	s := newHarness(t, variants[0]) // SotW, uniform labels: the publisher records into its log
+	// Wired by hand: the control plane serves one transport, this test two on one cache.
+	testenv.VerifyNoLeaks(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sv := variants[0] // SotW, uniform labels: the publisher records into its log
+	s := &harness{t: t, v: sv, log: &syncBuffer{}, ctx: ctx}
+	s.rec = xdslog.NewRecorder(s.log, sv.mode)
+	snapshots := frontend.NewSnapshotCache(nil)
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, Recorder: s.rec, Strategy: sv.versions})
+	require.NoError(t, err)
+	s.cache, s.pub = snapshots, pub
+	s.fe = newTransport(t, ctx, sv, s.cache, s.pub, s.rec)
+	s.lis = serve(t, s.fe)
 	dv := variants[2]
 	require.Equal(t, xdslog.ModeDelta, dv.mode)
 	d := &harness{t: t, v: dv, log: &syncBuffer{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
@@ -84,4 +100,31 @@ func TestTransportsNeedACache(t *testing.T) {
 	assert.ErrorContains(t, err, "no cache")
 	_, err = sotw.New(context.Background(), sotw.Config{Cache: frontend.NewSnapshotCache(nil), NackPolicy: "sometimes"})
 	assert.ErrorContains(t, err, "unknown NACK policy")
+}
+
+// newTransport builds v's transport on cache, naming what it sends with pub.
+func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub frontend.StatePublisher, rec *xdslog.Recorder) frontend.FrontEnd {
+	t.Helper()
+	var (
+		fe  frontend.FrontEnd
+		err error
+	)
+	if v.mode == xdslog.ModeSotW {
+		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, NackPolicy: v.policy, Describe: pub.Describe})
+	} else {
+		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
+	}
+	require.NoError(t, err)
+	return fe
+}
+
+// serve runs fe on a gRPC server over a new bufconn listener until the test ends.
+func serve(t *testing.T, fe frontend.FrontEnd) *bufconn.Listener {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	fe.Register(srv)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis
 }

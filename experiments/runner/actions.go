@@ -182,7 +182,7 @@ func (r *Run) downFor(st scenario.Step) time.Duration {
 }
 
 func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	st, cp := s.st, s.cp
+	cp := s.cp
 	port := r.cp.Port()
 	opened, _ := r.track.streams(r.server)
 	ev := r.proxy.Evidence()
@@ -191,6 +191,33 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 		before, _ = ev.Stats(ctx)
 	}
 	stopped := time.Now()
+	r.stopServer(ctx, s, ev, opened)
+	// The outage: the proxy keeps serving its last known good configuration, so it
+	// answers as the last step with a request expectation said it must.
+	outage := &Outage{}
+	cp.Outage = outage
+	if err := r.sitOutage(ctx, s, stopped, outage); err != nil {
+		return err
+	}
+	if ev != nil {
+		r.checkStayedDisconnected(ctx, s, ev, before, outage)
+	}
+	if err := r.restartServerHeld(ctx, s, port, stopped); err != nil {
+		return err
+	}
+	if ev != nil {
+		err := r.wait(ctx, statConnected+"=1", func() (bool, error) {
+			st, err := ev.Stats(ctx)
+			return err == nil && st[statConnected] == "1", nil
+		})
+		s.check("Envoy reconnected (connected_state 1)", err == nil, errText(err))
+	}
+	return nil
+}
+
+// stopServer stops the control plane and checks that its streams closed (as many as
+// had opened) and, when the proxy shows its stats (ev), that it saw the server go.
+func (r *Run) stopServer(ctx context.Context, s *stepRun, ev evidence, opened int) {
 	r.cp.Stop()
 	err := r.wait(ctx, "streams closed", func() (bool, error) {
 		_, closed := r.track.streams(r.server)
@@ -205,67 +232,71 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 		})
 		s.check("Envoy saw the control plane go away (connected_state 0)", err == nil, errText(err))
 	}
-	// The outage: the proxy keeps serving its last known good configuration, so it
-	// answers as the last step with a request expectation said it must.
-	outage := &Outage{}
-	cp.Outage = outage
+}
+
+// sitOutage keeps the server down for the step's down time from stopped, checking that
+// the proxy answers from its last known good configuration meanwhile: the request of the
+// last step that had one, or this step's first.
+func (r *Run) sitOutage(ctx context.Context, s *stepRun, stopped time.Time, outage *Outage) error {
+	st := s.st
 	req, ok := r.lastGood, r.lastGood.Status != 0
 	if !ok {
 		req, ok = r.firstRequest(st)
 	}
-	if ok {
-		out, _, err := r.waitDataPlane(ctx, req, xdslog.ProbeOutage, "outage-first-")
-		cp.OutageRequest = &out
-		s.check("during the outage: "+describeExpect(req), err == nil, errOr(err, describeObs(out)))
+	if !ok {
 		if down := r.downFor(st); down > 0 {
-			r.holdOutage(ctx, s, req, stopped, down, outage)
+			return sleepCtx(ctx, time.Until(stopped.Add(down)))
 		}
-	} else if down := r.downFor(st); down > 0 {
-		if err := sleepCtx(ctx, time.Until(stopped.Add(down))); err != nil {
-			return err
-		}
+		return nil
 	}
-	if ev != nil {
-		if now, err := ev.Stats(ctx); err == nil {
-			outage.ConnectFailures = atoi(now[statXDSConnectFail]) - atoi(before[statXDSConnectFail])
-			attempts := atoi(now[statXDSConnects]) - atoi(before[statXDSConnects])
-			if r.downFor(st) > 0 {
-				// Not connected_state: Envoy sets it to 1 as soon as it starts a new stream,
-				// before the connection is made (GrpcStream::establishNewStream in
-				// source/extensions/config_subscription/grpc/grpc_stream.h), so a reading
-				// during a retry shows 1 although nothing answered (a flake `make flake`
-				// found). The evidence is the attempts: Envoy retried and every attempt
-				// failed, but the one that may be in flight as the stats are read.
-				s.check("Envoy stayed disconnected for the whole outage (every reconnect attempt failed)",
-					outage.ConnectFailures > 0 && attempts-outage.ConnectFailures <= 1,
-					fmt.Sprintf("%d reconnect attempt(s), %d failed (connected_state %s)", attempts, outage.ConnectFailures, now[statConnected]))
-			}
-		}
-	}
-	if st.HoldEnvoy {
-		// Keep the proxy from reconnecting until every change is in place.
-		release, err := r.proxy.Hold(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = release() }()
-		if err := r.restartServer(ctx, s, port, stopped); err != nil {
-			return err
-		}
-		if err := release(); err != nil {
-			return err
-		}
-	} else if err := r.restartServer(ctx, s, port, stopped); err != nil {
-		return err
-	}
-	if ev != nil {
-		err := r.wait(ctx, statConnected+"=1", func() (bool, error) {
-			st, err := ev.Stats(ctx)
-			return err == nil && st[statConnected] == "1", nil
-		})
-		s.check("Envoy reconnected (connected_state 1)", err == nil, errText(err))
+	out, _, err := r.waitDataPlane(ctx, req, xdslog.ProbeOutage, "outage-first-")
+	s.cp.OutageRequest = &out
+	s.check("during the outage: "+describeExpect(req), err == nil, errOr(err, describeObs(out)))
+	if down := r.downFor(st); down > 0 {
+		r.holdOutage(ctx, s, req, stopped, down, outage)
 	}
 	return nil
+}
+
+// checkStayedDisconnected counts the proxy's failed reconnects during the outage (from
+// the stats read before it) and, when the server stayed down a while, checks that every
+// attempt failed.
+func (r *Run) checkStayedDisconnected(ctx context.Context, s *stepRun, ev evidence, before map[string]string, outage *Outage) {
+	now, err := ev.Stats(ctx)
+	if err != nil {
+		return
+	}
+	outage.ConnectFailures = atoi(now[statXDSConnectFail]) - atoi(before[statXDSConnectFail])
+	attempts := atoi(now[statXDSConnects]) - atoi(before[statXDSConnects])
+	if r.downFor(s.st) <= 0 {
+		return
+	}
+	// Not connected_state: Envoy sets it to 1 as soon as it starts a new stream, before
+	// the connection is made (GrpcStream::establishNewStream in
+	// source/extensions/config_subscription/grpc/grpc_stream.h), so a reading during a
+	// retry shows 1 although nothing answered (a flake `make flake` found). The evidence
+	// is the attempts: Envoy retried and every attempt failed, but the one that may be in
+	// flight as the stats are read.
+	s.check("Envoy stayed disconnected for the whole outage (every reconnect attempt failed)",
+		outage.ConnectFailures > 0 && attempts-outage.ConnectFailures <= 1,
+		fmt.Sprintf("%d reconnect attempt(s), %d failed (connected_state %s)", attempts, outage.ConnectFailures, now[statConnected]))
+}
+
+// restartServerHeld restarts the server (restartServer); with the step's hold_envoy, the
+// proxy is kept from reconnecting until every change is in place.
+func (r *Run) restartServerHeld(ctx context.Context, s *stepRun, port int, stopped time.Time) error {
+	if !s.st.HoldEnvoy {
+		return r.restartServer(ctx, s, port, stopped)
+	}
+	release, err := r.proxy.Hold(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = release() }()
+	if err := r.restartServer(ctx, s, port, stopped); err != nil {
+		return err
+	}
+	return release()
 }
 
 // restartServer starts the new server and publishes to it: the same desired state under

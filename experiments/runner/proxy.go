@@ -207,34 +207,33 @@ func (s *backendSet) replace(b *inventory.Backend) {
 
 // envoyProxy runs real Envoy with the mode's bootstrap.
 type envoyProxy struct {
-	bin          envoy.Binary
-	bootstrap    string
-	logPath      string
+	// launch starts Envoy on the run's bootstrap, first and after each restart.
+	launch       *envoy.Launcher
 	accessLog    string
 	listenerPort int
 	backends     *backendSet
 	http         *http.Client
-	// configYAML is the scenario's bootstrap override (--config-yaml).
-	configYAML string
 
 	mu   sync.Mutex
 	proc *envoy.Process
 }
 
 // newEnvoyProxy renders the mode's bootstrap from params (the run's one rendering: the
-// xDS address, the admin port, and the scenario's on-demand clusters) into dir.
+// xDS address, the admin port, and the scenario's on-demand clusters) into dir. Envoy
+// takes configYAML, the scenario's bootstrap override (--config-yaml), over it.
 func newEnvoyProxy(bin envoy.Binary, mode, dir string, params bootstrap.Params, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
-	cfg, err := bootstrap.Render(mode, params)
-	if err != nil {
-		return nil, fmt.Errorf("render %s bootstrap: %w", mode, err)
+	args := []string{"--concurrency", "1"}
+	if configYAML != "" {
+		args = append(args, "--config-yaml", configYAML)
 	}
-	path := filepath.Join(dir, "bootstrap.yaml")
-	if err := writeFileAtomic(path, cfg); err != nil {
+	l, err := envoy.NewLauncher(envoy.Bootstrap{Mode: mode, Params: params, Path: filepath.Join(dir, "bootstrap.yaml")},
+		envoy.Options{Binary: bin, LogPath: filepath.Join(dir, "envoy.log"), ExtraArgs: args})
+	if err != nil {
 		return nil, err
 	}
 	return &envoyProxy{
-		bin: bin, bootstrap: path, logPath: filepath.Join(dir, "envoy.log"), accessLog: filepath.Join(dir, "access.log"),
-		listenerPort: listenerPort, backends: backends, configYAML: configYAML, http: newDataPlaneClient(),
+		launch: l, accessLog: filepath.Join(dir, "access.log"),
+		listenerPort: listenerPort, backends: backends, http: newDataPlaneClient(),
 	}, nil
 }
 
@@ -243,11 +242,7 @@ func (e *envoyProxy) Kind() string { return "envoy" }
 func (e *envoyProxy) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	args := []string{"--concurrency", "1"}
-	if e.configYAML != "" {
-		args = append(args, "--config-yaml", e.configYAML)
-	}
-	p, err := envoy.Start(ctx, envoy.Options{Binary: e.bin, ConfigPath: e.bootstrap, LogPath: e.logPath, ExtraArgs: args})
+	p, err := e.launch.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("start envoy: %w", err)
 	}

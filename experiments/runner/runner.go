@@ -24,7 +24,6 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -294,19 +293,10 @@ type Run struct {
 	env     scenario.Env
 	// proxyStarted: the data plane was started (after the first publish).
 	proxyStarted bool
-	// load is the steady traffic (nil without --load); loadPath what it requests.
-	load     *load.Generator
-	loadPath string
-	// loadFrom is where the next step's count starts (the last count's end);
-	// overflowCounted the generator's overflow already in a step's count.
-	loadFrom        time.Time
-	overflowCounted int
+	// load is the steady traffic and its count (not running without one).
+	load steadyLoad
 	// lastStep names the run's last step: its count stops the load.
 	lastStep string
-	// loadExpiredSaid: the run said once that the load hit its duration bound.
-	loadExpiredSaid bool
-	// loadNote says why the scenario's load does not run ("" when it does, or has none).
-	loadNote string
 	// lastGood is the first request expectation of the last passed step that had one:
 	// what the proxy must keep answering while the control plane is down.
 	lastGood scenario.RequestExpect
@@ -384,45 +374,11 @@ func DefaultOut(mode string) string {
 // Execute runs the scenario. The returned error is non-nil when the run did not pass;
 // the Result is always returned with the run directory filled in once it exists.
 func Execute(ctx context.Context, o Options) (*Result, error) {
-	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
-		return nil, fmt.Errorf("unknown mode %q (want sotw or delta)", o.Mode)
-	}
-	if o.Mode == xdslog.ModeDelta && (o.Versions != "" || o.NackPolicy != "") {
-		return nil, errors.New("--sotw-versions and --nack-policy apply to --mode=sotw only")
-	}
-	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
+	if err := o.checkProtocol(); err != nil {
 		return nil, err
 	}
-	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
-		return nil, err
-	}
-	cache, err := frontend.ParseCache(string(o.Cache))
+	sc, steps, err := o.resolveScenario()
 	if err != nil {
-		return nil, err
-	}
-	if err := controlplane.CheckCacheOptions(cache, o.Mode, o.Versions, o.NackPolicy); err != nil {
-		return nil, err
-	}
-	o.Cache = cache
-	sc := o.Scenario
-	if sc == nil {
-		if sc, err = scenario.Builtin("teaching"); err != nil {
-			return nil, err
-		}
-	}
-	if o.PublishDuringReconnect {
-		if sc, err = withPublishDuringReconnect(sc); err != nil {
-			return nil, err
-		}
-	}
-	if err := sc.CheckMode(o.Mode); err != nil {
-		return nil, err
-	}
-	steps, err := scenario.Select(sc.Steps, o.Steps)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := mergeConfigYAML(sc.Bootstrap, o.ConfigYAML); err != nil {
 		return nil, err
 	}
 	for _, p := range []int{o.XDSPort, o.ListenerPort, o.AdminPort, o.InventoryPorts[0], o.InventoryPorts[1]} {
@@ -439,44 +395,12 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 		o.Out = DefaultOut(o.Mode)
 	}
 	// Resolve the data plane before creating anything.
-	var bin envoy.Binary
-	client := o.Client
-	notRun := ""
-	switch o.Client {
-	case ClientEnvoy, "":
-		client = ClientEnvoy
-		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
-			return nil, fmt.Errorf("--client=envoy: %w", err)
-		}
-	case ClientAuto:
-		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
-			client, notRun = ClientSim, err.Error()
-		} else {
-			client = ClientEnvoy
-		}
-	case ClientSim:
-		notRun = "--client=sim"
-	case ClientGRPC:
-		if o.GRPCCommand, err = grpcCommand(o, sc); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("unknown client %q (want envoy, grpc, sim or auto)", o.Client)
-	}
-	if client == ClientSim && sc.OnDemand.Any() {
-		return nil, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimOnDemand}
-	}
-	if o.Outage < 0 || o.OutageInterval < 0 {
-		return nil, fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
-	}
-	if o.OutageInterval == 0 {
-		o.OutageInterval = 250 * time.Millisecond
-	}
-	loadNote := ""
-	if o.Load, loadNote, err = scenarioLoad(o.Load, sc, client == ClientEnvoy); err != nil {
+	client, bin, notRun, err := o.resolveClient(sc)
+	if err != nil {
 		return nil, err
 	}
-	if err := o.Load.check(client == ClientEnvoy); err != nil {
+	loadNote, err := o.checkDataPlaneOptions(sc, client)
+	if err != nil {
 		return nil, err
 	}
 	// Fixed ports are checked before anything is created: a busy port is a one-line
@@ -487,27 +411,8 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), loadNote: loadNote}
-	r.info = RunInfo{Scenario: sc.Name, ScenarioFile: sc.File, Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
-		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun,
-		PublishDuringReconnect: o.PublishDuringReconnect}
-	if o.Outage > 0 {
-		r.info.Outage = o.Outage.String()
-	}
-	r.info.Cache = string(o.Cache)
-	if o.Mode == xdslog.ModeSotW {
-		// What the cache does when the option is left unset.
-		defVersions, defPolicy := frontend.Uniform, sotw.Resend
-		if o.Cache.VersionsPerType() {
-			defVersions, defPolicy = frontend.PerType, sotw.Hold
-		}
-		if r.info.SotWVersions == "" {
-			r.info.SotWVersions = string(defVersions)
-		}
-		if r.info.NackPolicy == "" {
-			r.info.NackPolicy = string(defPolicy)
-		}
-	}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
+	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
 	runErr := r.execute(ctx, steps, client, bin)
@@ -518,47 +423,166 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
+// checkProtocol refuses an unknown mode and the SotW options it or the cache cannot
+// honour (controlplane.CheckCacheOptions), and sets o.Cache to the cache parsed.
+func (o *Options) checkProtocol() error {
+	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
+		return fmt.Errorf("unknown mode %q (want sotw or delta)", o.Mode)
+	}
+	if o.Mode == xdslog.ModeDelta && (o.Versions != "" || o.NackPolicy != "") {
+		return errors.New("--sotw-versions and --nack-policy apply to --mode=sotw only")
+	}
+	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
+		return err
+	}
+	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
+		return err
+	}
+	cache, err := frontend.ParseCache(string(o.Cache))
+	if err != nil {
+		return err
+	}
+	if err := controlplane.CheckCacheOptions(cache, o.Mode, o.Versions, o.NackPolicy); err != nil {
+		return err
+	}
+	o.Cache = cache
+	return nil
+}
+
+// resolveScenario is the scenario to run (the teaching one when o has none), rewritten for
+// PublishDuringReconnect, and the steps selected from it; it refuses a scenario that does
+// not apply to the mode and a --config-yaml that does not merge.
+func (o *Options) resolveScenario() (*scenario.Scenario, []scenario.Step, error) {
+	sc := o.Scenario
+	var err error
+	if sc == nil {
+		if sc, err = scenario.Builtin("teaching"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.PublishDuringReconnect {
+		if sc, err = withPublishDuringReconnect(sc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := sc.CheckMode(o.Mode); err != nil {
+		return nil, nil, err
+	}
+	steps, err := scenario.Select(sc.Steps, o.Steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := mergeConfigYAML(sc.Bootstrap, o.ConfigYAML); err != nil {
+		return nil, nil, err
+	}
+	return sc, steps, nil
+}
+
+// resolveClient picks the data plane: the client kind run, the Envoy binary when it is
+// Envoy, and why the client is simulated when it is (notRun).
+func (o *Options) resolveClient(sc *scenario.Scenario) (client string, bin envoy.Binary, notRun string, err error) {
+	client = o.Client
+	switch o.Client {
+	case ClientEnvoy, "":
+		client = ClientEnvoy
+		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
+			return "", bin, "", fmt.Errorf("--client=envoy: %w", err)
+		}
+	case ClientAuto:
+		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
+			client, notRun, err = ClientSim, err.Error(), nil
+		} else {
+			client = ClientEnvoy
+		}
+	case ClientSim:
+		notRun = "--client=sim"
+	case ClientGRPC:
+		if o.GRPCCommand, err = grpcCommand(*o, sc); err != nil {
+			return "", bin, "", err
+		}
+	default:
+		return "", bin, "", fmt.Errorf("unknown client %q (want envoy, grpc, sim or auto)", o.Client)
+	}
+	return client, bin, notRun, nil
+}
+
+// checkDataPlaneOptions refuses what the client cannot do (on demand with the simulated
+// client, the load's limits) and a negative outage, and fills in the outage interval and
+// the scenario's load; it returns why the scenario's load does not run, if it does not.
+func (o *Options) checkDataPlaneOptions(sc *scenario.Scenario, client string) (loadNote string, err error) {
+	if client == ClientSim && sc.OnDemand.Any() {
+		return "", &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimOnDemand}
+	}
+	if o.Outage < 0 || o.OutageInterval < 0 {
+		return "", fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
+	}
+	if o.OutageInterval == 0 {
+		o.OutageInterval = 250 * time.Millisecond
+	}
+	if o.Load, loadNote, err = scenarioLoad(o.Load, sc, client == ClientEnvoy); err != nil {
+		return "", err
+	}
+	if err := o.Load.check(client == ClientEnvoy); err != nil {
+		return "", err
+	}
+	return loadNote, nil
+}
+
+// newRunInfo is run.json's first content: what is run with which options, the SotW ones
+// as the cache does them when they are left unset. The data plane is "simulated" until
+// describeClient names it.
+func newRunInfo(o Options, sc *scenario.Scenario, steps []scenario.Step, notRun string) RunInfo {
+	info := RunInfo{Scenario: sc.Name, ScenarioFile: sc.File, Mode: o.Mode, Client: "simulated", SotWVersions: string(o.Versions), NackPolicy: string(o.NackPolicy),
+		Started: time.Now().UTC().Format(time.RFC3339Nano), Steps: scenario.Names(steps), PID: os.Getpid(), NotRunReason: notRun,
+		PublishDuringReconnect: o.PublishDuringReconnect}
+	if o.Outage > 0 {
+		info.Outage = o.Outage.String()
+	}
+	info.Cache = string(o.Cache)
+	if o.Mode == xdslog.ModeSotW {
+		defVersions, defPolicy := controlplane.SotWDefaults(o.Cache)
+		if info.SotWVersions == "" {
+			info.SotWVersions = string(defVersions)
+		}
+		if info.NackPolicy == "" {
+			info.NackPolicy = string(defPolicy)
+		}
+	}
+	return info
+}
+
 func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string, bin envoy.Binary) (err error) {
 	defer r.teardown()
 	r.life = context.WithoutCancel(ctx)
+	if err := r.setUp(client, bin); err != nil {
+		return err
+	}
+	if r.load.note != "" {
+		r.say("  %s", r.load.note)
+	}
+	r.lastStep = steps[len(steps)-1].Name
+	for i, st := range steps {
+		if err := r.doStep(ctx, st, i, len(steps)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setUp opens xds.log, reserves the ports left to pick, starts the backends, the control
+// plane and the data plane pointed at it, and writes run.json.
+func (r *Run) setUp(client string, bin envoy.Binary) error {
 	f, err := os.OpenFile(filepath.Join(r.dir, "xds.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open xds.log: %w", err)
 	}
 	r.logFile = f
-	// Zero ports become reserved free ones now, not kernel-picked ones at bind time: the
-	// listener is bound by Envoy later, and the control plane and backends are started
-	// again on the same port after a restart or outage, when a kernel-picked (ephemeral)
-	// port may have become another connection's source port (loopback.FreePort).
-	backendPorts := make([]int, len(r.sc.Backends))
-	for i := range backendPorts {
-		if i < len(r.o.InventoryPorts) {
-			backendPorts[i] = r.o.InventoryPorts[i]
-		}
+	backendPorts, err := r.reservePorts()
+	if err != nil {
+		return err
 	}
-	ports := []*int{&r.o.ListenerPort, &r.o.XDSPort}
-	for i := range backendPorts {
-		ports = append(ports, &backendPorts[i])
-	}
-	for _, p := range ports {
-		if *p == 0 {
-			if *p, err = loopback.FreePort(); err != nil {
-				return err
-			}
-			r.picked = append(r.picked, *p)
-		}
-	}
-	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
-	for i, name := range r.sc.Backends {
-		bh := r.sc.Behaviours[name]
-		b, err := inventory.StartWith(name, backendPorts[i], filepath.Join(r.dir, "inventory-"+name+".log"),
-			inventory.Behaviour{Delay: bh.Delay, ConnectionClose: bh.ConnectionClose, IdleTimeout: bh.IdleTimeout})
-		if err != nil {
-			return fmt.Errorf("start inventory %s: %w", name, err)
-		}
-		r.backends.add(b)
-		r.env.Backends[name] = b.Port()
-		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
+	if err := r.startBackends(backendPorts); err != nil {
+		return err
 	}
 	if client == ClientEnvoy {
 		// Envoy writes the access log the evidence reads (response flags per request).
@@ -577,63 +601,112 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	if r.proxy, err = r.newProxy(client, bin); err != nil {
 		return err
 	}
-	if err := writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info); err != nil {
-		return err
-	}
-	if r.loadNote != "" {
-		r.say("  %s", r.loadNote)
-	}
-	r.lastStep = steps[len(steps)-1].Name
-	for i, st := range steps {
-		if err := ctx.Err(); err != nil {
-			return r.interrupted(st.Name)
+	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
+}
+
+// reservePorts turns the zero ports (listener, xDS, backends) into reserved free ones and
+// returns the backends' ports, one per scenario backend. Reserved now, not kernel-picked
+// at bind time: the listener is bound by Envoy later, and the control plane and backends
+// are started again on the same port after a restart or outage, when a kernel-picked
+// (ephemeral) port may have become another connection's source port (loopback.FreePort).
+func (r *Run) reservePorts() ([]int, error) {
+	backendPorts := make([]int, len(r.sc.Backends))
+	for i := range backendPorts {
+		if i < len(r.o.InventoryPorts) {
+			backendPorts[i] = r.o.InventoryPorts[i]
 		}
-		r.setStep(st.Name)
-		r.say("step %d/%d %s", i+1, len(steps), st.Name)
-		if r.o.BeforeStep != nil {
-			if err := r.o.BeforeStep(ctx, r, st); err != nil {
-				return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
+	}
+	ports := []*int{&r.o.ListenerPort, &r.o.XDSPort}
+	for i := range backendPorts {
+		ports = append(ports, &backendPorts[i])
+	}
+	for _, p := range ports {
+		if *p == 0 {
+			var err error
+			if *p, err = loopback.FreePort(); err != nil {
+				return nil, err
 			}
+			r.picked = append(r.picked, *p)
 		}
-		// An interrupt that lands now belongs to this step. Without this check a step whose
-		// conditions already hold would pass despite it (waits test their condition before
-		// the context), and the run would stop at the next step only when the machine was
-		// fast enough: the flake `make flake` found in TestInterruptedRunWritesResult.
+	}
+	return backendPorts, nil
+}
+
+// startBackends starts the scenario's backends on ports, each logging into the run
+// directory, and makes the run's scenario.Env name them.
+func (r *Run) startBackends(ports []int) error {
+	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
+	for i, name := range r.sc.Backends {
+		bh := r.sc.Behaviours[name]
+		b, err := inventory.StartWith(name, ports[i], filepath.Join(r.dir, "inventory-"+name+".log"),
+			inventory.Behaviour{Delay: bh.Delay, ConnectionClose: bh.ConnectionClose, IdleTimeout: bh.IdleTimeout})
+		if err != nil {
+			return fmt.Errorf("start inventory %s: %w", name, err)
+		}
+		r.backends.add(b)
+		r.env.Backends[name] = b.Port()
+		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
+	}
+	return nil
+}
+
+// doStep runs step i of n and writes its checkpoint, and records its result; an error
+// ends the run (a failed or interrupted step, or a hook's error).
+func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
+	if err := ctx.Err(); err != nil {
+		return r.interrupted(st.Name)
+	}
+	r.setStep(st.Name)
+	r.say("step %d/%d %s", i+1, n, st.Name)
+	if r.o.BeforeStep != nil {
+		if err := r.o.BeforeStep(ctx, r, st); err != nil {
+			return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
+		}
+	}
+	// An interrupt that lands now belongs to this step. Without this check a step whose
+	// conditions already hold would pass despite it (waits test their condition before
+	// the context), and the run would stop at the next step only when the machine was
+	// fast enough: the flake `make flake` found in TestInterruptedRunWritesResult.
+	if ctx.Err() != nil {
+		return r.interrupted(st.Name)
+	}
+	t0 := time.Now()
+	cp, err := r.runStep(ctx, st)
+	dur := float64(time.Since(t0).Microseconds()) / 1000
+	if cp != nil {
+		cp.DurationMS = dur
+		if werr := writeJSONAtomic(filepath.Join(r.dir, st.Checkpoint+".json"), cp); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return r.interrupted(st.Name)
 		}
-		t0 := time.Now()
-		cp, err := r.runStep(ctx, st)
-		dur := float64(time.Since(t0).Microseconds()) / 1000
-		if cp != nil {
-			cp.DurationMS = dur
-			if werr := writeJSONAtomic(filepath.Join(r.dir, st.Checkpoint+".json"), cp); werr != nil && err == nil {
-				err = werr
-			}
+		err = r.fail(st, err.Error(), dur)
+		r.steps[len(r.steps)-1].ClientViewFindings = viewFindings(cp)
+		return err
+	}
+	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur,
+		ClientViewFindings: viewFindings(cp)})
+	if q, ok := r.firstRequest(st); ok {
+		r.lastGood = q
+	}
+	r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+	return r.afterStep(ctx, st, cp)
+}
+
+// afterStep runs the AfterStep hook of a step that passed.
+func (r *Run) afterStep(ctx context.Context, st scenario.Step, cp *Checkpoint) error {
+	if r.o.AfterStep == nil {
+		return nil
+	}
+	if err := r.o.AfterStep(ctx, r, st, cp); err != nil {
+		if ctx.Err() != nil {
+			// The step itself passed and is listed; only the run stops here.
+			return fmt.Errorf("%w at %s", ErrInterrupted, st.Name)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return r.interrupted(st.Name)
-			}
-			err = r.fail(st, err.Error(), dur)
-			r.steps[len(r.steps)-1].ClientViewFindings = viewFindings(cp)
-			return err
-		}
-		r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur,
-			ClientViewFindings: viewFindings(cp)})
-		if q, ok := r.firstRequest(st); ok {
-			r.lastGood = q
-		}
-		r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
-		if r.o.AfterStep != nil {
-			if err := r.o.AfterStep(ctx, r, st, cp); err != nil {
-				if ctx.Err() != nil {
-					// The step itself passed and is listed; only the run stops here.
-					return fmt.Errorf("%w at %s", ErrInterrupted, st.Name)
-				}
-				return fmt.Errorf("after step %s: %w", st.Name, err)
-			}
-		}
+		return fmt.Errorf("after step %s: %w", st.Name, err)
 	}
 	return nil
 }
@@ -762,7 +835,7 @@ func (r *Run) startControlPlane(port int) error {
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	r.stopLoad()
+	r.load.stop()
 	if r.proxy != nil {
 		r.proxyUp = false
 		_ = r.proxy.Stop(ctx)

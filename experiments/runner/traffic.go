@@ -63,7 +63,7 @@ func scenarioLoad(l Load, sc *scenario.Scenario, envoyRuns bool) (Load, string, 
 // startLoad starts the load on the listener, once the data plane is up.
 func (r *Run) startLoad() error {
 	l := r.o.Load
-	if !l.on() || r.load != nil {
+	if !l.on() || r.load.running() {
 		return nil
 	}
 	path := l.Path
@@ -78,7 +78,7 @@ func (r *Run) startLoad() error {
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
 	}
-	r.load, r.loadPath, r.loadFrom = g, path, time.Now()
+	r.load.start(g, path)
 	r.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
 	return nil
 }
@@ -124,35 +124,23 @@ func expectedAnswer(q scenario.RequestExpect) string {
 // equal answers folded, every failure kept) with one traffic summary, and returns the
 // summary for the checkpoint.
 func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
-	if r.load == nil {
+	if !r.load.running() {
 		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
 			why := "the run has no load (lab run --load, or a scenario load)"
-			if r.loadNote != "" {
+			if r.load.note != "" {
 				why = "the load is sent to Envoy's listener only"
 			}
 			s.skip("traffic", why)
 		}
 		return nil
 	}
-	if r.load.Expired() && !r.loadExpiredSaid {
-		r.loadExpiredSaid = true
+	if r.load.gen.Expired() && !r.load.expiredSaid {
+		r.load.expiredSaid = true
 		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
 	}
-	from, to := r.loadFrom, time.Now()
-	if end {
-		r.load.Stop()
-		to = to.Add(time.Hour) // everything it sent
-	} else if err := r.load.Settle(ctx); err != nil {
+	in, from, to, err := r.load.take(ctx, end)
+	if err != nil {
 		r.say("  %v", err)
-	}
-	var in []load.Response
-	for _, resp := range r.load.Responses() {
-		if !resp.Sent.Before(from) && resp.Sent.Before(to) {
-			in = append(in, resp)
-		}
-	}
-	if end && len(in) > 0 {
-		to = in[len(in)-1].Sent.Add(time.Nanosecond)
 	}
 	var flags map[string]string
 	if len(in) > 0 {
@@ -163,24 +151,36 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	}
 	sum := load.Summarize(in, from, to, float64(r.o.Load.Rate), flags)
 	t := &sum
-	t.Protocol, t.Connections = string(r.load.Options().Protocol), r.load.Options().Connections
-	t.Overflow = r.load.Overflow() - r.overflowCounted
-	r.overflowCounted += t.Overflow
+	t.Protocol, t.Connections = string(r.load.gen.Options().Protocol), r.load.gen.Options().Connections
+	t.Overflow = r.load.newOverflow()
 	t.Requests += t.Overflow
 	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
 	if s != nil {
 		t.Move = r.stepMove(s, in, from, to, flags)
 		r.checkTraffic(s, t, in, flags)
 	}
+	r.recordLoad(in, flags)
+	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.say("%s", trafficLine(t))
+	r.load.advance(to)
+	return t
+}
+
+// recordLoad writes the load's responses to xds.log as probes, with the response flags
+// of Envoy's access log.
+func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
 	probes := make([]probe, len(in))
 	for i, resp := range in {
-		o := Observation{RequestID: resp.ID, Path: r.loadPath, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
+		o := Observation{RequestID: resp.ID, Path: r.load.path, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
 			Answered: resp.Done().UTC(), Flags: flags[resp.ID]}
 		o.Class = Classify(o.Status, o.Flags)
 		probes[i] = probe{obs: o}
 	}
-	r.recordProbes(probes, r.loadPath, xdslog.ProbeLoad)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
+}
+
+// trafficLine is the progress line of a step's traffic count.
+func trafficLine(t *xdslog.Traffic) string {
 	line := fmt.Sprintf("  load: %d requests (%.0f/s of %.0f asked), %v, failures %v, p99 %.1f ms", t.Requests, t.AchievedRate, t.AskedRate, t.ByBackend, t.Failures, t.P99MS)
 	if mv := t.Move; mv != nil {
 		line += fmt.Sprintf("; %s -> %s: %d old answers after the publish", mv.From, mv.To, mv.OldAfter)
@@ -200,10 +200,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	if t.Unlogged+t.Misattributed > 0 {
 		line += fmt.Sprintf("; backend logs disagree: %d unlogged, %d misattributed", t.Unlogged, t.Misattributed)
 	}
-	r.say("%s", line)
-	r.loadFrom = to
-	r.load.Forget(to)
-	return t
+	return line
 }
 
 // dwell makes a step with a traffic expectation last at least its For with real Envoy,
@@ -309,11 +306,4 @@ func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int)
 		}
 	}
 	return unlogged, misattributed
-}
-
-// stopLoad ends the load (teardown).
-func (r *Run) stopLoad() {
-	if r.load != nil {
-		r.load.Stop()
-	}
 }
