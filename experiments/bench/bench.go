@@ -241,6 +241,42 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if e.progress == nil {
 		e.progress = io.Discard
 	}
+	stop, err := e.prepare()
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	rep := newReport(&o, e.bin)
+	ser, notes := o.series()
+	e.announce(ser, notes)
+	start := time.Now()
+	var failed []string
+	if len(o.OnDemand) > 0 {
+		failed = e.onDemandSweep(ctx, rep, ser, start)
+	} else {
+		failed = e.workloadSweep(ctx, rep, ser, start)
+	}
+	rep.finish(start)
+	werr := rep.WriteFiles(o.Out)
+	rep.WriteTable(e.progress)
+	e.say("bench: wall time %.1f s; bench.json, bench.md, bench.svg and the xds logs are in %s", rep.WallSeconds, o.Out)
+	switch {
+	case ctx.Err() != nil:
+		return rep, fmt.Errorf("interrupted: %w", ctx.Err()) // main prefixes "lab bench: "
+	case len(failed) > 0:
+		return rep, fmt.Errorf("%d configuration(s) failed: %s", len(failed), strings.Join(failed, "; "))
+	case werr != nil:
+		return rep, werr
+	}
+	return rep, nil
+}
+
+// prepare finds what every configuration shares: the client's binary, the output
+// directory, the two backends and the dead port. stop releases them once every
+// configuration's Envoy is gone.
+func (e *env) prepare() (stop func(), err error) {
+	o := e.o
 	if o.Client == ClientGRPC && o.GRPCCommand.Path == "" {
 		cmd, err := grpcclient.LabCommand()
 		if err != nil {
@@ -267,33 +303,32 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 		e.backends[i] = b
-		defer b.stop()
+	}
+	stopBackends := func() {
+		for i := len(e.backends) - 1; i >= 0; i-- {
+			e.backends[i].stop()
+		}
 	}
 	dead, err := loopback.FreePort()
 	if err != nil {
+		stopBackends()
 		return nil, err
 	}
-	defer loopback.Release(dead) // after every configuration's Envoy is gone
 	e.deadPort = dead
+	return func() {
+		loopback.Release(dead) // after every configuration's Envoy is gone
+		stopBackends()
+	}, nil
+}
 
-	rep := newReport(&o, e.bin)
-	ser, notes := o.series()
+// announce says what the sweep runs, and what it leaves out.
+func (e *env) announce(ser []series, notes []string) {
+	o := e.o
 	names := make([]string, len(ser))
 	for i, s := range ser {
 		names[i] = s.name
 	}
-	client := o.Client
-	if o.Clients > 1 {
-		client = fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
-	} else if o.Client == ClientGRPC {
-		client = fmt.Sprintf("%d x grpc-go client (lab grpc-client), each its own node (%s..%s)", o.Envoys, GRPCNodeID(0), GRPCNodeID(o.Envoys-1))
-	} else if o.Client == ClientEnvoy && o.Envoys > 1 {
-		client = fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
-	} else if o.Client == ClientEnvoy {
-		client = e.bin.String()
-	} else {
-		client = "simulated Envoy (in-process)"
-	}
+	client := e.clientName()
 	if len(o.OnDemand) > 0 {
 		e.say("bench: %d on-demand configuration(s): shape %s x N %s x %s; %s; %d cold host(s), %d repeat(s); output %s",
 			len(o.OnDemand)*len(o.Clusters)*len(ser), shapeNames(o.OnDemand), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ColdHosts, o.Repeat, o.Out)
@@ -304,26 +339,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, n := range notes {
 		e.say("bench: note: %s", n)
 	}
-	start := time.Now()
-	var failed []string
-	if len(o.OnDemand) > 0 {
-		failed = e.onDemandSweep(ctx, rep, ser, start)
-	} else {
-		failed = e.workloadSweep(ctx, rep, ser, start)
-	}
-	rep.finish(start)
-	werr := rep.WriteFiles(o.Out)
-	rep.WriteTable(e.progress)
-	e.say("bench: wall time %.1f s; bench.json, bench.md, bench.svg and the xds logs are in %s", rep.WallSeconds, o.Out)
+}
+
+// clientName says what the clients are, for the progress line.
+func (e *env) clientName() string {
+	o := e.o
 	switch {
-	case ctx.Err() != nil:
-		return rep, fmt.Errorf("interrupted: %w", ctx.Err()) // main prefixes "lab bench: "
-	case len(failed) > 0:
-		return rep, fmt.Errorf("%d configuration(s) failed: %s", len(failed), strings.Join(failed, "; "))
-	case werr != nil:
-		return rep, werr
+	case o.Clients > 1:
+		return fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
+	case o.Client == ClientGRPC:
+		return fmt.Sprintf("%d x grpc-go client (lab grpc-client), each its own node (%s..%s)", o.Envoys, GRPCNodeID(0), GRPCNodeID(o.Envoys-1))
+	case o.Client == ClientEnvoy && o.Envoys > 1:
+		return fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
+	case o.Client == ClientEnvoy:
+		return e.bin.String()
 	}
-	return rep, nil
+	return "simulated Envoy (in-process)"
 }
 
 func joinInts(v []int) string {
