@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
@@ -67,14 +68,8 @@ func defaultBenchOptions() benchOptions {
 
 func newBenchCmd() *cobra.Command { return newBenchCmdWith(runBench) }
 
-// newBenchCmdWith parses the flags into bench options and hands them to run (tests pass
-// their own to see the options).
-func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.Writer) error) *cobra.Command {
-	o := defaultBenchOptions()
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure how SotW's and delta's cost grows with the number of clusters and clients",
-		Long: `For each workload, each cluster count N and each series (a library cache, and SotW with
+// benchLong is `lab bench --help`'s description.
+const benchLong = `For each workload, each cluster count N and each series (a library cache, and SotW with
 each version strategy or delta), starts a control plane on 127.0.0.1 with its own
 xds.log (xds-<series>-N<N>.log; xds-<workload>-<series>-N<N>.log but for the endpoint
 workload), connects the client (real Envoy with --concurrency 1, or the simulated
@@ -133,8 +128,10 @@ fetches); the same services warm; --repeat one-service changes (endpoint, on a f
 service). Tables "On demand: ..." and bench.json's on_demand.
 
 Results: a table here, and bench.json, bench.md and bench.svg in --out (with every xds
-log, bootstrap and Envoy log).`,
-		Example: `  # the documented sweep: real Envoy, both protocols, 5 repeats
+log, bootstrap and Envoy log).`
+
+// benchExample is `lab bench --help`'s examples.
+const benchExample = `  # the documented sweep: real Envoy, both protocols, 5 repeats
   lab bench --client envoy --clusters 10,100,1000,10000 --repeat 5
 
   # quick look without Envoy
@@ -157,8 +154,18 @@ log, bootstrap and Envoy log).`,
 
   # both caches, every workload, against real Envoy
   lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
-    --workload endpoint,cluster-add,cluster-remove,route,listener --repeat 2`,
-		Args: noArgs,
+    --workload endpoint,cluster-add,cluster-remove,route,listener --repeat 2`
+
+// newBenchCmdWith parses the flags into bench options and hands them to run (tests pass
+// their own to see the options).
+func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.Writer) error) *cobra.Command {
+	o := defaultBenchOptions()
+	cmd := &cobra.Command{
+		Use:     "bench",
+		Short:   "Measure how SotW's and delta's cost grows with the number of clusters and clients",
+		Long:    benchLong,
+		Example: benchExample,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed
 			o.value = func(name string) string {
@@ -176,7 +183,12 @@ log, bootstrap and Envoy log).`,
 			return run(ctx, bo, newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
 		},
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags defines `lab bench`'s flags on f, each checking its value as it is parsed.
+func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
@@ -198,63 +210,17 @@ log, bootstrap and Envoy log).`,
 	f.Var(choiceValue{&o.bench.Unprobed, "unprobed setting", bench.UnprobedSettings}, "unprobed",
 		"where the clusters no request uses point: dead-port (an endpoint nothing listens on) or no-endpoints (an empty assignment); grpc-go connects to every cluster the route names, Envoy does not (docs/performance.md, \"Many grpc-go clients\")")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
-	return cmd
 }
 
-// benchRunOptions checks what the flags could not check one by one; nothing has
-// started yet.
+// benchRunOptions turns the flags into bench.Options and has the bench check them (the
+// one place its rules live); nothing has started yet. The CLI adds only what is about
+// flags or this process: a --sotw-versions that would do nothing, the --out directory
+// and the lab binary that runs each tap.
 func (o *benchOptions) benchRunOptions() (bench.Options, error) {
-	b := o.bench
-	b.SotWVersions = nil
-	for _, v := range o.versions {
-		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
-	}
-	b.Caches = nil
-	for _, c := range o.caches {
-		b.Caches = append(b.Caches, frontend.Cache(c))
-	}
-	b.OnDemand = nil
-	for _, s := range o.onDemand {
-		od, _ := bench.ParseShape(s) // parseShape checked it
-		b.OnDemand = append(b.OnDemand, od)
-	}
-	if b.Client == bench.ClientGRPC {
-		if !o.given("modes") {
-			b.Modes = []string{xdslog.ModeSotW} // grpc-go has no delta client; --modes delta is refused below
-		}
-		if !o.given("workload") {
-			b.Workloads = []string{bench.WorkloadEndpoint}
-		}
-	}
-	if b.Client != bench.ClientGRPC && b.Envoys > bench.MaxEnvoys {
-		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "outside 1-%d (up to %d with --client grpc)", bench.MaxEnvoys, bench.MaxGRPCClients)
-	}
-	if len(b.OnDemand) > 0 && !o.given("modes") {
-		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only; --modes sotw is refused below
-	}
-	if len(o.caches) == 1 && frontend.Cache(o.caches[0]).VersionsPerType() && slices.Contains(b.Modes, xdslog.ModeSotW) &&
-		slices.Equal(o.versions, []string{string(frontend.Uniform)}) {
-		return b, badFlag("sotw-versions", "uniform", "needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
-	}
-	for _, w := range b.Workloads {
-		if len(b.Clusters) == 0 {
-			break // Validate names the missing --clusters
-		}
-		switch {
-		case w == bench.WorkloadRoute && slices.Min(b.Clusters) < 2:
-			return b, badFlag("clusters", joinCounts(b.Clusters), "the route workload points route 0 at cluster 1 (want every count at least 2)")
-		case w == bench.WorkloadClusterRemove && slices.Min(b.Clusters) <= b.Repeat:
-			return b, badFlag("repeat", strconv.Itoa(b.Repeat), "the cluster-remove workload removes one cluster per repeat and keeps one (want below every --clusters count, the smallest is %d)", slices.Min(b.Clusters))
-		}
-	}
-	if b.Envoys > 1 && b.Clients > 1 {
-		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "cannot be combined with --clients %d (want several Envoys, or fan-out clients with --client sim)", b.Clients)
-	}
-	if b.Envoys > 1 && b.Client != bench.ClientEnvoy && b.Client != bench.ClientGRPC {
-		return b, badFlag("envoys", strconv.Itoa(b.Envoys), "more than one Envoy needs --client envoy (got --client %s)", b.Client)
-	}
-	if b.Clients > 1 && b.Client != bench.ClientSim {
-		return b, badFlag("clients", strconv.Itoa(b.Clients), "more than one client needs --client sim (the bench runs one Envoy)")
+	b := o.convert()
+	check := b
+	if err := check.Validate(); err != nil {
+		return b, benchRefusal(err, b, o.typed)
 	}
 	if o.given("sotw-versions") && !slices.Contains(b.Modes, xdslog.ModeSotW) {
 		return b, badFlag("sotw-versions", strings.Join(o.versions, ","), "SotW only (want sotw in --modes, or no --sotw-versions)")
@@ -272,20 +238,47 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 		}
 		b.TapCommand = []string{exe}
 	}
-	// The library's own check, for anything the CLI does not cover.
-	check := b
-	if err := check.Validate(); err != nil {
-		var oe *bench.OptionError
-		if errors.As(err, &oe) {
-			v := oe.Value
-			if o.given(oe.Flag) {
-				v = o.value(oe.Flag)
-			}
-			return b, badFlag(oe.Flag, v, "%s", oe.Reason)
-		}
-		return b, err
-	}
 	return b, nil
+}
+
+// convert is the flags as bench.Options, with the defaults that depend on other flags:
+// grpc-go clients run SotW and the endpoint workload, the on-demand axis delta, unless
+// --modes or --workload say otherwise (the bench then refuses them).
+func (o *benchOptions) convert() bench.Options {
+	b := o.bench
+	b.SotWVersions = nil
+	for _, v := range o.versions {
+		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
+	}
+	b.Caches = nil
+	for _, c := range o.caches {
+		b.Caches = append(b.Caches, frontend.Cache(c))
+	}
+	b.OnDemand = nil
+	for _, s := range o.onDemand {
+		od, _ := bench.ParseShape(s) // parseShape checked it
+		b.OnDemand = append(b.OnDemand, od)
+	}
+	if b.Client == bench.ClientGRPC {
+		if !o.given("modes") {
+			b.Modes = []string{xdslog.ModeSotW} // grpc-go has no delta client
+		}
+		if !o.given("workload") {
+			b.Workloads = []string{bench.WorkloadEndpoint}
+		}
+	}
+	if len(b.OnDemand) > 0 && !o.given("modes") {
+		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only
+	}
+	return b
+}
+
+// typed is a flag's value as the user typed it, when given.
+func (o *benchOptions) typed(flag string) (string, bool) {
+	if !o.given(flag) {
+		return "", false
+	}
+	return o.value(flag), true
 }
 
 // parseShape is one --on-demand shape.
@@ -299,7 +292,7 @@ func parseShape(s string) error {
 func runBench(ctx context.Context, o bench.Options, progress io.Writer) error {
 	o.Progress = progress
 	_, err := bench.Run(ctx, o)
-	return err
+	return benchRefusal(err, o, nil)
 }
 
 // parseThrough is one --through way.
@@ -316,14 +309,6 @@ func parseWorkload(s string) error {
 		return fmt.Errorf("unknown workload (want %s)", orList(bench.Workloads))
 	}
 	return nil
-}
-
-func joinCounts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
 }
 
 // parseVersionStrategy is one SotW version strategy; "" (the library's default) is not a

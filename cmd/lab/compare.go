@@ -36,14 +36,8 @@ type compareOptions struct {
 
 func newCompareCmd() *cobra.Command { return newCompareCmdWith(runCompare) }
 
-// newCompareCmdWith parses the command line into compareOptions and hands them to run.
-func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
-	o := &compareOptions{Format: "text"}
-	var wide bool
-	cmd := &cobra.Command{
-		Use:   "compare RUN_A RUN_B [RUN...]",
-		Short: "Compare runs side by side: step table, versions, findings, sequence diagrams",
-		Long: `compare reads two or more runs and shows them side by side, a column per run: per scenario
+// compareLong is `lab compare --help`'s description.
+const compareLong = `compare reads two or more runs and shows them side by side, a column per run: per scenario
 step, what each control plane sent (responses per type, resources, redundant ones,
 removals explicit or by absence), how the client answered (ACKs, NACKs, re-sends of
 rejected content), bytes, timings and the data-plane result; every data-plane probe of
@@ -76,8 +70,10 @@ RUN_B is compared with a warning: every difference will be zero.
 
 A text table wider than the terminal (or --width) is split into stacked tables, each
 repeating the step column and a run's columns kept together where they fit; --wide keeps
-every table whole, a row per line. The other formats are never split.`,
-		Example: `  # the runs this repository commits, to try it without running anything
+every table whole, a row per line. The other formats are never split.`
+
+// compareExample is `lab compare --help`'s examples.
+const compareExample = `  # the runs this repository commits, to try it without running anything
   lab compare experiments/compare/testdata/sotw experiments/compare/testdata/delta
 
   # "make lab" writes its runs into experiments/evidence/lab-<UTC time>/ (its last line
@@ -96,8 +92,18 @@ every table whole, a row per line. The other formats are never split.`,
   lab compare --step "(no step)" --session-a 1 --session-b 2 xds.log xds.log
 
   # the logs of two "lab run"s (each prints its directory: experiments/evidence/MODE/<UTC time>-<pid>)
-  lab compare --format json experiments/evidence/sotw/20261201T170000Z-4242/xds.log experiments/evidence/delta/20261201T170105Z-4243/xds.log`,
-		Args: atLeastTwoRuns,
+  lab compare --format json experiments/evidence/sotw/20261201T170000Z-4242/xds.log experiments/evidence/delta/20261201T170105Z-4243/xds.log`
+
+// newCompareCmdWith parses the command line into compareOptions and hands them to run.
+func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
+	o := &compareOptions{Format: "text"}
+	var wide bool
+	cmd := &cobra.Command{
+		Use:     "compare RUN_A RUN_B [RUN...]",
+		Short:   "Compare runs side by side: step table, versions, findings, sequence diagrams",
+		Long:    compareLong,
+		Example: compareExample,
+		Args:    atLeastTwoRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Runs, o.Stdout, o.Stderr = args, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			switch width := cmd.Flags().Changed("width"); {

@@ -66,14 +66,8 @@ func defaultRunOptions() runOptions {
 
 func newRunCmd() *cobra.Command { return newRunCmdWith(runRun) }
 
-// newRunCmdWith parses the flags into runner options and hands them to run (tests pass
-// their own to see the options).
-func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.Writer) error) *cobra.Command {
-	o := defaultRunOptions()
-	cmd := &cobra.Command{
-		Use:   "run --mode=sotw|delta",
-		Short: "Drive Envoy (or the simulated client) through every scenario step and keep the evidence",
-		Long: `Starts the control plane in the chosen front end, the scenario's inventory backends,
+// runLong is `lab run --help`'s description.
+const runLong = `Starts the control plane in the chosen front end, the scenario's inventory backends,
 and Envoy with the matching bootstrap, then runs the scenario's steps (--scenario: a
 built-in name, a file in the format of docs/scenarios.md, or all for the whole pack;
 lab scenarios lists them). The default, teaching, runs: initial, port-change,
@@ -103,8 +97,10 @@ flag not given (run.json records which), so a run works while the defaults are t
 e.g. by a lab serve in another terminal; make lab uses it.
 
 A closed standard output (lab run | head) costs only the progress lines: the run goes on,
-writes every file, and the exit code is the run's own.`,
-		Example: `  # real Envoy (install it with: make envoy)
+writes every file, and the exit code is the run's own.`
+
+// runExample is `lab run --help`'s examples.
+const runExample = `  # real Envoy (install it with: make envoy)
   lab run --mode=sotw
   lab run --mode=delta --out /tmp/delta-run
 
@@ -132,8 +128,18 @@ writes every file, and the exit code is the run's own.`,
   lab run --mode=sotw --cache linear --scenario all --free-ports
 
   # Envoy's own NACK throttle, merged over the bootstrap
-  lab run --mode=sotw --scenario nack-policies --config-yaml '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 5, fill_rate: 2}}}}'`,
-		Args: noArgs,
+  lab run --mode=sotw --scenario nack-policies --config-yaml '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 5, fill_rate: 2}}}}'`
+
+// newRunCmdWith parses the flags into runner options and hands them to run (tests pass
+// their own to see the options).
+func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.Writer) error) *cobra.Command {
+	o := defaultRunOptions()
+	cmd := &cobra.Command{
+		Use:     "run --mode=sotw|delta",
+		Short:   "Drive Envoy (or the simulated client) through every scenario step and keep the evidence",
+		Long:    runLong,
+		Example: runExample,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.given = cmd.Flags().Changed
 			scs, err := o.scenarios()

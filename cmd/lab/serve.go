@@ -260,89 +260,27 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	if err := o.validate(); err != nil {
 		return err
 	}
-	var bin envoy.Binary
-	if o.withEnvoy {
-		b, err := envoy.Find(o.envoyBin)
-		if err != nil {
-			return fmt.Errorf("--with-envoy: %w", err)
-		}
-		bin = b
-	}
-	// A held port is refused before the log is touched (the control plane binds it only
-	// after the log is open, since it records from its first stream on).
-	if port, perr := loopback.ParseListenAddr(o.xdsAddr); perr == nil && port != 0 {
-		l, lerr := loopback.Listen(port)
-		if lerr != nil {
-			return fmt.Errorf("--xds-addr %s: %w", o.xdsAddr, lerr)
-		}
-		_ = l.Close()
+	bin, err := o.preflight()
+	if err != nil {
+		return err
 	}
 	metrics, stopMetrics, err := startMetrics(o.metricsAddr, o.mode, o.cache, out, "")
 	if err != nil {
 		return err
 	}
 	defer stopMetrics() // after the control plane stopped (deferred below, so run first)
-	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
-	logFile, err := os.OpenFile(o.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	log, err := openServeLog(o, out, metrics.Observe)
 	if err != nil {
-		return fmt.Errorf("open xds.log: %w", err)
-	}
-	var before int64
-	if fi, err := logFile.Stat(); err == nil {
-		before = fi.Size()
-	}
-	storms := newStormWatch(out, o.stormEvery, nil, o.maxLogSize)
-	// The one tally of the log's events, live: status reads what each client holds here.
-	acc := analysis.NewAccumulator()
-	console := newServeConsole(out, o.quiet, o.mode, serveNodeID(o.nodeID), o.cache)
-	rec := xdslog.NewRecorder(logFile, o.mode, xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(o.maxLogSize),
-		xdslog.WithObserver(func(e xdslog.Event) { acc.Observe(e); storms.observe(e); console.observe(e); metrics.Observe(e) }))
-	storms.logSize = rec.Written
-	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
-	// the session line keeps them apart for every reader.
-	rec.BeginSession()
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Mode:       o.mode,
-		Addr:       o.xdsAddr,
-		NodeID:     o.nodeID,
-		Versions:   frontend.VersionStrategy(o.sotwVersions),
-		NackPolicy: sotw.NackPolicy(o.nackPolicy),
-		Cache:      o.cache,
-		OnDemand:   o.onDemand,
-		Recorder:   rec,
-		Limits:     o.limits,
-	})
-	if err != nil {
-		_ = logFile.Close()
 		return err
 	}
-	// Stop before closing the log: stopping writes the stream_close lines.
-	stormsDone := make(chan struct{})
-	stormsStopped := make(chan struct{})
-	go func() {
-		defer close(stormsStopped)
-		storms.run(stormsDone)
-	}()
-	consoleDone := make(chan struct{})
-	consoleStopped := make(chan struct{})
-	go func() {
-		defer close(consoleStopped)
-		console.run(consoleDone)
-	}()
-	defer func() {
-		cp.Stop()
-		rec.Flush()
-		close(stormsDone)
-		<-stormsStopped
-		close(consoleDone)
-		<-consoleStopped
-		if e := rec.Err(); e != nil && err == nil {
-			err = e
-		}
-		if e := logFile.Close(); e != nil && err == nil {
-			err = fmt.Errorf("close xds.log: %w", e)
-		}
-	}()
+	rec := log.rec
+	cp, err := controlplane.Start(ctx, o.controlPlaneOptions(rec))
+	if err != nil {
+		_ = log.file.Close()
+		return err
+	}
+	log.startWatchers()
+	defer func() { err = log.close(cp, err) }()
 
 	env, err := newServeEnv(o)
 	if err != nil {
@@ -351,34 +289,13 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 	// Stopped before the control plane (deferred later, runs first): Envoy's stream
 	// closes while the recorder still writes.
 	defer env.stop()
-	sv := &serveLoop{cp: cp, acc: acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
+	sv := &serveLoop{cp: cp, acc: log.acc, rec: rec, out: out, o: o, env: env, steps: map[string]int{}}
 	first := resources.State{ListenerPort: o.listenerPort, InventoryPort: o.inventoryPort, OnDemand: o.onDemand, Proxyless: o.client == serveClientGRPC}
 	if env != nil {
 		first.AccessLogPath = env.accessLog
 	}
-	if err := sv.publish(ctx, first); err != nil {
+	if err := sv.start(ctx, first, bin, log.before); err != nil {
 		return err
-	}
-	logAbs, e := filepath.Abs(o.logPath)
-	if e != nil {
-		logAbs = o.logPath
-	}
-	cacheNote := ""
-	if o.cache == frontend.LinearCache {
-		cacheNote = " from a LinearCache per type (versions per type, behind a prefix of this start)"
-	}
-	if o.cache == frontend.IndexedCache {
-		cacheNote = " from the indexed cache (versions per type, behind a prefix of this start)"
-	}
-	fmt.Fprintf(out, "serving %s ADS on %s for node %s%s; xds.log: %s (type help for commands)\n", o.mode, cp.Addr(), serveNodeID(o.nodeID), cacheNote, logAbs)
-	if before > 0 {
-		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
-	}
-	sv.printPublish()
-	if env != nil {
-		if err := env.start(ctx, o, bin, cp.Addr(), out); err != nil {
-			return err
-		}
 	}
 
 	done := make(chan struct{})
@@ -415,6 +332,152 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 				fmt.Fprintf(errOut, "error: %v (xds.log is incomplete from here)\n", e)
 			}
 		}
+	}
+}
+
+// preflight finds Envoy for --with-envoy and refuses a held --xds-addr port, before
+// the log is touched (the control plane binds it only after the log is open, since it
+// records from its first stream on).
+func (o *serveOptions) preflight() (envoy.Binary, error) {
+	var bin envoy.Binary
+	if o.withEnvoy {
+		b, err := envoy.Find(o.envoyBin)
+		if err != nil {
+			return bin, fmt.Errorf("--with-envoy: %w", err)
+		}
+		bin = b
+	}
+	if port, perr := loopback.ParseListenAddr(o.xdsAddr); perr == nil && port != 0 {
+		l, lerr := loopback.Listen(port)
+		if lerr != nil {
+			return bin, fmt.Errorf("--xds-addr %s: %w", o.xdsAddr, lerr)
+		}
+		_ = l.Close()
+	}
+	return bin, nil
+}
+
+// serveLog is serve's xds.log and what watches its events as they are recorded.
+type serveLog struct {
+	file *os.File
+	// before is the log's size when serve opened it (an earlier session's).
+	before  int64
+	rec     *xdslog.Recorder
+	storms  *stormWatch
+	console *serveConsole
+	// acc is the one tally of the log's events, live: status reads what each client
+	// holds here.
+	acc *analysis.Accumulator
+	// stopWatchers stops the storm watch and the console and waits for them.
+	stopWatchers func()
+}
+
+// openServeLog opens o.logPath for appending and starts its session; every recorded
+// event also goes to the tally, the storm watch, the console and metrics.
+func openServeLog(o serveOptions, out io.Writer, metrics func(xdslog.Event)) (*serveLog, error) {
+	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
+	f, err := os.OpenFile(o.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open xds.log: %w", err)
+	}
+	l := &serveLog{file: f, acc: analysis.NewAccumulator()}
+	if fi, err := f.Stat(); err == nil {
+		l.before = fi.Size()
+	}
+	l.storms = newStormWatch(out, o.stormEvery, nil, o.maxLogSize)
+	l.console = newServeConsole(out, o.quiet, o.mode, serveNodeID(o.nodeID), o.cache)
+	l.rec = xdslog.NewRecorder(f, o.mode, xdslog.WithLogSize(l.before), xdslog.WithMaxLogBytes(o.maxLogSize),
+		xdslog.WithObserver(func(e xdslog.Event) { l.acc.Observe(e); l.storms.observe(e); l.console.observe(e); metrics(e) }))
+	l.storms.logSize = l.rec.Written
+	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
+	// the session line keeps them apart for every reader.
+	l.rec.BeginSession()
+	return l, nil
+}
+
+// startWatchers runs the storm watch and the console until close.
+func (l *serveLog) startWatchers() {
+	stormsDone := make(chan struct{})
+	stormsStopped := make(chan struct{})
+	go func() {
+		defer close(stormsStopped)
+		l.storms.run(stormsDone)
+	}()
+	consoleDone := make(chan struct{})
+	consoleStopped := make(chan struct{})
+	go func() {
+		defer close(consoleStopped)
+		l.console.run(consoleDone)
+	}()
+	l.stopWatchers = func() {
+		close(stormsDone)
+		<-stormsStopped
+		close(consoleDone)
+		<-consoleStopped
+	}
+}
+
+// close stops the control plane before closing the log (stopping writes the
+// stream_close lines), then the watchers; it returns err, or else the log's own.
+func (l *serveLog) close(cp *controlplane.ControlPlane, err error) error {
+	cp.Stop()
+	l.rec.Flush()
+	l.stopWatchers()
+	if e := l.rec.Err(); e != nil && err == nil {
+		err = e
+	}
+	if e := l.file.Close(); e != nil && err == nil {
+		err = fmt.Errorf("close xds.log: %w", e)
+	}
+	return err
+}
+
+// controlPlaneOptions is the control plane serve runs, recording to rec.
+func (o *serveOptions) controlPlaneOptions(rec *xdslog.Recorder) controlplane.Options {
+	return controlplane.Options{
+		Mode:       o.mode,
+		Addr:       o.xdsAddr,
+		NodeID:     o.nodeID,
+		Versions:   frontend.VersionStrategy(o.sotwVersions),
+		NackPolicy: sotw.NackPolicy(o.nackPolicy),
+		Cache:      o.cache,
+		OnDemand:   o.onDemand,
+		Recorder:   rec,
+		Limits:     o.limits,
+	}
+}
+
+// start publishes the first state, says where serve serves, and starts Envoy and the
+// backends when asked (bin is Envoy with --with-envoy); before is the log's size when
+// serve opened it.
+func (sv *serveLoop) start(ctx context.Context, first resources.State, bin envoy.Binary, before int64) error {
+	if err := sv.publish(ctx, first); err != nil {
+		return err
+	}
+	printServing(sv.out, sv.o, sv.cp.Addr(), before)
+	sv.printPublish()
+	if sv.env != nil {
+		return sv.env.start(ctx, sv.o, bin, sv.cp.Addr(), sv.out)
+	}
+	return nil
+}
+
+// printServing says where serve serves, from which cache, and where the log is.
+func printServing(out io.Writer, o serveOptions, addr string, before int64) {
+	logAbs, e := filepath.Abs(o.logPath)
+	if e != nil {
+		logAbs = o.logPath
+	}
+	cacheNote := ""
+	if o.cache == frontend.LinearCache {
+		cacheNote = " from a LinearCache per type (versions per type, behind a prefix of this start)"
+	}
+	if o.cache == frontend.IndexedCache {
+		cacheNote = " from the indexed cache (versions per type, behind a prefix of this start)"
+	}
+	fmt.Fprintf(out, "serving %s ADS on %s for node %s%s; xds.log: %s (type help for commands)\n", o.mode, addr, serveNodeID(o.nodeID), cacheNote, logAbs)
+	if before > 0 {
+		fmt.Fprintf(out, "xds.log already held %s: this serve appends a new session after a session line; lab compare --session picks one\n", mib(before))
 	}
 }
 

@@ -13,17 +13,14 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
@@ -147,175 +144,6 @@ func DefaultOut() string {
 	return filepath.Join("experiments", "evidence", "bench", fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
 }
 
-// Validate checks o and fills defaults; every problem is one line naming the flag.
-func (o *Options) Validate() error {
-	if len(o.Clusters) == 0 {
-		return errors.New("--clusters: give at least one cluster count")
-	}
-	seen := map[int]bool{}
-	for _, n := range o.Clusters {
-		if n < 1 || n > MaxClusters {
-			return fmt.Errorf("--clusters: %d is outside 1..%d", n, MaxClusters)
-		}
-		if seen[n] {
-			return fmt.Errorf("--clusters: %d is listed twice", n)
-		}
-		seen[n] = true
-	}
-	o.Clusters = slices.Sorted(slices.Values(o.Clusters))
-	if o.Clients == 0 {
-		o.Clients = 1
-	}
-	if o.Clients < 1 || o.Clients > MaxClients {
-		return fmt.Errorf("--clients: %d is outside 1..%d", o.Clients, MaxClients)
-	}
-	switch o.Client {
-	case "":
-		o.Client = ClientEnvoy
-	case ClientEnvoy, ClientSim, ClientGRPC:
-	default:
-		return fmt.Errorf("--client: unknown client %q (want envoy, grpc or sim)", o.Client)
-	}
-	if o.Envoys == 0 {
-		o.Envoys = 1
-	}
-	if o.Client == ClientGRPC {
-		if o.Envoys < 1 || o.Envoys > MaxGRPCClients {
-			return fmt.Errorf("--envoys: %d is outside 1..%d (grpc-go clients)", o.Envoys, MaxGRPCClients)
-		}
-	} else if o.Envoys < 1 || o.Envoys > MaxEnvoys {
-		return fmt.Errorf("--envoys: %d is outside 1..%d", o.Envoys, MaxEnvoys)
-	}
-	if o.Envoys > 1 && o.Clients > 1 {
-		return fmt.Errorf("--envoys %d with --clients %d: give one or the other (several Envoys, or fan-out clients with --client sim)", o.Envoys, o.Clients)
-	}
-	if o.Envoys > 1 && o.Client != ClientEnvoy && o.Client != ClientGRPC {
-		return fmt.Errorf("--envoys %d: more than one Envoy needs --client envoy (got --client %s)", o.Envoys, o.Client)
-	}
-	if o.Clients > 1 && o.Client != ClientSim {
-		return fmt.Errorf("--clients %d: more than one client needs --client sim (the bench runs one Envoy)", o.Clients)
-	}
-	if err := bootstrap.CheckStats(o.EnvoyStats); err != nil {
-		return fmt.Errorf("--envoy-stats: %w", err)
-	}
-	if o.EnvoyStats == "" {
-		o.EnvoyStats = bootstrap.StatsAll
-	}
-	if o.EnvoyStats != bootstrap.StatsAll && o.Client != ClientEnvoy {
-		return fmt.Errorf("--envoy-stats %s: needs --client envoy (got --client %s)", o.EnvoyStats, o.Client)
-	}
-	if o.Unprobed == "" {
-		o.Unprobed = UnprobedDeadPort
-	}
-	if !slices.Contains(UnprobedSettings, o.Unprobed) {
-		return fmt.Errorf("--unprobed: unknown setting %q (want %s or %s)", o.Unprobed, UnprobedDeadPort, UnprobedNoEndpoints)
-	}
-	if o.Unprobed != UnprobedDeadPort && len(o.OnDemand) > 0 {
-		return fmt.Errorf("--unprobed %s: the on-demand sequence has its own states (drop --on-demand or --unprobed)", o.Unprobed)
-	}
-	if len(o.Modes) == 0 {
-		return errors.New("--modes: give sotw, delta or both")
-	}
-	seenMode := map[string]bool{}
-	for _, m := range o.Modes {
-		if m != xdslog.ModeSotW && m != xdslog.ModeDelta {
-			return fmt.Errorf("--modes: unknown mode %q (want sotw or delta)", m)
-		}
-		if seenMode[m] {
-			return fmt.Errorf("--modes: %s is listed twice", m)
-		}
-		seenMode[m] = true
-	}
-	if seenMode[xdslog.ModeSotW] {
-		if len(o.SotWVersions) == 0 {
-			return errors.New("--sotw-versions: give uniform, per-type or both")
-		}
-		seenV := map[frontend.VersionStrategy]bool{}
-		for _, v := range o.SotWVersions {
-			if _, err := frontend.ParseVersionStrategy(string(v)); err != nil || v == "" {
-				return fmt.Errorf("--sotw-versions: unknown strategy %q (want uniform or per-type)", v)
-			}
-			if seenV[v] {
-				return fmt.Errorf("--sotw-versions: %s is listed twice", v)
-			}
-			seenV[v] = true
-		}
-	}
-	if o.Repeat < 1 || o.Repeat > MaxRepeat {
-		return fmt.Errorf("--repeat: %d is outside 1..%d", o.Repeat, MaxRepeat)
-	}
-	if len(o.Caches) == 0 {
-		o.Caches = slices.Clone(DefaultCaches)
-	}
-	seenCache := map[frontend.Cache]bool{}
-	for _, c := range o.Caches {
-		if c == "" {
-			return errors.New("--cache: empty cache name (want snapshot, linear or indexed)")
-		}
-		if _, err := frontend.ParseCache(string(c)); err != nil {
-			return fmt.Errorf("--cache: unknown cache %q (want snapshot, linear or indexed)", c)
-		}
-		if seenCache[c] {
-			return fmt.Errorf("--cache: %s is listed twice", c)
-		}
-		seenCache[c] = true
-	}
-	if seenMode[xdslog.ModeSotW] && len(o.Caches) == 1 && o.Caches[0].VersionsPerType() &&
-		len(o.SotWVersions) == 1 && o.SotWVersions[0] == frontend.Uniform {
-		return errors.New("--sotw-versions: uniform needs the snapshot cache: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)")
-	}
-	if len(o.Workloads) == 0 {
-		o.Workloads = slices.Clone(DefaultWorkloads)
-	}
-	seenW := map[string]bool{}
-	for _, w := range o.Workloads {
-		if err := parseWorkload(w); err != nil {
-			return fmt.Errorf("--workload: %w", err)
-		}
-		if seenW[w] {
-			return fmt.Errorf("--workload: %s is listed twice", w)
-		}
-		seenW[w] = true
-	}
-	// What the workloads need of N: the route workload retargets route 0 at cluster 1;
-	// cluster-remove removes one cluster per repeat and keeps cluster 0.
-	if seenW[WorkloadRoute] && o.Clusters[0] < 2 {
-		return fmt.Errorf("--clusters: the route workload points route 0 at cluster 1, so every count must be at least 2 (got %d)", o.Clusters[0])
-	}
-	if seenW[WorkloadClusterRemove] && o.Clusters[0] <= o.Repeat {
-		return fmt.Errorf("--repeat: the cluster-remove workload removes one cluster per repeat and keeps at least one, so --repeat %d needs every cluster count above %d (got %d)", o.Repeat, o.Repeat, o.Clusters[0])
-	}
-	if len(o.Through) == 0 {
-		o.Through = slices.Clone(DefaultThrough)
-	}
-	seenT := map[string]bool{}
-	for _, t := range o.Through {
-		if t != ThroughDirect && t != ThroughTap {
-			return fmt.Errorf("--through: unknown way %q (want direct or tap)", t)
-		}
-		if seenT[t] {
-			return fmt.Errorf("--through: %s is listed twice", t)
-		}
-		seenT[t] = true
-	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout: %s is negative", o.Timeout)
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if err := o.validateOnDemand(); err != nil {
-		return err
-	}
-	if err := o.validateGRPC(); err != nil {
-		return err
-	}
-	if o.Out == "" {
-		o.Out = DefaultOut()
-	}
-	return nil
-}
-
 // series is one line of the chart: a library cache and a protocol with, for SotW, its
 // version strategy. With the snapshot cache the names are the ones bench.json always had
 // ("sotw-uniform", "sotw-per-type", "delta"), so earlier reports stay comparable; the
@@ -413,69 +241,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if e.progress == nil {
 		e.progress = io.Discard
 	}
-	if o.Client == ClientGRPC && o.GRPCCommand.Path == "" {
-		cmd, err := grpcclient.LabCommand()
-		if err != nil {
-			return nil, err
-		}
-		o.GRPCCommand = cmd
-	}
-	if o.Client == ClientEnvoy {
-		bin, err := envoy.Find(o.EnvoyBin)
-		if err != nil {
-			return nil, fmt.Errorf("--client envoy: %w", err)
-		}
-		e.bin = bin
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
-	}
-	for i, name := range []string{"endpoint-a", "endpoint-b"} {
-		b, err := startIdentity(name)
-		if err != nil {
-			for _, s := range e.backends[:i] {
-				s.stop()
-			}
-			return nil, err
-		}
-		e.backends[i] = b
-		defer b.stop()
-	}
-	dead, err := loopback.FreePort()
+	stop, err := e.prepare()
 	if err != nil {
 		return nil, err
 	}
-	defer loopback.Release(dead) // after every configuration's Envoy is gone
-	e.deadPort = dead
+	defer stop()
 
 	rep := newReport(&o, e.bin)
 	ser, notes := o.series()
-	names := make([]string, len(ser))
-	for i, s := range ser {
-		names[i] = s.name
-	}
-	var client string // what the sweep drives, for its opening line
-	if o.Clients > 1 {
-		client = fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
-	} else if o.Client == ClientGRPC {
-		client = fmt.Sprintf("%d x grpc-go client (lab grpc-client), each its own node (%s..%s)", o.Envoys, GRPCNodeID(0), GRPCNodeID(o.Envoys-1))
-	} else if o.Client == ClientEnvoy && o.Envoys > 1 {
-		client = fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
-	} else if o.Client == ClientEnvoy {
-		client = e.bin.String()
-	} else {
-		client = "simulated Envoy (in-process)"
-	}
-	if len(o.OnDemand) > 0 {
-		e.say("bench: %d on-demand configuration(s): shape %s x N %s x %s; %s; %d cold host(s), %d repeat(s); output %s",
-			len(o.OnDemand)*len(o.Clusters)*len(ser), shapeNames(o.OnDemand), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ColdHosts, o.Repeat, o.Out)
-	} else {
-		e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
-			len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
-	}
-	for _, n := range notes {
-		e.say("bench: note: %s", n)
-	}
+	e.announce(ser, notes)
 	start := time.Now()
 	var failed []string
 	if len(o.OnDemand) > 0 {
@@ -496,6 +270,91 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, werr
 	}
 	return rep, nil
+}
+
+// prepare finds what every configuration shares: the client's binary, the output
+// directory, the two backends and the dead port. stop releases them once every
+// configuration's Envoy is gone.
+func (e *env) prepare() (stop func(), err error) {
+	o := e.o
+	if o.Client == ClientGRPC && o.GRPCCommand.Path == "" {
+		cmd, err := grpcclient.LabCommand()
+		if err != nil {
+			return nil, err
+		}
+		o.GRPCCommand = cmd
+	}
+	if o.Client == ClientEnvoy {
+		bin, err := envoy.Find(o.EnvoyBin)
+		if err != nil {
+			return nil, refuse(OptionClient, ClientEnvoy, err)
+		}
+		e.bin = bin
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	for i, name := range []string{"endpoint-a", "endpoint-b"} {
+		b, err := startIdentity(name)
+		if err != nil {
+			for _, s := range e.backends[:i] {
+				s.stop()
+			}
+			return nil, err
+		}
+		e.backends[i] = b
+	}
+	stopBackends := func() {
+		for i := len(e.backends) - 1; i >= 0; i-- {
+			e.backends[i].stop()
+		}
+	}
+	dead, err := loopback.FreePort()
+	if err != nil {
+		stopBackends()
+		return nil, err
+	}
+	e.deadPort = dead
+	return func() {
+		loopback.Release(dead) // after every configuration's Envoy is gone
+		stopBackends()
+	}, nil
+}
+
+// announce says what the sweep runs, and what it leaves out.
+func (e *env) announce(ser []series, notes []string) {
+	o := e.o
+	names := make([]string, len(ser))
+	for i, s := range ser {
+		names[i] = s.name
+	}
+	client := e.clientName()
+	if len(o.OnDemand) > 0 {
+		e.say("bench: %d on-demand configuration(s): shape %s x N %s x %s; %s; %d cold host(s), %d repeat(s); output %s",
+			len(o.OnDemand)*len(o.Clusters)*len(ser), shapeNames(o.OnDemand), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ColdHosts, o.Repeat, o.Out)
+	} else {
+		e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
+			len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
+	}
+	for _, n := range notes {
+		e.say("bench: note: %s", n)
+	}
+}
+
+// clientName says what the clients are, for the progress line.
+func (e *env) clientName() string {
+	o := e.o
+	switch {
+	case o.Clients > 1:
+		return fmt.Sprintf("%d fan-out clients (ack-only)", o.Clients)
+	case o.Client == ClientGRPC:
+		return fmt.Sprintf("%d x grpc-go client (lab grpc-client), each its own node (%s..%s)", o.Envoys, GRPCNodeID(0), GRPCNodeID(o.Envoys-1))
+	case o.Client == ClientEnvoy && o.Envoys > 1:
+		return fmt.Sprintf("%d x %s, each its own node (%s..%s)", o.Envoys, e.bin.String(), FleetNodeID(0), FleetNodeID(o.Envoys-1))
+	case o.Client == ClientEnvoy:
+		return e.bin.String()
+	}
+	return "simulated Envoy (in-process)"
 }
 
 func joinInts(v []int) string {
@@ -552,26 +411,4 @@ func (e *env) workloadSweep(ctx context.Context, rep *Report, ser []series, star
 		}
 	}
 	return failed
-}
-
-// validateGRPC checks what the grpc-go client cannot run: delta (grpc-go has no delta
-// client: grpcclient.ErrNoDelta), the on-demand axis, the fan-out clients, and the
-// workloads whose proof is Envoy's own (the listener's server header, Envoy's 404): it
-// runs the endpoint workload, whose proof is which backend answered the RPC.
-func (o *Options) validateGRPC() error {
-	if o.Client != ClientGRPC {
-		return nil
-	}
-	if slices.Contains(o.Modes, xdslog.ModeDelta) {
-		return &OptionError{Flag: "modes", Value: strings.Join(o.Modes, ","), Reason: grpcclient.ErrNoDelta.Error(), Err: grpcclient.ErrNoDelta}
-	}
-	if o.Clients > 1 {
-		return &OptionError{Flag: "clients", Value: fmt.Sprint(o.Clients), Reason: "fan-out clients need --client sim (count grpc-go clients with --envoys)"}
-	}
-	for _, w := range o.Workloads {
-		if w != WorkloadEndpoint {
-			return &OptionError{Flag: "workload", Value: strings.Join(o.Workloads, ","), Reason: "--client grpc runs the endpoint workload only (the others prove the change by Envoy's server header or 404)"}
-		}
-	}
-	return nil
 }

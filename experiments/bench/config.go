@@ -133,108 +133,15 @@ func (r *configRun) say(format string, args ...any) {
 	r.e.say("[%s N=%d %s] "+format, append([]any{r.w, r.n, r.s.name}, args...)...)
 }
 
+// run starts the configuration (its log, control plane, tap and clients), publishes
+// the initial state and measures every repeat; close ends what it started.
 func (r *configRun) run(ctx context.Context) error {
-	e := r.e
-	logPath := filepath.Join(e.o.Out, "xds-"+r.stem()+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("create xds.log: %w", err)
-	}
-	r.logFile = f
-	r.cfg.Log = filepath.Base(logPath)
-	r.m = newMeter()
-	// The recorder writes the evidence log; the meter reads the same events as they are
-	// written, so figures and log cannot disagree.
-	r.rec = xdslog.NewRecorder(f, r.s.mode, xdslog.WithObserver(r.m.observe))
-	// Default limits: 2,048 streams cover MaxClients, and every fan-out client has its own
-	// connection, so the per-connection stream limit never applies.
-	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache}
-	if r.s.mode == xdslog.ModeSotW {
-		opts.Versions = r.s.versions
-	}
-	// K Envoys on one machine need K listener ports, and the listener is part of the
-	// state: each Envoy gets a node ID and a state of its own (one Envoy keeps the
-	// control plane's one node, as the bench always ran it).
-	// grpc-go clients take the same path, the front door on the listener port.
-	var proxies []proxySpec
-	if e.o.Client == ClientEnvoy || e.o.Client == ClientGRPC {
-		for i := 0; i < e.o.Envoys; i++ {
-			port, err := loopback.FreePort()
-			if err != nil {
-				return fmt.Errorf("listener port for %s %d: %w", e.o.Client, i, err)
-			}
-			r.picked = append(r.picked, port)
-			ps := proxySpec{listenerPort: port}
-			switch {
-			case e.o.Client == ClientGRPC:
-				ps.node = GRPCNodeID(i)
-			case e.o.Envoys > 1:
-				ps.node = FleetNodeID(i)
-			}
-			if ps.node != "" {
-				opts.Nodes = append(opts.Nodes, ps.node)
-			}
-			proxies = append(proxies, ps)
-		}
-	}
-	// The control plane lives for the configuration; Stop in close ends it.
-	cp, err := controlplane.Start(context.WithoutCancel(ctx), opts)
-	if err != nil {
+	if err := r.openLog(); err != nil {
 		return err
 	}
-	r.cp = cp
-	xdsAddr := cp.Addr()
-	if r.s.tap {
-		tapLog := filepath.Join(e.o.Out, "xds-"+r.stem()+".tap.log")
-		r.tap, err = r.startTap(cp.Addr(), tapLog)
-		if err != nil {
-			return err
-		}
-		r.cfg.TapLog = filepath.Base(tapLog)
-		r.cfg.TapCPU = "in-process: inside cp_cpu_ms"
-		if r.tap.pid() != 0 {
-			r.cfg.TapCPU = "subprocess: tap_cpu_ms"
-		}
-		r.say("through the tap on %s -> %s (%s)", r.tap.addr, cp.Addr(), r.cfg.TapCPU)
-		xdsAddr = r.tap.addr
-	}
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
-		// Envoy replaces its listener on an LDS change and drains the old one, whose
-		// connections keep the old configuration meanwhile: a kept-alive probe would see
-		// the old server name. Every probe of this workload opens its own connection, so
-		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats, grpcCommand: e.o.GRPCCommand}
-	r.cl, err = startClients(ctx, spec)
-	if err != nil {
+	if err := r.start(ctx); err != nil {
 		return err
 	}
-	if len(r.cl.proxies) == 0 {
-		r.targets = []*target{{pub: cp.Publisher(), listenerPort: resources.DefaultListener}}
-		if err := r.m.waitSubscribed(ctx, e.o.Clients); err != nil {
-			return err
-		}
-	} else {
-		var nodes []string
-		for _, p := range r.cl.proxies {
-			r.targets = append(r.targets, &target{node: p.node, pub: cp.PublisherFor(p.node), proxy: p, listenerPort: p.listenerPort})
-			r.cfg.Proxies = append(r.cfg.Proxies, p.info())
-			nodes = append(nodes, p.nodeID())
-		}
-		r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
-		r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
-		r.cfg.PollIntervalAckedMS = ms(pollInterval)
-		// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
-		// RDS, CDS and EDS only as each answer names them (the xDS resolver's
-		// dependency manager: internal/xds/xdsdepmgr/xds_dependency_manager.go).
-		first := "CDS"
-		if e.o.Client == ClientGRPC {
-			first = "LDS"
-		}
-		if err := r.m.waitNodesSubscribed(ctx, nodes, first); err != nil {
-			return err
-		}
-	}
-
 	// Initial state: N clusters, cluster 0 on endpoint A (workloadStep says what the
 	// route and listener workloads set besides).
 	init, err := r.measure(ctx, "initial", 0)
@@ -251,25 +158,162 @@ func (r *configRun) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	if len(r.cl.proxies) > 0 && e.o.Client == ClientEnvoy {
-		if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
-			r.cfg.EnvoyProbeCPUUS = &c
-		}
-		// The last route shows what the linear route match costs a request at this N.
-		if c, err := r.calibrate(ctx, resources.ScaledPath(r.n-1), calibrationRequests/5); err == nil {
-			r.cfg.EnvoyLastRouteCPUUS = &c
-		}
+	if len(r.cl.proxies) > 0 && r.e.o.Client == ClientEnvoy {
+		r.calibrateProbes(ctx)
 	}
-	for i := 1; i <= e.o.Repeat; i++ {
+	for i := 1; i <= r.e.o.Repeat; i++ {
 		s, err := r.measure(ctx, "update-"+strconv.Itoa(i), i)
 		if err != nil {
 			return fmt.Errorf("repeat %d: %w", i, err)
 		}
 		r.cfg.Updates = append(r.cfg.Updates, s)
-		r.say("repeat %d/%d: %s", i, e.o.Repeat, s.brief())
+		r.say("repeat %d/%d: %s", i, r.e.o.Repeat, s.brief())
 	}
 	r.cfg.StreamsOpened = r.m.streamsOpened()
 	return nil
+}
+
+// openLog creates the configuration's xds.log and its recorder. The recorder writes
+// the evidence log; the meter reads the same events as they are written, so figures
+// and log cannot disagree.
+func (r *configRun) openLog() error {
+	logPath := filepath.Join(r.e.o.Out, "xds-"+r.stem()+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("create xds.log: %w", err)
+	}
+	r.logFile = f
+	r.cfg.Log = filepath.Base(logPath)
+	r.m = newMeter()
+	r.rec = xdslog.NewRecorder(f, r.s.mode, xdslog.WithObserver(r.m.observe))
+	return nil
+}
+
+// start starts the control plane, the tap with a "+tap" series, and the clients, and
+// waits until every client subscribed.
+func (r *configRun) start(ctx context.Context) error {
+	// Default limits: 2,048 streams cover MaxClients, and every fan-out client has its own
+	// connection, so the per-connection stream limit never applies.
+	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache}
+	if r.s.mode == xdslog.ModeSotW {
+		opts.Versions = r.s.versions
+	}
+	proxies, err := r.proxySpecs(&opts)
+	if err != nil {
+		return err
+	}
+	// The control plane lives for the configuration; Stop in close ends it.
+	cp, err := controlplane.Start(context.WithoutCancel(ctx), opts)
+	if err != nil {
+		return err
+	}
+	r.cp = cp
+	xdsAddr := cp.Addr()
+	if r.s.tap {
+		if xdsAddr, err = r.startTapFor(cp.Addr()); err != nil {
+			return err
+		}
+	}
+	e := r.e
+	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
+		// Envoy replaces its listener on an LDS change and drains the old one, whose
+		// connections keep the old configuration meanwhile: a kept-alive probe would see
+		// the old server name. Every probe of this workload opens its own connection, so
+		// it reaches the listener Envoy accepts new connections on.
+		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats, grpcCommand: e.o.GRPCCommand}
+	r.cl, err = startClients(ctx, spec)
+	if err != nil {
+		return err
+	}
+	return r.awaitSubscribed(ctx)
+}
+
+// proxySpecs reserves a listener port per Envoy or grpc-go client. K Envoys on one
+// machine need K listener ports, and the listener is part of the state: each Envoy gets
+// a node ID and a state of its own, added to opts.Nodes (one Envoy keeps the control
+// plane's one node, as the bench always ran it). grpc-go clients take the same path,
+// the front door on the listener port.
+func (r *configRun) proxySpecs(opts *controlplane.Options) ([]proxySpec, error) {
+	o := r.e.o
+	if o.Client != ClientEnvoy && o.Client != ClientGRPC {
+		return nil, nil
+	}
+	var proxies []proxySpec
+	for i := 0; i < o.Envoys; i++ {
+		port, err := loopback.FreePort()
+		if err != nil {
+			return nil, fmt.Errorf("listener port for %s %d: %w", o.Client, i, err)
+		}
+		r.picked = append(r.picked, port)
+		ps := proxySpec{listenerPort: port}
+		switch {
+		case o.Client == ClientGRPC:
+			ps.node = GRPCNodeID(i)
+		case o.Envoys > 1:
+			ps.node = FleetNodeID(i)
+		}
+		if ps.node != "" {
+			opts.Nodes = append(opts.Nodes, ps.node)
+		}
+		proxies = append(proxies, ps)
+	}
+	return proxies, nil
+}
+
+// startTapFor starts the ADS tap in front of upstream, with its log beside the
+// configuration's, and returns the address the clients connect to.
+func (r *configRun) startTapFor(upstream string) (string, error) {
+	tapLog := filepath.Join(r.e.o.Out, "xds-"+r.stem()+".tap.log")
+	var err error
+	r.tap, err = r.startTap(upstream, tapLog)
+	if err != nil {
+		return "", err
+	}
+	r.cfg.TapLog = filepath.Base(tapLog)
+	r.cfg.TapCPU = "in-process: inside cp_cpu_ms"
+	if r.tap.pid() != 0 {
+		r.cfg.TapCPU = "subprocess: tap_cpu_ms"
+	}
+	r.say("through the tap on %s -> %s (%s)", r.tap.addr, upstream, r.cfg.TapCPU)
+	return r.tap.addr, nil
+}
+
+// awaitSubscribed sets the targets (the control plane's one node, or one per proxy)
+// and waits until every client asked for its first type.
+func (r *configRun) awaitSubscribed(ctx context.Context) error {
+	if len(r.cl.proxies) == 0 {
+		r.targets = []*target{{pub: r.cp.Publisher(), listenerPort: resources.DefaultListener}}
+		return r.m.waitSubscribed(ctx, r.e.o.Clients)
+	}
+	var nodes []string
+	for _, p := range r.cl.proxies {
+		r.targets = append(r.targets, &target{node: p.node, pub: r.cp.PublisherFor(p.node), proxy: p, listenerPort: p.listenerPort})
+		r.cfg.Proxies = append(r.cfg.Proxies, p.info())
+		nodes = append(nodes, p.nodeID())
+	}
+	r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
+	r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
+	r.cfg.PollIntervalAckedMS = ms(pollInterval)
+	// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
+	// RDS, CDS and EDS only as each answer names them (the xDS resolver's
+	// dependency manager: internal/xds/xdsdepmgr/xds_dependency_manager.go).
+	first := "CDS"
+	if r.e.o.Client == ClientGRPC {
+		first = "LDS"
+	}
+	return r.m.waitNodesSubscribed(ctx, nodes, first)
+}
+
+// calibrateProbes measures what a probe costs Envoy, on the first route and on the
+// last, which shows what the linear route match costs a request at this N. A failed
+// calibration leaves its figure out.
+func (r *configRun) calibrateProbes(ctx context.Context) {
+	if c, err := r.calibrate(ctx, resources.ScaledPath(0), calibrationRequests); err == nil {
+		r.cfg.EnvoyProbeCPUUS = &c
+	}
+	if c, err := r.calibrate(ctx, resources.ScaledPath(r.n-1), calibrationRequests/5); err == nil {
+		r.cfg.EnvoyLastRouteCPUUS = &c
+	}
 }
 
 // close stops the clients and the control plane and closes the log.
@@ -381,54 +425,15 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		b := r.e.backends[pf.backend]
 		s.EndpointPort, s.Backend = b.port, b.name
 	}
-	proxies := r.cl.proxies
-	// Collect the previous step's garbage now rather than inside this step's window.
-	heap()
-	cpu0, err := childproc.SelfCPU()
+	before, err := r.readBefore(ctx)
 	if err != nil {
 		return s, err
-	}
-	var tapCPU0 time.Duration
-	if r.tap != nil && r.tap.pid() != 0 {
-		if tapCPU0, err = r.tap.cpu(); err != nil {
-			return s, err
-		}
-	}
-	e0 := make([]cpuReading, len(proxies))
-	rx0, tx0 := make([]int64, len(proxies)), make([]int64, len(proxies))
-	// Read the slow byte counters first: the CPU readings bracket only the update.
-	for k, p := range proxies {
-		if p.grpc != nil {
-			continue // no byte counters: grpc-go keeps none it exposes
-		}
-		if rx0[k], tx0[k], err = p.wire(ctx); err != nil {
-			return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
-		}
-	}
-	for k, p := range proxies {
-		if e0[k], err = readEnvoyCPU(p); err != nil {
-			return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
-		}
 	}
 	r.rec.SetStep(step)
 	if r.tap != nil {
 		r.tap.setStep(step)
 	}
-
-	type dpResult struct {
-		answer Answer
-		at     time.Time
-		polls  int
-		err    error
-	}
-	dp := make([]chan dpResult, len(proxies))
-	// acked[k] closes when Envoy k's ACK is seen: its probes then go to full rate.
-	acked := make(map[string]chan struct{}, len(proxies))
-	for _, p := range proxies {
-		acked[p.nodeID()] = make(chan struct{})
-	}
-	publishedAt := make([]time.Time, len(r.targets))
-	slow := pollEvery(len(proxies))
+	pr := r.newProbes(pf)
 	t0 := time.Now()
 	// Timed in two halves: the builders (validate and hash every resource), then the
 	// publisher (snapshot or per-type cache updates, consistency check, publish event,
@@ -436,133 +441,19 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	// Probe each Envoy only from its own publish on: nothing can change in it before,
 	// and probes during a build (half a second at N = 10,000) would only add Envoy CPU
 	// to the update's figure.
-	startProbe := func(k int) {
-		p := r.targets[k].proxy
-		if p == nil {
-			return
-		}
-		dp[k] = make(chan dpResult, 1)
-		go func() {
-			a, at, polls, err := p.awaitProof(ctx, pf.path, r.backendName(pf), pf.server, slow, acked[p.nodeID()])
-			dp[k] <- dpResult{a, at, polls, err}
-		}()
-	}
-	sets, err := r.publish(ctx, state, t0, &s, startProbe, func(k int) { publishedAt[k] = time.Now() })
+	sets, err := r.publish(ctx, state, t0, &s, func(k int) { pr.start(ctx, k) }, func(k int) { pr.publishedAt[k] = time.Now() })
 	if err != nil {
 		return s, err
 	}
-	// What each client owes: the states differ only in the listener port, so every
-	// node owes the same types, each at its own publisher's version (the label with the
-	// snapshot cache, the type's own cache version with the LinearCache).
-	wants := make([]want, len(r.targets))
-	for k, tg := range r.targets {
-		w := want{types: expectedTypes(r.s, sets[k], tg.prev), dropped: droppedNames(sets[k], tg.prev), versions: map[string]string{}}
-		for t, v := range tg.pub.Versions() {
-			w.versions[string(t)] = v
-		}
-		tg.prev = sets[k]
-		wants[k] = w
-	}
-	s.Expected = wants[0].types
-	for t, names := range wants[0].dropped {
-		for _, n := range names {
-			s.AwaitedUnsubscribes = append(s.AwaitedUnsubscribes, t+"/"+n)
-		}
-	}
-	slices.Sort(s.AwaitedUnsubscribes)
+	wants := r.owed(sets)
+	s.setOwed(wants[0])
 	// A probe still running when a wait fails ends with ctx, which runConfig cancels;
 	// its channel is buffered.
-	if len(proxies) == 0 {
-		lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, wants[0])
-		if err != nil {
-			return s, err
-		}
-		s.AckMS = ms(lastAck.Sub(t0))
-	} else {
-		byNode := make(map[string]want, len(proxies))
-		for k, p := range proxies {
-			byNode[p.nodeID()] = wants[k]
-		}
-		conv, err := r.m.waitNodes(ctx, step, byNode, func(node string) { close(acked[node]) })
-		if err != nil {
-			return s, err
-		}
-		for k, p := range proxies {
-			c := conv[p.nodeID()]
-			ps := ProxySample{Node: p.nodeID(), Stream: c.stream, Versions: wants[k].versions, PublishedMS: ms(publishedAt[k].Sub(t0)), AckMS: ms(c.at.Sub(t0))}
-			s.Proxies = append(s.Proxies, ps)
-			s.AckMS = max(s.AckMS, ps.AckMS)
-		}
-		// The data plane of the fleet: every Envoy showed the change; the sample's
-		// figure is the last one's.
-		for k := range proxies {
-			res := <-dp[k]
-			if res.err != nil {
-				return s, res.err
-			}
-			ps := &s.Proxies[k]
-			v := ms(res.at.Sub(t0))
-			ps.DataPlaneMS, ps.Polls, ps.Answer = &v, res.polls, &res.answer
-			s.Polls += res.polls
-			if s.DataPlaneMS == nil || v > *s.DataPlaneMS {
-				last, answer := v, res.answer
-				s.DataPlaneMS, s.Answer = &last, &answer
-			}
-		}
-	}
-	cpu1, err := childproc.SelfCPU()
-	if err != nil {
+	if err := r.awaitStep(ctx, step, &s, wants, pr, t0); err != nil {
 		return s, err
 	}
-	s.CPUMS = ms(cpu1 - cpu0)
-	if r.tap != nil && r.tap.pid() != 0 {
-		c, err := r.tap.cpu()
-		if err != nil {
-			return s, err
-		}
-		v := ms(c - tapCPU0)
-		s.TapCPUMS = &v
-	}
-	if len(proxies) > 0 {
-		// Envoy's CPU, RSS and wire bytes: each Envoy's, and their sum in the sample's
-		// own fields (one Envoy: the same figures as always).
-		var cpuSum, ticksSum float64
-		var rssSum, rxSum, txSum int64
-		for k, p := range proxies {
-			e1, err := readEnvoyCPU(p)
-			if err != nil {
-				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
-			}
-			cpu, ticks := ms(e1.cpu-e0[k].cpu), ms(e1.ticks-e0[k].ticks)
-			s.EnvoyCPUSource = e1.source
-			rss, err := p.rss()
-			if err != nil {
-				return s, fmt.Errorf("%s %s: %w", p.kindName(), p.nodeID(), err)
-			}
-			ps := &s.Proxies[k]
-			ps.EnvoyCPUMS, ps.EnvoyRSS = &cpu, &rss
-			cpuSum, ticksSum, rssSum = cpuSum+cpu, ticksSum+ticks, rssSum+rss
-		}
-		s.EnvoyCPUMS, s.EnvoyCPUTicksMS, s.EnvoyRSS = &cpuSum, &ticksSum, &rssSum
-		for k, p := range proxies {
-			if p.grpc != nil {
-				continue
-			}
-			rx1, tx1, err := p.wire(ctx)
-			if err != nil {
-				return s, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
-			}
-			rx, tx := rx1-rx0[k], tx1-tx0[k]
-			s.Proxies[k].EnvoyRxBytes, s.Proxies[k].EnvoyTxBytes = &rx, &tx
-			rxSum, txSum = rxSum+rx, txSum+tx
-		}
-		if r.e.o.Client == ClientEnvoy {
-			s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
-		}
-		if len(proxies) > 1 {
-			s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
-		}
-		r.prevVersion = s.Version
+	if err := r.readAfter(ctx, &s, before); err != nil {
+		return s, err
 	}
 	if r.cl.sim != nil {
 		// The simulated data plane: what a request on the path would get with what the
@@ -572,7 +463,251 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		}
 	}
 	s.HeapInuse, s.HeapAlloc = heap()
-	v := r.m.step(step)
+	err = s.setSent(r.m.step(step), t0)
+	return s, err
+}
+
+// readings are the counters read before a step: its cost is what they grew by.
+type readings struct {
+	self, tap time.Duration
+	envoy     []cpuReading
+	rx, tx    []int64
+}
+
+// readBefore reads this process's CPU, the tap's and each proxy's CPU and wire bytes,
+// after collecting the previous step's garbage so it is not in this step's window.
+func (r *configRun) readBefore(ctx context.Context) (readings, error) {
+	proxies := r.cl.proxies
+	heap()
+	var (
+		rd  = readings{envoy: make([]cpuReading, len(proxies)), rx: make([]int64, len(proxies)), tx: make([]int64, len(proxies))}
+		err error
+	)
+	if rd.self, err = childproc.SelfCPU(); err != nil {
+		return rd, err
+	}
+	if r.tap != nil && r.tap.pid() != 0 {
+		if rd.tap, err = r.tap.cpu(); err != nil {
+			return rd, err
+		}
+	}
+	// Read the slow byte counters first: the CPU readings bracket only the update.
+	for k, p := range proxies {
+		if p.grpc != nil {
+			continue // no byte counters: grpc-go keeps none it exposes
+		}
+		if rd.rx[k], rd.tx[k], err = p.wire(ctx); err != nil {
+			return rd, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+		}
+	}
+	for k, p := range proxies {
+		if rd.envoy[k], err = readEnvoyCPU(p); err != nil {
+			return rd, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+		}
+	}
+	return rd, nil
+}
+
+// dpResult is one proxy's data-plane proof of a step.
+type dpResult struct {
+	answer Answer
+	at     time.Time
+	polls  int
+	err    error
+}
+
+// probes are one step's data-plane probes, one per proxy, each started at its publish.
+type probes struct {
+	r    *configRun
+	pf   proof
+	slow time.Duration
+	done []chan dpResult
+	// acked[node] closes when the proxy's ACK is seen: its probes then go to full rate.
+	acked       map[string]chan struct{}
+	publishedAt []time.Time
+}
+
+func (r *configRun) newProbes(pf proof) *probes {
+	pr := &probes{r: r, pf: pf, slow: pollEvery(len(r.cl.proxies)), done: make([]chan dpResult, len(r.cl.proxies)),
+		acked: make(map[string]chan struct{}, len(r.cl.proxies)), publishedAt: make([]time.Time, len(r.targets))}
+	for _, p := range r.cl.proxies {
+		pr.acked[p.nodeID()] = make(chan struct{})
+	}
+	return pr
+}
+
+// start probes target k's proxy (none for simulated and fan-out clients) until it shows
+// the step's proof.
+func (pr *probes) start(ctx context.Context, k int) {
+	p := pr.r.targets[k].proxy
+	if p == nil {
+		return
+	}
+	pr.done[k] = make(chan dpResult, 1)
+	go func() {
+		a, at, polls, err := p.awaitProof(ctx, pr.pf.path, pr.r.backendName(pr.pf), pr.pf.server, pr.slow, pr.acked[p.nodeID()])
+		pr.done[k] <- dpResult{a, at, polls, err}
+	}()
+}
+
+// owed is what each client owes after sets: the states differ only in the listener
+// port, so every node owes the same types, each at its own publisher's version (the
+// label with the snapshot cache, the type's own cache version with the LinearCache).
+// Each target's published set becomes the one the next step is compared with.
+func (r *configRun) owed(sets []*resources.Set) []want {
+	wants := make([]want, len(r.targets))
+	for k, tg := range r.targets {
+		w := want{types: expectedTypes(r.s, sets[k], tg.prev), dropped: droppedNames(sets[k], tg.prev), versions: map[string]string{}}
+		for t, v := range tg.pub.Versions() {
+			w.versions[string(t)] = v
+		}
+		tg.prev = sets[k]
+		wants[k] = w
+	}
+	return wants
+}
+
+// setOwed records what the step expects: the types sent and the names let go of.
+func (s *Sample) setOwed(w want) {
+	s.Expected = w.types
+	for t, names := range w.dropped {
+		for _, n := range names {
+			s.AwaitedUnsubscribes = append(s.AwaitedUnsubscribes, t+"/"+n)
+		}
+	}
+	slices.Sort(s.AwaitedUnsubscribes)
+}
+
+// awaitStep waits for every client's ACK and, with proxies, every proxy's data-plane
+// proof, filling the sample's times from t0.
+func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants []want, pr *probes, t0 time.Time) error {
+	proxies := r.cl.proxies
+	if len(proxies) == 0 {
+		lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, wants[0])
+		if err != nil {
+			return err
+		}
+		s.AckMS = ms(lastAck.Sub(t0))
+		return nil
+	}
+	byNode := make(map[string]want, len(proxies))
+	for k, p := range proxies {
+		byNode[p.nodeID()] = wants[k]
+	}
+	conv, err := r.m.waitNodes(ctx, step, byNode, func(node string) { close(pr.acked[node]) })
+	if err != nil {
+		return err
+	}
+	for k, p := range proxies {
+		c := conv[p.nodeID()]
+		ps := ProxySample{Node: p.nodeID(), Stream: c.stream, Versions: wants[k].versions, PublishedMS: ms(pr.publishedAt[k].Sub(t0)), AckMS: ms(c.at.Sub(t0))}
+		s.Proxies = append(s.Proxies, ps)
+		s.AckMS = max(s.AckMS, ps.AckMS)
+	}
+	return pr.collect(s, t0)
+}
+
+// collect is the data plane of the fleet: every proxy showed the change; the sample's
+// figure is the last one's.
+func (pr *probes) collect(s *Sample, t0 time.Time) error {
+	for k := range pr.r.cl.proxies {
+		res := <-pr.done[k]
+		if res.err != nil {
+			return res.err
+		}
+		ps := &s.Proxies[k]
+		v := ms(res.at.Sub(t0))
+		ps.DataPlaneMS, ps.Polls, ps.Answer = &v, res.polls, &res.answer
+		s.Polls += res.polls
+		if s.DataPlaneMS == nil || v > *s.DataPlaneMS {
+			last, answer := v, res.answer
+			s.DataPlaneMS, s.Answer = &last, &answer
+		}
+	}
+	return nil
+}
+
+// readAfter fills the step's CPU (this process's, the tap's) and, with proxies, their
+// CPU, RSS and wire bytes, as what grew since before.
+func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) error {
+	cpu1, err := childproc.SelfCPU()
+	if err != nil {
+		return err
+	}
+	s.CPUMS = ms(cpu1 - before.self)
+	if r.tap != nil && r.tap.pid() != 0 {
+		c, err := r.tap.cpu()
+		if err != nil {
+			return err
+		}
+		v := ms(c - before.tap)
+		s.TapCPUMS = &v
+	}
+	if len(r.cl.proxies) == 0 {
+		return nil
+	}
+	if err := r.readProxiesCPU(s, before); err != nil {
+		return err
+	}
+	if err := r.readProxiesWire(ctx, s, before); err != nil {
+		return err
+	}
+	if len(r.cl.proxies) > 1 {
+		s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
+	}
+	r.prevVersion = s.Version
+	return nil
+}
+
+// readProxiesCPU fills each proxy's CPU and RSS, and their sum in the sample's own
+// fields (one Envoy: the same figures as always).
+func (r *configRun) readProxiesCPU(s *Sample, before readings) error {
+	var cpuSum, ticksSum float64
+	var rssSum int64
+	for k, p := range r.cl.proxies {
+		e1, err := readEnvoyCPU(p)
+		if err != nil {
+			return fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+		}
+		cpu, ticks := ms(e1.cpu-before.envoy[k].cpu), ms(e1.ticks-before.envoy[k].ticks)
+		s.EnvoyCPUSource = e1.source
+		rss, err := p.rss()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", p.kindName(), p.nodeID(), err)
+		}
+		ps := &s.Proxies[k]
+		ps.EnvoyCPUMS, ps.EnvoyRSS = &cpu, &rss
+		cpuSum, ticksSum, rssSum = cpuSum+cpu, ticksSum+ticks, rssSum+rss
+	}
+	s.EnvoyCPUMS, s.EnvoyCPUTicksMS, s.EnvoyRSS = &cpuSum, &ticksSum, &rssSum
+	return nil
+}
+
+// readProxiesWire fills each Envoy's wire bytes, and their sum with Envoy (grpc-go
+// exposes no byte counters).
+func (r *configRun) readProxiesWire(ctx context.Context, s *Sample, before readings) error {
+	var rxSum, txSum int64
+	for k, p := range r.cl.proxies {
+		if p.grpc != nil {
+			continue
+		}
+		rx1, tx1, err := p.wire(ctx)
+		if err != nil {
+			return fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+		}
+		rx, tx := rx1-before.rx[k], tx1-before.tx[k]
+		s.Proxies[k].EnvoyRxBytes, s.Proxies[k].EnvoyTxBytes = &rx, &tx
+		rxSum, txSum = rxSum+rx, txSum+tx
+	}
+	if r.e.o.Client == ClientEnvoy {
+		s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
+	}
+	return nil
+}
+
+// setSent fills what the step sent, from the recorder's events, and refuses a NACK of
+// the valid state.
+func (s *Sample) setSent(v stepView, t0 time.Time) error {
 	s.ByType = v.ByType
 	for _, tt := range v.ByType {
 		s.Responses += tt.Responses
@@ -586,9 +721,9 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 		s.LastSendMS = ms(v.LastSend.Sub(t0))
 	}
 	if v.Nacks > 0 {
-		return s, fmt.Errorf("the client NACKed %d response(s) of a valid state: %s", v.Nacks, v.NackError)
+		return fmt.Errorf("the client NACKed %d response(s) of a valid state: %s", v.Nacks, v.NackError)
 	}
-	return s, nil
+	return nil
 }
 
 // backendName is the name of the backend a proof wants ("" for Envoy's own 404).

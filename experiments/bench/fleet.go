@@ -216,19 +216,25 @@ func (r *Report) fleetTables(ok []*Config) []table {
 	if len(fl) == 0 {
 		return nil
 	}
-	ident := []string{"workload", "cache", "N", "series"}
-	idOf := func(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
-	pc := func(c *Config, key string, f func(Percentiles) float64) string {
-		p, ok := c.PerProxy[key]
-		if !ok {
-			return "-"
-		}
-		return fmtMS(f(p))
+	noun := fleetNoun(fl[0].Client)
+	return []table{r.perProxyTable(fl, k, noun), distributionTable(fl, k, noun)}
+}
+
+// perProxyCell is a per-proxy percentile of key, picked by f.
+func perProxyCell(c *Config, key string, f func(Percentiles) float64) string {
+	p, ok := c.PerProxy[key]
+	if !ok {
+		return "-"
 	}
+	return fmtMS(f(p))
+}
+
+// perProxyTable is the per-proxy percentiles of the fleet configurations fl, K at most k.
+func (r *Report) perProxyTable(fl []*Config, k int, noun string) table {
+	pc := perProxyCell
 	p50 := func(p Percentiles) float64 { return p.P50 }
 	p99 := func(p Percentiles) float64 { return p.P99 }
 	pmax := func(p Percentiles) float64 { return p.Max }
-	noun := fleetNoun(fl[0].Client)
 	per := table{
 		title: fmt.Sprintf("Per proxy: %d %s, each its own node, state and listener", k, noun),
 		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
@@ -238,25 +244,30 @@ func (r *Report) fleetTables(ok []*Config) []table {
 			"spread: last Envoy minus first, median over the repeats: how long the fleet ran mixed versions. "+
 			"Envoy CPU: summed over the Envoys, median over the repeats; RSS: each Envoy's after the last change (min–max), and their sum.",
 			r.Options.Repeat, fmtMS(fl[0].PollIntervalMS), fmtMS(fl[0].PollIntervalAckedMS)),
-		head: append(slices.Clone(ident), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
+		head: append(slices.Clone(identHead), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
 			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms",
 			"own publish: ACK ms", "own publish: data plane ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum"),
 	}
 	both := func(c *Config, key string) string { return pc(c, key, p50) + " / " + pc(c, key, p99) }
 	for _, c := range fl {
-		row := append(idOf(c), fmt.Sprint(c.Envoys),
+		row := append(identOf(c), fmt.Sprint(c.Envoys),
 			pc(c, "ack_ms", p50), pc(c, "ack_ms", p99), pc(c, "ack_ms", pmax), spreadCell(c, false),
 			pc(c, "data_plane_ms", p50), pc(c, "data_plane_ms", p99), pc(c, "data_plane_ms", pmax), spreadCell(c, true),
 			both(c, "ack_own_ms"), both(c, "data_plane_own_ms"), cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
 		per.rows = append(per.rows, row)
 	}
+	return per
+}
 
+// distributionTable is when the k-th proxy of each fleet configuration ran each step's
+// new version, by ACK and by the data plane.
+func distributionTable(fl []*Config, k int, noun string) table {
 	dist := table{
 		title: "Version distribution: when the k-th of the " + noun + " ran the new version (ms after the publish)",
 		note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
 			"and by data plane (a request through its own listener showed the change). Column k/K: from that moment k Envoys ran the new version " +
 			"and K−k still the old one. " + versionsSVG + " draws the same as a step chart (median over the repeats).",
-		head: append(slices.Clone(ident), "step", "version", "by"),
+		head: append(slices.Clone(identHead), "step", "version", "by"),
 	}
 	for i := 1; i <= k; i++ {
 		dist.head = append(dist.head, fmt.Sprintf("%d/%d", i, k))
@@ -275,7 +286,7 @@ func (r *Report) fleetTables(ok []*Config) []table {
 				name string
 				at   []float64
 			}{{"ACK", d.AckedMS}, {"data plane", d.AnsweringMS}} {
-				row := append(idOf(c), s.Step, v, by.name)
+				row := append(identOf(c), s.Step, v, by.name)
 				for i := 0; i < k; i++ {
 					if i < len(by.at) {
 						row = append(row, fmtMS(by.at[i]))
@@ -287,7 +298,7 @@ func (r *Report) fleetTables(ok []*Config) []table {
 			}
 		}
 	}
-	return []table{per, dist}
+	return dist
 }
 
 // times is the moments the k-th Envoy ran the new version, by ACK or by the data plane;
@@ -369,22 +380,7 @@ func medianCurve(c *Config, dataPlane bool) []float64 {
 // (solid) and one by the data plane (dashed): the median over the repeats of the moment
 // the k-th Envoy got there.
 func (r *Report) VersionsSVG() []byte {
-	type panelKey struct {
-		workload string
-		n        int
-	}
-	var keys []panelKey
-	k := 0
-	for _, c := range r.Configs {
-		if c.Envoys <= 1 || c.Error != "" {
-			continue
-		}
-		k = max(k, c.Envoys)
-		pk := panelKey{c.Workload, c.N}
-		if !slices.Contains(keys, pk) {
-			keys = append(keys, pk)
-		}
-	}
+	keys, k := r.versionPanels()
 	const (
 		w, h     = 470.0, 260.0
 		ml, mt   = 60.0, 50.0
@@ -403,75 +399,125 @@ func (r *Report) VersionsSVG() []byte {
 	names := r.SeriesNames()
 	colors := seriesColorMap(names)
 	for pi, pk := range keys {
-		x0 := ml + float64(pi%perRow)*(ml+w+gap)
-		y0 := float64(pi/perRow)*(mt+h+mb) + mt
-		var cfgs []*Config
-		xmax := 0.0
-		for _, c := range r.Configs {
-			if c.Workload == pk.workload && c.N == pk.n && c.Envoys > 1 && c.Error == "" {
-				cfgs = append(cfgs, c)
-				for _, dp := range []bool{false, true} {
-					for _, t := range medianCurve(c, dp) {
-						xmax = math.Max(xmax, t)
-					}
-				}
-			}
-		}
-		xmax = niceCeil(xmax * 1.05)
-		px := func(t float64) float64 { return x0 + t/xmax*w }
-		py := func(n float64) float64 { return y0 + h - n/float64(k)*h }
-		id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
-		fmt.Fprintf(&b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", esc(id), esc(pk.workload), pk.n)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+w/2, y0-20,
-			esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, w, h)
-		for i := 0; i <= 4; i++ {
-			t := xmax * float64(i) / 4
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", px(t), y0, px(t), y0+h)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", px(t), y0+h+16, esc(fmtMS(t)))
-		}
-		for n := 0; n <= k; n++ {
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, py(float64(n)), x0+w, py(float64(n)))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%d</text>`+"\n", x0-6, py(float64(n))+4, n)
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">ms after the publish</text>`+"\n", x0+w/2, y0+h+36)
-		for _, c := range cfgs {
-			for _, dp := range []bool{false, true} {
-				curve := medianCurve(c, dp)
-				if len(curve) == 0 {
-					continue
-				}
-				by, dash := "ack", ""
-				if dp {
-					by, dash = "data-plane", ` stroke-dasharray="6 3"`
-				}
-				col := colors[c.Series]
-				fmt.Fprintf(&b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", esc(id), esc(SeriesID(c.Series)), by, esc(c.Series), by)
-				pts := []string{fmt.Sprintf("%.1f,%.1f", px(0), py(0))}
-				for i, t := range curve {
-					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(t), py(float64(i))), fmt.Sprintf("%.1f,%.1f", px(t), py(float64(i+1))))
-				}
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xmax), py(float64(len(curve)))))
-				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), col, dash)
-				for i, t := range curve {
-					tip := fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, strings.ReplaceAll(by, "-", " "), i+1, k, strings.ReplaceAll(by, "-", " "), fmtMS(t))
-					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", px(t), py(float64(i+1)), col, esc(tip))
-				}
-				b.WriteString("</g>\n")
-			}
-		}
-		b.WriteString("</g>\n")
+		cfgs, xmax := r.panelConfigs(pk)
+		a := plotArea{x0: ml + float64(pi%perRow)*(ml+w+gap), y0: float64(pi/perRow)*(mt+h+mb) + mt, w: w, h: h, xmax: xmax, k: k}
+		a.versionsPanel(&b, pk, cfgs, colors)
 	}
-	ly := float64(rows)*(mt+h+mb) + 10
-	lx := ml
-	for _, s := range names {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+28, ly, colors[s])
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
-		lx += 34 + 7*float64(len(s)) + 20
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">solid: by ACK; dashed: by the data plane</text>`+"\n", lx+10, ly+4)
+	versionsLegend(&b, names, colors, ml, float64(rows)*(mt+h+mb)+10)
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// panelKey is one panel of versions.svg: a workload at one N.
+type panelKey struct {
+	workload string
+	n        int
+}
+
+// versionPanels are the panels of versions.svg in run order, and the largest K.
+func (r *Report) versionPanels() ([]panelKey, int) {
+	var keys []panelKey
+	k := 0
+	for _, c := range r.Configs {
+		if c.Envoys <= 1 || c.Error != "" {
+			continue
+		}
+		k = max(k, c.Envoys)
+		pk := panelKey{c.Workload, c.N}
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
+	}
+	return keys, k
+}
+
+// panelConfigs are the fleet configurations of a panel and its time axis' end.
+func (r *Report) panelConfigs(pk panelKey) ([]*Config, float64) {
+	var cfgs []*Config
+	xmax := 0.0
+	for _, c := range r.Configs {
+		if c.Workload == pk.workload && c.N == pk.n && c.Envoys > 1 && c.Error == "" {
+			cfgs = append(cfgs, c)
+			for _, dp := range []bool{false, true} {
+				for _, t := range medianCurve(c, dp) {
+					xmax = math.Max(xmax, t)
+				}
+			}
+		}
+	}
+	return cfgs, niceCeil(xmax * 1.05)
+}
+
+// plotArea is a panel's frame: its top left corner and size, ms up to xmax across and
+// 0..k Envoys up.
+type plotArea struct {
+	x0, y0, w, h, xmax float64
+	k                  int
+}
+
+func (a plotArea) px(t float64) float64 { return a.x0 + t/a.xmax*a.w }
+func (a plotArea) py(n float64) float64 { return a.y0 + a.h - n/float64(a.k)*a.h }
+
+// versionsPanel draws one panel: its frame and grid, and a step curve per
+// configuration, by ACK and by the data plane.
+func (a plotArea) versionsPanel(b *bytes.Buffer, pk panelKey, cfgs []*Config, colors map[string]string) {
+	x0, y0, w, h, k := a.x0, a.y0, a.w, a.h, a.k
+	id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
+	fmt.Fprintf(b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", esc(id), esc(pk.workload), pk.n)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+w/2, y0-20,
+		esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, w, h)
+	for i := 0; i <= 4; i++ {
+		t := a.xmax * float64(i) / 4
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", a.px(t), y0, a.px(t), y0+h)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", a.px(t), y0+h+16, esc(fmtMS(t)))
+	}
+	for n := 0; n <= k; n++ {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, a.py(float64(n)), x0+w, a.py(float64(n)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%d</text>`+"\n", x0-6, a.py(float64(n))+4, n)
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">ms after the publish</text>`+"\n", x0+w/2, y0+h+36)
+	for _, c := range cfgs {
+		for _, dp := range []bool{false, true} {
+			a.versionsCurve(b, id, c, dp, colors[c.Series])
+		}
+	}
+	b.WriteString("</g>\n")
+}
+
+// versionsCurve draws how many Envoys of c ran the new version against the time, by
+// the data plane (dp, dashed) or by ACK, median over the repeats.
+func (a plotArea) versionsCurve(b *bytes.Buffer, id string, c *Config, dp bool, col string) {
+	curve := medianCurve(c, dp)
+	if len(curve) == 0 {
+		return
+	}
+	by, dash := "ack", ""
+	if dp {
+		by, dash = "data-plane", ` stroke-dasharray="6 3"`
+	}
+	fmt.Fprintf(b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", esc(id), esc(SeriesID(c.Series)), by, esc(c.Series), by)
+	pts := []string{fmt.Sprintf("%.1f,%.1f", a.px(0), a.py(0))}
+	for i, t := range curve {
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i))), fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i+1))))
+	}
+	pts = append(pts, fmt.Sprintf("%.1f,%.1f", a.px(a.xmax), a.py(float64(len(curve)))))
+	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), col, dash)
+	for i, t := range curve {
+		tip := fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, strings.ReplaceAll(by, "-", " "), i+1, a.k, strings.ReplaceAll(by, "-", " "), fmtMS(t))
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", a.px(t), a.py(float64(i+1)), col, esc(tip))
+	}
+	b.WriteString("</g>\n")
+}
+
+// versionsLegend draws each series' color and what solid and dashed mean, from (lx, ly).
+func versionsLegend(b *bytes.Buffer, names []string, colors map[string]string, lx, ly float64) {
+	for _, s := range names {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+28, ly, colors[s])
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
+		lx += 34 + 7*float64(len(s)) + 20
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#555">solid: by ACK; dashed: by the data plane</text>`+"\n", lx+10, ly+4)
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v <= 0).

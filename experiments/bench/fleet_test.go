@@ -386,21 +386,26 @@ func TestMeterNodes(t *testing.T) {
 
 func TestValidateEnvoys(t *testing.T) {
 	for name, tc := range map[string]struct {
-		o    Options
-		want string
+		o            Options
+		option, want string
+		rule         error
 	}{
-		"too many":     {Options{Envoys: MaxEnvoys + 1}, "--envoys: 11 is outside 1..10"},
-		"negative":     {Options{Envoys: -1}, "--envoys: -1 is outside 1..10"},
-		"with clients": {Options{Envoys: 3, Clients: 2, Client: ClientSim}, "--envoys 3 with --clients 2: give one or the other"},
-		"with sim":     {Options{Envoys: 2, Client: ClientSim}, "--envoys 2: more than one Envoy needs --client envoy (got --client sim)"},
+		"too many":     {Options{Envoys: MaxEnvoys + 1}, OptionEnvoys, "envoys 11: outside 1-10", nil},
+		"negative":     {Options{Envoys: -1}, OptionEnvoys, "envoys -1: outside 1-10", nil},
+		"with clients": {Options{Envoys: 3, Clients: 2, Client: ClientSim}, OptionEnvoys, "envoys 3: several Envoys and fan-out clients cannot be combined (clients 2)", ErrFleetWithFanOut},
+		"with sim":     {Options{Envoys: 2, Client: ClientSim}, OptionEnvoys, "envoys 2: more than one Envoy needs the envoy client (got sim)", ErrFleetNeedsEnvoy},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tc.o
 			o.Clusters, o.Modes, o.Repeat = []int{10}, []string{"delta"}, 1
 			err := o.Validate()
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "\n")
+			var oe *OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.option, oe.Option)
+			assert.Equal(t, tc.want, err.Error())
+			if tc.rule != nil {
+				assert.ErrorIs(t, err, tc.rule)
+			}
 		})
 	}
 	o := Options{Clusters: []int{10}, Modes: []string{"delta"}, Repeat: 1, Client: ClientEnvoy}

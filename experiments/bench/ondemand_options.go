@@ -38,20 +38,6 @@ func ParseShape(s string) (resources.OnDemand, error) {
 // ShapeName is the flag form of a shape ("none", "vhds", "vhds+cds").
 func ShapeName(od resources.OnDemand) string { return strings.ReplaceAll(od.String(), ",", "+") }
 
-// OptionError is a refused combination of options: Flag names the command-line flag
-// the problem is reported on (without "--"), Value the option's value as the bench
-// writes it, Reason what is wrong. It wraps Err when a shared rule refused it
-// (resources.ErrOnDemandNeedsDelta). The CLI reports it on the flag as the user typed it.
-type OptionError struct {
-	Flag   string
-	Value  string
-	Reason string
-	Err    error
-}
-
-func (e *OptionError) Error() string { return "--" + e.Flag + " " + e.Value + ": " + e.Reason }
-func (e *OptionError) Unwrap() error { return e.Err }
-
 // DefaultColdHosts is how many distinct services the on-demand axis requests cold (each
 // once, in order), then warm (the same again).
 const DefaultColdHosts = 200
@@ -69,36 +55,42 @@ func (o *Options) validateOnDemand() error {
 	if len(o.OnDemand) == 0 {
 		return nil
 	}
-	seen := map[resources.OnDemand]bool{}
-	for _, od := range o.OnDemand {
-		if seen[od] {
-			return &OptionError{Flag: "on-demand", Value: shapeNames(o.OnDemand), Reason: ShapeName(od) + " is listed twice"}
-		}
-		seen[od] = true
-		if slices.Contains(o.Modes, xdslog.ModeSotW) {
-			if err := od.CheckMode(true); err != nil {
-				return &OptionError{Flag: "modes", Value: strings.Join(o.Modes, ","), Reason: fmt.Sprintf("--on-demand %s runs delta only (want --modes delta): %v", ShapeName(od), err), Err: err}
-			}
-		}
+	if err := o.checkShapes(); err != nil {
+		return err
 	}
 	switch {
 	case o.Client != ClientEnvoy:
-		return &OptionError{Flag: "client", Value: o.Client, Reason: "the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"}
+		return refuse(OptionClient, o.Client, errors.New("the on-demand axis runs real Envoy only (the simulated client does not subscribe to virtual hosts or clusters on demand)"))
 	case o.Envoys > 1:
-		return &OptionError{Flag: "envoys", Value: fmt.Sprint(o.Envoys), Reason: "the on-demand axis runs one Envoy"}
+		return refuse(OptionEnvoys, fmt.Sprint(o.Envoys), errors.New("the on-demand axis runs one Envoy"))
 	case slices.Contains(o.Through, ThroughTap):
-		return &OptionError{Flag: "through", Value: strings.Join(o.Through, ","), Reason: "the on-demand axis runs direct only"}
+		return refuse(OptionThrough, strings.Join(o.Through, ","), errors.New("the on-demand axis runs direct only"))
 	}
 	for _, w := range o.Workloads {
 		if !slices.Contains(onDemandWorkloads, w) {
-			return &OptionError{Flag: "workload", Value: strings.Join(o.Workloads, ","), Reason: fmt.Sprintf("%s is not measured on demand: the on-demand sequence measures endpoint (a one-service change) and cluster-add (a service add); want those or no --workload", w)}
+			return &OptionError{Option: OptionWorkloads, Value: strings.Join(o.Workloads, ","), Item: w, Err: fmt.Errorf("%s is not measured on demand: %w", w, ErrNotOnDemand)}
 		}
 	}
 	if o.ColdHosts == 0 {
 		o.ColdHosts = DefaultColdHosts
 	}
-	if o.ColdHosts < 1 || o.ColdHosts > MaxColdHosts {
-		return &OptionError{Flag: "cold-hosts", Value: fmt.Sprint(o.ColdHosts), Reason: fmt.Sprintf("outside 1-%d", MaxColdHosts)}
+	return checkCount(OptionColdHosts, o.ColdHosts, MaxColdHosts)
+}
+
+// checkShapes: each shape once, and with SotW only shapes SotW can serve (none).
+func (o *Options) checkShapes() error {
+	seen := map[resources.OnDemand]bool{}
+	for _, od := range o.OnDemand {
+		if seen[od] {
+			return &OptionError{Option: OptionOnDemand, Value: shapeNames(o.OnDemand), Item: ShapeName(od), Err: fmt.Errorf("%s is listed twice", ShapeName(od))}
+		}
+		seen[od] = true
+		if !slices.Contains(o.Modes, xdslog.ModeSotW) {
+			continue
+		}
+		if err := od.CheckMode(true); err != nil {
+			return &OptionError{Option: OptionModes, Value: strings.Join(o.Modes, ","), Item: ShapeName(od), Err: fmt.Errorf("on-demand shape %s runs delta only: %w", ShapeName(od), err)}
+		}
 	}
 	return nil
 }

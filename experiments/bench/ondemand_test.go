@@ -69,24 +69,24 @@ func TestOnDemandSweepEnvoy(t *testing.T) {
 	assert.Equal(t, int64(12+1+1), b.ActiveClusters, "the xDS cluster and the 13 services used")
 }
 
-// TestOnDemandValidate: the axis' option refusals, each an *OptionError naming its flag.
+// TestOnDemandValidate: the axis' option refusals, each an *OptionError naming its option.
 func TestOnDemandValidate(t *testing.T) {
 	good := func() Options {
 		return Options{Clusters: []int{10}, Client: ClientEnvoy, Modes: []string{xdslog.ModeDelta}, Repeat: 1,
 			OnDemand: []resources.OnDemand{{}, {VirtualHosts: true, Clusters: true}}}
 	}
 	for name, tc := range map[string]struct {
-		edit       func(*Options)
-		flag, want string
+		edit         func(*Options)
+		option, want string
 	}{
-		"sotw":         {func(o *Options) { o.Modes = []string{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, "modes", "vhds+cds runs delta only"},
-		"twice":        {func(o *Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, "on-demand", "none is listed twice"},
-		"sim":          {func(o *Options) { o.Client = ClientSim }, "client", "real Envoy only"},
-		"envoys":       {func(o *Options) { o.Envoys = 2 }, "envoys", "one Envoy"},
-		"tap":          {func(o *Options) { o.Through = []string{ThroughTap} }, "through", "direct only"},
-		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, "workload", "route is not measured on demand"},
-		"cold hosts":   {func(o *Options) { o.ColdHosts = MaxColdHosts + 1 }, "cold-hosts", "outside"},
-		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, "cold-hosts", "outside 1-10000"},
+		"sotw":         {func(o *Options) { o.Modes = []string{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, OptionModes, "vhds+cds runs delta only"},
+		"twice":        {func(o *Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, OptionOnDemand, "none is listed twice"},
+		"sim":          {func(o *Options) { o.Client = ClientSim }, OptionClient, "real Envoy only"},
+		"envoys":       {func(o *Options) { o.Envoys = 2 }, OptionEnvoys, "one Envoy"},
+		"tap":          {func(o *Options) { o.Through = []string{ThroughTap} }, OptionThrough, "direct only"},
+		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, OptionWorkloads, "route is not measured on demand"},
+		"cold hosts":   {func(o *Options) { o.ColdHosts = MaxColdHosts + 1 }, OptionColdHosts, "outside"},
+		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, OptionColdHosts, "outside 1-10000"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()
@@ -94,8 +94,8 @@ func TestOnDemandValidate(t *testing.T) {
 			err := o.Validate()
 			var oe *OptionError
 			require.ErrorAs(t, err, &oe)
-			assert.Equal(t, tc.flag, oe.Flag)
-			assert.Contains(t, oe.Reason, tc.want)
+			assert.Equal(t, tc.option, oe.Option)
+			assert.Contains(t, oe.Err.Error(), tc.want)
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}

@@ -126,18 +126,34 @@ func (r *Report) tables() []table {
 		return r.onDemandTables()
 	}
 	var ok []*Config
+	hasEnvoy := false
 	for _, c := range r.Configs {
 		if c.Error == "" {
 			ok = append(ok, c)
+			hasEnvoy = hasEnvoy || c.Client == ClientEnvoy
 		}
 	}
-	hasEnvoy := false
-	for _, c := range ok {
-		if c.Client == ClientEnvoy {
-			hasEnvoy = true
-		}
+	out := []table{r.sentTable(ok, hasEnvoy), r.timesTable(ok, hasEnvoy)}
+	if len(r.Ratios) > 0 {
+		out = append(out, r.ratioTable(hasEnvoy))
 	}
-	var out []table
+	if len(r.TapRatios) > 0 {
+		out = append(out, r.tapTable(ok, hasEnvoy))
+	}
+	if len(r.Growth) > 0 {
+		out = append(out, r.growthTable(hasEnvoy))
+	}
+	out = append(out, r.fleetTables(ok)...)
+	return append(out, initialTable(ok, hasEnvoy))
+}
+
+// identHead is what identifies a configuration: every table starts with it.
+var identHead = []string{"workload", "cache", "N", "series"}
+
+func identOf(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
+
+// sentTable is what one change sends, per configuration.
+func (r *Report) sentTable(ok []*Config, hasEnvoy bool) table {
 	clients := "one client"
 	if r.Options.Clients > 1 {
 		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
@@ -145,13 +161,8 @@ func (r *Report) tables() []table {
 	if r.Options.Envoys > 1 {
 		clients = fmt.Sprintf("%d Envoys, totals over all of them", r.Options.Envoys)
 	}
-
-	// Every table starts with what identifies a configuration.
-	ident := []string{"workload", "cache", "N", "series"}
-	idOf := func(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
-
 	note := fmt.Sprintf("Median over %d repeat(s), %s. bytes: protobuf size of the responses as the control plane recorded them. CDS..RDS: responses×resources per response.", r.Options.Repeat, clients)
-	head := append(slices.Clone(ident), "responses", "resources", "redundant", "removed", "bytes")
+	head := append(slices.Clone(identHead), "responses", "resources", "redundant", "removed", "bytes")
 	if hasEnvoy {
 		note += " Envoy rx/tx: bytes on Envoy's xDS connection by its own counters (gRPC and HTTP/2 framing included; tx is Envoy's requests and ACKs)."
 		head = append(head, "Envoy rx", "Envoy tx")
@@ -165,7 +176,7 @@ func (r *Report) tables() []table {
 	}
 	sent := table{title: "What one change sends", note: note, head: append(head, "CDS", "EDS", "LDS", "RDS")}
 	for _, c := range ok {
-		row := append(idOf(c), cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "removed", false), cell(c, "bytes", false))
+		row := append(identOf(c), cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "removed", false), cell(c, "bytes", false))
 		if hasEnvoy {
 			row = append(row, cell(c, "envoy_rx_bytes", false), cell(c, "envoy_tx_bytes", false))
 		}
@@ -174,9 +185,12 @@ func (r *Report) tables() []table {
 		}
 		sent.rows = append(sent.rows, row)
 	}
-	out = append(out, sent)
+	return sent
+}
 
-	timeHead := append(slices.Clone(ident), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
+// timesTable is how long one change takes and what it costs, per configuration.
+func (r *Report) timesTable(ok []*Config, hasEnvoy bool) table {
+	timeHead := append(slices.Clone(identHead), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
 	if hasEnvoy {
 		timeHead = append(timeHead, "to data plane ms")
 	}
@@ -197,7 +211,7 @@ func (r *Report) tables() []table {
 		head:  timeHead,
 	}
 	for _, c := range ok {
-		row := append(idOf(c), cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true))
+		row := append(identOf(c), cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true))
 		if hasEnvoy {
 			row = append(row, cell(c, "data_plane_ms", true))
 		}
@@ -207,74 +221,71 @@ func (r *Report) tables() []table {
 		}
 		times.rows = append(times.rows, row)
 	}
-	out = append(out, times)
+	return times
+}
 
-	if len(r.Ratios) > 0 {
-		keys := []string{"resources", "bytes"}
-		if hasEnvoy {
-			keys = append(keys, "envoy_rx_bytes")
-		}
-		keys = append(keys, "last_send_ms", "ack_ms")
-		if hasEnvoy {
-			keys = append(keys, "data_plane_ms")
-		}
-		keys = append(keys, "cp_cpu_ms")
-		if hasEnvoy {
-			keys = append(keys, "envoy_cpu_ms")
-		}
-		rt := table{
-			title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
-			head:  slices.Clone(ident),
-		}
-		for _, k := range keys {
-			m, _ := MetricByKey(k)
-			rt.head = append(rt.head, m.Label)
-		}
-		for _, x := range r.Ratios {
-			row := []string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}
-			for _, k := range keys {
-				if v, ok := x.Ratios[k]; ok {
-					row = append(row, fmtRatio(v))
-				} else {
-					row = append(row, "-")
-				}
-			}
-			rt.rows = append(rt.rows, row)
-		}
-		out = append(out, rt)
+// ratioTable is SotW ÷ delta at each N.
+func (r *Report) ratioTable(hasEnvoy bool) table {
+	keys := []string{"resources", "bytes"}
+	if hasEnvoy {
+		keys = append(keys, "envoy_rx_bytes")
 	}
-
-	if len(r.TapRatios) > 0 {
-		out = append(out, r.tapTable(ok, hasEnvoy))
+	keys = append(keys, "last_send_ms", "ack_ms")
+	if hasEnvoy {
+		keys = append(keys, "data_plane_ms")
 	}
-
-	if len(r.Growth) > 0 {
-		keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
-		if hasEnvoy {
-			keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
-		}
-		gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: []string{"workload", "series", "N"}}
-		for _, k := range keys {
-			m, _ := MetricByKey(k)
-			gt.head = append(gt.head, m.Label)
-		}
-		for _, g := range r.Growth {
-			row := []string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}
-			for _, k := range keys {
-				if v, ok := g.Ratios[k]; ok {
-					row = append(row, fmtRatio(v))
-				} else {
-					row = append(row, "-")
-				}
-			}
-			gt.rows = append(gt.rows, row)
-		}
-		out = append(out, gt)
+	keys = append(keys, "cp_cpu_ms")
+	if hasEnvoy {
+		keys = append(keys, "envoy_cpu_ms")
 	}
+	rt := table{
+		title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
+		head:  append(slices.Clone(identHead), metricLabels(keys)...),
+	}
+	for _, x := range r.Ratios {
+		rt.rows = append(rt.rows, append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, keys)...))
+	}
+	return rt
+}
 
-	out = append(out, r.fleetTables(ok)...)
+// growthTable is the largest N ÷ the smallest, per workload and series.
+func (r *Report) growthTable(hasEnvoy bool) table {
+	keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
+	if hasEnvoy {
+		keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
+	}
+	gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}
+	for _, g := range r.Growth {
+		gt.rows = append(gt.rows, append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, keys)...))
+	}
+	return gt
+}
 
-	initHead := append(slices.Clone(ident), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
+// metricLabels are the column labels of metric keys.
+func metricLabels(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		m, _ := MetricByKey(k)
+		out[i] = m.Label
+	}
+	return out
+}
+
+// ratioCells are ratios' cells in keys' order ("-" where a ratio is missing).
+func ratioCells(ratios map[string]float64, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = "-"
+		if v, ok := ratios[k]; ok {
+			out[i] = fmtRatio(v)
+		}
+	}
+	return out
+}
+
+// initialTable is the full push to a connected, empty client, per configuration.
+func initialTable(ok []*Config, hasEnvoy bool) table {
+	initHead := append(slices.Clone(identHead), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
 	if hasEnvoy {
 		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
 	}
@@ -282,15 +293,14 @@ func (r *Report) tables() []table {
 	it := table{title: "Initial state: full push to a connected, empty client", head: initHead}
 	for _, c := range ok {
 		s := c.Initial
-		row := append(idOf(c), sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms"))
+		row := append(identOf(c), sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms"))
 		if hasEnvoy {
 			row = append(row, sampleCell(s, "data_plane_ms"), sampleCell(s, "envoy_rx_bytes"), sampleCell(s, "envoy_cpu_ms"), sampleCell(s, "envoy_rss"))
 		}
 		row = append(row, sampleCell(s, "cp_cpu_ms"), sampleCell(s, "heap_inuse"))
 		it.rows = append(it.rows, row)
 	}
-	out = append(out, it)
-	return out
+	return it
 }
 
 // workloads lists the report's workloads in run order.

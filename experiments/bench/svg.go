@@ -175,73 +175,93 @@ func (r *Report) SVG() []byte {
 	xlo, xhi := logRange(ns)
 	for wi, w := range workloads {
 		for pi, p := range r.Panels(w) {
-			x0 := marginL + float64(pi)*(panelW+gapX+marginL)
-			y0 := float64(wi)*rowH + marginT
 			var vals []float64
 			for _, s := range names {
 				for _, pt := range r.points(w, s, p.Metric) {
 					vals = append(vals, pt.min, pt.max, pt.med)
 				}
 			}
-			ylo, yhi := logRange(vals)
-			px := func(n float64) float64 { return x0 + (math.Log10(n)-xlo)/(xhi-xlo)*panelW }
-			py := func(v float64) float64 {
-				if v <= 0 {
-					v = math.Pow(10, ylo)
-				}
-				return y0 + panelH - (math.Log10(v)-ylo)/(yhi-ylo)*panelH
-			}
-			fmt.Fprintf(&b, `<g id="panel-%s" data-workload="%s">`+"\n", esc(p.ID), esc(w))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
-			for d := xlo; d <= xhi; d++ {
-				x := px(math.Pow(10, d))
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
-			}
-			for d := ylo; d <= yhi; d++ {
-				y := py(math.Pow(10, d))
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
-			}
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
-			for _, s := range names {
-				pts := r.points(w, s, p.Metric)
-				if len(pts) == 0 {
-					continue
-				}
-				col := colors[s]
-				fmt.Fprintf(&b, `<g id="%s-%s" class="series" data-series="%s" data-workload="%s">`+"\n", esc(p.ID), esc(SeriesID(s)), esc(s), esc(w))
-				var poly []string
-				for _, pt := range pts {
-					poly = append(poly, fmt.Sprintf("%.1f,%.1f", px(float64(pt.n)), py(pt.med)))
-				}
-				dash, shape := style(s)
-				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", joinSpace(poly), col, dash)
-				for _, pt := range pts {
-					x := px(float64(pt.n))
-					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x, py(pt.min), x, py(pt.max), col)
-					tip := fmt.Sprintf("%s %s N=%d: median %s (min %s, max %s)", w, s, pt.n, format(p.Unit, pt.med), format(p.Unit, pt.min), format(p.Unit, pt.max))
-					marker(&b, shape, x, py(pt.med), col, tip)
-				}
-				b.WriteString("</g>\n")
-			}
-			b.WriteString("</g>\n")
+			a := logArea{x0: marginL + float64(pi)*(panelW+gapX+marginL), y0: float64(wi)*rowH + marginT, xlo: xlo, xhi: xhi}
+			a.ylo, a.yhi = logRange(vals)
+			r.drawPanel(&b, a, w, p, names, colors)
 		}
 	}
-	// Legend.
-	ly := float64(len(workloads))*rowH + 10
-	lx := marginL
-	for _, s := range names {
-		dash, shape := style(s)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+28, ly, colors[s], dash)
-		marker(&b, shape, lx+14, ly, colors[s], s)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
-		lx += 34 + 7*float64(len(s)) + 20
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">median of the repeats; whiskers: min–max</text>`+"\n", lx+10, ly+4)
+	seriesLegend(&b, names, colors, marginL, float64(len(workloads))*rowH+10)
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// logArea is a log-log panel's frame: its top left corner, and the decades it spans
+// across (clusters) and up (the metric).
+type logArea struct {
+	x0, y0, xlo, xhi, ylo, yhi float64
+}
+
+func (a logArea) px(n float64) float64 { return a.x0 + (math.Log10(n)-a.xlo)/(a.xhi-a.xlo)*panelW }
+
+// py places v; a value at or below 0 has no logarithm and sits on the bottom decade.
+func (a logArea) py(v float64) float64 {
+	if v <= 0 {
+		v = math.Pow(10, a.ylo)
+	}
+	return a.y0 + panelH - (math.Log10(v)-a.ylo)/(a.yhi-a.ylo)*panelH
+}
+
+// drawPanel draws panel p of workload w: its frame, a grid line per decade, and a curve
+// per series.
+func (r *Report) drawPanel(b *bytes.Buffer, a logArea, w string, p Panel, names []string, colors map[string]string) {
+	x0, y0 := a.x0, a.y0
+	fmt.Fprintf(b, `<g id="panel-%s" data-workload="%s">`+"\n", esc(p.ID), esc(w))
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
+	for d := a.xlo; d <= a.xhi; d++ {
+		x := a.px(math.Pow(10, d))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
+	}
+	for d := a.ylo; d <= a.yhi; d++ {
+		y := a.py(math.Pow(10, d))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
+	for _, s := range names {
+		if pts := r.points(w, s, p.Metric); len(pts) > 0 {
+			a.drawSeries(b, w, p, s, pts, colors[s])
+		}
+	}
+	b.WriteString("</g>\n")
+}
+
+// drawSeries draws series s's medians as a line, with a min–max whisker and a marker
+// per N.
+func (a logArea) drawSeries(b *bytes.Buffer, w string, p Panel, s string, pts []point, col string) {
+	fmt.Fprintf(b, `<g id="%s-%s" class="series" data-series="%s" data-workload="%s">`+"\n", esc(p.ID), esc(SeriesID(s)), esc(s), esc(w))
+	var poly []string
+	for _, pt := range pts {
+		poly = append(poly, fmt.Sprintf("%.1f,%.1f", a.px(float64(pt.n)), a.py(pt.med)))
+	}
+	dash, shape := style(s)
+	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", joinSpace(poly), col, dash)
+	for _, pt := range pts {
+		x := a.px(float64(pt.n))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x, a.py(pt.min), x, a.py(pt.max), col)
+		tip := fmt.Sprintf("%s %s N=%d: median %s (min %s, max %s)", w, s, pt.n, format(p.Unit, pt.med), format(p.Unit, pt.min), format(p.Unit, pt.max))
+		marker(b, shape, x, a.py(pt.med), col, tip)
+	}
+	b.WriteString("</g>\n")
+}
+
+// seriesLegend draws each series' line and marker, and what they mean, from (lx, ly).
+func seriesLegend(b *bytes.Buffer, names []string, colors map[string]string, lx, ly float64) {
+	for _, s := range names {
+		dash, shape := style(s)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+28, ly, colors[s], dash)
+		marker(b, shape, lx+14, ly, colors[s], s)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
+		lx += 34 + 7*float64(len(s)) + 20
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#555">median of the repeats; whiskers: min–max</text>`+"\n", lx+10, ly+4)
 }
 
 // style is a series' dash pattern (an SVG attribute, or "") and marker shape: the

@@ -295,51 +295,61 @@ func TestValidate(t *testing.T) {
 		return Options{Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1}
 	}
 	for name, tc := range map[string]struct {
-		edit func(*Options)
-		want string
+		edit         func(*Options)
+		option, want string
 	}{
-		"no clusters":       {func(o *Options) { o.Clusters = nil }, "--clusters"},
-		"zero clusters":     {func(o *Options) { o.Clusters = []int{0} }, "--clusters: 0 is outside"},
-		"negative clusters": {func(o *Options) { o.Clusters = []int{-5} }, "--clusters: -5"},
-		"huge clusters":     {func(o *Options) { o.Clusters = []int{MaxClusters + 1} }, "--clusters"},
-		"duplicate N":       {func(o *Options) { o.Clusters = []int{10, 10} }, "listed twice"},
-		"zero repeat":       {func(o *Options) { o.Repeat = 0 }, "--repeat: 0"},
-		"clients 1001":      {func(o *Options) { o.Clients = 1001 }, "--clients: 1001"},
-		"negative clients":  {func(o *Options) { o.Clients = -1 }, "--clients: -1"},
-		"fan-out envoy":     {func(o *Options) { o.Clients, o.Client = 2, ClientEnvoy }, "needs --client sim"},
-		"unknown client":    {func(o *Options) { o.Client = "curl" }, "--client: unknown"},
-		"unknown mode":      {func(o *Options) { o.Modes = []string{"incremental"} }, "--modes: unknown mode"},
-		"no modes":          {func(o *Options) { o.Modes = nil }, "--modes"},
-		"duplicate mode":    {func(o *Options) { o.Modes = []string{"delta", "delta"} }, "listed twice"},
-		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, "--sotw-versions: unknown"},
-		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, "--sotw-versions"},
-		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, "--timeout"},
-		"unknown cache":     {func(o *Options) { o.Caches = []frontend.Cache{"lru"} }, `--cache: unknown cache "lru"`},
-		"empty cache":       {func(o *Options) { o.Caches = []frontend.Cache{""} }, "--cache: empty"},
-		"duplicate cache":   {func(o *Options) { o.Caches = []frontend.Cache{"linear", "linear"} }, "--cache: linear is listed twice"},
+		"no clusters":       {func(o *Options) { o.Clusters = nil }, OptionClusters, "give at least one cluster count"},
+		"zero clusters":     {func(o *Options) { o.Clusters = []int{0} }, OptionClusters, "0 is outside"},
+		"negative clusters": {func(o *Options) { o.Clusters = []int{-5} }, OptionClusters, "-5 is outside 1-100000"},
+		"huge clusters":     {func(o *Options) { o.Clusters = []int{MaxClusters + 1} }, OptionClusters, "100001 is outside"},
+		"duplicate N":       {func(o *Options) { o.Clusters = []int{10, 10} }, OptionClusters, "listed twice"},
+		"zero repeat":       {func(o *Options) { o.Repeat = 0 }, OptionRepeat, "outside 1-1000"},
+		"clients 1001":      {func(o *Options) { o.Clients = 1001 }, OptionClients, "outside 1-1000"},
+		"negative clients":  {func(o *Options) { o.Clients = -1 }, OptionClients, "outside 1-1000"},
+		"fan-out envoy":     {func(o *Options) { o.Clients, o.Client = 2, ClientEnvoy }, OptionClients, "needs the simulated client"},
+		"unknown client":    {func(o *Options) { o.Client = "curl" }, OptionClient, "unknown client"},
+		"unknown mode":      {func(o *Options) { o.Modes = []string{"incremental"} }, OptionModes, "unknown mode"},
+		"no modes":          {func(o *Options) { o.Modes = nil }, OptionModes, "give sotw, delta or both"},
+		"duplicate mode":    {func(o *Options) { o.Modes = []string{"delta", "delta"} }, OptionModes, "listed twice"},
+		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, OptionSotWVersions, "unknown"},
+		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, OptionSotWVersions, "give uniform, per-type or both"},
+		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, OptionTimeout, "negative"},
+		"unknown cache":     {func(o *Options) { o.Caches = []frontend.Cache{"lru"} }, OptionCaches, `unknown cache "lru"`},
+		"empty cache":       {func(o *Options) { o.Caches = []frontend.Cache{""} }, OptionCaches, "empty"},
+		"duplicate cache":   {func(o *Options) { o.Caches = []frontend.Cache{"linear", "linear"} }, OptionCaches, "linear is listed twice"},
 		"linear uniform": {func(o *Options) {
 			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
-		}, "--sotw-versions: uniform needs the snapshot cache"},
-		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, `--workload: unknown workload "cluster-move"`},
-		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, `--unprobed: unknown setting "live" (want dead-port or no-endpoints)`},
+		}, OptionSotWVersions, "uniform needs the snapshot cache"},
+		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, OptionWorkloads, `unknown workload "cluster-move"`},
+		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, OptionUnprobed, "unknown setting (want dead-port or no-endpoints)"},
 		"unprobed on demand": {func(o *Options) {
 			o.Unprobed, o.Client, o.Modes, o.OnDemand = UnprobedNoEndpoints, ClientEnvoy, []string{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
-		}, "--unprobed no-endpoints: the on-demand sequence has its own states"},
-		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, "--workload: route is listed twice"},
-		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, "--clusters: the route workload"},
+		}, OptionUnprobed, "the on-demand sequence has its own states"},
+		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, OptionWorkloads, "route is listed twice"},
+		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, OptionClusters, "the route workload"},
 		"remove too many": {func(o *Options) { o.Clusters, o.Repeat, o.Workloads = []int{3, 10}, 3, []string{"cluster-remove"} },
-			"--repeat: the cluster-remove workload removes one cluster per repeat"},
+			OptionRepeat, "the cluster-remove workload removes one cluster per repeat"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()
 			tc.edit(&o)
 			err := o.Validate()
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
+			var oe *OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.option, oe.Option)
+			assert.Contains(t, oe.Err.Error(), tc.want)
 			assert.NotContains(t, err.Error(), "\n")
+			assert.NotContains(t, err.Error(), "--", "the bench names options; the CLI names flags")
 		})
 	}
+	// The rules between options are typed, so a caller can word them.
 	o := good()
+	o.Clusters, o.Workloads = []int{1, 10}, []string{"route"}
+	require.ErrorIs(t, o.Validate(), ErrRouteNeedsTwo)
+	o = good()
+	o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+	require.ErrorIs(t, o.Validate(), ErrUniformNeedsSnapshot)
+	o = good()
 	o.Modes = []string{"delta"}
 	o.SotWVersions = nil // ignored without sotw
 	require.NoError(t, o.Validate())
