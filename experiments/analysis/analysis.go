@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/stats"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -659,7 +660,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 		c.Reconnect = &re
 	}
 	if len(st.acks) > 0 {
-		m := median(st.acks)
+		m := stats.Median(st.acks)
 		c.PublishToAckMS = &m
 	}
 	if n := st.nackN; n > 1 {
@@ -712,14 +713,4 @@ func add(dst, f *TypeFigures) {
 	dst.Stale += f.Stale
 	dst.NotFound += f.NotFound
 	dst.OnDemand += f.OnDemand
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
