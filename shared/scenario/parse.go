@@ -675,11 +675,11 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 	var items []Item
 	switch form {
 	case "listener":
-		items, err = one(p.listenerForm(f, what, name))
+		items, err = oneItem(p.listenerForm(f, what, name))
 	case "route":
-		items, err = one(p.routeForm(f, what, name))
+		items, err = oneItem(p.routeForm(f, what, name))
 	case "vhost":
-		items, err = one(p.vhostForm(f, what))
+		items, err = oneItem(p.vhostForm(f, what))
 	case "cluster":
 		items, err = p.clusterForm(f, what, name)
 	case "endpoints":
@@ -694,8 +694,8 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 	return items, nil
 }
 
-// one is a form's single item as a list.
-func one(it Item, err error) ([]Item, error) {
+// oneItem is a form's single item as a list.
+func oneItem(it Item, err error) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -1340,9 +1340,9 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 	return e, nil
 }
 
-// listOf parses each mapping of the list k with one, naming the i-th "<what> <i>" in
-// errors and failing on a key one did not read (nil when the list is absent).
-func listOf[T any](p *parser, f *fields, k, what string, one func(n *yaml.Node, f *fields) (T, error)) ([]T, error) {
+// listOf parses each mapping of the list k with parseItem, naming the i-th "<what> <i>"
+// in errors and failing on a key parseItem did not read (nil when the list is absent).
+func listOf[T any](p *parser, f *fields, k, what string, parseItem func(n *yaml.Node, f *fields) (T, error)) ([]T, error) {
 	ns, err := f.list(k)
 	if err != nil {
 		return nil, err
@@ -1353,7 +1353,7 @@ func listOf[T any](p *parser, f *fields, k, what string, one func(n *yaml.Node, 
 		if err != nil {
 			return out, err
 		}
-		v, err := one(n, nf)
+		v, err := parseItem(n, nf)
 		if err != nil {
 			return out, err
 		}
