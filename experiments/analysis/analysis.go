@@ -598,7 +598,7 @@ func (a *Accumulator) Summary() *Summary {
 	out := &Summary{Mode: a.sum.Mode, Events: a.sum.Events}
 	for _, st := range a.sum.Steps {
 		c := a.finishLocked(st, true)
-		add(&out.Total, &c.Total)
+		out.Total.Add(&c.Total)
 		out.Steps = append(out.Steps, c)
 	}
 	return out
@@ -642,7 +642,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 	for t, f := range st.Types {
 		ff := *f
 		c.Types[t] = &ff
-		add(&c.Total, f)
+		c.Total.Add(f)
 	}
 	c.Versions = nil
 	if versions {
@@ -698,19 +698,21 @@ func copyVersions(acc map[string]map[string]string) map[string]map[string]string
 	return out
 }
 
-func add(dst, f *TypeFigures) {
-	dst.Responses += f.Responses
-	dst.Resources += f.Resources
-	dst.Redundant += f.Redundant
-	dst.RedundantBytes += f.RedundantBytes
-	dst.RemovedExplicit += f.RemovedExplicit
-	dst.RemovedByAbsence += f.RemovedByAbsence
-	dst.Acks += f.Acks
-	dst.Nacks += f.Nacks
-	dst.RejectedResends += f.RejectedResends
-	dst.Bytes += f.Bytes
-	dst.Unmatched += f.Unmatched
-	dst.Stale += f.Stale
-	dst.NotFound += f.NotFound
-	dst.OnDemand += f.OnDemand
+// Add adds f's counts to t: the one rule for summing figures (a step's types into its
+// total, the steps into a log's, and lab compare's totals over the steps it compares).
+func (t *TypeFigures) Add(f *TypeFigures) {
+	t.Responses += f.Responses
+	t.Resources += f.Resources
+	t.Redundant += f.Redundant
+	t.RedundantBytes += f.RedundantBytes
+	t.RemovedExplicit += f.RemovedExplicit
+	t.RemovedByAbsence += f.RemovedByAbsence
+	t.Acks += f.Acks
+	t.Nacks += f.Nacks
+	t.RejectedResends += f.RejectedResends
+	t.Bytes += f.Bytes
+	t.Unmatched += f.Unmatched
+	t.Stale += f.Stale
+	t.NotFound += f.NotFound
+	t.OnDemand += f.OnDemand
 }

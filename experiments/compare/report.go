@@ -282,20 +282,45 @@ func runColumns(runs []*Run, steps []string) columns {
 		for _, st := range r.Summary.Steps {
 			c.summary[i][st.Name] = st
 		}
-		c.total[i].Responses = map[string]int{}
 	}
+	sums := make([]analysis.Step, n)
 	for _, s := range steps {
 		figs, cps := make([]Figures, n), make([]VersionSet, n)
 		for i, r := range runs {
 			figs[i] = figures(c.summary[i][s], r)
-			addFigures(&c.total[i], figs[i])
+			addCounts(&sums[i], c.summary[i][s])
 			cps[i] = versions[i][s]
 			c.diagrams = append(c.diagrams, buildDiagram(r, s, client[i], byStep[i][s]))
 		}
 		c.figures = append(c.figures, figs)
 		c.versions = append(c.versions, cps)
 	}
+	for i, r := range runs {
+		c.total[i] = figures(&sums[i], r)
+	}
 	return c
+}
+
+// addCounts adds a step's counts to sum, a run's total over the compared steps (nil st
+// adds none): its types' and its total's by analysis's rule (TypeFigures.Add), and the
+// streams it opened and the sends they dropped. Nothing else is summed: a total has no
+// median, rate or data plane.
+func addCounts(sum, st *analysis.Step) {
+	if st == nil {
+		return
+	}
+	if sum.Types == nil {
+		sum.Types = map[string]*analysis.TypeFigures{}
+	}
+	for t, tf := range st.Types {
+		if sum.Types[t] == nil {
+			sum.Types[t] = &analysis.TypeFigures{}
+		}
+		sum.Types[t].Add(tf)
+	}
+	sum.Total.Add(&st.Total)
+	sum.Dropped += st.Dropped
+	sum.StreamsUp += st.StreamsUp
 }
 
 func header(r *Run, steps, other []string) RunHeader {
@@ -353,25 +378,6 @@ func figures(st *analysis.Step, r *Run) Figures {
 	f.Traffic = st.Traffic
 	f.NotFound, f.OnDemand = t.NotFound, st.OnDemand
 	return f
-}
-
-func addFigures(dst *Figures, f Figures) {
-	for t, n := range f.Responses {
-		dst.Responses[t] += n
-	}
-	dst.Resources += f.Resources
-	dst.Redundant += f.Redundant
-	dst.RedundantBytes += f.RedundantBytes
-	dst.RemovedExplicit += f.RemovedExplicit
-	dst.RemovedByAbsence += f.RemovedByAbsence
-	dst.Acks += f.Acks
-	dst.Nacks += f.Nacks
-	dst.RejectedResends += f.RejectedResends
-	dst.Bytes += f.Bytes
-	dst.Unmatched += f.Unmatched
-	dst.Dropped += f.Dropped
-	dst.StreamsOpened += f.StreamsOpened
-	dst.NotFound += f.NotFound
 }
 
 // isSimulated decides whether a data-plane answer came from the simulated client: the
