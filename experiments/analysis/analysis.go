@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/stats"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -295,6 +296,8 @@ func (a *Accumulator) server(n int) *ServerFigures {
 	return s
 }
 
+// observeLocked counts one event: each kind that needs more than a line or two has its
+// own method below.
 func (a *Accumulator) observeLocked(e xdslog.Event) {
 	a.sum.Events++
 	if a.sum.Mode == "" {
@@ -307,7 +310,6 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	if e.TS.After(st.end) {
 		st.end = e.TS
 	}
-	k := key{e.Server, e.Stream, e.Type}
 	switch e.Event {
 	case xdslog.EventStep:
 		// The first one: should a label be set again later, the step's start stays.
@@ -320,146 +322,17 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 		st.publish = e.TS
 		st.mark(e)
 	case xdslog.EventStreamOpen:
-		st.StreamsUp++
-		a.server(e.Server).StreamsOpened++
-		if a.anyStream {
-			if st.Reconnect == nil {
-				st.Reconnect = &Reconnect{}
-			}
-			st.Reconnect.Streams++
-			if e.Server > a.maxServer {
-				st.Reconnect.Server = e.Server
-			}
-			a.fresh[key{e.Server, e.Stream, ""}] = e.Step
-		}
-		a.anyStream = true
-		a.maxServer = max(a.maxServer, e.Server)
+		a.streamOpened(st, e)
 	case xdslog.EventRequest:
-		if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
-			st.Reconnect.InitialVersions += len(e.InitialVersions)
-			if e.Version != "" && e.Kind == xdslog.RequestResume && !slices.Contains(st.Reconnect.Resume, e.Version) {
-				st.Reconnect.Resume = append(st.Reconnect.Resume, e.Version)
-			}
-		}
-		if e.Kind == xdslog.RequestOnDemand {
-			st.fig(e.Type).OnDemand++
-			n, known := a.model.PublishedCount(e.Type)
-			a.od.subscribe(st, e, n, known)
-		}
+		a.request(st, e)
 	case xdslog.EventStreamClose:
-		a.server(e.Server).StreamsClosed++
-		if e.Dropped != nil && *e.Dropped > 0 {
-			st.Dropped += *e.Dropped
-		}
-		for kk := range a.lastSet {
-			if kk.server == e.Server && kk.stream == e.Stream {
-				delete(a.lastSet, kk)
-			}
-		}
-		for kk := range a.sentOn {
-			if kk.server == e.Server && kk.stream == e.Stream {
-				delete(a.sentOn, kk)
-			}
-		}
-		a.od.closeStream(e.Server, e.Stream)
+		a.streamClosed(st, e)
 	case xdslog.EventSend:
-		f := st.fig(e.Type)
-		f.Responses++
-		f.Bytes += e.Bytes
-		f.RemovedExplicit += len(e.Removed)
-		a.od.send(e)
-		for _, r := range e.Resources {
-			if r.NotFound {
-				f.NotFound++
-				continue
-			}
-			f.Resources++
-			if r.IsRedundant() {
-				f.Redundant++
-				f.RedundantBytes += e.Bytes / len(e.Resources)
-			}
-		}
-		info := SendInfo{TypeChanged: slices.Contains(st.Changed, e.Type), FirstOfType: !a.sentOn[k]}
-		a.sentOn[k] = true
-		for _, n := range e.Removed {
-			st.RemovedNames = addName(st.RemovedNames, e.Type, n)
-		}
-		if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
-			names := make([]string, len(e.Resources))
-			sent := make(map[string]bool, len(e.Resources))
-			for i, r := range e.Resources {
-				names[i] = r.Name
-				sent[r.Name] = true
-			}
-			// A set, not a scan per name: a SotW CDS response at 10,000 clusters would
-			// otherwise cost 10^8 comparisons under the recorder's lock.
-			for _, n := range a.lastSet[k] {
-				if !sent[n] {
-					f.RemovedByAbsence++
-					info.Absent = append(info.Absent, n)
-					st.AbsentNames = addName(st.AbsentNames, e.Type, n)
-				}
-			}
-			a.lastSet[k] = names
-		}
-		if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
-			info.OnNewStream = true
-			re := st.Reconnect
-			re.Responses++
-			re.Resources += len(e.Resources)
-			re.Bytes += e.Bytes
-			for _, r := range e.Resources {
-				if r.IsRedundant() {
-					re.Redundant++
-				}
-			}
-		}
-		if a.onSend != nil {
-			a.onSend(e, info)
-		}
-		if a.model.Rejected(e.Server, e.Stream, e.Type, e.Resources, e.Removed) > 0 {
-			f.RejectedResends++
-		}
-		sf := a.server(e.Server)
-		sf.SentVersions[e.Version]++
-		for _, r := range e.Resources {
-			sf.SentResources[e.Type+"/"+r.Name]++
-		}
+		a.send(st, e)
 	case xdslog.EventStorm:
-		// Condensed NACK/re-send pairs (the log passed its size limit): every one is a
-		// send of content already rejected on this stream, and its NACK.
-		f := st.fig(e.Type)
-		f.Responses += e.Sends
-		f.Resources += e.Sends * len(e.Resources)
-		f.Bytes += e.Bytes
-		f.RejectedResends += e.Sends
-		f.Nacks += e.Nacks
-		for _, r := range e.Resources {
-			if r.IsRedundant() {
-				f.Redundant += e.Sends
-				f.RedundantBytes += e.Bytes / len(e.Resources)
-			}
-		}
-		if e.Nacks > 0 {
-			first := e.TS
-			if e.FirstTS != nil {
-				first = *e.FirstTS
-			}
-			st.nackAt(e.Nacks, first, e.TS)
-			st.mark(e)
-		}
-		st.nackError(e.Error)
+		st.storm(e)
 	case xdslog.EventAck:
-		st.fig(e.Type).Acks++
-		st.mark(e)
-		ref := st.publish
-		if ref.IsZero() {
-			ref = st.start
-		}
-		st.acks = append(st.acks, float64(e.TS.Sub(ref).Microseconds())/1000)
-		if fa := a.server(e.Server).FirstAck; fa[e.Type] == "" {
-			fa[e.Type] = e.SentVersion
-		}
+		a.ack(st, e)
 	case xdslog.EventNack:
 		st.fig(e.Type).Nacks++
 		st.nackAt(1, e.TS, e.TS)
@@ -474,32 +347,220 @@ func (a *Accumulator) observeLocked(e xdslog.Event) {
 	case xdslog.EventClientView:
 		st.ClientView = &ClientView{Client: e.Client, Stream: e.Stream, Checked: e.Checked, Findings: e.Findings, Error: e.Error}
 	case xdslog.EventDataPlane:
-		a.od.probe(e)
-		if e.Probe == xdslog.ProbeLoad {
-			// The steady load is counted by the step's traffic event (Step.Traffic), not
-			// as probes: it is no expectation's evidence, and its failures (503 NC after a
-			// removal) are judged by the step's traffic check.
-			break
-		}
-		st.probe(e)
-		// DataPlane and PublishToCorrectMS are about the step's expectation: its request
-		// probes. Window and outage probes (hundreds a step, successes sampled) are counted
-		// in Probes; they stand in for the last observation only in a step that sent no
-		// request probe.
-		request := ProbeKind(e) == xdslog.ProbeRequest
-		if !request && st.dpRequest {
-			break
-		}
-		st.dpRequest = request
-		correct := e.Correct != nil && *e.Correct
-		st.DataPlane = &DataPlane{Client: e.Client, RequestID: e.RequestID, Status: e.Status, Backend: e.Backend,
-			Flags: e.Flags, Upstream: e.Upstream, Expected: e.Expected, Correct: correct}
-		if request && correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
-			ms := float64(e.TS.Sub(st.publish).Microseconds()) / 1000
-			st.PublishToCorrectMS = &ms
-		}
+		a.dataPlane(st, e)
 	}
 	a.model.Observe(e)
+}
+
+// streamOpened counts a stream; after the log's first one, it is a reconnect of the step
+// (to a restarted control plane when its server is new).
+func (a *Accumulator) streamOpened(st *Step, e xdslog.Event) {
+	st.StreamsUp++
+	a.server(e.Server).StreamsOpened++
+	if a.anyStream {
+		if st.Reconnect == nil {
+			st.Reconnect = &Reconnect{}
+		}
+		st.Reconnect.Streams++
+		if e.Server > a.maxServer {
+			st.Reconnect.Server = e.Server
+		}
+		a.fresh[key{e.Server, e.Stream, ""}] = e.Step
+	}
+	a.anyStream = true
+	a.maxServer = max(a.maxServer, e.Server)
+}
+
+// request counts what a reconnected stream's requests brought (initial versions, the
+// version it resumes from) and on-demand subscribes.
+func (a *Accumulator) request(st *Step, e xdslog.Event) {
+	if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
+		st.Reconnect.InitialVersions += len(e.InitialVersions)
+		if e.Version != "" && e.Kind == xdslog.RequestResume && !slices.Contains(st.Reconnect.Resume, e.Version) {
+			st.Reconnect.Resume = append(st.Reconnect.Resume, e.Version)
+		}
+	}
+	if e.Kind == xdslog.RequestOnDemand {
+		st.fig(e.Type).OnDemand++
+		n, known := a.model.PublishedCount(e.Type)
+		a.od.subscribe(st, e, n, known)
+	}
+}
+
+// streamClosed counts the sends the stream never had answered and forgets its state.
+func (a *Accumulator) streamClosed(st *Step, e xdslog.Event) {
+	a.server(e.Server).StreamsClosed++
+	if e.Dropped != nil && *e.Dropped > 0 {
+		st.Dropped += *e.Dropped
+	}
+	for kk := range a.lastSet {
+		if kk.server == e.Server && kk.stream == e.Stream {
+			delete(a.lastSet, kk)
+		}
+	}
+	for kk := range a.sentOn {
+		if kk.server == e.Server && kk.stream == e.Stream {
+			delete(a.sentOn, kk)
+		}
+	}
+	a.od.closeStream(e.Server, e.Stream)
+}
+
+// send counts a response: its type's figures, what it removed (explicitly, or by absence
+// in SotW LDS/CDS), what it carried on a reconnected stream, whether it re-sent rejected
+// content, and the server's tally; OnSend's callback sees it before the model does.
+func (a *Accumulator) send(st *Step, e xdslog.Event) {
+	k := key{e.Server, e.Stream, e.Type}
+	f := st.fig(e.Type)
+	f.Responses++
+	f.Bytes += e.Bytes
+	f.RemovedExplicit += len(e.Removed)
+	a.od.send(e)
+	f.countResources(e)
+	info := SendInfo{TypeChanged: slices.Contains(st.Changed, e.Type), FirstOfType: !a.sentOn[k]}
+	a.sentOn[k] = true
+	for _, n := range e.Removed {
+		st.RemovedNames = addName(st.RemovedNames, e.Type, n)
+	}
+	if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
+		info.Absent = a.absent(st, f, e, k)
+	}
+	if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {
+		info.OnNewStream = true
+		st.Reconnect.countSend(e)
+	}
+	if a.onSend != nil {
+		a.onSend(e, info)
+	}
+	if a.model.Rejected(e.Server, e.Stream, e.Type, e.Resources, e.Removed) > 0 {
+		f.RejectedResends++
+	}
+	sf := a.server(e.Server)
+	sf.SentVersions[e.Version]++
+	for _, r := range e.Resources {
+		sf.SentResources[e.Type+"/"+r.Name]++
+	}
+}
+
+// countResources counts a send's resources: a "does not exist" answer is not content,
+// and a redundant one's bytes are its share of the send.
+func (f *TypeFigures) countResources(e xdslog.Event) {
+	for _, r := range e.Resources {
+		if r.NotFound {
+			f.NotFound++
+			continue
+		}
+		f.Resources++
+		if r.IsRedundant() {
+			f.Redundant++
+			f.RedundantBytes += e.Bytes / len(e.Resources)
+		}
+	}
+}
+
+// absent counts and returns the names a SotW LDS/CDS send left out that the previous
+// response on its stream (k) had: removals by absence.
+func (a *Accumulator) absent(st *Step, f *TypeFigures, e xdslog.Event, k key) []string {
+	var out []string
+	names := make([]string, len(e.Resources))
+	sent := make(map[string]bool, len(e.Resources))
+	for i, r := range e.Resources {
+		names[i] = r.Name
+		sent[r.Name] = true
+	}
+	// A set, not a scan per name: a SotW CDS response at 10,000 clusters would
+	// otherwise cost 10^8 comparisons under the recorder's lock.
+	for _, n := range a.lastSet[k] {
+		if !sent[n] {
+			f.RemovedByAbsence++
+			out = append(out, n)
+			st.AbsentNames = addName(st.AbsentNames, e.Type, n)
+		}
+	}
+	a.lastSet[k] = names
+	return out
+}
+
+// countSend counts a send on a stream the step's reconnect opened.
+func (re *Reconnect) countSend(e xdslog.Event) {
+	re.Responses++
+	re.Resources += len(e.Resources)
+	re.Bytes += e.Bytes
+	for _, r := range e.Resources {
+		if r.IsRedundant() {
+			re.Redundant++
+		}
+	}
+}
+
+// storm counts condensed NACK/re-send pairs (the log passed its size limit): every one is
+// a send of content already rejected on this stream, and its NACK.
+func (st *Step) storm(e xdslog.Event) {
+	f := st.fig(e.Type)
+	f.Responses += e.Sends
+	f.Resources += e.Sends * len(e.Resources)
+	f.Bytes += e.Bytes
+	f.RejectedResends += e.Sends
+	f.Nacks += e.Nacks
+	for _, r := range e.Resources {
+		if r.IsRedundant() {
+			f.Redundant += e.Sends
+			f.RedundantBytes += e.Bytes / len(e.Resources)
+		}
+	}
+	if e.Nacks > 0 {
+		first := e.TS
+		if e.FirstTS != nil {
+			first = *e.FirstTS
+		}
+		st.nackAt(e.Nacks, first, e.TS)
+		st.mark(e)
+	}
+	st.nackError(e.Error)
+}
+
+// ack counts an ACK and its time from the step's publish (or start), and the server's
+// first ACKed version of the type.
+func (a *Accumulator) ack(st *Step, e xdslog.Event) {
+	st.fig(e.Type).Acks++
+	st.mark(e)
+	ref := st.publish
+	if ref.IsZero() {
+		ref = st.start
+	}
+	st.acks = append(st.acks, float64(e.TS.Sub(ref).Microseconds())/1000)
+	if fa := a.server(e.Server).FirstAck; fa[e.Type] == "" {
+		fa[e.Type] = e.SentVersion
+	}
+}
+
+// dataPlane counts a data-plane probe: on-demand fetches it waited for, the step's probes
+// and its last observation.
+func (a *Accumulator) dataPlane(st *Step, e xdslog.Event) {
+	a.od.probe(e)
+	if e.Probe == xdslog.ProbeLoad {
+		// The steady load is counted by the step's traffic event (Step.Traffic), not
+		// as probes: it is no expectation's evidence, and its failures (503 NC after a
+		// removal) are judged by the step's traffic check.
+		return
+	}
+	st.probe(e)
+	// DataPlane and PublishToCorrectMS are about the step's expectation: its request
+	// probes. Window and outage probes (hundreds a step, successes sampled) are counted
+	// in Probes; they stand in for the last observation only in a step that sent no
+	// request probe.
+	request := ProbeKind(e) == xdslog.ProbeRequest
+	if !request && st.dpRequest {
+		return
+	}
+	st.dpRequest = request
+	correct := e.Correct != nil && *e.Correct
+	st.DataPlane = &DataPlane{Client: e.Client, RequestID: e.RequestID, Status: e.Status, Backend: e.Backend,
+		Flags: e.Flags, Upstream: e.Upstream, Expected: e.Expected, Correct: correct}
+	if request && correct && st.PublishToCorrectMS == nil && !st.publish.IsZero() {
+		ms := float64(e.TS.Sub(st.publish).Microseconds()) / 1000
+		st.PublishToCorrectMS = &ms
+	}
 }
 
 // ClientView is a client_view event: whose view (envoy, grpc), the stream compared, how
@@ -537,7 +598,7 @@ func (a *Accumulator) Summary() *Summary {
 	out := &Summary{Mode: a.sum.Mode, Events: a.sum.Events}
 	for _, st := range a.sum.Steps {
 		c := a.finishLocked(st, true)
-		add(&out.Total, &c.Total)
+		out.Total.Add(&c.Total)
 		out.Steps = append(out.Steps, c)
 	}
 	return out
@@ -581,7 +642,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 	for t, f := range st.Types {
 		ff := *f
 		c.Types[t] = &ff
-		add(&c.Total, f)
+		c.Total.Add(f)
 	}
 	c.Versions = nil
 	if versions {
@@ -599,7 +660,7 @@ func (a *Accumulator) finishLocked(st *Step, versions bool) *Step {
 		c.Reconnect = &re
 	}
 	if len(st.acks) > 0 {
-		m := median(st.acks)
+		m := stats.Median(st.acks)
 		c.PublishToAckMS = &m
 	}
 	if n := st.nackN; n > 1 {
@@ -637,29 +698,21 @@ func copyVersions(acc map[string]map[string]string) map[string]map[string]string
 	return out
 }
 
-func add(dst, f *TypeFigures) {
-	dst.Responses += f.Responses
-	dst.Resources += f.Resources
-	dst.Redundant += f.Redundant
-	dst.RedundantBytes += f.RedundantBytes
-	dst.RemovedExplicit += f.RemovedExplicit
-	dst.RemovedByAbsence += f.RemovedByAbsence
-	dst.Acks += f.Acks
-	dst.Nacks += f.Nacks
-	dst.RejectedResends += f.RejectedResends
-	dst.Bytes += f.Bytes
-	dst.Unmatched += f.Unmatched
-	dst.Stale += f.Stale
-	dst.NotFound += f.NotFound
-	dst.OnDemand += f.OnDemand
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+// Add adds f's counts to t: the one rule for summing figures (a step's types into its
+// total, the steps into a log's, and lab compare's totals over the steps it compares).
+func (t *TypeFigures) Add(f *TypeFigures) {
+	t.Responses += f.Responses
+	t.Resources += f.Resources
+	t.Redundant += f.Redundant
+	t.RedundantBytes += f.RedundantBytes
+	t.RemovedExplicit += f.RemovedExplicit
+	t.RemovedByAbsence += f.RemovedByAbsence
+	t.Acks += f.Acks
+	t.Nacks += f.Nacks
+	t.RejectedResends += f.RejectedResends
+	t.Bytes += f.Bytes
+	t.Unmatched += f.Unmatched
+	t.Stale += f.Stale
+	t.NotFound += f.NotFound
+	t.OnDemand += f.OnDemand
 }

@@ -59,12 +59,12 @@ func FuzzSummarize(f *testing.F) {
 			names[step.Name] = true
 			var st TypeFigures
 			for _, tf := range step.Types {
-				add(&st, tf)
+				st.Add(tf)
 			}
 			if st != step.Total {
 				t.Fatalf("step %q: total %+v is not the sum of its types %+v", step.Name, step.Total, st)
 			}
-			add(&total, &step.Total)
+			total.Add(&step.Total)
 			if step.NackRate < 0 {
 				t.Fatalf("step %q: negative NACK rate %v", step.Name, step.NackRate)
 			}

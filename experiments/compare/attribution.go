@@ -360,109 +360,17 @@ func attributeAcrossCaches(obs []pairFacet, cov string) crossVerdict {
 	if cov != "" {
 		return crossVerdict{attr: AttrUnattributed, basis: cov}
 	}
-	// byCache names the pairs by cache: "the SnapshotCache (A vs B, C vs B) and the
-	// LinearCache (D vs E)".
-	byCache := func(list []pairFacet) string {
-		var parts []string
-		for _, c := range []struct{ cache, name string }{{cacheSnapshot, "SnapshotCache"}, {cacheLinear, "LinearCache"}} {
-			var names []string
-			for _, o := range list {
-				if o.pair.Cache == c.cache {
-					names = append(names, o.pair.Name)
-				}
-			}
-			if len(names) > 0 {
-				parts = append(parts, fmt.Sprintf("the %s (%s)", c.name, strings.Join(names, ", ")))
-			}
-		}
-		return andList(parts)
+	impl, allProtocol := implementationSources(obs)
+	if !slices.ContainsFunc(obs, func(o pairFacet) bool { return o.shape != obs[0].shape }) {
+		return alikeVerdict(obs, allProtocol, impl)
 	}
-	// Each pair's implementation sources, once each. A two-run source joins its parts
-	// with "; " (sources.verdict), and no part of a pair kind's source contains one.
-	var impl []string
-	addImpl := func(src string) {
-		for _, part := range strings.Split(src, "; ") {
-			if part != "" && !slices.Contains(impl, part) {
-				impl = append(impl, part)
-			}
-		}
-	}
-	allProtocol := true
-	for _, o := range obs {
-		if o.present && o.attr.attr != AttrProtocol {
-			allProtocol = false
-			addImpl(o.attr.source)
-		}
-	}
-	same := !slices.ContainsFunc(obs, func(o pairFacet) bool { return o.shape != obs[0].shape })
-	if same {
-		if allProtocol {
-			src := ""
-			for _, o := range obs {
-				if o.present {
-					src = o.attr.source
-					break
-				}
-			}
-			return crossVerdict{attr: AttrProtocol, basis: "the same in every pair, with " + byCache(obs), source: src}
-		}
-		return crossVerdict{attr: AttrImplementation, basis: "the same in every pair, with " + byCache(obs) +
-			", so not the cache's: the servers' choice either way", source: strings.Join(impl, "; ")}
-	}
-
-	type comparison struct {
-		a, b pairFacet
-		axes []string
-	}
-	var noise, cacheOnly, options, several, agreeOnCache []comparison
-	for i := range obs {
-		for j := i + 1; j < len(obs); j++ {
-			c := comparison{obs[i], obs[j], differingAxes(obs[i].pair, obs[j].pair)}
-			switch {
-			case obs[i].shape == obs[j].shape:
-				if slices.Equal(c.axes, []string{"the cache"}) {
-					agreeOnCache = append(agreeOnCache, c)
-				}
-			case len(c.axes) == 0:
-				noise = append(noise, c)
-			case slices.Equal(c.axes, []string{"the cache"}):
-				cacheOnly = append(cacheOnly, c)
-			case !slices.Contains(c.axes, "the cache"):
-				options = append(options, c)
-			default:
-				several = append(several, c)
-			}
-		}
-	}
-	if len(noise) > 0 {
-		c := noise[0]
+	cs := comparePairs(obs)
+	if len(cs.noise) > 0 {
+		c := cs.noise[0]
 		return crossVerdict{attr: AttrUnattributed, basis: fmt.Sprintf("%s and %s were run with the same options and still differ "+
 			"(timing), so whose behaviour it is cannot be told", c.a.pair.Name, c.b.pair.Name)}
 	}
-	pairText := func(c comparison) string {
-		return fmt.Sprintf("%s (%s) and %s (%s)", c.a.pair.Name, c.a.pair.Cache, c.b.pair.Name, c.b.pair.Cache)
-	}
-	var basis string
-	cache := false
-	switch {
-	case len(cacheOnly) > 0:
-		cache = true
-		basis = "the cache changes it: " + pairText(cacheOnly[0]) + " differ in the cache alone"
-	case len(options) > 0:
-		verb := "change"
-		if len(options[0].axes) == 1 {
-			verb = "changes"
-		}
-		basis = fmt.Sprintf("%s %s it with the same cache: %s differ", andList(options[0].axes), verb, pairText(options[0]))
-		if len(agreeOnCache) > 0 {
-			basis += "; the cache does not: " + pairText(agreeOnCache[0]) + " agree"
-		}
-	default:
-		cache = true
-		c := several[0]
-		basis = fmt.Sprintf("%s differ between %s, and either may change it; all are implementation choices",
-			andList(c.axes), pairText(c))
-	}
+	basis, cache := cs.basis()
 	var src []string
 	if cache {
 		src = append(src, srcCacheAxis)
@@ -474,6 +382,128 @@ func attributeAcrossCaches(obs []pairFacet, cov string) crossVerdict {
 		}
 	}
 	return crossVerdict{attr: AttrImplementation, basis: basis, source: strings.Join(append(src, impl...), "; ")}
+}
+
+// pairsByCache names the pairs by cache: "the SnapshotCache (A vs B, C vs B) and the
+// LinearCache (D vs E)".
+func pairsByCache(list []pairFacet) string {
+	var parts []string
+	for _, c := range []struct{ cache, name string }{{cacheSnapshot, "SnapshotCache"}, {cacheLinear, "LinearCache"}} {
+		var names []string
+		for _, o := range list {
+			if o.pair.Cache == c.cache {
+				names = append(names, o.pair.Name)
+			}
+		}
+		if len(names) > 0 {
+			parts = append(parts, fmt.Sprintf("the %s (%s)", c.name, strings.Join(names, ", ")))
+		}
+	}
+	return andList(parts)
+}
+
+// implementationSources are the sources, once each, of the pairs that show the
+// difference and attribute it to an implementation; allProtocol is true when there are
+// none. A two-run source joins its parts with "; " (sources.verdict), and no part of a
+// pair kind's source contains one.
+func implementationSources(obs []pairFacet) (impl []string, allProtocol bool) {
+	allProtocol = true
+	for _, o := range obs {
+		if !o.present || o.attr.attr == AttrProtocol {
+			continue
+		}
+		allProtocol = false
+		for _, part := range strings.Split(o.attr.source, "; ") {
+			if part != "" && !slices.Contains(impl, part) {
+				impl = append(impl, part)
+			}
+		}
+	}
+	return impl, allProtocol
+}
+
+// alikeVerdict is the verdict when every pair shows the difference alike: the protocol's
+// when every pair says so (with the first present pair's source), else the servers'.
+func alikeVerdict(obs []pairFacet, allProtocol bool, impl []string) crossVerdict {
+	if allProtocol {
+		src := ""
+		for _, o := range obs {
+			if o.present {
+				src = o.attr.source
+				break
+			}
+		}
+		return crossVerdict{attr: AttrProtocol, basis: "the same in every pair, with " + pairsByCache(obs), source: src}
+	}
+	return crossVerdict{attr: AttrImplementation, basis: "the same in every pair, with " + pairsByCache(obs) +
+		", so not the cache's: the servers' choice either way", source: strings.Join(impl, "; ")}
+}
+
+// pairComparison is two pairs and what they were run with differently (differingAxes).
+type pairComparison struct {
+	a, b pairFacet
+	axes []string
+}
+
+// text names both pairs with their caches: "A vs B (snapshot) and C vs D (linear)".
+func (c pairComparison) text() string {
+	return fmt.Sprintf("%s (%s) and %s (%s)", c.a.pair.Name, c.a.pair.Cache, c.b.pair.Name, c.b.pair.Cache)
+}
+
+// pairComparisons sorts every two pairs by what tells them apart: noise, pairs run
+// alike that differ; cacheOnly, options and several, pairs that differ in the cache
+// alone, in options or the client with the same cache, or in the cache and more;
+// agreeOnCache, pairs that differ in the cache alone and agree.
+type pairComparisons struct {
+	noise, cacheOnly, options, several, agreeOnCache []pairComparison
+}
+
+// comparePairs compares every two of obs.
+func comparePairs(obs []pairFacet) pairComparisons {
+	var cs pairComparisons
+	for i := range obs {
+		for j := i + 1; j < len(obs); j++ {
+			c := pairComparison{obs[i], obs[j], differingAxes(obs[i].pair, obs[j].pair)}
+			switch {
+			case obs[i].shape == obs[j].shape:
+				if slices.Equal(c.axes, []string{"the cache"}) {
+					cs.agreeOnCache = append(cs.agreeOnCache, c)
+				}
+			case len(c.axes) == 0:
+				cs.noise = append(cs.noise, c)
+			case slices.Equal(c.axes, []string{"the cache"}):
+				cs.cacheOnly = append(cs.cacheOnly, c)
+			case !slices.Contains(c.axes, "the cache"):
+				cs.options = append(cs.options, c)
+			default:
+				cs.several = append(cs.several, c)
+			}
+		}
+	}
+	return cs
+}
+
+// basis says what changes a difference the pairs show differently (there is no noise),
+// and whether the cache is among it.
+func (cs pairComparisons) basis() (basis string, cache bool) {
+	switch {
+	case len(cs.cacheOnly) > 0:
+		return "the cache changes it: " + cs.cacheOnly[0].text() + " differ in the cache alone", true
+	case len(cs.options) > 0:
+		o := cs.options[0]
+		verb := "change"
+		if len(o.axes) == 1 {
+			verb = "changes"
+		}
+		basis = fmt.Sprintf("%s %s it with the same cache: %s differ", andList(o.axes), verb, o.text())
+		if len(cs.agreeOnCache) > 0 {
+			basis += "; the cache does not: " + cs.agreeOnCache[0].text() + " agree"
+		}
+		return basis, false
+	}
+	c := cs.several[0]
+	return fmt.Sprintf("%s differ between %s, and either may change it; all are implementation choices",
+		andList(c.axes), c.text()), true
 }
 
 // differingAxes names what two pairs were run with differently: the cache, a SotW

@@ -2,11 +2,11 @@ package compare
 
 import (
 	"fmt"
-	"github.com/xds-workbench/lab/experiments/analysis"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -90,6 +90,25 @@ func BuildDiagram(r *Run, step string) Diagram {
 // buildDiagram parses evs, the events of one step in log order.
 func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagram {
 	d := Diagram{Step: step, Run: r.Label, Mode: r.Mode, ClientName: client, Messages: []Message{}}
+	start, evs := timeOrdered(stepEvents)
+	absent := r.replay().absent
+	w := windowFold{at: -1}
+	for _, e := range evs {
+		m := Message{Time: e.TS, OffsetMS: ms(e.TS.Sub(start)), Type: e.Type, Nonce: e.Nonce, Server: e.Server, Stream: e.Stream}
+		if e.Event == xdslog.EventDataPlane {
+			d.Messages = w.add(d.Messages, m, e, r)
+			continue
+		}
+		if protocolMessage(&m, e, absent) {
+			d.Messages = append(d.Messages, m)
+		}
+	}
+	return d
+}
+
+// timeOrdered returns the step's first event time (its step event's included) and the
+// events other than step events, ordered by time, stably.
+func timeOrdered(stepEvents []xdslog.Event) (time.Time, []xdslog.Event) {
 	var start time.Time
 	evs := make([]xdslog.Event, 0, len(stepEvents))
 	for _, e := range stepEvents {
@@ -101,96 +120,102 @@ func buildDiagram(r *Run, step, client string, stepEvents []xdslog.Event) Diagra
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b xdslog.Event) int { return a.TS.Compare(b.TS) })
-	absent := r.replay().absent
-	// Window probes (every few ms for a whole step) fold into one message per run of equal
-	// answers, so that the protocol messages stay readable.
-	var window struct {
-		at     int // index of the folded message in d.Messages, -1 when none
-		answer string
-		count  int
-		first  string
-	}
-	window.at = -1
-	for _, e := range evs {
-		m := Message{Time: e.TS, OffsetMS: ms(e.TS.Sub(start)), Type: e.Type, Nonce: e.Nonce, Server: e.Server, Stream: e.Stream}
-		switch e.Event {
-		case xdslog.EventPublish:
-			m.From, m.To, m.Kind = ControlPlane, ControlPlane, KindPublish
-			m.Label = "publish v" + e.Version + changedText(e.Changed)
-		case xdslog.EventSend:
-			m.From, m.To, m.Kind = ControlPlane, Client, KindSend
-			m.Resources = len(e.Resources)
-			m.Removed = e.Removed
-			if gone := absent[sendKey{typeKey{streamKey{e.Server, e.Stream}, e.Type}, e.Nonce}]; len(gone) > 0 {
-				m.Removed, m.ByAbsence = gone, true
-			}
-			m.Label = sendLabel(e, m.Removed, m.ByAbsence)
-		case xdslog.EventAck:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindAck
-			m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
-		case xdslog.EventNack:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindNack
-			m.Label = fmt.Sprintf("NACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
-			if a := e.Accepted(); a != "" {
-				m.Label += " keeps v=" + short(a)
-			}
-			if e.Repeat > 1 {
-				m.Label += fmt.Sprintf(" repeat %d", e.Repeat)
-			}
-		case xdslog.EventStorm:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindNack
-			m.Label = fmt.Sprintf("storm %s: %s, %s n=%s..%s (condensed)", e.Type, count(e.Sends, "re-send"), count(e.Nacks, "NACK"), e.Nonce, e.LastNonce)
-		case xdslog.EventUnmatched:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
-			m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)
-		case xdslog.EventRequest:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindRequest
-			if e.Kind == xdslog.RequestOnDemand {
-				m.Kind = KindOnDemand
-			}
-			m.Label = requestLabel(e)
-		case xdslog.EventStale:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindStale
-			m.Label = staleLabel(e)
-		case xdslog.EventStreamOpen:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindStreamOpen
-			m.Label = "open " + streamText(e)
-		case xdslog.EventStreamClose:
-			m.From, m.To, m.Kind = Client, ControlPlane, KindStreamClose
-			m.Label = "close " + streamText(e)
-			if e.Dropped != nil && *e.Dropped > 0 {
-				m.Label += fmt.Sprintf(" (%d unanswered)", *e.Dropped)
-			}
-		case xdslog.EventRefused:
-			m.From, m.To, m.Kind = ControlPlane, Client, KindRefused
-			m.Label = "refused: " + clip(firstLine(e.Error), 80)
-		case xdslog.EventDataPlane:
-			m.From, m.To, m.Kind = Client, DataPlane, KindDataPlane
-			dp := dataPlaneOf(e)
-			if e.Probe == xdslog.ProbeWindow {
-				dp.Expected = "" // a window probe has no answer it must get
-			}
-			answer := dataPlaneText(dp, r)
-			if e.Probe == xdslog.ProbeWindow {
-				n := analysis.ProbeWeight(e)
-				if window.at == len(d.Messages)-1 && window.at >= 0 && window.answer == answer {
-					window.count += n
-					d.Messages[window.at].Label = fmt.Sprintf("window probes x%d from %s: %s", window.count, window.first, answer)
-					continue
-				}
-				window.answer, window.count, window.first = answer, n, e.RequestID
-				m.Label = fmt.Sprintf("window probes x%d from %s: %s", n, e.RequestID, answer)
-				d.Messages = append(d.Messages, m)
-				window.at = len(d.Messages) - 1
-				continue
-			}
-			m.Label = "request " + e.RequestID + hostText(e) + ": " + answer
-		default:
-			continue
+	return start, evs
+}
+
+// protocolMessage fills in m for a control-plane or client event (absent: the names each
+// SotW LDS/CDS send left out), and reports false for an event that is no message.
+func protocolMessage(m *Message, e xdslog.Event, absent map[sendKey][]string) bool {
+	switch e.Event {
+	case xdslog.EventPublish:
+		m.From, m.To, m.Kind = ControlPlane, ControlPlane, KindPublish
+		m.Label = "publish v" + e.Version + changedText(e.Changed)
+	case xdslog.EventSend:
+		m.From, m.To, m.Kind = ControlPlane, Client, KindSend
+		m.Resources = len(e.Resources)
+		m.Removed = e.Removed
+		if gone := absent[sendKey{typeKey{streamKey{e.Server, e.Stream}, e.Type}, e.Nonce}]; len(gone) > 0 {
+			m.Removed, m.ByAbsence = gone, true
 		}
-		d.Messages = append(d.Messages, m)
+		m.Label = sendLabel(e, m.Removed, m.ByAbsence)
+	case xdslog.EventAck:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindAck
+		m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+	case xdslog.EventNack:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindNack
+		m.Label = fmt.Sprintf("NACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+		if a := e.Accepted(); a != "" {
+			m.Label += " keeps v=" + short(a)
+		}
+		if e.Repeat > 1 {
+			m.Label += fmt.Sprintf(" repeat %d", e.Repeat)
+		}
+	case xdslog.EventStorm:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindNack
+		m.Label = fmt.Sprintf("storm %s: %s, %s n=%s..%s (condensed)", e.Type, count(e.Sends, "re-send"), count(e.Nacks, "NACK"), e.Nonce, e.LastNonce)
+	case xdslog.EventUnmatched:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
+		m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)
+	case xdslog.EventRequest:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindRequest
+		if e.Kind == xdslog.RequestOnDemand {
+			m.Kind = KindOnDemand
+		}
+		m.Label = requestLabel(e)
+	case xdslog.EventStale:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindStale
+		m.Label = staleLabel(e)
+	case xdslog.EventStreamOpen:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindStreamOpen
+		m.Label = "open " + streamText(e)
+	case xdslog.EventStreamClose:
+		m.From, m.To, m.Kind = Client, ControlPlane, KindStreamClose
+		m.Label = "close " + streamText(e)
+		if e.Dropped != nil && *e.Dropped > 0 {
+			m.Label += fmt.Sprintf(" (%d unanswered)", *e.Dropped)
+		}
+	case xdslog.EventRefused:
+		m.From, m.To, m.Kind = ControlPlane, Client, KindRefused
+		m.Label = "refused: " + clip(firstLine(e.Error), 80)
+	default:
+		return false
 	}
-	return d
+	return true
+}
+
+// windowFold folds window probes (every few ms for a whole step) into one message per
+// run of equal answers, so that the protocol messages stay readable.
+type windowFold struct {
+	at     int // index of the folded message in the messages, -1 when none
+	answer string
+	count  int
+	first  string
+}
+
+// add appends a data-plane event's message m to msgs, or folds a window probe into the
+// last message when that is the same answer's fold.
+func (w *windowFold) add(msgs []Message, m Message, e xdslog.Event, r *Run) []Message {
+	m.From, m.To, m.Kind = Client, DataPlane, KindDataPlane
+	dp := dataPlaneOf(e)
+	if e.Probe == xdslog.ProbeWindow {
+		dp.Expected = "" // a window probe has no answer it must get
+	}
+	answer := dataPlaneText(dp, r)
+	if e.Probe != xdslog.ProbeWindow {
+		m.Label = "request " + e.RequestID + hostText(e) + ": " + answer
+		return append(msgs, m)
+	}
+	n := analysis.ProbeWeight(e)
+	if w.at == len(msgs)-1 && w.at >= 0 && w.answer == answer {
+		w.count += n
+		msgs[w.at].Label = fmt.Sprintf("window probes x%d from %s: %s", w.count, w.first, answer)
+		return msgs
+	}
+	w.answer, w.count, w.first = answer, n, e.RequestID
+	m.Label = fmt.Sprintf("window probes x%d from %s: %s", n, e.RequestID, answer)
+	msgs = append(msgs, m)
+	w.at = len(msgs) - 1
+	return msgs
 }
 
 // clientName is the client participant's name: the kind from run.json, else from the

@@ -153,13 +153,7 @@ func appendNew(s []string, v string) []string {
 func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*analysis.Step) []Finding {
 	det := [2]map[string]*detail{details(runs[0]), details(runs[1])}
 	out := []Finding{}
-	add := func(step, kind string, a attribution, facets []facet, format string, args ...any) {
-		out = append(out, Finding{Step: step, Kind: kind, Text: stepName(step) + ": " + fmt.Sprintf(format, args...),
-			Attribution: a.attr, Source: a.source, sides: a.sides, facets: facets})
-	}
-	one := func(shape string, a attribution) []facet { return []facet{{shape: shape, attr: a}} }
 	for i, s := range steps {
-		row, cp := rep.Rows[i], rep.Versions[i]
 		var st [2]*analysis.Step
 		var d [2]*detail
 		for j := range runs {
@@ -169,94 +163,122 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 				d[j] = &detail{}
 			}
 		}
-		f := row.Runs
-
-		// Versions: which tracked resources moved at this checkpoint.
-		if mv := [2][]string{movedTypes(cp.Runs[0]), movedTypes(cp.Runs[1])}; !slices.Equal(mv[0], mv[1]) {
-			a := attributeVersions(runs)
-			add(s, "versions", a, one(versionsShape(runs, mv), a), "%s moved %s; %s moved %s",
-				runs[0].Name(), movedText(mv[0], len(Tracked)), runs[1].Name(), movedText(mv[1], len(Tracked)))
-		}
-
-		// Redundant pushes.
-		if f[0].Redundant > 0 || f[1].Redundant > 0 {
-			add(s, "redundant", attributeRedundant(runs, d, ""), redundantFacets(runs, st, d),
-				"%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
-		}
-
-		// NACKs and re-sends of rejected content.
-		if f[0].Nacks > 0 || f[1].Nacks > 0 {
-			a := attributeNack(runs, f)
-			add(s, "nack", a, one(nackShape(runs, f, st), a), "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
-		}
-
-		// Removals: explicit (delta removed_resources) or by absence (SotW LDS/CDS).
-		if f[0].RemovedExplicit+f[0].RemovedByAbsence+f[1].RemovedExplicit+f[1].RemovedByAbsence > 0 {
-			a := attribution{attr: AttrProtocol, source: srcSpecDeleting}
-			add(s, "removal", a, one(removalShape(runs, d), a), "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
-		}
-
-		// Reconnects: what each control plane sent on the new stream.
-		if d[0].re != nil || d[1].re != nil {
-			what := "after the client reconnected"
-			for _, x := range d {
-				if x.re != nil && x.re.Server > 0 {
-					what = fmt.Sprintf("after the control plane restarted (server %d)", x.re.Server)
-				}
-			}
-			a := attributeReconnect(runs, d)
-			add(s, "reconnect", a, one(reconnectShape(runs, d), a), "%s, %s; %s", what, reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
-		}
-
-		// Stale requests: skipped by the SotW server, so what they said did not happen there.
-		for j, r := range runs {
-			if x, ok := staleFinding(r, s, d[j]); ok {
-				out = append(out, x)
-			}
-		}
-
-		// On-demand subscribes, and SotW's NACK of a VHDS route configuration.
-		out = append(out, onDemandFindings(runs, s, f, st)...)
-
-		// Data plane: only when the two answers differ.
-		if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
-			add(s, "dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, nil, "the data plane answered differently: %s %s; %s %s",
-				runs[0].Name(), dpOrNone(a), runs[1].Name(), dpOrNone(b))
-		}
-
-		// Anomalies: feedback that matched nothing, sends never answered.
-		for j, r := range runs {
-			if x, ok := anomalyFinding(r, s, f[j]); ok {
-				out = append(out, x)
-			}
-		}
+		out = append(out, stepFindings(runs, s, rep.Rows[i].Runs, rep.Versions[i], st, d)...)
 	}
-	t := rep.Total
-	if t[0].Bytes > 0 || t[1].Bytes > 0 {
-		sent := func(f Figures) string {
-			return fmt.Sprintf("%s in %s (%s, %d redundant)", count(f.Bytes, "byte"), count(sumMap(f.Responses), "response"),
-				count(f.Resources, "resource"), f.Redundant)
-		}
-		text := fmt.Sprintf("total over %s: %s sent %s; %s sent %s", count(len(steps), "step"),
-			runs[0].Name(), sent(t[0]), runs[1].Name(), sent(t[1]))
-		if t[0].Bytes > 0 && t[1].Bytes > 0 {
-			text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, ratioText(t[0].Bytes, t[1].Bytes))
-		}
-		// The total is as much protocol as the step that makes most of its difference.
-		ex := explain(out, rep.Rows, metricBytes)
-		if ex.step == "" {
-			// Equal in every step: nothing but what both protocols' messages need.
-			ex.attr = attribution{attr: AttrProtocol, source: srcSpecGrouping}
-		} else {
-			text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", stepName(ex.step),
-				runs[0].Label, count(ex.values[0], "byte"), runs[1].Label, count(ex.values[1], "byte"))
-			if ex.kind != "" {
-				text += ", see its " + ex.kind + " finding"
-			}
-		}
-		out = append(out, Finding{Kind: "total", Text: text, Attribution: ex.attr.attr, Source: ex.attr.source, sides: ex.attr.sides})
+	if x, ok := totalFinding(runs, rep, len(steps), out); ok {
+		out = append(out, x)
 	}
 	return out
+}
+
+// stepFindings are one step's findings, from both runs' figures f, checkpoint cp,
+// summaries st and details d.
+func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*analysis.Step, d [2]*detail) []Finding {
+	var out []Finding
+	add := func(kind string, a attribution, facets []facet, format string, args ...any) {
+		out = append(out, Finding{Step: s, Kind: kind, Text: stepName(s) + ": " + fmt.Sprintf(format, args...),
+			Attribution: a.attr, Source: a.source, sides: a.sides, facets: facets})
+	}
+	one := func(shape string, a attribution) []facet { return []facet{{shape: shape, attr: a}} }
+
+	// Versions: which tracked resources moved at this checkpoint.
+	if mv := [2][]string{movedTypes(cp.Runs[0]), movedTypes(cp.Runs[1])}; !slices.Equal(mv[0], mv[1]) {
+		a := attributeVersions(runs)
+		add("versions", a, one(versionsShape(runs, mv), a), "%s moved %s; %s moved %s",
+			runs[0].Name(), movedText(mv[0], len(Tracked)), runs[1].Name(), movedText(mv[1], len(Tracked)))
+	}
+
+	// Redundant pushes.
+	if f[0].Redundant > 0 || f[1].Redundant > 0 {
+		add("redundant", attributeRedundant(runs, d, ""), redundantFacets(runs, st, d),
+			"%s; %s", redundantText(runs[0], f[0]), redundantText(runs[1], f[1]))
+	}
+
+	// NACKs and re-sends of rejected content.
+	if f[0].Nacks > 0 || f[1].Nacks > 0 {
+		a := attributeNack(runs, f)
+		add("nack", a, one(nackShape(runs, f, st), a), "%s; %s", nackText(runs[0], f[0], st[0]), nackText(runs[1], f[1], st[1]))
+	}
+
+	// Removals: explicit (delta removed_resources) or by absence (SotW LDS/CDS).
+	if f[0].RemovedExplicit+f[0].RemovedByAbsence+f[1].RemovedExplicit+f[1].RemovedByAbsence > 0 {
+		a := attribution{attr: AttrProtocol, source: srcSpecDeleting}
+		add("removal", a, one(removalShape(runs, d), a), "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
+	}
+
+	// Reconnects: what each control plane sent on the new stream.
+	if d[0].re != nil || d[1].re != nil {
+		a := attributeReconnect(runs, d)
+		add("reconnect", a, one(reconnectShape(runs, d), a), "%s, %s; %s", reconnectWhen(d), reconnectText(runs[0], d[0].re), reconnectText(runs[1], d[1].re))
+	}
+
+	// Stale requests: skipped by the SotW server, so what they said did not happen there.
+	for j, r := range runs {
+		if x, ok := staleFinding(r, s, d[j]); ok {
+			out = append(out, x)
+		}
+	}
+
+	// On-demand subscribes, and SotW's NACK of a VHDS route configuration.
+	out = append(out, onDemandFindings(runs, s, f, st)...)
+
+	// Data plane: only when the two answers differ.
+	if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
+		add("dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, nil, "the data plane answered differently: %s %s; %s %s",
+			runs[0].Name(), dpOrNone(a), runs[1].Name(), dpOrNone(b))
+	}
+
+	// Anomalies: feedback that matched nothing, sends never answered.
+	for j, r := range runs {
+		if x, ok := anomalyFinding(r, s, f[j]); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// reconnectWhen is what the step's new streams followed: the client's reconnect, or the
+// restart of a control plane (the last run's that had one).
+func reconnectWhen(d [2]*detail) string {
+	what := "after the client reconnected"
+	for _, x := range d {
+		if x.re != nil && x.re.Server > 0 {
+			what = fmt.Sprintf("after the control plane restarted (server %d)", x.re.Server)
+		}
+	}
+	return what
+}
+
+// totalFinding is the bytes both runs sent over the compared steps (when either sent
+// any), attributed as the step that makes most of the difference is (from stepOut, the
+// steps' findings).
+func totalFinding(runs [2]*Run, rep *Report, steps int, stepOut []Finding) (Finding, bool) {
+	t := rep.Total
+	if t[0].Bytes == 0 && t[1].Bytes == 0 {
+		return Finding{}, false
+	}
+	sent := func(f Figures) string {
+		return fmt.Sprintf("%s in %s (%s, %d redundant)", count(f.Bytes, "byte"), count(sumMap(f.Responses), "response"),
+			count(f.Resources, "resource"), f.Redundant)
+	}
+	text := fmt.Sprintf("total over %s: %s sent %s; %s sent %s", count(steps, "step"),
+		runs[0].Name(), sent(t[0]), runs[1].Name(), sent(t[1]))
+	if t[0].Bytes > 0 && t[1].Bytes > 0 {
+		text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, ratioText(t[0].Bytes, t[1].Bytes))
+	}
+	// The total is as much protocol as the step that makes most of its difference.
+	ex := explain(stepOut, rep.Rows, metricBytes)
+	if ex.step == "" {
+		// Equal in every step: nothing but what both protocols' messages need.
+		ex.attr = attribution{attr: AttrProtocol, source: srcSpecGrouping}
+	} else {
+		text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", stepName(ex.step),
+			runs[0].Label, count(ex.values[0], "byte"), runs[1].Label, count(ex.values[1], "byte"))
+		if ex.kind != "" {
+			text += ", see its " + ex.kind + " finding"
+		}
+	}
+	return Finding{Kind: "total", Text: text, Attribution: ex.attr.attr, Source: ex.attr.source, sides: ex.attr.sides}, true
 }
 
 // staleFinding is one run's stale requests in a step, when it had any: the SotW server

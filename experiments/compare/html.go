@@ -170,28 +170,45 @@ func emptyNote(d Diagram) string {
 	return ""
 }
 
-type htmlView struct {
+// htmlPage is what both HTML reports show alike (a two-run report is a matrix of two):
+// the template "top" draws it from the title down to the data plane and the traffic,
+// "versions" and "diagrams" its sections of those names.
+type htmlPage struct {
 	Title     string
-	Headline  Headline
+	Headline  string // the two-run report's headline, the matrix's summary
 	Legend    string
-	Header    table
+	Simulated bool
+	Runs      table
 	Steps     table
 	Versions  table
-	Probes    *table        // nil: no compared step has a probe
-	Traffic   *trafficView  // nil: no compared step has a traffic event
-	OnDemand  *onDemandView // nil: no compared step has an on-demand subscribe
+	Probes    *table       // nil: no compared step has a probe
+	Traffic   *trafficView // nil: no compared step has a traffic event
 	ProbeNote string
 	ProbeNone string
 	StepNote  string
 	VerNote   string
 	Shared    string
 	Selected  string
-	Findings  []htmlFinding
+	// Grid is the class of a step's figures, a figure per run: "pair" (two side by
+	// side) or "runs-grid".
+	Grid     string
+	Diagrams []stepDiagrams
+}
+
+// stepDiagrams is one step's diagrams, one per run.
+type stepDiagrams struct {
+	Step string
+	SVG  []svgDiagram
+}
+
+// htmlView is the two-run report's page.
+type htmlView struct {
+	htmlPage
+	OnDemand *onDemandView // nil: no compared step has an on-demand subscribe
+	Findings []htmlFinding
 	// Clients is the Clients section (nil: the runs' clients are the same).
 	Clients      []htmlFinding
 	ClientsIntro string
-	Diagrams     []htmlPair
-	Simulated    bool
 }
 
 // htmlFinding is a finding with its text split at backticks, so resource names render
@@ -223,36 +240,32 @@ func codeSegments(s string) []textSegment {
 	return out
 }
 
-type htmlPair struct {
-	Step string
-	SVG  [2]svgDiagram
-}
-
 func renderHTML(w io.Writer, rep *Report) error {
-	v := htmlView{
+	rows := reportStepRows(rep)
+	v := htmlView{htmlPage: htmlPage{
 		Title:     fmt.Sprintf("lab compare: A %s vs B %s", rep.Runs[0].Mode, rep.Runs[1].Mode),
-		Header:    headerTable(rep),
+		Runs:      headerTable(rep),
 		Steps:     stepTable(rep),
 		Versions:  versionTable(rep),
-		StepNote:  stepLegendOf(reportStepRows(rep)),
+		StepNote:  stepLegendOf(rows),
 		VerNote:   reportVersionNote(rep),
 		Shared:    listOrNone(stepNames(rep.SharedSteps)),
 		Selected:  rep.Step,
-		Headline:  rep.Headline,
+		Headline:  rep.Headline.Text,
 		Legend:    labelLegend,
-		Probes:    htmlProbes(runTitles(rep.Runs[:]), reportStepRows(rep)),
-		Traffic:   htmlTraffic(runTitles(rep.Runs[:]), reportStepRows(rep), "pair"),
-		OnDemand:  htmlOnDemand(runLabels(rep.Runs[:]), reportStepRows(rep)),
+		Probes:    htmlProbes(runTitles(rep.Runs[:]), rows),
+		Traffic:   htmlTraffic(runTitles(rep.Runs[:]), rows, "pair"),
 		ProbeNote: probeLegend,
 		ProbeNone: upperFirst(probeNone) + ".",
-	}
+		Grid:      "pair",
+	}, OnDemand: htmlOnDemand(runLabels(rep.Runs[:]), rows)}
 	for _, f := range rep.Findings {
-		v.Findings = append(v.Findings, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
+		v.Findings = append(v.Findings, newHTMLFinding(f.Text, f.Attribution, f.Source))
 	}
 	if c := rep.Clients; c != nil {
 		v.ClientsIntro = clientsIntro(c)
 		for _, d := range c.Differences {
-			v.Clients = append(v.Clients, htmlFinding{Segments: codeSegments(sanitize(d.Text)), Attribution: d.Attribution, Source: sanitize(d.Source)})
+			v.Clients = append(v.Clients, newHTMLFinding(d.Text, d.Attribution, d.Source))
 		}
 	}
 	for _, h := range rep.Runs {
@@ -263,12 +276,18 @@ func renderHTML(w io.Writer, rep *Report) error {
 			v.Simulated = v.Simulated || (f.DataPlane != nil && f.DataPlane.Simulated)
 		}
 	}
-	v.Simulated = v.Simulated || anySimulatedProbes(reportStepRows(rep))
+	v.Simulated = v.Simulated || anySimulatedProbes(rows)
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
-		v.Diagrams = append(v.Diagrams, htmlPair{Step: stepName(rep.Diagrams[i].Step),
-			SVG: [2]svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
+		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: stepName(rep.Diagrams[i].Step),
+			SVG: []svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
 	}
 	return htmlTemplate.Execute(w, v)
+}
+
+// newHTMLFinding is a finding (or a difference of the clients) as the template
+// "finding" draws it.
+func newHTMLFinding(text, attribution, source string) htmlFinding {
+	return htmlFinding{Segments: codeSegments(sanitize(text)), Attribution: attribution, Source: sanitize(source)}
 }
 
 // The HTML pieces both reports share: the head up to the style sheet, the style sheet,
@@ -350,8 +369,48 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 <line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
 {{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
 {{end}}</svg>
-</figure>{{end}}` + htmlTrafficTemplates
+</figure>{{end}}` + htmlPageTemplates + htmlTrafficTemplates
 )
+
+// htmlPageTemplates defines the sections both reports have (htmlPage): "top", from the
+// title down to the data plane and the traffic; "versions"; "diagrams"; and "finding",
+// a finding's list item, with "segments", its text with code spans. Nothing outside the
+// definitions: a report's last bytes are what they were.
+const htmlPageTemplates = `{{define "top"}}<h1>{{.Title}}</h1>
+<p class="headline" id="headline">{{.Headline}}</p>
+<p class="note" id="legend">{{.Legend}}</p>
+{{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
+<section id="runs">
+<h2>Runs</h2>
+{{template "table" .Runs}}
+<p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
+</section>
+<section id="steps">
+<h2>Steps</h2>
+{{template "table" .Steps}}
+<p class="note">{{.StepNote}}</p>
+</section>
+<section id="dataplane">
+<h2>Data plane</h2>
+{{with .Probes}}{{template "table" .}}
+<p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
+</section>
+{{with .Traffic}}{{template "traffic" .}}{{end}}{{end}}{{define "versions"}}<section id="versions">
+<h2>Versions at each checkpoint</h2>
+{{template "table" .Versions}}
+<p class="note">{{.VerNote}}</p>
+</section>
+{{end}}{{define "diagrams"}}<section id="diagrams">
+<h2>Sequence diagrams</h2>
+{{range .Diagrams}}
+<h3>{{.Step}}</h3>
+<div class="{{$.Grid}}">{{range .SVG}}
+{{template "figure" .}}{{end}}
+</div>
+{{end}}
+</section>
+{{end}}{{define "finding"}}<li>{{template "segments" .Segments}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}` +
+	`{{define "segments"}}{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}{{end}}`
 
 // htmlTrafficTemplates defines "traffic", the traffic section (trafficView), and "timeline", one
 // run's timeline of a step (svgTimeline); trafficCSSIf adds their style to a report that
@@ -401,57 +460,24 @@ svg .k-on_demand text { fill: #6639ba; font-weight: bold; }
 var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + trafficCSSIf + onDemandCSSIf + `</style>
 </head>
 <body>
-<h1>{{.Title}}</h1>
-<p class="headline" id="headline">{{.Headline.Text}}</p>
-<p class="note" id="legend">{{.Legend}}</p>
-{{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
-<section id="runs">
-<h2>Runs</h2>
-{{template "table" .Header}}
-<p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
-</section>
-<section id="steps">
-<h2>Steps</h2>
-{{template "table" .Steps}}
-<p class="note">{{.StepNote}}</p>
-</section>
-<section id="dataplane">
-<h2>Data plane</h2>
-{{with .Probes}}{{template "table" .}}
-<p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
-</section>
-{{with .Traffic}}{{template "traffic" .}}{{end}}{{with .OnDemand}}<section id="ondemand">
+{{template "top" .}}{{with .OnDemand}}<section id="ondemand">
 <h2>On-demand</h2>
 {{template "table" .Table}}
 <p class="note">{{.Legend}}</p>
 </section>
-{{end}}<section id="versions">
-<h2>Versions at each checkpoint</h2>
-{{template "table" .Versions}}
-<p class="note">{{.VerNote}}</p>
-</section>
-<section id="findings">
+{{end}}{{template "versions" .}}<section id="findings">
 <h2>Findings</h2>
 {{if .Findings}}<ol>{{range .Findings}}
-<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
+{{template "finding" .}}{{end}}
 </ol>{{else}}<p>None: the figures show no difference worth stating.</p>{{end}}
 </section>
 {{if .ClientsIntro}}<section id="clients">
 <h2>Clients</h2>
 <p>{{.ClientsIntro}}</p>
 {{if .Clients}}<ol>{{range .Clients}}
-<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
+{{template "finding" .}}{{end}}
 </ol>{{else}}<p>None: the compared steps show no client behaviour to set side by side.</p>{{end}}
 </section>
-{{end}}<section id="diagrams">
-<h2>Sequence diagrams</h2>
-{{range .Diagrams}}
-<h3>{{.Step}}</h3>
-<div class="pair">{{range .SVG}}
-{{template "figure" .}}{{end}}
-</div>
-{{end}}
-</section>
-</body>
+{{end}}{{template "diagrams" .}}</body>
 </html>
 ` + htmlShared))

@@ -196,54 +196,48 @@ func CompareMatrix(runs []*Run, opt Options) (*Matrix, error) {
 	}
 	m := &Matrix{Step: opt.Step, SharedSteps: []string{}, Pairs: []Pair{}, Rows: []MatrixRow{}, Versions: []MatrixCheckpoint{},
 		Findings: []MatrixFinding{}, Notes: []Finding{}, Diagrams: []Diagram{}}
-	stepsOf := func(r *Run) []string {
-		out := make([]string, len(r.Summary.Steps))
-		for i, s := range r.Summary.Steps {
-			out[i] = s.Name
-		}
-		return out
-	}
-	for _, s := range stepsOf(runs[0]) {
+	for _, s := range runSteps(runs[0]) {
 		if !slices.ContainsFunc(runs[1:], func(r *Run) bool { return r.Summary.Step(s) == nil }) {
 			m.SharedSteps = append(m.SharedSteps, s)
 		}
 	}
 	titles := axesTitles(runs)
 	for i, r := range runs {
-		m.Runs = append(m.Runs, MatrixRun{RunHeader: header(r, stepsOf(r), m.SharedSteps), Axes: titles[i]})
+		m.Runs = append(m.Runs, MatrixRun{RunHeader: header(r, runSteps(r), m.SharedSteps), Axes: titles[i]})
 	}
 	steps, err := selectSteps(m.SharedSteps, opt.Step, "every run")
 	if err != nil {
 		return nil, err
 	}
 
-	// The columns: each run's own figures and checkpoints, indexed once per run.
-	n := len(runs)
-	byStep := make([]map[string][]xdslog.Event, n)
-	versions := make([]map[string]VersionSet, n)
-	m.Total = make([]Figures, n)
-	for i, r := range runs {
-		byStep[i] = map[string][]xdslog.Event{}
-		for _, e := range r.Events {
-			byStep[i][e.Step] = append(byStep[i][e.Step], e)
-		}
-		versions[i] = checkpoints(r)
-		m.Total[i].Responses = map[string]int{}
+	// The columns: each run's own figures and checkpoints.
+	cols := runColumns(runs, steps)
+	for i, s := range steps {
+		m.Rows = append(m.Rows, MatrixRow{Step: s, Runs: cols.figures[i]})
+		m.Versions = append(m.Versions, MatrixCheckpoint{Step: s, Runs: cols.versions[i]})
 	}
-	for _, s := range steps {
-		row := MatrixRow{Step: s, Runs: make([]Figures, n)}
-		cp := MatrixCheckpoint{Step: s, Runs: make([]VersionSet, n)}
-		for i, r := range runs {
-			row.Runs[i] = figures(r.Summary.Step(s), r)
-			addFigures(&m.Total[i], row.Runs[i])
-			cp.Runs[i] = versions[i][s]
-			m.Diagrams = append(m.Diagrams, buildDiagram(r, s, clientName(r), byStep[i][s]))
-		}
-		m.Rows = append(m.Rows, row)
-		m.Versions = append(m.Versions, cp)
-	}
+	m.Total = cols.total
+	m.Diagrams = append(m.Diagrams, cols.diagrams...)
 
-	// The pairs and their two-run findings.
+	pairs, reports, err := sotwDeltaPairs(runs, opt)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		m.Pairs = append(m.Pairs, p.Pair)
+	}
+	m.Coverage = coverage(runs, pairs)
+	for _, s := range steps {
+		m.Findings = append(m.Findings, crossFindings(s, pairs, reports, m.Coverage)...)
+	}
+	m.Notes = matrixNotes(runs, steps, m.Rows)
+	m.Summary = matrixSummary(m)
+	return m, nil
+}
+
+// sotwDeltaPairs are the pairs of a SotW run and a delta run with the same cache, in the
+// runs' order, and each pair's two-run report (whose findings the matrix compares).
+func sotwDeltaPairs(runs []*Run, opt Options) ([]pairRef, []*Report, error) {
 	var pairs []pairRef
 	var reports []*Report
 	for _, sr := range runs {
@@ -254,21 +248,13 @@ func CompareMatrix(runs []*Run, opt Options) (*Matrix, error) {
 			}
 			rep, err := Compare(sr, dr, opt)
 			if err != nil {
-				return nil, fmt.Errorf("compare %s with %s: %w", sr.Label, dr.Label, err)
+				return nil, nil, fmt.Errorf("compare %s with %s: %w", sr.Label, dr.Label, err)
 			}
-			p := pairRef{Pair: Pair{Name: sr.Label + " vs " + dr.Label, Sotw: sr.Label, Delta: dr.Label, Cache: sa.cache}, sotw: sa, delta: da}
-			pairs = append(pairs, p)
+			pairs = append(pairs, pairRef{Pair: Pair{Name: sr.Label + " vs " + dr.Label, Sotw: sr.Label, Delta: dr.Label, Cache: sa.cache}, sotw: sa, delta: da})
 			reports = append(reports, rep)
-			m.Pairs = append(m.Pairs, p.Pair)
 		}
 	}
-	m.Coverage = coverage(runs, pairs)
-	for _, s := range steps {
-		m.Findings = append(m.Findings, crossFindings(s, pairs, reports, m.Coverage)...)
-	}
-	m.Notes = matrixNotes(runs, steps, m.Rows)
-	m.Summary = matrixSummary(m)
-	return m, nil
+	return pairs, reports, nil
 }
 
 // coverage is "" when the pairs cover both caches, else the one line that says why the

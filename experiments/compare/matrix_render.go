@@ -231,17 +231,12 @@ func (m *Matrix) axesOf(label string) string {
 
 // ---- HTML ----
 
+// matrixView is the matrix's page.
 type matrixView struct {
-	Title, Summary, Legend, MatrixLegend, NotesLegend string
-	Runs, Steps, Versions                             table
-	Probes                                            *table
-	Traffic                                           *trafficView // nil: no compared step has a traffic event
-	StepNote, VerNote, Shared, Selected               string
-	ProbeNote, ProbeNone                              string
-	Simulated                                         bool
-	Findings                                          []matrixFindingView
-	Notes                                             []htmlFinding
-	Diagrams                                          []matrixDiagrams
+	htmlPage
+	MatrixLegend, NotesLegend string
+	Findings                  []matrixFindingView
+	Notes                     []htmlFinding
 }
 
 type matrixFindingView struct {
@@ -252,23 +247,19 @@ type matrixFindingView struct {
 	Kind, Step, TypeKey string
 }
 
-// matrixDiagrams is one step's diagrams, one per run.
-type matrixDiagrams struct {
-	Step string
-	SVG  []svgDiagram
-}
-
 func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	runs, steps, versions := m.tables()
-	v := matrixView{Title: m.title(), Summary: m.Summary, Legend: labelLegend, MatrixLegend: matrixLegend, NotesLegend: notesLegend,
-		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(matrixStepRows(m)), VerNote: m.versionNote(),
-		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + "."}
+	rows := matrixStepRows(m)
+	v := matrixView{htmlPage: htmlPage{Title: m.title(), Headline: m.Summary, Legend: labelLegend,
+		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(rows), VerNote: m.versionNote(),
+		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + ".",
+		Grid: "runs-grid"}, MatrixLegend: matrixLegend, NotesLegend: notesLegend}
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"
 	}
-	v.Probes = htmlProbes(m.titles(), matrixStepRows(m))
-	v.Simulated = v.Simulated || anySimulatedProbes(matrixStepRows(m))
-	v.Traffic = htmlTraffic(m.titles(), matrixStepRows(m), "runs-grid")
+	v.Probes = htmlProbes(m.titles(), rows)
+	v.Simulated = v.Simulated || anySimulatedProbes(rows)
+	v.Traffic = htmlTraffic(m.titles(), rows, v.Grid)
 	for _, f := range m.Findings {
 		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
 			Source: sanitize(f.Source), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
@@ -278,7 +269,7 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 		v.Findings = append(v.Findings, fv)
 	}
 	for _, f := range m.Notes {
-		v.Notes = append(v.Notes, htmlFinding{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Source: sanitize(f.Source)})
+		v.Notes = append(v.Notes, newHTMLFinding(f.Text, f.Attribution, f.Source))
 	}
 	for _, d := range m.Diagrams {
 		sd := layoutDiagram(d)
@@ -287,7 +278,7 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 			v.Diagrams[n-1].SVG = append(v.Diagrams[n-1].SVG, sd)
 			continue
 		}
-		v.Diagrams = append(v.Diagrams, matrixDiagrams{Step: stepName(d.Step), SVG: []svgDiagram{sd}})
+		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: stepName(d.Step), SVG: []svgDiagram{sd}})
 	}
 	return matrixTemplate.Execute(w, v)
 }
@@ -303,54 +294,21 @@ ul.pairs { margin: 2px 0 6px; padding-left: 20px; font-size: 12px; color: #3d444
 var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + matrixCSS + trafficCSSIf + `</style>
 </head>
 <body>
-<h1>{{.Title}}</h1>
-<p class="headline" id="headline">{{.Summary}}</p>
-<p class="note" id="legend">{{.Legend}}</p>
-{{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
-<section id="runs">
-<h2>Runs</h2>
-{{template "table" .Runs}}
-<p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
-</section>
-<section id="steps">
-<h2>Steps</h2>
-{{template "table" .Steps}}
-<p class="note">{{.StepNote}}</p>
-</section>
-<section id="dataplane">
-<h2>Data plane</h2>
-{{with .Probes}}{{template "table" .}}
-<p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
-</section>
-{{with .Traffic}}{{template "traffic" .}}{{end}}<section id="versions">
-<h2>Versions at each checkpoint</h2>
-{{template "table" .Versions}}
-<p class="note">{{.VerNote}}</p>
-</section>
-<section id="findings">
+{{template "top" .}}{{template "versions" .}}<section id="findings">
 <h2>Findings</h2>
 <p class="note">{{.MatrixLegend}}</p>
 {{if .Findings}}<ol>{{range .Findings}}
-<li class="finding" data-step="{{.Step}}" data-kind="{{.Kind}}"{{if .TypeKey}} data-types="{{.TypeKey}}"{{end}}>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src basis"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Basis}}</span>{{if .Source}}<br><span class="src">{{.Source}}</span>{{end}}
-<ul class="pairs">{{range .Pairs}}<li>{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}</li>{{end}}</ul></li>{{end}}
+<li class="finding" data-step="{{.Step}}" data-kind="{{.Kind}}"{{if .TypeKey}} data-types="{{.TypeKey}}"{{end}}>{{template "segments" .Segments}}<br><span class="src basis"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Basis}}</span>{{if .Source}}<br><span class="src">{{.Source}}</span>{{end}}
+<ul class="pairs">{{range .Pairs}}<li>{{template "segments" .}}</li>{{end}}</ul></li>{{end}}
 </ol>{{else}}<p>None: no pair shows a SotW-vs-delta difference worth stating.</p>{{end}}
 </section>
 <section id="notes">
 <h2>Notes</h2>
 <p class="note">{{.NotesLegend}}</p>
 {{if .Notes}}<ol>{{range .Notes}}
-<li>{{range .Segments}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}
+{{template "finding" .}}{{end}}
 </ol>{{else}}<p>None.</p>{{end}}
 </section>
-<section id="diagrams">
-<h2>Sequence diagrams</h2>
-{{range .Diagrams}}
-<h3>{{.Step}}</h3>
-<div class="runs-grid">{{range .SVG}}
-{{template "figure" .}}{{end}}
-</div>
-{{end}}
-</section>
-</body>
+{{template "diagrams" .}}</body>
 </html>
 ` + htmlShared))

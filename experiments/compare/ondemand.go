@@ -183,6 +183,9 @@ func onDemandText(r *Run, od *analysis.OnDemand) string {
 		}
 	}
 	if len(answers) > 0 {
+		// The upper middle, not stats.Median: with an even count it is one of the
+		// answers, not the mean of the two middle ones. Kept as it was printed; using
+		// stats.Median would change the text of a report with an even count.
 		slices.Sort(answers)
 		text += fmt.Sprintf("; held request to answer %.1f ms median over %s", answers[len(answers)/2], count(len(answers), "name"))
 	}

@@ -215,14 +215,7 @@ var Tracked = []struct{ Type, Name string }{
 // Compare computes the report of two runs.
 func Compare(a, b *Run, opt Options) (*Report, error) {
 	runs := [2]*Run{a, b}
-	stepsOf := func(r *Run) []string {
-		out := make([]string, len(r.Summary.Steps))
-		for i, s := range r.Summary.Steps {
-			out[i] = s.Name
-		}
-		return out
-	}
-	sa, sb := stepsOf(a), stepsOf(b)
+	sa, sb := runSteps(a), runSteps(b)
 	rep := &Report{Step: opt.Step, SharedSteps: []string{}, Rows: []Row{}, Versions: []Checkpoint{}, Findings: []Finding{}, Diagrams: []Diagram{}}
 	inB := set(sb)
 	for _, s := range sa {
@@ -231,46 +224,103 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 		}
 	}
 	for i, r := range runs {
-		rep.Runs[i] = header(r, stepsOf(r), stepsOf(runs[1-i]))
+		rep.Runs[i] = header(r, runSteps(r), runSteps(runs[1-i]))
 	}
 	steps, err := selectSteps(rep.SharedSteps, opt.Step, "both runs")
 	if err != nil {
 		return nil, err
 	}
-	versions := [2]map[string]VersionSet{checkpoints(a), checkpoints(b)}
+	cols := runColumns(runs[:], steps)
+	for i, s := range steps {
+		rep.Rows = append(rep.Rows, Row{Step: s, Runs: [2]Figures(cols.figures[i])})
+		rep.Versions = append(rep.Versions, Checkpoint{Step: s, Runs: [2]VersionSet(cols.versions[i])})
+	}
+	rep.Total = [2]Figures(cols.total)
+	rep.Diagrams = append(rep.Diagrams, cols.diagrams...)
+	rep.Findings = findings(runs, rep, steps, [2]map[string]*analysis.Step{cols.summary[0], cols.summary[1]})
+	rep.Clients = compareClients(runs, steps)
+	rep.Headline = headline(runs, rep)
+	return rep, nil
+}
+
+// runSteps are the names of a run's steps, in log order.
+func runSteps(r *Run) []string {
+	out := make([]string, len(r.Summary.Steps))
+	for i, s := range r.Summary.Steps {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// columns are what a two-run report and a matrix show of each run per compared step.
+type columns struct {
+	// figures and versions are indexed by step, then run; diagrams are each step's, a
+	// diagram per run; total is each run's sum over the steps.
+	figures  [][]Figures
+	versions [][]VersionSet
+	diagrams []Diagram
+	total    []Figures
+	// summary is each run's summary steps by name.
+	summary []map[string]*analysis.Step
+}
+
+// runColumns computes the columns of runs for steps.
+func runColumns(runs []*Run, steps []string) columns {
+	n := len(runs)
+	c := columns{total: make([]Figures, n), summary: make([]map[string]*analysis.Step, n)}
 	// Index once: a hostile log can have thousands of steps, and per-step scans of every
 	// event would make the comparison quadratic.
-	var byStep [2]map[string][]xdslog.Event
-	var summary [2]map[string]*analysis.Step
-	var client [2]string
+	versions := make([]map[string]VersionSet, n)
+	byStep := make([]map[string][]xdslog.Event, n)
+	client := make([]string, n)
 	for i, r := range runs {
-		byStep[i], summary[i], client[i] = map[string][]xdslog.Event{}, map[string]*analysis.Step{}, clientName(r)
+		versions[i] = checkpoints(r)
+		byStep[i], c.summary[i], client[i] = map[string][]xdslog.Event{}, map[string]*analysis.Step{}, clientName(r)
 		for _, e := range r.Events {
 			byStep[i][e.Step] = append(byStep[i][e.Step], e)
 		}
 		for _, st := range r.Summary.Steps {
-			summary[i][st.Name] = st
+			c.summary[i][st.Name] = st
 		}
 	}
-	for i := range rep.Total {
-		rep.Total[i].Responses = map[string]int{}
-	}
+	sums := make([]analysis.Step, n)
 	for _, s := range steps {
-		row := Row{Step: s}
-		cp := Checkpoint{Step: s}
+		figs, cps := make([]Figures, n), make([]VersionSet, n)
 		for i, r := range runs {
-			row.Runs[i] = figures(summary[i][s], r)
-			addFigures(&rep.Total[i], row.Runs[i])
-			cp.Runs[i] = versions[i][s]
-			rep.Diagrams = append(rep.Diagrams, buildDiagram(r, s, client[i], byStep[i][s]))
+			figs[i] = figures(c.summary[i][s], r)
+			addCounts(&sums[i], c.summary[i][s])
+			cps[i] = versions[i][s]
+			c.diagrams = append(c.diagrams, buildDiagram(r, s, client[i], byStep[i][s]))
 		}
-		rep.Rows = append(rep.Rows, row)
-		rep.Versions = append(rep.Versions, cp)
+		c.figures = append(c.figures, figs)
+		c.versions = append(c.versions, cps)
 	}
-	rep.Findings = findings(runs, rep, steps, summary)
-	rep.Clients = compareClients(runs, steps)
-	rep.Headline = headline(runs, rep)
-	return rep, nil
+	for i, r := range runs {
+		c.total[i] = figures(&sums[i], r)
+	}
+	return c
+}
+
+// addCounts adds a step's counts to sum, a run's total over the compared steps (nil st
+// adds none): its types' and its total's by analysis's rule (TypeFigures.Add), and the
+// streams it opened and the sends they dropped. Nothing else is summed: a total has no
+// median, rate or data plane.
+func addCounts(sum, st *analysis.Step) {
+	if st == nil {
+		return
+	}
+	if sum.Types == nil {
+		sum.Types = map[string]*analysis.TypeFigures{}
+	}
+	for t, tf := range st.Types {
+		if sum.Types[t] == nil {
+			sum.Types[t] = &analysis.TypeFigures{}
+		}
+		sum.Types[t].Add(tf)
+	}
+	sum.Total.Add(&st.Total)
+	sum.Dropped += st.Dropped
+	sum.StreamsUp += st.StreamsUp
 }
 
 func header(r *Run, steps, other []string) RunHeader {
@@ -328,25 +378,6 @@ func figures(st *analysis.Step, r *Run) Figures {
 	f.Traffic = st.Traffic
 	f.NotFound, f.OnDemand = t.NotFound, st.OnDemand
 	return f
-}
-
-func addFigures(dst *Figures, f Figures) {
-	for t, n := range f.Responses {
-		dst.Responses[t] += n
-	}
-	dst.Resources += f.Resources
-	dst.Redundant += f.Redundant
-	dst.RedundantBytes += f.RedundantBytes
-	dst.RemovedExplicit += f.RemovedExplicit
-	dst.RemovedByAbsence += f.RemovedByAbsence
-	dst.Acks += f.Acks
-	dst.Nacks += f.Nacks
-	dst.RejectedResends += f.RejectedResends
-	dst.Bytes += f.Bytes
-	dst.Unmatched += f.Unmatched
-	dst.Dropped += f.Dropped
-	dst.StreamsOpened += f.StreamsOpened
-	dst.NotFound += f.NotFound
 }
 
 // isSimulated decides whether a data-plane answer came from the simulated client: the

@@ -352,7 +352,23 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 	v.Width, v.PlotX, v.PlotY, v.PlotW, v.PlotH = tlWidth, tlPlotX, tlPlotTop, tlWidth-tlPlotX-tlRight, tlPlotH
 	v.PlotBottom = v.PlotY + v.PlotH
 	v.TickBottom = v.PlotBottom + 3
-	// The y axis is the busiest bucket's stacked count.
+	top := stackedTop(series, n)
+	totals := v.addBars(series, n, top, colours)
+	x := func(ms float64) float64 { return float64(v.PlotX) + min(max(ms/span, 0), 1)*float64(v.PlotW) }
+	v.addAxes(tl, span, top, x)
+	kinds := v.addMarks(t.Marks, x)
+	v.addLegend(totals, kinds)
+	v.Title = fmt.Sprintf("%s, %s: requests per %g ms bucket over %g ms%s; %s", step, title, tl.BucketMS,
+		span, startText(tl), strings.Join(totals, ", "))
+	if len(t.Marks) > 0 {
+		v.Title += "; marked: " + markList(t.Marks, false)
+	}
+	return v
+}
+
+// stackedTop is the y axis's top: the busiest of the n buckets' stacked count (1 when
+// every bucket is empty).
+func stackedTop(series []analysis.TrafficSeries, n int) float64 {
 	top := 0.0
 	for i := range n {
 		h := 0.0
@@ -364,6 +380,12 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 	if top == 0 {
 		top = 1
 	}
+	return top
+}
+
+// addBars stacks each series' bars on the ones before it, and returns the series'
+// totals as the legend says them ("v1 120").
+func (v *svgTimeline) addBars(series []analysis.TrafficSeries, n int, top float64, colours map[string]string) []string {
 	bw := float64(v.PlotW) / float64(n)
 	base := make([]float64, n)
 	var totals []string
@@ -383,7 +405,11 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 		v.Series = append(v.Series, svgSeries{Key: key, Colour: colours[colourKey(s)], Path: d.String(),
 			Title: fmt.Sprintf("%s: %s", key, count(s.Total, "request"))})
 	}
-	x := func(ms float64) float64 { return float64(v.PlotX) + min(max(ms/span, 0), 1)*float64(v.PlotW) }
+	return totals
+}
+
+// addAxes puts ticks on the x axis (ms, x placing them) and labels both axes.
+func (v *svgTimeline) addAxes(tl *xdslog.Timeline, span, top float64, x func(float64) float64) {
 	tick := niceStep(span, 6)
 	for i := 0; float64(i)*tick <= span*(1+1e-9); i++ {
 		ms := float64(i) * tick
@@ -396,7 +422,12 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 	if tl.Start.IsZero() {
 		v.Axis.Label = fmt.Sprintf("ms (no start time recorded); bars: requests per %g ms", tl.BucketMS)
 	}
-	labelled := len(t.Marks) <= maxLabelledMarks
+}
+
+// addMarks draws each mark as a vertical line at x(its ms), labelled when there are few
+// enough, and returns the kinds of marks drawn.
+func (v *svgTimeline) addMarks(marks []analysis.TrafficMark, x func(float64) float64) map[string]bool {
+	labelled := len(marks) <= maxLabelledMarks
 	kinds := map[string]bool{}
 	// Labels go in the first row above the plot where they clear the row's last label;
 	// one that fits in none keeps only its tooltip.
@@ -404,35 +435,46 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 	for i := range rowEnd {
 		rowEnd[i] = math.Inf(-1)
 	}
-	for _, m := range t.Marks {
+	for _, m := range marks {
 		kinds[m.Kind] = true
 		label := markLabel(m)
 		mx := x(m.AtMS)
 		mk := svgMark{Kind: m.Kind, Title: fmt.Sprintf("%s at %s ms", label, fmtMS(m.AtMS)), X: fmt.Sprintf("%.1f", mx),
 			Y1: fmt.Sprint(v.PlotY), Y2: fmt.Sprint(v.PlotBottom), Thin: !labelled}
 		if labelled {
-			w := float64(utf8.RuneCountInString(label)) * svgCharW
-			from, to, end := mx+2, mx+2+w, false
-			if to > float64(v.Width)-2 {
-				from, to, end = mx-2-w, mx-2, true
-			}
-			for row, e := range rowEnd {
-				if from < e+4 {
-					continue
-				}
-				rowEnd[row] = to
-				mk.Label, mk.LabelEnd = label, end
-				mk.Y1, mk.LabelY = fmt.Sprint(2+row*tlLabelRowH), fmt.Sprint(tlLabelRowH-2+row*tlLabelRowH)
-				mk.LabelX = fmt.Sprintf("%.1f", mx+2)
-				if end {
-					mk.LabelX = fmt.Sprintf("%.1f", mx-2)
-				}
-				break
-			}
+			v.placeLabel(&mk, label, mx, rowEnd)
 		}
 		v.Marks = append(v.Marks, mk)
 	}
-	// The legend: a swatch per series with its total, then a line sample per mark kind.
+	return kinds
+}
+
+// placeLabel puts a mark's label right of its line (left when it would leave the
+// drawing) in the first row it clears, recording the row's new end in rowEnd.
+func (v *svgTimeline) placeLabel(mk *svgMark, label string, mx float64, rowEnd []float64) {
+	w := float64(utf8.RuneCountInString(label)) * svgCharW
+	from, to, end := mx+2, mx+2+w, false
+	if to > float64(v.Width)-2 {
+		from, to, end = mx-2-w, mx-2, true
+	}
+	for row, e := range rowEnd {
+		if from < e+4 {
+			continue
+		}
+		rowEnd[row] = to
+		mk.Label, mk.LabelEnd = label, end
+		mk.Y1, mk.LabelY = fmt.Sprint(2+row*tlLabelRowH), fmt.Sprint(tlLabelRowH-2+row*tlLabelRowH)
+		mk.LabelX = fmt.Sprintf("%.1f", mx+2)
+		if end {
+			mk.LabelX = fmt.Sprintf("%.1f", mx-2)
+		}
+		return
+	}
+}
+
+// addLegend lays out the legend below the plot, wrapping: a swatch per series with its
+// total, then a line sample per kind of mark drawn; it sets the drawing's height.
+func (v *svgTimeline) addLegend(totals []string, kinds map[string]bool) {
 	lx, ly := v.PlotX, v.PlotBottom+44
 	add := func(it svgLegendItem) {
 		w := 22 + int(float64(utf8.RuneCountInString(it.Text))*svgCharW) + 12
@@ -452,12 +494,6 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 		}
 	}
 	v.Height = ly + 8
-	v.Title = fmt.Sprintf("%s, %s: requests per %g ms bucket over %g ms%s; %s", step, title, tl.BucketMS,
-		span, startText(tl), strings.Join(totals, ", "))
-	if len(t.Marks) > 0 {
-		v.Title += "; marked: " + markList(t.Marks, false)
-	}
-	return v
 }
 
 // niceStep is a tick spacing of 1, 2 or 5 times a power of ten that puts at most about

@@ -270,72 +270,121 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	}
 	sc := &Scenario{Resources: map[string]*Resource{}}
 	p.sc = sc
-	if sc.Name, err = f.str("name", true); err != nil {
+	if err := p.settings(sc, f); err != nil {
 		return nil, err
-	}
-	if !safeName.MatchString(sc.Name) {
-		return nil, p.errf(f.keys["name"], "name %q: use lower-case letters, digits, '.', '-' and '_'", sc.Name)
-	}
-	if sc.Description, err = f.str("description", true); err != nil {
-		return nil, err
-	}
-	if sc.Sources, err = f.strings("sources"); err != nil {
-		return nil, err
-	}
-	if sc.Backends, sc.Behaviours, err = p.backends(f); err != nil {
-		return nil, err
-	}
-	if err := p.onDemand(f); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, b := range sc.Backends {
-		if !safeName.MatchString(b) {
-			return nil, p.errf(f.keys["backends"], "backend %q: use lower-case letters, digits, '.', '-' and '_'", b)
-		}
-		if seen[b] {
-			return nil, p.errf(f.keys["backends"], "backend %q is listed twice", b)
-		}
-		seen[b] = true
-	}
-	if len(sc.Backends) > 8 {
-		return nil, p.errf(f.keys["backends"], "%d backends: at most 8", len(sc.Backends))
-	}
-	if n := f.get("bootstrap"); n != nil {
-		if n.Kind != yaml.ScalarNode {
-			return nil, p.errf(n, "bootstrap must be a block of YAML text (bootstrap: |)")
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(n.Value), &m); err != nil || len(m) == 0 {
-			return nil, p.errf(n, "bootstrap must be a YAML mapping merged over Envoy's bootstrap")
-		}
-		sc.Bootstrap = n.Value
-	}
-	if sc.NotFor, err = p.notFor(f); err != nil {
-		return nil, err
-	}
-	if ln := f.get("load"); ln != nil {
-		if sc.Load, err = p.load(ln); err != nil {
-			return nil, err
-		}
 	}
 	rn := f.get("resources")
 	if rn == nil {
 		return nil, p.errf(root, "the scenario: \"resources\" is required")
 	}
+	if err := p.resources(sc, rn); err != nil {
+		return nil, err
+	}
+	if sc.Steps, err = p.steps(root, f); err != nil {
+		return nil, err
+	}
+	if err := f.done(); err != nil {
+		return nil, err
+	}
+	if err := p.checkStates(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// settings reads what the scenario says before its resources: its name and
+// description, the backends, on-demand, bootstrap, the clients it is not for and its load.
+func (p *parser) settings(sc *Scenario, f *fields) error {
+	var err error
+	if sc.Name, err = f.str("name", true); err != nil {
+		return err
+	}
+	if !safeName.MatchString(sc.Name) {
+		return p.errf(f.keys["name"], "name %q: use lower-case letters, digits, '.', '-' and '_'", sc.Name)
+	}
+	if sc.Description, err = f.str("description", true); err != nil {
+		return err
+	}
+	if sc.Sources, err = f.strings("sources"); err != nil {
+		return err
+	}
+	if sc.Backends, sc.Behaviours, err = p.backends(f); err != nil {
+		return err
+	}
+	if err := p.onDemand(f); err != nil {
+		return err
+	}
+	if err := p.checkBackendNames(f, sc.Backends); err != nil {
+		return err
+	}
+	if n := f.get("bootstrap"); n != nil {
+		if sc.Bootstrap, err = p.bootstrap(n); err != nil {
+			return err
+		}
+	}
+	if sc.NotFor, err = p.notFor(f); err != nil {
+		return err
+	}
+	if ln := f.get("load"); ln != nil {
+		if sc.Load, err = p.load(ln); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBackendNames: safe, distinct names, at most 8 of them.
+func (p *parser) checkBackendNames(f *fields, backends []string) error {
+	seen := map[string]bool{}
+	for _, b := range backends {
+		if !safeName.MatchString(b) {
+			return p.errf(f.keys["backends"], "backend %q: use lower-case letters, digits, '.', '-' and '_'", b)
+		}
+		if seen[b] {
+			return p.errf(f.keys["backends"], "backend %q is listed twice", b)
+		}
+		seen[b] = true
+	}
+	if len(backends) > 8 {
+		return p.errf(f.keys["backends"], "%d backends: at most 8", len(backends))
+	}
+	return nil
+}
+
+// bootstrap checks that the bootstrap is YAML text of a mapping (merged over Envoy's
+// bootstrap) and returns the text.
+func (p *parser) bootstrap(n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", p.errf(n, "bootstrap must be a block of YAML text (bootstrap: |)")
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(n.Value), &m); err != nil || len(m) == 0 {
+		return "", p.errf(n, "bootstrap must be a YAML mapping merged over Envoy's bootstrap")
+	}
+	return n.Value, nil
+}
+
+// resources reads the scenario's resources, by id, into sc.
+func (p *parser) resources(sc *Scenario, rn *yaml.Node) error {
 	rf, err := p.fields(rn, "resources")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := 0; i+1 < len(rn.Content); i += 2 {
 		id := rn.Content[i].Value
 		rf.used[id] = true
 		r, err := p.resource(id, rn.Content[i], rn.Content[i+1])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sc.Resources[id] = r
 	}
+	return nil
+}
+
+// steps reads the scenario's steps: at least one, the first a publish, no name or
+// checkpoint given twice.
+func (p *parser) steps(root *yaml.Node, f *fields) ([]Step, error) {
 	steps, err := f.list("steps")
 	if err != nil {
 		return nil, err
@@ -343,6 +392,7 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	if len(steps) == 0 {
 		return nil, p.errf(root, "the scenario has no steps")
 	}
+	var out []Step
 	names, checkpoints := map[string]bool{}, map[string]bool{}
 	for i, sn := range steps {
 		st, err := p.step(sn)
@@ -359,15 +409,9 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 			return nil, p.errf(sn, "checkpoint %q is given twice", st.Checkpoint)
 		}
 		names[st.Name], checkpoints[st.Checkpoint] = true, true
-		sc.Steps = append(sc.Steps, st)
+		out = append(out, st)
 	}
-	if err := f.done(); err != nil {
-		return nil, err
-	}
-	if err := p.checkStates(); err != nil {
-		return nil, err
-	}
-	return sc, nil
+	return out, nil
 }
 
 // onDemand reads the scenario's on_demand (a list, or "vhds,cds": resources.ParseOnDemand)
@@ -628,97 +672,109 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 	if name == "" {
 		name = id
 	}
-	backends := func(k string) ([]string, error) {
-		bs, err := f.strings(k)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range bs {
-			if !slices.Contains(p.sc.Backends, b) {
-				return nil, p.errf(f.keys[k], "%s: no backend %q (backends: %s)", what, b, strings.Join(p.sc.Backends, ", "))
-			}
-		}
-		return bs, nil
-	}
 	var items []Item
 	switch form {
 	case "listener":
-		it, err := p.listenerForm(f, what, name)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, it)
+		items, err = oneItem(p.listenerForm(f, what, name))
 	case "route":
-		it, err := p.routeForm(f, what, name)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, it)
+		items, err = oneItem(p.routeForm(f, what, name))
 	case "vhost":
-		it, err := p.vhostForm(f, what)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, it)
+		items, err = oneItem(p.vhostForm(f, what))
 	case "cluster":
-		spec := resources.ClusterSpec{Name: name}
-		if spec.ServiceName, err = f.str("service_name", false); err != nil {
-			return nil, err
-		}
-		if spec.ConnectTimeout, err = f.duration("connect_timeout", time.Millisecond, time.Minute, 0); err != nil {
-			return nil, err
-		}
-		if spec.InitialFetchTimeout, err = f.duration("initial_fetch_timeout", time.Millisecond, time.Minute, 0); err != nil {
-			return nil, err
-		}
-		up, err := f.str("upstream", false)
-		if err != nil {
-			return nil, err
-		}
-		switch up {
-		case "", "http1":
-		case "http2":
-			spec.HTTP2 = true
-		default:
-			return nil, p.errf(f.keys["upstream"], "%s: upstream %q (want http1 or http2)", what, up)
-		}
-		// A cluster with backends is the cluster and its assignment (the common case);
-		// without, the cluster alone.
-		bs, err := backends("backends")
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, Item{Type: resources.CDS, Name: name, build: func(Env) (types.Resource, error) {
-			return resources.BuildCluster(spec)
-		}})
-		if f.has("backends") {
-			svc := spec.ServiceName
-			if svc == "" {
-				svc = name
-			}
-			items = append(items, endpointsItem(svc, bs))
-		}
+		items, err = p.clusterForm(f, what, name)
 	case "endpoints":
-		if f.has("name") {
-			return nil, p.errf(f.key["name"], "%s: endpoints are named by their cluster: use cluster:", what)
-		}
-		cl, err := f.str("cluster", false)
-		if err != nil {
-			return nil, err
-		}
-		if cl == "" {
-			cl = id
-		}
-		bs, err := backends("backends")
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, endpointsItem(cl, bs))
+		items, err = p.endpointsForm(f, what, id)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := f.done(); err != nil {
 		return nil, err
 	}
 	return items, nil
+}
+
+// oneItem is a form's single item as a list.
+func oneItem(it Item, err error) ([]Item, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []Item{it}, nil
+}
+
+// formBackends reads the backends a short form lists: each must be one of the scenario's.
+func (p *parser) formBackends(f *fields, what, k string) ([]string, error) {
+	bs, err := f.strings(k)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		if !slices.Contains(p.sc.Backends, b) {
+			return nil, p.errf(f.keys[k], "%s: no backend %q (backends: %s)", what, b, strings.Join(p.sc.Backends, ", "))
+		}
+	}
+	return bs, nil
+}
+
+// clusterForm is the short-form cluster: with backends, the cluster and its assignment
+// (the common case); without, the cluster alone.
+func (p *parser) clusterForm(f *fields, what, name string) ([]Item, error) {
+	spec := resources.ClusterSpec{Name: name}
+	var err error
+	if spec.ServiceName, err = f.str("service_name", false); err != nil {
+		return nil, err
+	}
+	if spec.ConnectTimeout, err = f.duration("connect_timeout", time.Millisecond, time.Minute, 0); err != nil {
+		return nil, err
+	}
+	if spec.InitialFetchTimeout, err = f.duration("initial_fetch_timeout", time.Millisecond, time.Minute, 0); err != nil {
+		return nil, err
+	}
+	up, err := f.str("upstream", false)
+	if err != nil {
+		return nil, err
+	}
+	switch up {
+	case "", "http1":
+	case "http2":
+		spec.HTTP2 = true
+	default:
+		return nil, p.errf(f.keys["upstream"], "%s: upstream %q (want http1 or http2)", what, up)
+	}
+	bs, err := p.formBackends(f, what, "backends")
+	if err != nil {
+		return nil, err
+	}
+	items := []Item{{Type: resources.CDS, Name: name, build: func(Env) (types.Resource, error) {
+		return resources.BuildCluster(spec)
+	}}}
+	if f.has("backends") {
+		svc := spec.ServiceName
+		if svc == "" {
+			svc = name
+		}
+		items = append(items, endpointsItem(svc, bs))
+	}
+	return items, nil
+}
+
+// endpointsForm is the short-form assignment, named by its cluster (the id by default).
+func (p *parser) endpointsForm(f *fields, what, id string) ([]Item, error) {
+	if f.has("name") {
+		return nil, p.errf(f.key["name"], "%s: endpoints are named by their cluster: use cluster:", what)
+	}
+	cl, err := f.str("cluster", false)
+	if err != nil {
+		return nil, err
+	}
+	if cl == "" {
+		cl = id
+	}
+	bs, err := p.formBackends(f, what, "backends")
+	if err != nil {
+		return nil, err
+	}
+	return []Item{endpointsItem(cl, bs)}, nil
 }
 
 // listenerForm is the short-form listener: the scenario's on_demand puts the on_demand
@@ -1009,6 +1065,22 @@ func (p *parser) step(n *yaml.Node) (Step, error) {
 	if st.Proves, err = f.str("proves", false); err != nil {
 		return st, err
 	}
+	if err := p.action(&st, f, n, what); err != nil {
+		return st, err
+	}
+	if en := f.get("expect"); en != nil {
+		if st.Expect, err = p.expect(what, en); err != nil {
+			return st, err
+		}
+	}
+	if err := f.done(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// action reads the step's one action into st, with its settings.
+func (p *parser) action(st *Step, f *fields, n *yaml.Node, what string) error {
 	var actions []Action
 	for _, a := range Actions {
 		if f.has(string(a)) {
@@ -1020,94 +1092,98 @@ func (p *parser) step(n *yaml.Node) (Step, error) {
 		for i, a := range Actions {
 			names[i] = string(a)
 		}
+		// Every key counts as read: the missing or extra action is the error to show.
 		for k := range f.keys {
 			f.used[k] = true
 		}
-		return st, p.errf(n, "%s needs exactly one action (%s); got %d", what, strings.Join(names, ", "), len(actions))
+		return p.errf(n, "%s needs exactly one action (%s); got %d", what, strings.Join(names, ", "), len(actions))
 	}
 	st.Action = actions[0]
 	an := f.get(string(st.Action))
+	var err error
 	switch st.Action {
 	case Publish:
-		if an.Kind == yaml.MappingNode {
-			if bf, _ := p.fields(an, what+" publish"); bf != nil && bf.has("burst") {
-				items, err := bf.list("burst")
-				if err != nil {
-					return st, err
-				}
-				if len(items) < 2 || len(items) > MaxBurst {
-					return st, p.errf(an, "%s: a burst has 2..%d changes, not %d", what, MaxBurst, len(items))
-				}
-				for i, in := range items {
-					c, err := p.change(fmt.Sprintf("%s publish burst %d", what, i+1), in)
-					if err != nil {
-						return st, err
-					}
-					st.Burst = append(st.Burst, c)
-				}
-				if st.BurstEvery, err = bf.duration("every", 0, time.Second, 0); err != nil {
-					return st, err
-				}
-				if err := bf.done(); err != nil {
-					return st, err
-				}
-				break
-			}
-		}
-		if st.Change, err = p.change(what+" publish", an); err != nil {
-			return st, err
-		}
+		return p.publish(st, what, an)
 	case RestartEnvoy, KillEnvoy:
 		if !(an.Kind == yaml.MappingNode && len(an.Content) == 0) && an.Tag != "!!null" && !(an.Kind == yaml.ScalarNode && an.Value == "true") {
-			return st, p.errf(an, "%s: %s takes no settings (write %s: {})", what, st.Action, st.Action)
+			return p.errf(an, "%s: %s takes no settings (write %s: {})", what, st.Action, st.Action)
 		}
 	case Wait:
-		if st.Duration, err = p.duration(an, what+" wait", 0, MaxWait); err != nil {
-			return st, err
-		}
+		st.Duration, err = p.duration(an, what+" wait", 0, MaxWait)
 	case RestartControlPlane:
-		rf, err := p.fields(an, what+" restart-control-plane")
-		if err != nil {
-			if an.Tag == "!!null" {
-				break
-			}
-			return st, err
-		}
-		if st.Down, err = rf.duration("down", 0, MaxDown, 0); err != nil {
-			return st, err
-		}
-		hold, err := rf.boolean("hold_envoy")
-		if err != nil {
-			return st, err
-		}
-		st.HoldEnvoy = hold != nil && *hold
-		ps, err := rf.list("publish")
-		if err != nil {
-			return st, err
-		}
-		for i, pn := range ps {
-			c, err := p.change(fmt.Sprintf("%s restart-control-plane publish %d", what, i+1), pn)
-			if err != nil {
-				return st, err
-			}
-			st.Changes = append(st.Changes, c)
-		}
-		if st.HoldEnvoy && len(st.Changes) == 0 {
-			return st, p.errf(an, "%s: hold_envoy needs publish: the changes to make while Envoy is held", what)
-		}
-		if err := rf.done(); err != nil {
-			return st, err
+		return p.restartControlPlane(st, what, an)
+	}
+	return err
+}
+
+// publish reads a publish action: one change, or a burst of changes published every
+// so often.
+func (p *parser) publish(st *Step, what string, an *yaml.Node) error {
+	if an.Kind == yaml.MappingNode {
+		if bf, _ := p.fields(an, what+" publish"); bf != nil && bf.has("burst") {
+			return p.burst(st, what, an, bf)
 		}
 	}
-	if en := f.get("expect"); en != nil {
-		if st.Expect, err = p.expect(what, en); err != nil {
-			return st, err
+	var err error
+	st.Change, err = p.change(what+" publish", an)
+	return err
+}
+
+// burst reads publish: {burst: [changes], every: d}.
+func (p *parser) burst(st *Step, what string, an *yaml.Node, bf *fields) error {
+	items, err := bf.list("burst")
+	if err != nil {
+		return err
+	}
+	if len(items) < 2 || len(items) > MaxBurst {
+		return p.errf(an, "%s: a burst has 2..%d changes, not %d", what, MaxBurst, len(items))
+	}
+	for i, in := range items {
+		c, err := p.change(fmt.Sprintf("%s publish burst %d", what, i+1), in)
+		if err != nil {
+			return err
 		}
+		st.Burst = append(st.Burst, c)
 	}
-	if err := f.done(); err != nil {
-		return st, err
+	if st.BurstEvery, err = bf.duration("every", 0, time.Second, 0); err != nil {
+		return err
 	}
-	return st, nil
+	return bf.done()
+}
+
+// restartControlPlane reads a restart-control-plane action: how long it stays down,
+// and the changes to publish meanwhile (with Envoy held, hold_envoy).
+func (p *parser) restartControlPlane(st *Step, what string, an *yaml.Node) error {
+	rf, err := p.fields(an, what+" restart-control-plane")
+	if err != nil {
+		if an.Tag == "!!null" {
+			return nil
+		}
+		return err
+	}
+	if st.Down, err = rf.duration("down", 0, MaxDown, 0); err != nil {
+		return err
+	}
+	hold, err := rf.boolean("hold_envoy")
+	if err != nil {
+		return err
+	}
+	st.HoldEnvoy = hold != nil && *hold
+	ps, err := rf.list("publish")
+	if err != nil {
+		return err
+	}
+	for i, pn := range ps {
+		c, err := p.change(fmt.Sprintf("%s restart-control-plane publish %d", what, i+1), pn)
+		if err != nil {
+			return err
+		}
+		st.Changes = append(st.Changes, c)
+	}
+	if st.HoldEnvoy && len(st.Changes) == 0 {
+		return p.errf(an, "%s: hold_envoy needs publish: the changes to make while Envoy is held", what)
+	}
+	return rf.done()
 }
 
 func (p *parser) change(what string, n *yaml.Node) (Change, error) {
@@ -1219,6 +1295,8 @@ func (p *parser) request(f *fields) (Request, error) {
 	return r, nil
 }
 
+// expect parses a step's expect: each kind of expectation has its own parser below, read
+// in this order so that the first error a scenario shows does not move.
 func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 	var e Expect
 	what := step + " expect"
@@ -1230,225 +1308,250 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 		return e, err
 	}
 	if nn := f.get("nack"); nn != nil {
-		items := []*yaml.Node{nn}
-		if nn.Kind == yaml.SequenceNode {
-			items = nn.Content
-		}
-		for _, in := range items {
-			var ne NackExpect
-			tn := in
-			if in.Kind == yaml.MappingNode {
-				nf, err := p.fields(in, what+" nack")
-				if err != nil {
-					return e, err
-				}
-				if ne.Filter, err = p.filter(nf); err != nil {
-					return e, err
-				}
-				if tn = nf.get("type"); tn == nil {
-					return e, p.errf(in, "%s nack: \"type\" is required", what)
-				}
-				if err := nf.done(); err != nil {
-					return e, err
-				}
-			}
-			ne.Type = resources.Type(strings.ToUpper(tn.Value))
-			if ne.Type.URL() == "" {
-				return e, p.errf(tn, "%s: nack type %q (want LDS, RDS, CDS or EDS)", what, tn.Value)
-			}
-			e.Nacks = append(e.Nacks, ne)
+		if e.Nacks, err = p.nackExpects(what, nn); err != nil {
+			return e, err
 		}
 	}
-	reqs, err := f.list("requests")
-	if err != nil {
+	if e.Requests, err = listOf(p, f, "requests", what+" request", p.requestExpect); err != nil {
 		return e, err
 	}
-	for i, rn := range reqs {
-		rf, err := p.fields(rn, fmt.Sprintf("%s request %d", what, i+1))
-		if err != nil {
-			return e, err
-		}
-		re := RequestExpect{Line: rn.Line}
-		if re.Filter, err = p.filter(rf); err != nil {
-			return e, err
-		}
-		if re.Request, err = p.request(rf); err != nil {
-			return e, err
-		}
-		st, ok, err := rf.integer("status", 0, 599)
-		if err != nil {
-			return e, err
-		}
-		if !ok {
-			return e, p.errf(rn, "%s: \"status\" is required", rf.what)
-		}
-		re.Status = st
-		if re.Backend, err = rf.str("backend", false); err != nil {
-			return e, err
-		}
-		if err := p.checkBackend(rf.what, rf.keys["backend"], re.Backend); err != nil {
-			return e, err
-		}
-		if re.Flags, err = rf.str("flags", false); err != nil {
-			return e, err
-		}
-		if err := rf.done(); err != nil {
-			return e, err
-		}
-		e.Requests = append(e.Requests, re)
-	}
 	if wn := f.get("window"); wn != nil {
-		wf, err := p.fields(wn, what+" window")
-		if err != nil {
+		if e.Window, err = p.windowExpect(what, wn); err != nil {
 			return e, err
 		}
-		w := &WindowExpect{Line: wn.Line}
-		if w.Filter, err = p.filter(wf); err != nil {
-			return e, err
-		}
-		if w.Request, err = p.request(wf); err != nil {
-			return e, err
-		}
-		if w.Every, err = wf.duration("every", MinEvery, MaxEvery, DefaultEvery); err != nil {
-			return e, err
-		}
-		mx, ok, err := wf.integer("max_failures", 0, 1<<30)
-		if err != nil {
-			return e, err
-		}
-		w.MaxFailures = mx
-		if !ok {
-			w.MaxFailures = 1 << 30
-		}
-		if w.MinFailures, _, err = wf.integer("min_failures", 0, 1<<30); err != nil {
-			return e, err
-		}
-		if w.MinFailures > w.MaxFailures {
-			return e, p.errf(wn, "%s: min_failures %d is more than max_failures %d", wf.what, w.MinFailures, w.MaxFailures)
-		}
-		if w.Flags, err = wf.strings("flags"); err != nil {
-			return e, err
-		}
-		if err := wf.done(); err != nil {
-			return e, err
-		}
-		e.Window = w
 	}
 	if tn := f.get("traffic"); tn != nil {
 		if e.Traffic, err = p.traffic(what, tn); err != nil {
 			return e, err
 		}
 	}
-	vs, err := f.list("versions")
-	if err != nil {
+	if e.Versions, err = listOf(p, f, "versions", what+" version", p.versionExpect); err != nil {
 		return e, err
 	}
-	for i, vn := range vs {
-		vf, err := p.fields(vn, fmt.Sprintf("%s version %d", what, i+1))
-		if err != nil {
-			return e, err
-		}
-		ve := VersionExpect{Line: vn.Line}
-		if ve.Filter, err = p.filter(vf); err != nil {
-			return e, err
-		}
-		rn := vf.get("resource")
-		if rn == nil {
-			return e, p.errf(vn, "%s: \"resource\" is required", vf.what)
-		}
-		if ve.Type, ve.Name, err = p.ref(vf.what, rn); err != nil {
-			return e, err
-		}
-		mv, err := vf.boolean("moves")
-		if err != nil {
-			return e, err
-		}
-		if mv == nil {
-			return e, p.errf(vn, "%s: \"moves\" (true or false) is required", vf.what)
-		}
-		ve.Moves = *mv
-		if err := vf.done(); err != nil {
-			return e, err
-		}
-		e.Versions = append(e.Versions, ve)
-	}
-	es, err := f.list("envoy")
-	if err != nil {
+	if e.Envoy, err = listOf(p, f, "envoy", what+" envoy state", p.envoyStateExpect); err != nil {
 		return e, err
 	}
-	for i, sn := range es {
-		sf, err := p.fields(sn, fmt.Sprintf("%s envoy state %d", what, i+1))
-		if err != nil {
-			return e, err
-		}
-		se := EnvoyStateExpect{Line: sn.Line}
-		if se.Filter, err = p.filter(sf); err != nil {
-			return e, err
-		}
-		rn := sf.get("resource")
-		if rn == nil {
-			return e, p.errf(sn, "%s: \"resource\" is required", sf.what)
-		}
-		if se.Type, se.Name, err = p.ref(sf.what, rn); err != nil {
-			return e, err
-		}
-		if se.State, err = sf.str("state", true); err != nil {
-			return e, err
-		}
-		allowed := []string{StateActive, StateAbsent}
-		switch se.Type {
-		case resources.CDS:
-			allowed = append(allowed, StateWarming)
-		case resources.LDS:
-			allowed = append(allowed, StateWarming, StateDraining)
-		}
-		if !slices.Contains(allowed, se.State) {
-			return e, p.errf(sf.keys["state"], "%s: state %q of %s (want %s)", sf.what, se.State, se.Type, strings.Join(allowed, ", "))
-		}
-		if err := sf.done(); err != nil {
-			return e, err
-		}
-		e.Envoy = append(e.Envoy, se)
-	}
-	ss, err := f.list("stats")
-	if err != nil {
+	if e.Stats, err = listOf(p, f, "stats", what+" stat", p.statExpect); err != nil {
 		return e, err
-	}
-	for i, sn := range ss {
-		sf, err := p.fields(sn, fmt.Sprintf("%s stat %d", what, i+1))
-		if err != nil {
-			return e, err
-		}
-		se := StatExpect{Line: sn.Line}
-		if se.Filter, err = p.filter(sf); err != nil {
-			return e, err
-		}
-		if se.Name, err = sf.str("name", true); err != nil {
-			return e, err
-		}
-		var cmpNode *yaml.Node
-		switch {
-		case sf.has("delta") && sf.has("value"):
-			return e, p.errf(sn, "%s: give delta or value, not both", sf.what)
-		case sf.has("delta"):
-			se.Delta, cmpNode = true, sf.get("delta")
-		case sf.has("value"):
-			cmpNode = sf.get("value")
-		default:
-			return e, p.errf(sn, "%s: give delta (the rise over the step) or value, e.g. delta: \">= 1\"", sf.what)
-		}
-		if se.Op, se.Value, err = parseComparison(cmpNode.Value); err != nil {
-			return e, p.errf(cmpNode, "%s: %v", sf.what, err)
-		}
-		if err := sf.done(); err != nil {
-			return e, err
-		}
-		e.Stats = append(e.Stats, se)
 	}
 	if err := f.done(); err != nil {
 		return e, err
 	}
 	return e, nil
+}
+
+// listOf parses each mapping of the list k with parseItem, naming the i-th "<what> <i>"
+// in errors and failing on a key parseItem did not read (nil when the list is absent).
+func listOf[T any](p *parser, f *fields, k, what string, parseItem func(n *yaml.Node, f *fields) (T, error)) ([]T, error) {
+	ns, err := f.list(k)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for i, n := range ns {
+		nf, err := p.fields(n, fmt.Sprintf("%s %d", what, i+1))
+		if err != nil {
+			return out, err
+		}
+		v, err := parseItem(n, nf)
+		if err != nil {
+			return out, err
+		}
+		if err := nf.done(); err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// nackExpects parses expect nack: a type, a mapping with a type and a filter, or a list
+// of either.
+func (p *parser) nackExpects(what string, nn *yaml.Node) ([]NackExpect, error) {
+	items := []*yaml.Node{nn}
+	if nn.Kind == yaml.SequenceNode {
+		items = nn.Content
+	}
+	var out []NackExpect
+	for _, in := range items {
+		var ne NackExpect
+		tn := in
+		if in.Kind == yaml.MappingNode {
+			nf, err := p.fields(in, what+" nack")
+			if err != nil {
+				return out, err
+			}
+			if ne.Filter, err = p.filter(nf); err != nil {
+				return out, err
+			}
+			if tn = nf.get("type"); tn == nil {
+				return out, p.errf(in, "%s nack: \"type\" is required", what)
+			}
+			if err := nf.done(); err != nil {
+				return out, err
+			}
+		}
+		ne.Type = resources.Type(strings.ToUpper(tn.Value))
+		if ne.Type.URL() == "" {
+			return out, p.errf(tn, "%s: nack type %q (want LDS, RDS, CDS or EDS)", what, tn.Value)
+		}
+		out = append(out, ne)
+	}
+	return out, nil
+}
+
+// requestExpect parses one of expect requests: a request and the answer it must get.
+func (p *parser) requestExpect(rn *yaml.Node, rf *fields) (RequestExpect, error) {
+	re := RequestExpect{Line: rn.Line}
+	var err error
+	if re.Filter, err = p.filter(rf); err != nil {
+		return re, err
+	}
+	if re.Request, err = p.request(rf); err != nil {
+		return re, err
+	}
+	st, ok, err := rf.integer("status", 0, 599)
+	if err != nil {
+		return re, err
+	}
+	if !ok {
+		return re, p.errf(rn, "%s: \"status\" is required", rf.what)
+	}
+	re.Status = st
+	if re.Backend, err = rf.str("backend", false); err != nil {
+		return re, err
+	}
+	if err := p.checkBackend(rf.what, rf.keys["backend"], re.Backend); err != nil {
+		return re, err
+	}
+	if re.Flags, err = rf.str("flags", false); err != nil {
+		return re, err
+	}
+	return re, nil
+}
+
+// windowExpect parses expect window: a request probed through the step and how many of
+// its answers may fail.
+func (p *parser) windowExpect(what string, wn *yaml.Node) (*WindowExpect, error) {
+	wf, err := p.fields(wn, what+" window")
+	if err != nil {
+		return nil, err
+	}
+	w := &WindowExpect{Line: wn.Line}
+	if w.Filter, err = p.filter(wf); err != nil {
+		return nil, err
+	}
+	if w.Request, err = p.request(wf); err != nil {
+		return nil, err
+	}
+	if w.Every, err = wf.duration("every", MinEvery, MaxEvery, DefaultEvery); err != nil {
+		return nil, err
+	}
+	mx, ok, err := wf.integer("max_failures", 0, 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	w.MaxFailures = mx
+	if !ok {
+		w.MaxFailures = 1 << 30
+	}
+	if w.MinFailures, _, err = wf.integer("min_failures", 0, 1<<30); err != nil {
+		return nil, err
+	}
+	if w.MinFailures > w.MaxFailures {
+		return nil, p.errf(wn, "%s: min_failures %d is more than max_failures %d", wf.what, w.MinFailures, w.MaxFailures)
+	}
+	if w.Flags, err = wf.strings("flags"); err != nil {
+		return nil, err
+	}
+	if err := wf.done(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// versionExpect parses one of expect versions: whether a resource's version moves.
+func (p *parser) versionExpect(vn *yaml.Node, vf *fields) (VersionExpect, error) {
+	ve := VersionExpect{Line: vn.Line}
+	var err error
+	if ve.Filter, err = p.filter(vf); err != nil {
+		return ve, err
+	}
+	rn := vf.get("resource")
+	if rn == nil {
+		return ve, p.errf(vn, "%s: \"resource\" is required", vf.what)
+	}
+	if ve.Type, ve.Name, err = p.ref(vf.what, rn); err != nil {
+		return ve, err
+	}
+	mv, err := vf.boolean("moves")
+	if err != nil {
+		return ve, err
+	}
+	if mv == nil {
+		return ve, p.errf(vn, "%s: \"moves\" (true or false) is required", vf.what)
+	}
+	ve.Moves = *mv
+	return ve, nil
+}
+
+// envoyStateExpect parses one of expect envoy: the state Envoy reports for a resource,
+// one its type can have (only clusters warm; only listeners warm and drain).
+func (p *parser) envoyStateExpect(sn *yaml.Node, sf *fields) (EnvoyStateExpect, error) {
+	se := EnvoyStateExpect{Line: sn.Line}
+	var err error
+	if se.Filter, err = p.filter(sf); err != nil {
+		return se, err
+	}
+	rn := sf.get("resource")
+	if rn == nil {
+		return se, p.errf(sn, "%s: \"resource\" is required", sf.what)
+	}
+	if se.Type, se.Name, err = p.ref(sf.what, rn); err != nil {
+		return se, err
+	}
+	if se.State, err = sf.str("state", true); err != nil {
+		return se, err
+	}
+	allowed := []string{StateActive, StateAbsent}
+	switch se.Type {
+	case resources.CDS:
+		allowed = append(allowed, StateWarming)
+	case resources.LDS:
+		allowed = append(allowed, StateWarming, StateDraining)
+	}
+	if !slices.Contains(allowed, se.State) {
+		return se, p.errf(sf.keys["state"], "%s: state %q of %s (want %s)", sf.what, se.State, se.Type, strings.Join(allowed, ", "))
+	}
+	return se, nil
+}
+
+// statExpect parses one of expect stats: an Envoy stat compared, as a value or as its
+// rise over the step (delta), with a number.
+func (p *parser) statExpect(sn *yaml.Node, sf *fields) (StatExpect, error) {
+	se := StatExpect{Line: sn.Line}
+	var err error
+	if se.Filter, err = p.filter(sf); err != nil {
+		return se, err
+	}
+	if se.Name, err = sf.str("name", true); err != nil {
+		return se, err
+	}
+	var cmpNode *yaml.Node
+	switch {
+	case sf.has("delta") && sf.has("value"):
+		return se, p.errf(sn, "%s: give delta or value, not both", sf.what)
+	case sf.has("delta"):
+		se.Delta, cmpNode = true, sf.get("delta")
+	case sf.has("value"):
+		cmpNode = sf.get("value")
+	default:
+		return se, p.errf(sn, "%s: give delta (the rise over the step) or value, e.g. delta: \">= 1\"", sf.what)
+	}
+	if se.Op, se.Value, err = parseComparison(cmpNode.Value); err != nil {
+		return se, p.errf(cmpNode, "%s: %v", sf.what, err)
+	}
+	return se, nil
 }
 
 // backends parses the backend list: names, or mappings of a name and its behaviour
