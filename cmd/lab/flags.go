@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -36,6 +38,24 @@ func (e *flagError) Error() string {
 }
 
 func (e *flagError) Unwrap() error { return e.err }
+
+// optionRefusal words a library's *option.Error as a refusal of the flag flagOf names
+// for its option: "--flag VALUE: what is wrong", or "--flag: what is wrong" when the
+// library gives no value. Other errors, and options with no flag, pass unchanged.
+func optionRefusal(err error, flagOf map[string]string) error {
+	var oe *option.Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	flag, ok := flagOf[oe.Option]
+	if !ok {
+		return err
+	}
+	if oe.Value == "" {
+		return fmt.Errorf("--%s: %w", flag, oe.Err)
+	}
+	return &flagError{flag: flag, value: oe.Value, err: oe.Err}
+}
 
 // badFlag builds a flagError from a description of what is wrong.
 func badFlag(flag, value, format string, args ...any) error {
@@ -163,29 +183,31 @@ func (v cacheValue) Set(s string) error {
 // cacheHelp is --cache's usage line.
 const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
 
-// checkCache refuses, in one line, the SotW options the cache cannot honour (flag values
-// as given; "" is the default).
+// checkCache words as flags, in one line, the refusal of the SotW options the cache
+// cannot honour (flag values as given; "" is the default). The rule is
+// controlplane.CheckCacheOptions'; only the wording is here.
 func checkCache(cache frontend.Cache, mode, versions, nackPolicy string) error {
 	if _, err := frontend.ParseCache(string(cache)); err != nil {
 		return badFlag("cache", string(cache), "unknown cache (want snapshot, linear or indexed)")
 	}
-	if !cache.VersionsPerType() || mode != xdslog.ModeSotW {
+	// The flags accept only known names; "" (unset) is the cache's default and passes.
+	err := controlplane.CheckCacheOptions(cache, mode, frontend.VersionStrategy(versions), sotw.NackPolicy(nackPolicy))
+	if err == nil {
 		return nil
 	}
 	each, a := "each LinearCache versions its own type", "a LinearCache"
 	if cache == frontend.IndexedCache {
 		each, a = "the indexed cache versions each type itself", "the indexed cache, like a LinearCache,"
 	}
-	if versions == string(frontend.Uniform) {
+	switch {
+	case errors.Is(err, controlplane.ErrUniformNeedsSnapshot):
 		return badFlag("sotw-versions", versions, "needs --cache snapshot: %s (want per-type, or no --sotw-versions, with --cache %s)", each, cache)
-	}
-	if nackPolicy == string(sotw.Resend) {
+	case errors.Is(err, controlplane.ErrResendNeedsSnapshot):
 		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: %s tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache %s)", a, cache)
-	}
-	if nackPolicy == string(sotw.Backoff) {
+	case errors.Is(err, controlplane.ErrBackoffNeedsSnapshot):
 		return badFlag("nack-policy", nackPolicy, "needs --cache snapshot: %s never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache %s)", a, cache)
 	}
-	return nil
+	return err
 }
 
 // nackPolicies are --nack-policy's values.

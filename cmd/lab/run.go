@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
@@ -227,15 +228,14 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 		// The flags accept only known names; "" is the default.
 		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
 		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
-		if r.Cache.VersionsPerType() {
-			// Unset, they are what the LinearCache does (set, checkCache below refuses the
-			// ones it cannot honour).
-			if o.versions == "" {
-				r.Versions = frontend.PerType
-			}
-			if o.nackPolicy == "" {
-				r.NackPolicy = sotw.Hold
-			}
+		// Unset, they are what the cache does (set, checkCache below refuses the ones it
+		// cannot honour).
+		defVersions, defPolicy := controlplane.SotWDefaults(r.Cache)
+		if o.versions == "" {
+			r.Versions = defVersions
+		}
+		if o.nackPolicy == "" {
+			r.NackPolicy = defPolicy
 		}
 	} else {
 		if err := sotwOnly("sotw-versions", o.versions); err != nil {
@@ -284,7 +284,15 @@ func runRun(ctx context.Context, o runner.Options, progress io.Writer) error {
 	if res != nil {
 		fmt.Fprintf(progress, "[%s] envoy.result: %s\n[%s] evidence: %s\n", o.Mode, res.EnvoyResult, o.Mode, res.Dir)
 	}
-	return err
+	return optionRefusal(err, runFlagOf)
+}
+
+// runFlagOf is the flag of each option a runner refusal names (runner.Option*).
+var runFlagOf = map[string]string{
+	runner.OptionConfigYAML:             "config-yaml",
+	runner.OptionClient:                 "client",
+	runner.OptionPublishDuringReconnect: "publish-during-reconnect",
+	runner.OptionLoad:                   "load",
 }
 
 // scenarioAll is the --scenario value that runs the whole pack.

@@ -152,6 +152,15 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		assert.Empty(t, stdout)
 		assert.NoDirExists(t, out)
 	})
+	t.Run("runner refusals name the flag", func(t *testing.T) {
+		// The runner refuses options in words (option.Error); the CLI names the flag.
+		out := filepath.Join(t.TempDir(), "run")
+		_, _, err := runLabArgs(t, withFlag(runArgs(t, "grpc", out), "--config-yaml", "{a: 1}")...)
+		assert.EqualError(t, err, "--config-yaml: is merged over Envoy's bootstrap; the grpc client has none")
+		_, _, err = runLabArgs(t, append(withFlag(runArgs(t, "sim", out), "--scenario", "warming-order"), "--publish-during-reconnect")...)
+		assert.EqualError(t, err, `--publish-during-reconnect: applies to the teaching scenario; in scenario "warming-order" give the restart-control-plane step a publish list with hold_envoy: true`)
+		assert.NoDirExists(t, out)
+	})
 	t.Run("out holds a run", func(t *testing.T) {
 		out := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(out, "xds.log"), []byte("{}\n"), 0o644))

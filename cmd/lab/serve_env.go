@@ -91,15 +91,9 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 	// The same bootstrap `lab bootstrap --mode M --xds-addr ADDR --admin-port 0` prints:
 	// its node ID is the default one, so serving another --node-id shows the wrong-node
 	// fault.
-	cfg, err := bootstrap.Render(o.mode, bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.onDemand.Clusters})
-	if err != nil {
-		return fmt.Errorf("render %s bootstrap: %w", o.mode, err)
-	}
-	path := filepath.Join(e.dir, "bootstrap.yaml")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		return fmt.Errorf("write bootstrap: %w", err)
-	}
-	p, err := envoy.Start(ctx, envoy.Options{Binary: bin, ConfigPath: path, LogPath: filepath.Join(e.dir, "envoy.log"),
+	b := envoy.Bootstrap{Mode: o.mode, Path: filepath.Join(e.dir, "bootstrap.yaml"),
+		Params: bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.onDemand.Clusters}}
+	p, err := envoy.Launch(ctx, b, envoy.Options{Binary: bin, LogPath: filepath.Join(e.dir, "envoy.log"),
 		ExtraArgs: []string{"--concurrency", "1"}})
 	if err != nil {
 		return err

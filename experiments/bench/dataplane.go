@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -253,17 +252,12 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 	// The admin port is the kernel's choice (0), read back from Envoy's
 	// --admin-address-path: free by construction, with no window for another process
 	// to take it between choosing and binding.
-	cfg, err := bootstrap.Render(s.mode, bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters, Stats: s.envoyStats})
-	if err != nil {
-		return nil, fmt.Errorf("render %s bootstrap for %s: %w", s.mode, orDefault(ps.node), err)
-	}
 	bs := filepath.Join(s.dir, "bootstrap-"+stem+".yaml")
-	if err := os.WriteFile(bs, cfg, 0o644); err != nil {
-		return nil, fmt.Errorf("write bootstrap for %s: %w", orDefault(ps.node), err)
-	}
+	b := envoy.Bootstrap{Mode: s.mode, Path: bs,
+		Params: bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters, Stats: s.envoyStats}}
 	// One worker thread: the figures are per-thread work, comparable between runs on
 	// machines with different core counts.
-	proc, err := envoy.Start(ctx, envoy.Options{Binary: s.bin, ConfigPath: bs, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}, StopGrace: s.stopGrace})
+	proc, err := envoy.Launch(ctx, b, envoy.Options{Binary: s.bin, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}, StopGrace: s.stopGrace})
 	if err != nil {
 		return nil, fmt.Errorf("envoy %s: %w", orDefault(ps.node), err)
 	}

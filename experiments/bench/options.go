@@ -10,6 +10,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -33,25 +34,13 @@ const (
 	OptionColdHosts    = "cold hosts"
 )
 
-// OptionError is an option value the bench refuses. Option names the option (one of
-// the Option constants), Value is its value as the bench writes it (a list joined with
-// ","), Item the element of a list at fault when one is, and Err what is wrong: one of
-// the rule errors below when another option's value is the reason, so a caller can word
-// the refusal in its own terms (the CLI names flags).
-type OptionError struct {
-	Option string
-	Value  string
-	Item   string
-	Err    error
-}
-
-func (e *OptionError) Error() string { return e.Option + " " + e.Value + ": " + e.Err.Error() }
-func (e *OptionError) Unwrap() error { return e.Err }
+// OptionError is an option value the bench refuses (option.Error): Option is one of
+// the Option constants; Err one of the rule errors below when another option's value is
+// the reason, so a caller can word the refusal in its own terms (the CLI names flags).
+type OptionError = option.Error
 
 // RangeError is a count outside its bounds.
-type RangeError struct{ Min, Max int }
-
-func (e *RangeError) Error() string { return fmt.Sprintf("outside %d-%d", e.Min, e.Max) }
+type RangeError = option.RangeError
 
 // The rules between options: an *OptionError wraps one when another option's value is
 // why its option is refused.

@@ -323,7 +323,7 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	if o.Recorder.Mode() != o.Mode {
 		return fail(fmt.Errorf("recorder mode %q does not match", o.Recorder.Mode()))
 	}
-	if err := checkSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
+	if err := CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return fail(err)
 	}
 	if err := o.OnDemand.CheckMode(o.Mode == xdslog.ModeSotW); err != nil {
@@ -349,8 +349,9 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	return cacheKind, limits, nil
 }
 
-// checkSotWOptions refuses unknown SotW options, and any in delta mode.
-func checkSotWOptions(mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+// CheckSotWOptions refuses an unknown version strategy or NACK policy, and either one set
+// in delta mode, where it would silently do nothing.
+func CheckSotWOptions(mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
 	if _, err := frontend.ParseVersionStrategy(string(versions)); err != nil {
 		return err
 	}

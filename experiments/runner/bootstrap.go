@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/xds-workbench/lab/shared/option"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,11 +22,11 @@ func mergeConfigYAML(base, extra string) (string, error) {
 		}
 	}
 	if err := yaml.Unmarshal([]byte(extra), &b); err != nil || b == nil {
-		return "", fmt.Errorf("--config-yaml must be a YAML mapping merged over Envoy's bootstrap")
+		return "", &option.Error{Option: OptionConfigYAML, Err: errors.New("must be a YAML mapping merged over Envoy's bootstrap")}
 	}
 	out, err := yaml.Marshal(mergeMaps(a, b))
 	if err != nil {
-		return "", fmt.Errorf("merge --config-yaml: %w", err)
+		return "", &option.Error{Option: OptionConfigYAML, Err: fmt.Errorf("merge: %w", err)}
 	}
 	return string(out), nil
 }

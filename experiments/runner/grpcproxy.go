@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -34,7 +35,7 @@ func grpcCommand(o Options, sc *scenario.Scenario) (grpcclient.Command, error) {
 		return grpcclient.Command{}, grpcclient.ErrNoDelta
 	}
 	if o.ConfigYAML != "" {
-		return grpcclient.Command{}, errors.New("--config-yaml is merged over Envoy's bootstrap; the grpc client has none")
+		return grpcclient.Command{}, &option.Error{Option: OptionConfigYAML, Err: errors.New("is merged over Envoy's bootstrap; the grpc client has none")}
 	}
 	if sc.OnDemand.Any() {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: errGRPCOnDemand}

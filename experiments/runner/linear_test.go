@@ -3,12 +3,13 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"github.com/xds-workbench/lab/bootstrap"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xds-workbench/lab/bootstrap"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/xds-workbench/lab/bootstrap"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xds-workbench/lab/bootstrap"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

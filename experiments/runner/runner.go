@@ -26,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -36,6 +37,15 @@ const (
 	ClientEnvoy = "envoy"
 	ClientSim   = "sim"
 	ClientAuto  = "auto"
+)
+
+// The option names an *option.Error from Execute carries: Options fields in words. The
+// runner knows nothing of flags; the CLI maps each name to its flag.
+const (
+	OptionConfigYAML             = "config yaml"
+	OptionClient                 = "client"
+	OptionPublishDuringReconnect = "publish during reconnect"
+	OptionLoad                   = "load"
 )
 
 // Options configure a run. Zero ports pick free ones (tests); the CLI passes the
@@ -429,13 +439,7 @@ func (o *Options) checkProtocol() error {
 	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
 		return fmt.Errorf("unknown mode %q (want sotw or delta)", o.Mode)
 	}
-	if o.Mode == xdslog.ModeDelta && (o.Versions != "" || o.NackPolicy != "") {
-		return errors.New("--sotw-versions and --nack-policy apply to --mode=sotw only")
-	}
-	if _, err := frontend.ParseVersionStrategy(string(o.Versions)); err != nil {
-		return err
-	}
-	if _, err := sotw.ParseNackPolicy(string(o.NackPolicy)); err != nil {
+	if err := controlplane.CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return err
 	}
 	cache, err := frontend.ParseCache(string(o.Cache))
@@ -486,7 +490,7 @@ func (o *Options) resolveClient(sc *scenario.Scenario) (client string, bin envoy
 	case ClientEnvoy, "":
 		client = ClientEnvoy
 		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
-			return "", bin, "", fmt.Errorf("--client=envoy: %w", err)
+			return "", bin, "", &option.Error{Option: OptionClient, Value: ClientEnvoy, Err: err}
 		}
 	case ClientAuto:
 		if bin, err = envoy.Find(o.EnvoyBin); err != nil {
@@ -906,7 +910,7 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 // the cluster removed and then the endpoint on v2; Envoy must end up on the newest only.
 func withPublishDuringReconnect(sc *scenario.Scenario) (*scenario.Scenario, error) {
 	if sc.Name != "teaching" {
-		return nil, fmt.Errorf("--publish-during-reconnect applies to the teaching scenario; in scenario %q give the restart-control-plane step a publish list with hold_envoy: true", sc.Name)
+		return nil, &option.Error{Option: OptionPublishDuringReconnect, Err: fmt.Errorf("applies to the teaching scenario; in scenario %q give the restart-control-plane step a publish list with hold_envoy: true", sc.Name)}
 	}
 	out := *sc
 	out.Steps = slices.Clone(sc.Steps)

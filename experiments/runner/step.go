@@ -3,12 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
-	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
 	"google.golang.org/protobuf/encoding/protojson"
 

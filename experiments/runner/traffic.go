@@ -12,6 +12,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -34,7 +35,7 @@ func (l Load) check(envoyRuns bool) error {
 		return nil
 	}
 	if !envoyRuns {
-		return errors.New("--load needs real Envoy: the load is sent to Envoy's listener, which the other clients do not have")
+		return &option.Error{Option: OptionLoad, Err: errors.New("needs real Envoy: the load is sent to Envoy's listener, which the other clients do not have")}
 	}
 	o := load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol, Target: "http://" + loopback.Addr(1) + "/"}
 	return o.Check()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/load"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -96,7 +97,10 @@ func assertUnderLoad(t *testing.T, cps map[string]Checkpoint, ev []xdslog.Event,
 func TestLoadIsRefusedWithoutEnvoy(t *testing.T) {
 	_, err := Execute(t.Context(), Options{Mode: xdslog.ModeSotW, Client: ClientSim, Out: t.TempDir(), Load: Load{Rate: 10}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--load needs real Envoy")
+	var oe *option.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, OptionLoad, oe.Option)
+	assert.Contains(t, err.Error(), "needs real Envoy")
 	_, err = Execute(t.Context(), Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, Out: t.TempDir(), Load: Load{Rate: 1e6}})
 	require.Error(t, err)
 }
