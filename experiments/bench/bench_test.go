@@ -152,6 +152,9 @@ type scenario struct {
 // startScenario starts the front end (rec may be nil: the no-op recorder) and a client,
 // and returns once the server has read the client's first request, so the publish finds
 // a parked watch as it does in `lab bench`.
+// It wires the front end by hand rather than through controlplane.New: the Go
+// benchmarks measure the library's transport alone, with the recorder optional and no
+// stream limits, and need a hook on the stream's first read.
 func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
