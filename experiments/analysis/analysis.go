@@ -20,7 +20,24 @@ var Types = xdslog.Types
 // TypeFigures are one type's figures in one step.
 type TypeFigures struct {
 	Responses int `json:"responses"`
+	Counts
+	Bytes     int `json:"bytes"`
+	Unmatched int `json:"unmatched,omitempty"`
+	// Stale counts SotW requests whose nonce was not the latest: dropped by the library.
+	Stale int `json:"stale,omitempty"`
+	// NotFound counts bodiless "does not exist" answers sent (xdslog.Resource.NotFound):
+	// not content, so not in Resources and never Redundant.
+	NotFound int `json:"not_found,omitempty"`
+	// OnDemand counts on-demand subscribe requests (xdslog.RequestOnDemand).
+	OnDemand int `json:"on_demand,omitempty"`
+}
+
+// Counts are what was sent and what came back, counted one way wherever they are shown:
+// summary.json per type and in total (TypeFigures), and lab compare's figures, which
+// embed them. Embedded, their fields stay where they were in the JSON.
+type Counts struct {
 	Resources int `json:"resources"`
+	// Redundant counts resources the client already ran with exactly this content.
 	Redundant int `json:"redundant"`
 	// RedundantBytes estimates the bytes of redundant resources (their share of each send).
 	RedundantBytes int `json:"redundant_bytes"`
@@ -33,15 +50,18 @@ type TypeFigures struct {
 	Nacks            int `json:"nacks"`
 	// RejectedResends counts sends whose content had already been rejected on that stream.
 	RejectedResends int `json:"rejected_resends"`
-	Bytes           int `json:"bytes"`
-	Unmatched       int `json:"unmatched,omitempty"`
-	// Stale counts SotW requests whose nonce was not the latest: dropped by the library.
-	Stale int `json:"stale,omitempty"`
-	// NotFound counts bodiless "does not exist" answers sent (xdslog.Resource.NotFound):
-	// not content, so not in Resources and never Redundant.
-	NotFound int `json:"not_found,omitempty"`
-	// OnDemand counts on-demand subscribe requests (xdslog.RequestOnDemand).
-	OnDemand int `json:"on_demand,omitempty"`
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Resources += o.Resources
+	c.Redundant += o.Redundant
+	c.RedundantBytes += o.RedundantBytes
+	c.RemovedExplicit += o.RemovedExplicit
+	c.RemovedByAbsence += o.RemovedByAbsence
+	c.Acks += o.Acks
+	c.Nacks += o.Nacks
+	c.RejectedResends += o.RejectedResends
 }
 
 // DataPlane is the last data-plane observation of a step: its last request probe (the
@@ -702,14 +722,7 @@ func copyVersions(acc map[string]map[string]string) map[string]map[string]string
 // total, the steps into a log's, and lab compare's totals over the steps it compares).
 func (t *TypeFigures) Add(f *TypeFigures) {
 	t.Responses += f.Responses
-	t.Resources += f.Resources
-	t.Redundant += f.Redundant
-	t.RedundantBytes += f.RedundantBytes
-	t.RemovedExplicit += f.RemovedExplicit
-	t.RemovedByAbsence += f.RemovedByAbsence
-	t.Acks += f.Acks
-	t.Nacks += f.Nacks
-	t.RejectedResends += f.RejectedResends
+	t.Counts.Add(f.Counts)
 	t.Bytes += f.Bytes
 	t.Unmatched += f.Unmatched
 	t.Stale += f.Stale

@@ -126,7 +126,7 @@ func joinList[T any](list []T) string {
 func (o *Options) checkClusters() error {
 	err := checkList(OptionClusters, o.Clusters, "give at least one cluster count", func(n int) error {
 		if n < 1 || n > MaxClusters {
-			return fmt.Errorf("%d is %w", n, &RangeError{1, MaxClusters})
+			return fmt.Errorf("%d is %w", n, &RangeError{Min: 1, Max: MaxClusters})
 		}
 		return nil
 	})
@@ -144,7 +144,7 @@ func (o *Options) checkClients() error {
 // checkCount refuses n outside 1..most.
 func checkCount(option string, n, most int) error {
 	if n < 1 || n > most {
-		return refuse(option, fmt.Sprint(n), &RangeError{1, most})
+		return refuse(option, fmt.Sprint(n), &RangeError{Min: 1, Max: most})
 	}
 	return nil
 }

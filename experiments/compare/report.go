@@ -75,23 +75,13 @@ type Row struct {
 type Figures struct {
 	// Responses counts sends per type (LDS, RDS, CDS, EDS, VHDS; absent types sent nothing).
 	Responses map[string]int `json:"responses"`
-	Resources int            `json:"resources"`
-	// Redundant counts resources the client already ran with exactly this content.
-	Redundant      int `json:"redundant"`
-	RedundantBytes int `json:"redundant_bytes"`
-	// RemovedExplicit counts delta removed_resources; RemovedByAbsence names a SotW
-	// LDS/CDS response left out compared with the previous one on the stream.
-	RemovedExplicit  int `json:"removed_explicit"`
-	RemovedByAbsence int `json:"removed_by_absence"`
-	Acks             int `json:"acks"`
-	Nacks            int `json:"nacks"`
-	// RejectedResends counts sends of content already rejected on that stream.
-	RejectedResends int     `json:"rejected_resends"`
-	NackRate        float64 `json:"nack_rate_per_s,omitempty"`
-	Bytes           int     `json:"bytes"`
-	Unmatched       int     `json:"unmatched,omitempty"`
-	Dropped         int     `json:"dropped,omitempty"`
-	StreamsOpened   int     `json:"streams_opened,omitempty"`
+	// Counts are the step's total counts, as summary.json has them (analysis.Counts).
+	analysis.Counts
+	NackRate      float64 `json:"nack_rate_per_s,omitempty"`
+	Bytes         int     `json:"bytes"`
+	Unmatched     int     `json:"unmatched,omitempty"`
+	Dropped       int     `json:"dropped,omitempty"`
+	StreamsOpened int     `json:"streams_opened,omitempty"`
 	// PublishToAckMS is the median from the step's publish (or start) to each ACK.
 	PublishToAckMS *float64 `json:"publish_to_ack_ms_median,omitempty"`
 	// PublishToCorrectMS is from the publish to the first correct data-plane request.
@@ -351,9 +341,7 @@ func figures(st *analysis.Step, r *Run) Figures {
 		}
 	}
 	t := st.Total
-	f.Resources, f.Redundant, f.RedundantBytes = t.Resources, t.Redundant, t.RedundantBytes
-	f.RemovedExplicit, f.RemovedByAbsence = t.RemovedExplicit, t.RemovedByAbsence
-	f.Acks, f.Nacks, f.RejectedResends, f.Bytes, f.Unmatched = t.Acks, t.Nacks, t.RejectedResends, t.Bytes, t.Unmatched
+	f.Counts, f.Bytes, f.Unmatched = t.Counts, t.Bytes, t.Unmatched
 	f.NackRate, f.Dropped, f.StreamsOpened = st.NackRate, st.Dropped, st.StreamsUp
 	f.PublishToAckMS, f.PublishToCorrectMS = st.PublishToAckMS, st.PublishToCorrectMS
 	if dp := st.DataPlane; dp != nil {
