@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/stats"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -387,13 +388,7 @@ func summarize(samples []Sample) map[string]Stat {
 }
 
 func statOf(v []float64) Stat {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return Stat{Median: med, Min: s[0], Max: s[n-1], Count: n}
+	return Stat{Median: stats.Median(v), Min: slices.Min(v), Max: slices.Max(v), Count: len(v)}
 }
 
 // ratioMetrics are the figures compared between protocols and sizes: all of them (a

@@ -27,6 +27,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/stats"
 )
 
 // SustainedShare is the share of the asked rate every step must achieve.
@@ -265,7 +266,7 @@ func (p *Point) add(res *runner.Result, runErr error) {
 
 func (p *Point) finish() {
 	if len(p.acks) > 0 {
-		m := median(p.acks)
+		m := stats.Median(p.acks)
 		p.PublishToAckMS = &m
 	}
 	if p.envoySeen && p.stepMS > 0 {
@@ -273,15 +274,6 @@ func (p *Point) finish() {
 		p.EnvoyCPUPercent = &c
 	}
 	p.Sustained = p.Runs > 0 && p.Passed == p.Runs && p.MinShare >= SustainedShare
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func readCheckpoint(path string) (*runner.Checkpoint, error) {
