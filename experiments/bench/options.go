@@ -194,8 +194,8 @@ func (o *Options) checkUnprobed() error {
 // checkModes is the bench's one check of its protocols.
 func (o *Options) checkModes() error {
 	return checkList(OptionModes, o.Modes, "give sotw, delta or both", func(m string) error {
-		if m != xdslog.ModeSotW && m != xdslog.ModeDelta {
-			return fmt.Errorf("unknown mode %q (want sotw or delta)", m)
+		if err := xdslog.CheckMode(m); err != nil {
+			return err
 		}
 		return nil
 	})

@@ -180,8 +180,8 @@ func readMeta(path string) (*Meta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("run.json: %w", err)
 	}
-	if m.Mode != xdslog.ModeSotW && m.Mode != xdslog.ModeDelta {
-		return nil, fmt.Errorf("run.json: unknown mode %q (want sotw or delta)", m.Mode)
+	if err := xdslog.CheckMode(m.Mode); err != nil {
+		return nil, fmt.Errorf("run.json: %w", err)
 	}
 	return &m, nil
 }

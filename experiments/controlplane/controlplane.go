@@ -314,8 +314,8 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	fail := func(err error) (frontend.Cache, Limits, error) {
 		return "", Limits{}, fmt.Errorf("%s control plane: %w", o.Mode, err)
 	}
-	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
-		return "", Limits{}, fmt.Errorf("control plane: unknown mode %q (want sotw or delta)", o.Mode)
+	if err := xdslog.CheckMode(o.Mode); err != nil {
+		return "", Limits{}, fmt.Errorf("control plane: %w", err)
 	}
 	if o.Recorder == nil {
 		return fail(errors.New("no recorder: xds.log is required"))

@@ -436,8 +436,8 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 // checkProtocol refuses an unknown mode and the SotW options it or the cache cannot
 // honour (controlplane.CheckCacheOptions), and sets o.Cache to the cache parsed.
 func (o *Options) checkProtocol() error {
-	if o.Mode != xdslog.ModeSotW && o.Mode != xdslog.ModeDelta {
-		return fmt.Errorf("unknown mode %q (want sotw or delta)", o.Mode)
+	if err := xdslog.CheckMode(o.Mode); err != nil {
+		return err
 	}
 	if err := controlplane.CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return err

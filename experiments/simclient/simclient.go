@@ -95,8 +95,8 @@ type Received struct {
 
 // New returns a client for mode ("sotw" or "delta") identifying as nodeID.
 func New(mode, nodeID string) (*Client, error) {
-	if mode != xdslog.ModeSotW && mode != xdslog.ModeDelta {
-		return nil, fmt.Errorf("simulated client: unknown mode %q", mode)
+	if err := xdslog.CheckMode(mode); err != nil {
+		return nil, fmt.Errorf("simulated client: %w", err)
 	}
 	if nodeID == "" {
 		nodeID = resources.NodeID

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Bounds of the durations a file may ask for.
@@ -432,7 +433,7 @@ func (p *parser) onDemand(f *fields) error {
 		return err
 	}
 	for i, m := range modes {
-		if !slices.Contains(validModes, m) {
+		if !slices.Contains(xdslog.Modes, m) {
 			return p.errf(f.keys["modes"], "modes: %q (want sotw or delta)", m)
 		}
 		if slices.Contains(modes[:i], m) {
@@ -979,7 +980,6 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 	return r, nil
 }
 
-var validModes = []string{"sotw", "delta"}
 var validCaches = []string{"snapshot", "linear", "indexed"}
 
 // validClients are the data planes a filter or not_for may name.
@@ -1015,7 +1015,7 @@ func (p *parser) filter(f *fields) (Filter, error) {
 	if flt.Mode, err = f.str("mode", false); err != nil {
 		return flt, err
 	}
-	if flt.Mode != "" && !slices.Contains(validModes, flt.Mode) {
+	if flt.Mode != "" && !slices.Contains(xdslog.Modes, flt.Mode) {
 		return flt, p.errf(f.keys["mode"], "%s: mode %q (want sotw or delta)", f.what, flt.Mode)
 	}
 	if flt.Cache, err = f.str("cache", false); err != nil {

@@ -4,6 +4,7 @@
 package xdslog
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -146,6 +147,25 @@ const (
 	ModeSotW  = "sotw"
 	ModeDelta = "delta"
 )
+
+// Modes are the xDS protocols the workbench serves and records.
+var Modes = []string{ModeSotW, ModeDelta}
+
+// UnknownModeError is a mode that is not one of Modes.
+type UnknownModeError struct{ Mode string }
+
+func (e *UnknownModeError) Error() string {
+	return fmt.Sprintf("unknown mode %q (want sotw or delta)", e.Mode)
+}
+
+// CheckMode refuses a mode that is not one of Modes: the one check every package that
+// takes a mode makes.
+func CheckMode(mode string) error {
+	if mode == ModeSotW || mode == ModeDelta {
+		return nil
+	}
+	return &UnknownModeError{Mode: mode}
+}
 
 // Resource is one resource in a publish or send event.
 type Resource struct {

@@ -54,7 +54,7 @@ func Read(r io.Reader) ([]Event, ReadStats, error) {
 		switch {
 		case !KnownEvents[e.Event]:
 			skip(fmt.Sprintf("unknown event %q", e.Event))
-		case e.Mode != ModeSotW && e.Mode != ModeDelta:
+		case CheckMode(e.Mode) != nil:
 			skip(fmt.Sprintf("unknown mode %q", e.Mode))
 		case e.TS.IsZero():
 			skip("no timestamp")
