@@ -16,6 +16,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -42,7 +43,10 @@ func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
 	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, Scenario: od})
 	require.Error(t, err)
 	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, ConfigYAML: "{}"})
-	require.ErrorContains(t, err, "--config-yaml")
+	var oe *option.Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, OptionConfigYAML, oe.Option)
+	assert.ErrorContains(t, err, "the grpc client has none")
 	assert.NoDirExists(t, dir, "nothing is created")
 }
 
