@@ -124,7 +124,7 @@ publishes, refusals, storm warnings and errors only.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runServe(ctx, o, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runServe(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
