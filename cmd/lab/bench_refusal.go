@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -59,6 +60,8 @@ func benchRefusal(err error, b bench.Options, typed func(flag string) (string, b
 func benchReason(oe *bench.OptionError, b bench.Options) string {
 	var outside *bench.RangeError
 	switch {
+	case errors.Is(oe, grpcclient.ErrNoDelta):
+		return "with --client grpc: " + grpcclient.ErrNoDelta.Error() + "; want --modes sotw"
 	case errors.Is(oe, bench.ErrUniformNeedsSnapshot):
 		return "needs --cache snapshot: each LinearCache versions its own type (want per-type with --cache linear, or --cache snapshot,linear)"
 	case errors.Is(oe, bench.ErrRouteNeedsTwo):

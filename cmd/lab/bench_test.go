@@ -53,7 +53,7 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"through twice":         {[]string{"--through", "tap,tap"}, "--through tap,tap: tap is listed twice"},
 		"too many envoys":       {[]string{"--envoys", "11"}, "--envoys 11: outside 1-10 (up to 100 with --client grpc)"},
 		"too many grpc clients": {[]string{"--client", "grpc", "--envoys", "101"}, "--envoys 101: outside 1-100"},
-		"grpc with delta":       {[]string{"--client", "grpc", "--modes", "sotw,delta"}, "--modes sotw,delta: " + grpcclient.ErrNoDelta.Error()},
+		"grpc with delta":       {[]string{"--client", "grpc", "--modes", "sotw,delta"}, "--modes sotw,delta: with --client grpc: " + grpcclient.ErrNoDelta.Error() + "; want --modes sotw"},
 		"grpc with route":       {[]string{"--client", "grpc", "--workload", "route"}, "--workload route: --client grpc runs the endpoint workload only (the others prove the change by Envoy's server header or 404)"},
 		"grpc with clients":     {[]string{"--client", "grpc", "--clients", "3"}, "--clients 3: more than one client needs --client sim (the bench runs one Envoy)"},
 		"envoys word":           {[]string{"--envoys", "ten"}, "--envoys ten: not a whole number (want 1-100)"},

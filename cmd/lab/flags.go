@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
@@ -56,6 +57,9 @@ func optionRefusal(err error, flagOf map[string]string) error {
 	}
 	return &flagError{flag: flag, value: oe.Value, err: oe.Err}
 }
+
+// errGRPCDelta refuses --client grpc with --mode delta (grpcclient.ErrNoDelta).
+var errGRPCDelta = fmt.Errorf("--client grpc: %w; use --mode sotw", grpcclient.ErrNoDelta)
 
 // badFlag builds a flagError from a description of what is wrong.
 func badFlag(flag, value, format string, args ...any) error {

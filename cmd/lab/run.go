@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -214,7 +213,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 		return r, err
 	}
 	if r.Client == runner.ClientGRPC && r.Mode != xdslog.ModeSotW {
-		return r, grpcclient.ErrNoDelta
+		return r, errGRPCDelta
 	}
 	_, port, err := loopback.ParseAddr(o.xdsAddr)
 	if err != nil {

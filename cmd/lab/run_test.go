@@ -148,7 +148,8 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		// grpc-go has no delta client: one line naming its source, before anything starts.
 		out := filepath.Join(t.TempDir(), "run")
 		stdout, _, err := runLabArgs(t, withFlag(withFlag(runArgs(t, "grpc", out), "--mode", "delta"), "--scenario", "all")...)
-		assert.EqualError(t, err, grpcclient.ErrNoDelta.Error())
+		assert.EqualError(t, err, errGRPCDelta.Error())
+		assert.ErrorIs(t, err, grpcclient.ErrNoDelta)
 		assert.Empty(t, stdout)
 		assert.NoDirExists(t, out)
 	})

@@ -246,7 +246,7 @@ func (o *serveOptions) checkClient() error {
 	}
 	switch {
 	case o.mode != xdslog.ModeSotW:
-		return grpcclient.ErrNoDelta
+		return errGRPCDelta
 	case o.withEnvoy:
 		return badFlag("client", o.client, "--with-envoy runs Envoy; --client grpc runs grpc-go's client instead: give one")
 	}

@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/xds-workbench/lab/experiments/grpcclient"
 )
 
 // TestServeRefusesBadFlags: through the command line, every bad address, port, limit
@@ -44,7 +42,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		"keepalive word":      {[]string{"--keepalive-min-time", "often"}, "--keepalive-min-time often: not a duration (want 1ms-1h, e.g. 45s or 2m)"},
 		"positional argument": {[]string{"--mode", "sotw", "extra"}, "extra: unexpected argument (usage: lab serve [flags])"},
 		"client unknown":      {[]string{"--client", "curl"}, "--client curl: unknown data plane (want envoy or grpc)"},
-		"grpc with delta":     {[]string{"--mode", "delta", "--client", "grpc"}, grpcclient.ErrNoDelta.Error()},
+		"grpc with delta":     {[]string{"--mode", "delta", "--client", "grpc"}, errGRPCDelta.Error()},
 		"grpc with envoy":     {[]string{"--client", "grpc", "--with-envoy"}, "--client grpc: --with-envoy runs Envoy; --client grpc runs grpc-go's client instead: give one"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -39,9 +39,9 @@ import (
 const BootstrapEnv = "GRPC_XDS_BOOTSTRAP_CONFIG"
 
 // ErrNoDelta is why a grpc client is refused with delta xDS: grpc-go has no delta client.
-var ErrNoDelta = errors.New("--client grpc speaks SotW only: grpc-go's ADS stream opens " +
+var ErrNoDelta = errors.New("grpc-go speaks SotW only: its ADS stream opens " +
 	"StreamAggregatedResources and never DeltaAggregatedResources (google.golang.org/grpc@v1.85.0 " +
-	"internal/xds/clients/xdsclient/ads_stream.go, adsStreamImpl.runner); use --mode sotw")
+	"internal/xds/clients/xdsclient/ads_stream.go, adsStreamImpl.runner)")
 
 // DefaultRPCTimeout bounds one RPC through the front door.
 const DefaultRPCTimeout = 2 * time.Second
