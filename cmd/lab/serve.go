@@ -298,41 +298,26 @@ func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.
 		return err
 	}
 
-	done := make(chan struct{})
-	defer close(done)
-	lines := serveReadLines(in, done)
 	logWarned := false
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(out, "stopping: interrupted")
-			return nil
-		case l, ok := <-lines:
-			if !ok {
-				fmt.Fprintln(out, "stopping: end of input")
-				return nil
-			}
-			if l.err != nil {
-				fmt.Fprintf(errOut, "error: %v\n", l.err)
-				continue
-			}
-			cmd, perr := parseServeCommand(l.text)
-			if perr != nil {
-				fmt.Fprintf(errOut, "error: %v\n", perr)
-				continue
-			}
-			if cmd.Verb == verbQuit {
-				fmt.Fprintln(out, "stopping: quit")
-				return nil
-			}
-			sv.run(ctx, cmd, errOut)
-			if e := rec.Err(); e != nil && !logWarned {
-				// The server keeps serving, but the evidence is incomplete: say so once.
-				logWarned = true
-				fmt.Fprintf(errOut, "error: %v (xds.log is incomplete from here)\n", e)
-			}
+	serveEachLine(ctx, in, out, errOut, func(text string) (stop bool) {
+		cmd, perr := parseServeCommand(text)
+		if perr != nil {
+			fmt.Fprintf(errOut, "error: %v\n", perr)
+			return false
 		}
-	}
+		if cmd.Verb == verbQuit {
+			fmt.Fprintln(out, "stopping: quit")
+			return true
+		}
+		sv.run(ctx, cmd, errOut)
+		if e := rec.Err(); e != nil && !logWarned {
+			// The server keeps serving, but the evidence is incomplete: say so once.
+			logWarned = true
+			fmt.Fprintf(errOut, "error: %v (xds.log is incomplete from here)\n", e)
+		}
+		return false
+	})
+	return nil
 }
 
 // preflight finds Envoy for --with-envoy and refuses a held --xds-addr port, before
@@ -594,6 +579,35 @@ const serveMaxLine = 4096
 type serveInputLine struct {
 	text string
 	err  error
+}
+
+// serveEachLine calls handle with each line of in until ctx ends, in ends or handle
+// asks to stop, and says on out why it stopped; a line it could not read is reported
+// on errOut and skipped. lab serve and lab tap read their commands alike.
+func serveEachLine(ctx context.Context, in io.Reader, out, errOut io.Writer, handle func(text string) (stop bool)) {
+	done := make(chan struct{})
+	defer close(done)
+	lines := serveReadLines(in, done)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(out, "stopping: interrupted")
+			return
+		case l, ok := <-lines:
+			if !ok {
+				// For lab tap too: the tap of a `lab bench` that died ends with it.
+				fmt.Fprintln(out, "stopping: end of input")
+				return
+			}
+			if l.err != nil {
+				fmt.Fprintf(errOut, "error: %v\n", l.err)
+				continue
+			}
+			if handle(l.text) {
+				return
+			}
+		}
+	}
 }
 
 // serveReadLines delivers in's lines until end of input (channel closed) or until done is

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
@@ -573,41 +574,16 @@ func soakConverged(ev []xdslog.Event) soakConvergence {
 // mode; the subscription's version is in the stats.)
 func soakEDSPort(t *testing.T, dump []byte) int {
 	t.Helper()
-	var doc struct {
-		Configs []struct {
-			Type      string `json:"@type"`
-			Endpoints []struct {
-				EndpointConfig struct {
-					ClusterName string `json:"cluster_name"`
-					Endpoints   []struct {
-						LbEndpoints []struct {
-							Endpoint struct {
-								Address struct {
-									SocketAddress struct {
-										PortValue int `json:"port_value"`
-									} `json:"socket_address"`
-								} `json:"address"`
-							} `json:"endpoint"`
-						} `json:"lb_endpoints"`
-					} `json:"endpoints"`
-				} `json:"endpoint_config"`
-			} `json:"dynamic_endpoint_configs"`
-		} `json:"configs"`
-	}
-	require.NoError(t, json.Unmarshal(dump, &doc))
-	for _, c := range doc.Configs {
-		for _, e := range c.Endpoints {
-			if e.EndpointConfig.ClusterName != resources.ClusterName {
-				continue
-			}
-			port := 0
-			for _, le := range e.EndpointConfig.Endpoints {
-				for _, lb := range le.LbEndpoints {
-					port = lb.Endpoint.Address.SocketAddress.PortValue
-				}
-			}
-			return port
+	d, err := clientview.ParseEnvoyDump(dump)
+	require.NoError(t, err)
+	for _, e := range d.Entries {
+		if e.Type != resources.EDS || e.Name != resources.ClusterName {
+			continue
 		}
+		if len(e.Ports) == 0 {
+			return 0
+		}
+		return e.Ports[len(e.Ports)-1]
 	}
 	t.Fatalf("no dynamic endpoint config for %s in the config dump", resources.ClusterName)
 	return 0

@@ -272,34 +272,18 @@ func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writ
 		tapWindows(ctx, t, tick.C)
 		return nil
 	}
-	done := make(chan struct{})
-	defer close(done)
-	lines := serveReadLines(in, done)
 	names := map[string]int{}
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(out, "stopping: interrupted")
-			return nil
-		case l, ok := <-lines:
-			if !ok {
-				// As lab serve: the tap of a `lab bench` that died ends with it.
-				fmt.Fprintln(out, "stopping: end of input")
-				return nil
-			}
-			if l.err != nil {
-				fmt.Fprintf(errOut, "error: %v\n", l.err)
-				continue
-			}
-			name := strings.TrimSpace(l.text)
-			if name == "" {
-				continue
-			}
-			name = uniqueStep(names, name)
-			t.SetStep(name)
-			fmt.Fprintf(out, "step %s\n", name)
+	serveEachLine(ctx, in, out, errOut, func(text string) (stop bool) {
+		name := strings.TrimSpace(text)
+		if name == "" {
+			return false
 		}
-	}
+		name = uniqueStep(names, name)
+		t.SetStep(name)
+		fmt.Fprintf(out, "step %s\n", name)
+		return false
+	})
+	return nil
 }
 
 // tapWindows starts step w1 now and w2, w3, ... at each tick until ctx ends.

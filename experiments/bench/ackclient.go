@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // ackClient is the fan-out client (--clients > 1): it speaks ADS the way Envoy does
@@ -32,17 +32,7 @@ type ackClient struct {
 
 // run opens one stream on conn and answers until ctx ends (nil) or the stream breaks.
 func (c *ackClient) run(ctx context.Context, conn grpc.ClientConnInterface) error {
-	client := discovery.NewAggregatedDiscoveryServiceClient(conn)
-	var err error
-	if c.mode == xdslog.ModeSotW {
-		err = c.runSotW(ctx, client)
-	} else {
-		err = c.runDelta(ctx, client)
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return simclient.RunMode(ctx, c.mode, discovery.NewAggregatedDiscoveryServiceClient(conn), c.runSotW, c.runDelta)
 }
 
 func (c *ackClient) node() *core.Node { return &core.Node{Id: c.nodeID, Cluster: "bench-fanout"} }

@@ -230,6 +230,19 @@ func (e *env) say(format string, args ...any) {
 	}
 }
 
+// runBounded runs one measurement under Options.Timeout, then close, whatever run
+// returned: what a measurement started is stopped even when it failed or timed out.
+// The run's error wins over close's.
+func (e *env) runBounded(ctx context.Context, run func(context.Context) error, close func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
+	defer cancel()
+	err := run(ctx)
+	if cerr := close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // Run validates o and runs the sweep. It writes bench.json, bench.md and bench.svg into
 // o.Out even when a configuration fails (that configuration then carries its error), and
 // returns the report with an error naming the failed configurations.

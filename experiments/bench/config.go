@@ -97,12 +97,7 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 		cfg.Envoys = e.o.Envoys
 	}
 	r := &configRun{e: e, w: w, s: s, n: n, cfg: cfg}
-	ctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
-	defer cancel()
-	err := r.run(ctx)
-	if cerr := r.close(); err == nil {
-		err = cerr
-	}
+	err := e.runBounded(ctx, r.run, r.close)
 	if err != nil {
 		if r.cl != nil {
 			if cerr := r.cl.err(); cerr != nil {

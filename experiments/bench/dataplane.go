@@ -563,11 +563,28 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 		}
 		return a.Status == http.StatusOK && a.Backend == backend && (server == "" || a.Server == server)
 	}
+	return p.pollUntil(ctx, fmt.Sprintf("%s on %s", want, path), func() (Answer, error) { return p.ask(ctx, path) }, ok, slow, acked)
+}
+
+// awaitHost polls Host host, path every pollInterval until backend answers 200, and
+// returns that answer, when it came and how many requests it took.
+func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
+	return p.pollUntil(ctx, fmt.Sprintf("%s on Host %s %s", backend, host, path),
+		func() (Answer, error) { return p.askHost(ctx, host, path) },
+		func(a Answer) bool { return a.Status == http.StatusOK && a.Backend == backend },
+		pollInterval, nil)
+}
+
+// pollUntil asks every slow until acked is closed (never, when nil) and every
+// pollInterval after, until ok holds for an answer, and returns that answer, when it
+// came and how many requests it took. It gives up when ctx ends or the proxy exits;
+// what (the awaited answer and where) words the error.
+func (p *proxy) pollUntil(ctx context.Context, what string, ask func() (Answer, error), ok func(Answer) bool, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
 	polls := 0
 	var last error // set before every wait: the first request's outcome
 	for {
 		polls++
-		got, err := p.ask(ctx, path)
+		got, err := ask()
 		if err == nil && ok(got) {
 			return got, time.Now(), polls, nil
 		}
@@ -578,38 +595,12 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 		}
 		select {
 		case <-ctx.Done():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s: waiting for %s on %s after %d request(s): %w (last: %v)", p.kindName(), p.nodeID(), want, path, polls, ctx.Err(), last)
+			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s: waiting for %s after %d request(s): %w (last: %v)", p.kindName(), p.nodeID(), what, polls, ctx.Err(), last)
 		case <-p.exited():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s exited while waiting for %s on %s: %v", p.kindName(), p.nodeID(), want, path, p.exitErr())
+			return Answer{}, time.Time{}, polls, fmt.Errorf("%s %s exited while waiting for %s: %v", p.kindName(), p.nodeID(), what, p.exitErr())
 		case <-acked:
 			acked, slow = nil, pollInterval // poll at full rate from now on; check once more now
 		case <-time.After(slow):
-		}
-	}
-}
-
-// awaitHost polls Host host, path every pollInterval until backend answers 200, and
-// returns that answer, when it came and how many requests it took.
-func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
-	polls := 0
-	var last error // set before every wait: the first request's outcome
-	for {
-		polls++
-		got, err := p.askHost(ctx, host, path)
-		if err == nil && got.Status == http.StatusOK && got.Backend == backend {
-			return got, time.Now(), polls, nil
-		}
-		if err != nil {
-			last = err
-		} else {
-			last = fmt.Errorf("answered %s", got)
-		}
-		select {
-		case <-ctx.Done():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s: waiting for %s on Host %s %s after %d request(s): %w (last: %v)", p.nodeID(), backend, host, path, polls, ctx.Err(), last)
-		case <-p.proc.Exited():
-			return Answer{}, time.Time{}, polls, fmt.Errorf("envoy %s exited while waiting for %s on Host %s %s: %v", p.nodeID(), backend, host, path, p.proc.ExitErr())
-		case <-time.After(pollInterval):
 		}
 	}
 }

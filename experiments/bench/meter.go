@@ -157,20 +157,12 @@ func (m *meter) drop(e xdslog.Event, now time.Time) {
 
 // wait blocks until cond (called with the meter locked) holds or ctx ends.
 func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
-	for {
+	_, err := waitChange(ctx, what, 0, func() (bool, <-chan struct{}) {
 		m.mu.Lock()
-		ok := cond()
-		ch := m.changed
-		m.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		}
-	}
+		defer m.mu.Unlock()
+		return cond(), m.changed
+	})
+	return err
 }
 
 // waitSubscribed waits until k streams are open and each has asked for clusters, the

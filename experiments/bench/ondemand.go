@@ -157,12 +157,7 @@ func (e *env) runOnDemand(ctx context.Context, s series, od resources.OnDemand, 
 	started := time.Now()
 	cfg := &OnDemandConfig{Shape: ShapeName(od), Series: s.name, Cache: string(s.cache), N: n}
 	r := &odRun{e: e, s: s, od: od, n: n, cfg: cfg, hosts: coldHosts(n, e.o.ColdHosts)}
-	ctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
-	defer cancel()
-	err := r.run(ctx)
-	if cerr := r.close(); err == nil {
-		err = cerr
-	}
+	err := e.runBounded(ctx, r.run, r.close)
 	if err != nil {
 		cfg.Error = err.Error()
 	}

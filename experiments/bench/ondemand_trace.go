@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -73,26 +72,11 @@ func (t *odTrace) since(mark int) []odEvent {
 // wait blocks until cond holds for the events since mark, ctx ends, or (when quiet > 0)
 // no event arrived for quiet; it returns whether cond held.
 func (t *odTrace) wait(ctx context.Context, mark int, quiet time.Duration, what string, cond func([]odEvent) bool) (bool, error) {
-	for {
+	return waitChange(ctx, what, quiet, func() (bool, <-chan struct{}) {
 		t.mu.Lock()
-		evs, ch := t.events[mark:], t.changed
-		ok := cond(evs)
-		t.mu.Unlock()
-		if ok {
-			return true, nil
-		}
-		var idle <-chan time.Time
-		if quiet > 0 {
-			idle = time.After(quiet)
-		}
-		select {
-		case <-ch:
-		case <-idle:
-			return false, nil
-		case <-ctx.Done():
-			return false, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		}
-	}
+		defer t.mu.Unlock()
+		return cond(t.events[mark:]), t.changed
+	})
 }
 
 // converged reports whether every type sent in evs has an ACK after its last send, and

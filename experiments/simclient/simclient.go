@@ -8,9 +8,7 @@ package simclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -186,16 +184,7 @@ func (c *Client) Run(ctx context.Context, conn grpc.ClientConnInterface) error {
 		c.notifyLocked()
 		c.mu.Unlock()
 	}()
-	var err error
-	if c.mode == xdslog.ModeSotW {
-		err = c.runSotW(ctx, client)
-	} else {
-		err = c.runDelta(ctx, client)
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return RunMode(ctx, c.mode, client, c.runSotW, c.runDelta)
 }
 
 func (c *Client) node() *core.Node {
@@ -354,12 +343,6 @@ func (c *Client) runSotW(ctx context.Context, client discovery.AggregatedDiscove
 	if err != nil {
 		return fmt.Errorf("open SotW stream: %w", err)
 	}
-	send := func(req *discovery.DiscoveryRequest) error {
-		if err := stream.Send(req); err != nil {
-			return fmt.Errorf("send %s request: %w", req.GetTypeUrl(), err)
-		}
-		return nil
-	}
 	c.mu.Lock()
 	first := []*discovery.DiscoveryRequest{
 		// Wildcard, resuming from the last accepted version after a reconnect.
@@ -367,26 +350,7 @@ func (c *Client) runSotW(ctx context.Context, client discovery.AggregatedDiscove
 		{TypeUrl: resources.LDS.URL(), VersionInfo: c.state.VersionInfo[resources.LDS]},
 	}
 	c.mu.Unlock()
-	for _, r := range first {
-		if err := send(r); err != nil {
-			return err
-		}
-	}
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return errors.New("SotW stream closed by server")
-			}
-			return fmt.Errorf("SotW stream: %w", err)
-		}
-		reqs := c.handleSotW(resp)
-		for _, r := range reqs {
-			if err := send(r); err != nil {
-				return err
-			}
-		}
-	}
+	return exchange(stream, "SotW", "request", first, c.handleSotW)
 }
 
 func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.DiscoveryRequest {
@@ -398,26 +362,15 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notifyLocked()
-	cnt := c.state.Counters[t]
-	cnt.Responses++
 	c.state.LastNonce[t] = resp.GetNonce()
-	rec := Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetVersionInfo(), Names: names}
+	c.recordLocked(Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetVersionInfo(), Names: names}, verr)
 	ack := &discovery.DiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce(), ResourceNames: c.subs[t]}
 	if verr != nil {
-		cnt.Nacks++
-		c.state.Counters[t] = cnt
-		c.state.LastError[t] = verr.Error()
-		rec.ErrorText = verr.Error()
-		c.received = append(c.received, rec)
 		// A SotW NACK reports the last accepted version, never the rejected one.
 		ack.VersionInfo = c.state.VersionInfo[t]
 		ack.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: verr.Error()}
 		return []*discovery.DiscoveryRequest{ack}
 	}
-	cnt.Acks++
-	c.state.Counters[t] = cnt
-	rec.Acked = true
-	c.received = append(c.received, rec)
 	// LDS and CDS responses are the full set: absence is removal. RDS and EDS absence
 	// removes nothing (Envoy keeps them until the listener or cluster goes).
 	if t == resources.LDS || t == resources.CDS {
@@ -433,6 +386,24 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 		return out
 	}
 	return append(out, c.resubscribeSotWLocked()...)
+}
+
+// recordLocked counts a response of rec.Type as ACKed, or NACKed when verr (its
+// validation error) is set, and keeps rec in the received log; both protocols count
+// the same way.
+func (c *Client) recordLocked(rec Received, verr error) {
+	cnt := c.state.Counters[rec.Type]
+	cnt.Responses++
+	if verr != nil {
+		cnt.Nacks++
+		c.state.LastError[rec.Type] = verr.Error()
+		rec.ErrorText = verr.Error()
+	} else {
+		cnt.Acks++
+		rec.Acked = true
+	}
+	c.state.Counters[rec.Type] = cnt
+	c.received = append(c.received, rec)
 }
 
 // subscriptionChange is a referenced-name set that differs from the current subscription.
@@ -501,12 +472,6 @@ func (c *Client) runDelta(ctx context.Context, client discovery.AggregatedDiscov
 	if err != nil {
 		return fmt.Errorf("open delta stream: %w", err)
 	}
-	send := func(req *discovery.DeltaDiscoveryRequest) error {
-		if err := stream.Send(req); err != nil {
-			return fmt.Errorf("send %s delta request: %w", req.GetTypeUrl(), err)
-		}
-		return nil
-	}
 	c.mu.Lock()
 	first := []*discovery.DeltaDiscoveryRequest{
 		// Legacy wildcard (no names) with every known name -> version, as Envoy sends on
@@ -515,25 +480,7 @@ func (c *Client) runDelta(ctx context.Context, client discovery.AggregatedDiscov
 		{TypeUrl: resources.LDS.URL(), InitialResourceVersions: c.versionsLocked(resources.LDS)},
 	}
 	c.mu.Unlock()
-	for _, r := range first {
-		if err := send(r); err != nil {
-			return err
-		}
-	}
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return errors.New("delta stream closed by server")
-			}
-			return fmt.Errorf("delta stream: %w", err)
-		}
-		for _, r := range c.handleDelta(resp) {
-			if err := send(r); err != nil {
-				return err
-			}
-		}
-	}
+	return exchange(stream, "delta", "delta request", first, c.handleDelta)
 }
 
 func (c *Client) versionsLocked(t resources.Type) map[string]string {
@@ -560,25 +507,14 @@ func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discover
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notifyLocked()
-	cnt := c.state.Counters[t]
-	cnt.Responses++
 	c.state.LastNonce[t] = resp.GetNonce()
-	rec := Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetSystemVersionInfo(), Names: names, Removed: resp.GetRemovedResources()}
+	c.recordLocked(Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetSystemVersionInfo(), Names: names, Removed: resp.GetRemovedResources()}, verr)
 	ack := &discovery.DeltaDiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce()}
 	if verr != nil {
 		// A delta NACK accepts none of the response's resources.
-		cnt.Nacks++
-		c.state.Counters[t] = cnt
-		c.state.LastError[t] = verr.Error()
-		rec.ErrorText = verr.Error()
-		c.received = append(c.received, rec)
 		ack.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: verr.Error()}
 		return []*discovery.DeltaDiscoveryRequest{ack}
 	}
-	cnt.Acks++
-	c.state.Counters[t] = cnt
-	rec.Acked = true
-	c.received = append(c.received, rec)
 	for i, r := range resp.GetResources() {
 		c.state.Accepted[t][names[i]] = Entry{Version: r.GetVersion(), Hash: hashes[i], Resource: decoded[i]}
 	}

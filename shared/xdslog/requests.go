@@ -34,13 +34,33 @@ type SotWRequest struct {
 //   - empty names are a wildcard only while the type was never explicitly subscribed on
 //     the stream; after that they unsubscribe from everything.
 func (r *Recorder) SotW(stream int64, typ string, q SotWRequest) Event {
+	return r.request(q.Node, func() Event { return r.sotwLocked(stream, typ, q) })
+}
+
+// request records one request from node under the lock: the events it emits carry the
+// node (r.node). A nil Recorder records nothing.
+func (r *Recorder) request(node string, record func() Event) Event {
 	if r == nil {
 		return Event{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.node = q.Node
+	r.node = node
 	defer func() { r.node = "" }()
+	return record()
+}
+
+// answerLocked records the feedback of a request that carries a nonce (f.Nonce), and
+// returns the zero Event for one that carries none.
+func (r *Recorder) answerLocked(stream int64, typ string, f Feedback) Event {
+	if f.Nonce == "" {
+		return Event{}
+	}
+	return r.feedbackLocked(stream, typ, f)
+}
+
+// sotwLocked is SotW with the lock held.
+func (r *Recorder) sotwLocked(stream int64, typ string, q SotWRequest) Event {
 	t := r.typeLocked(stream, typ)
 	names := slices.Sorted(slices.Values(q.Names))
 	if t.latest != "" && q.Nonce != t.latest {
@@ -48,12 +68,9 @@ func (r *Recorder) SotW(stream int64, typ string, q SotWRequest) Event {
 			return r.staleLocked(stream, typ, t, names, q)
 		}
 	}
-	var fb Event
-	if q.Nonce != "" {
-		fb = r.feedbackLocked(stream, typ, Feedback{Nonce: q.Nonce, ClientVersion: q.VersionInfo, Error: q.Error})
-		if fb.Event == EventUnmatched && t.latest != "" {
-			return fb // a nonce never sent: the library drops the request as stale too
-		}
+	fb := r.answerLocked(stream, typ, Feedback{Nonce: q.Nonce, ClientVersion: q.VersionInfo, Error: q.Error})
+	if fb.Event == EventUnmatched && t.latest != "" {
+		return fb // a nonce never sent: the library drops the request as stale too
 	}
 	if !t.known {
 		r.firstRequestLocked(stream, typ, t, names, q.VersionInfo, nil)
@@ -119,18 +136,13 @@ type DeltaRequest struct {
 // and unsubscribe lists change the subscription. It returns the feedback event, or the
 // zero Event.
 func (r *Recorder) Delta(stream int64, typ string, q DeltaRequest) Event {
-	if r == nil {
-		return Event{}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.node = q.Node
-	defer func() { r.node = "" }()
+	return r.request(q.Node, func() Event { return r.deltaLocked(stream, typ, q) })
+}
+
+// deltaLocked is Delta with the lock held.
+func (r *Recorder) deltaLocked(stream int64, typ string, q DeltaRequest) Event {
 	t := r.typeLocked(stream, typ)
-	var fb Event
-	if q.Nonce != "" {
-		fb = r.feedbackLocked(stream, typ, Feedback{Nonce: q.Nonce, Error: q.Error})
-	}
+	fb := r.answerLocked(stream, typ, Feedback{Nonce: q.Nonce, Error: q.Error})
 	if !t.known {
 		r.firstRequestLocked(stream, typ, t, slices.Sorted(slices.Values(q.Subscribe)), "", q.Initial)
 		return fb
