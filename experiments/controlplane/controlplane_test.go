@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,31 +26,17 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 var modes = []string{xdslog.ModeSotW, xdslog.ModeDelta}
 
-// syncBuffer is an xds.log in memory, safe for the recorder and the test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
 // events parses the log; an empty log is no events.
-func (b *syncBuffer) events(t *testing.T) []xdslog.Event {
+func (b *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
 	s := b.String()
 	if s == "" {
@@ -90,9 +75,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // start runs a control plane on a free port with the teaching state published.
-func start(t *testing.T, mode string, limits Limits) (*ControlPlane, *syncBuffer) {
+func start(t *testing.T, mode string, limits Limits) (*ControlPlane, *memLog) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &memLog{}
 	cp, err := Start(context.Background(), Options{
 		Mode:     mode,
 		Addr:     "127.0.0.1:0",
@@ -255,7 +240,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 
-	rec := func(mode string) *xdslog.Recorder { return xdslog.NewRecorder(&syncBuffer{}, mode) }
+	rec := func(mode string) *xdslog.Recorder { return xdslog.NewRecorder(&memLog{}, mode) }
 	cases := []struct {
 		name string
 		o    Options
@@ -310,7 +295,7 @@ func TestSotWOptionsAccepted(t *testing.T) {
 		{Cache: "linear", NackPolicy: "revert"},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-%s", o.Cache, o.Versions, o.NackPolicy), func(t *testing.T) {
-			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, "sotw")
+			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, "sotw")
 			cp, err := Start(context.Background(), o)
 			require.NoError(t, err)
 			cp.Stop()
@@ -552,7 +537,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			baseline := runtime.NumGoroutine()
-			log := &syncBuffer{}
+			log := &memLog{}
 			cp, err := Start(context.Background(), Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
@@ -591,7 +576,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 
 func TestContextEndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&syncBuffer{}, "delta")})
+	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&memLog{}, "delta")})
 	require.NoError(t, err)
 	defer cp.Stop()
 	c, err := net.DialTimeout("tcp", cp.Addr(), time.Second)

@@ -34,11 +34,11 @@ var revertVariants = []struct {
 }
 
 // startRevert runs a SotW control plane under the revert NACK policy.
-func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *syncBuffer, *xdslog.Recorder) {
+func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *memLog, *xdslog.Recorder) {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
-	log := &syncBuffer{}
+	log := &memLog{}
 	rec := xdslog.NewRecorder(log, xdslog.ModeSotW)
 	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: rec,
 		NackPolicy: sotw.Revert, Cache: cache, Versions: versions})

@@ -26,7 +26,7 @@ func newControlPlaneHarness(t *testing.T, v variant) *harness {
 	t.Helper()
 	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+	h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)

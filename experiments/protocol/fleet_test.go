@@ -28,7 +28,7 @@ func TestOneStatePerNode(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			testenv.VerifyNoLeaks(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+			h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
 			h.rec = xdslog.NewRecorder(h.log, v.mode)
 			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
 				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies})
@@ -106,7 +106,7 @@ func TestUnknownNodeIsServedNothing(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			testenv.VerifyNoLeaks(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+			h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
 			h.rec = xdslog.NewRecorder(h.log, v.mode)
 			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
 				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies[:1]})
@@ -141,7 +141,7 @@ func TestNodesRefused(t *testing.T) {
 		{Nodes: []string{"a", ""}},
 		{Nodes: []string{"a"}, NodeID: "b"},
 	} {
-		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeDelta)
+		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, xdslog.ModeDelta)
 		_, err := controlplane.Start(context.Background(), o)
 		assert.Error(t, err, fmt.Sprint(o.Nodes))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +19,19 @@ import (
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
 const wait = 10 * time.Second
 
-// syncBuffer is an xds.log in memory.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) events(t *testing.T) []xdslog.Event {
+func (l *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
-	s.mu.Lock()
-	data := bytes.Clone(s.b.Bytes())
-	s.mu.Unlock()
-	ev, st, err := xdslog.Read(bytes.NewReader(data))
+	ev, st, err := xdslog.Read(bytes.NewReader(l.Bytes()))
 	require.NoError(t, err)
 	require.Zero(t, st.Skipped, "recorder wrote an unreadable line: %s", st.FirstSkip)
 	return ev
@@ -80,7 +68,7 @@ func (v variant) linear() bool { return v.cache.VersionsPerType() }
 type harness struct {
 	t   *testing.T
 	v   variant
-	log *syncBuffer
+	log *memLog
 	rec *xdslog.Recorder
 	// cache is what pub feeds and fe serves when the test wires them itself
 	// (TestOnePublisherFeedsBothTransports); nil on a control plane's harness.
@@ -100,7 +88,7 @@ func newHarness(t *testing.T, v variant) *harness {
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
+	h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
 	cp, err := controlplane.New(controlplane.Options{Mode: v.mode, Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -88,7 +89,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acc := analysis.NewAccumulator()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec, Cache: frontend.LinearCache})
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 		return after["EDS/"+changed+" port"] == strconv.Itoa(other)
 	}, 30*time.Second, 50*time.Millisecond, "Envoy applies the new endpoint")
 
-	ev, _, err := xdslog.Read(strings.NewReader(string(snapshot(&log))))
+	ev, _, err := xdslog.Read(strings.NewReader(string(log.Bytes())))
 	require.NoError(t, err)
 	var sends []xdslog.Event
 	for _, e := range ev {

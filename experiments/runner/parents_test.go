@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/xds-workbench/lab/bootstrap"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,19 +17,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 // TestRemovingAListenerKeepsItsRoute checks with real Envoy what goes with a removed
 // parent. A removed cluster takes its endpoints: Envoy unsubscribes from them (the
@@ -47,7 +36,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			acc := analysis.NewAccumulator()
-			var log lockedBuffer
+			var log syncbuf.Buffer
 			rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec})
 			require.NoError(t, err)
@@ -81,7 +70,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 				return 0
 			}
 			events := func(step string) []xdslog.Event {
-				ev, _, err := xdslog.Read(bytes.NewReader(snapshot(&log)))
+				ev, _, err := xdslog.Read(bytes.NewReader(log.Bytes()))
 				require.NoError(t, err)
 				var out []xdslog.Event
 				for _, e := range ev {
@@ -132,12 +121,6 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			}
 		})
 	}
-}
-
-func snapshot(l *lockedBuffer) []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
 }
 
 // routeInDump reports whether Envoy's config dump still has the teaching route.

@@ -22,7 +22,7 @@ func startOnDemandUpstream(t *testing.T) *upstream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &logBuf{}}
+	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &memLog{}}
 	rec := xdslog.NewRecorder(u.log, xdslog.ModeDelta)
 	lib := frontend.NewSnapshotCache(nil)
 	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: lib, NodeID: resources.NodeID, Recorder: rec})

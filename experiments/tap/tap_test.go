@@ -25,6 +25,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -32,30 +33,18 @@ import (
 // wait bounds every wait on a condition.
 const wait = 10 * time.Second
 
-// logBuf is an xds.log in memory, safe for the recorder and the test at once.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) events(t *testing.T) []xdslog.Event {
+func (b *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
-	b.mu.Lock()
-	data := append([]byte(nil), b.buf.Bytes()...)
-	b.mu.Unlock()
-	ev, _, err := xdslog.Read(bytes.NewReader(data))
+	ev, _, err := xdslog.Read(bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 	return ev
 }
 
 // waitFor waits until some event satisfies ok and returns it.
-func (b *logBuf) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
+func (b *memLog) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
 	t.Helper()
 	var found xdslog.Event
 	require.Eventually(t, func() bool {
@@ -79,14 +68,14 @@ func kind(ev, typ, nonce string) func(xdslog.Event) bool {
 type upstream struct {
 	lis *bufconn.Listener
 	srv *grpc.Server
-	log *logBuf
+	log *memLog
 }
 
 func startUpstream(t *testing.T, mode string) *upstream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &logBuf{}}
+	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &memLog{}}
 	rec := xdslog.NewRecorder(u.log, mode)
 	cache := frontend.NewSnapshotCache(nil)
 	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: resources.NodeID, Recorder: rec})
@@ -113,7 +102,7 @@ func startUpstream(t *testing.T, mode string) *upstream {
 type harness struct {
 	tap  *Tap
 	lis  *bufconn.Listener
-	logs map[string]*logBuf
+	logs map[string]*memLog
 }
 
 func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
@@ -124,7 +113,7 @@ func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Con
 // startTapWith is startTap with a hook the recording goroutine calls before each item.
 func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error), hook func()) *harness {
 	t.Helper()
-	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*logBuf{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
+	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*memLog{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
 	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode string) *xdslog.Recorder {
 		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
 		r.BeginSession()
@@ -285,9 +274,7 @@ func TestDeltaThroughTheTap(t *testing.T) {
 	require.Len(t, want, 4)
 	assert.Equal(t, want, exchanges(tapLog.events(t)))
 	assert.Equal(t, cds.GetResources()[0].GetVersion(), tapLog.waitFor(t, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
-	h.logs[xdslog.ModeSotW].mu.Lock()
-	assert.Zero(t, h.logs[xdslog.ModeSotW].buf.Len(), "no SotW stream, no SotW log")
-	h.logs[xdslog.ModeSotW].mu.Unlock()
+	assert.Zero(t, len(h.logs[xdslog.ModeSotW].Bytes()), "no SotW stream, no SotW log")
 }
 
 // TestUpstreamGoesAwayAndComesBack: the server stops; the client's stream ends with the
@@ -515,9 +502,7 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	require.Error(t, s.RecvMsg(&f))
 	lg := h.logs[xdslog.ModeSotW]
 	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
-	lg.mu.Lock()
-	data := append([]byte(nil), lg.buf.Bytes()...)
-	lg.mu.Unlock()
+	data := lg.Bytes()
 
 	a, err := compare.FromLog("A", data)
 	require.NoError(t, err)
