@@ -11,6 +11,7 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -73,18 +74,29 @@ type upstream struct {
 
 func startUpstream(t *testing.T, mode string) *upstream {
 	t.Helper()
+	// Version 2 carries an invalid route, which is still valid protobuf: the client
+	// decides what to NACK.
+	return serveUpstream(t, mode, resources.State{Version: "1", InventoryPort: 18080}, nil)
+}
+
+// serveUpstream publishes state and serves it in mode from the publisher's snapshot
+// cache, or from what serveFrom wraps around it.
+func serveUpstream(t *testing.T, mode string, state resources.State, serveFrom func(cachev3.Cache, *frontend.Publisher) cachev3.Cache) *upstream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &memLog{}}
 	rec := xdslog.NewRecorder(u.log, mode)
-	cache := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: resources.NodeID, Recorder: rec})
+	snapshots := frontend.NewSnapshotCache(nil)
+	var cache cachev3.Cache = snapshots
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, NodeID: resources.NodeID, Recorder: rec})
 	require.NoError(t, err)
-	// Version 2 carries an invalid route, which is still valid protobuf: the client
-	// decides what to NACK.
-	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
+	set, err := resources.Build(state)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, set))
+	if serveFrom != nil {
+		cache = serveFrom(cache, pub)
+	}
 	var fe frontend.FrontEnd
 	if mode == xdslog.ModeSotW {
 		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
@@ -140,6 +152,41 @@ func (h *harness) client(t *testing.T) *grpc.ClientConn {
 	return conn
 }
 
+// sotw opens a SotW ADS stream through the tap; it ends with the test.
+func (h *harness) sotw(t *testing.T) discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(h.client(t)).StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	return s
+}
+
+// delta opens a delta ADS stream through the tap; it ends with the test.
+func (h *harness) delta(t *testing.T) discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(h.client(t)).DeltaAggregatedResources(ctx)
+	require.NoError(t, err)
+	return s
+}
+
+// firstCDS sends the stream's first request (the node, CDS) and returns the response.
+func firstCDS(t *testing.T, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient) *discovery.DiscoveryResponse {
+	t.Helper()
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv()
+	require.NoError(t, err)
+	return cds
+}
+
+// ackCDS ACKs the CDS response r.
+func ackCDS(t *testing.T, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, r *discovery.DiscoveryResponse) {
+	t.Helper()
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce()}))
+}
+
 var node = &core.Node{Id: resources.NodeID}
 
 // exchanges filters a log to its sends, ACKs and NACKs, as the fields both recorders
@@ -177,16 +224,10 @@ func exchanges(ev []xdslog.Event) []exchange {
 func TestSotWThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	h := startTap(t, bufDialer(up.lis))
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
+	s := h.sotw(t)
 
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv()
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	cds := firstCDS(t, s)
+	ackCDS(t, s, cds)
 	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL()}))
 	lds, err := s.Recv()
 	require.NoError(t, err)
@@ -250,11 +291,7 @@ func TestSotWThroughTheTap(t *testing.T) {
 func TestDeltaThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeDelta)
 	h := startTap(t, bufDialer(up.lis))
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.DeltaAggregatedResources(ctx)
-	require.NoError(t, err)
+	s := h.delta(t)
 	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
 	cds, err := s.Recv()
 	require.NoError(t, err)
@@ -504,9 +541,21 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	data := lg.Bytes()
 
-	a, err := compare.FromLog("A", data)
+	a, _ := renderComparison(t, "A", data, "B", data)
+	sends := 0
+	for _, st := range a.Summary.Steps {
+		sends += st.Total.Responses
+	}
+	assert.Equal(t, 1, sends, "the one decodable response")
+}
+
+// renderComparison reads two logs as runs and requires their comparison to render,
+// non-empty, in every report format.
+func renderComparison(t *testing.T, nameA string, logA []byte, nameB string, logB []byte) (a, b *compare.Run) {
+	t.Helper()
+	a, err := compare.FromLog(nameA, logA)
 	require.NoError(t, err)
-	b, err := compare.FromLog("B", data)
+	b, err = compare.FromLog(nameB, logB)
 	require.NoError(t, err)
 	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
@@ -515,11 +564,7 @@ func TestCompareReadsTapLogs(t *testing.T) {
 		require.NoError(t, compare.Render(&out, rep, format, 0), format)
 		assert.NotEmpty(t, out.String(), format)
 	}
-	sends := 0
-	for _, st := range a.Summary.Steps {
-		sends += st.Total.Responses
-	}
-	assert.Equal(t, 1, sends, "the one decodable response")
+	return a, b
 }
 
 // TestMessageSizeLimits: a request over the tap's limit fails its stream with
@@ -556,17 +601,12 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	gate := make(chan struct{})
 	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
+	s := h.sotw(t)
 
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv() // forwarded while nothing is recorded yet
-	require.NoError(t, err)
+	// The response is forwarded while nothing is recorded yet.
+	cds := firstCDS(t, s)
 	received := time.Now()
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	acked := time.Now()
 	tapLog := h.logs[xdslog.ModeSotW]
@@ -592,15 +632,9 @@ func TestStopDrainsTheQueue(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	gate := make(chan struct{})
 	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv()
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	s := h.sotw(t)
+	cds := firstCDS(t, s)
+	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 
 	stopped := make(chan struct{})
