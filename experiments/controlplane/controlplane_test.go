@@ -68,6 +68,31 @@ func refusals(ev []xdslog.Event) []string {
 	return out
 }
 
+// waitRefused waits until the log has exactly one refused event, whose error contains
+// every one of parts.
+func waitRefused(t *testing.T, log *memLog, parts ...string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "refused event", func() bool {
+		r := refusals(log.events(t))
+		if len(r) != 1 {
+			return false
+		}
+		for _, part := range parts {
+			if !strings.Contains(r[0], part) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// assertStatus asserts that err is a gRPC status with code and a message containing msg.
+func assertStatus(t *testing.T, err error, code codes.Code, msg string) {
+	t.Helper()
+	assert.Equal(t, code, status.Code(err), "error: %v", err)
+	assert.Contains(t, status.Convert(err).Message(), msg)
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -217,9 +242,8 @@ func TestServesAndRecords(t *testing.T) {
 			require.NoError(t, err)
 			_ = wrong.requestCDS(nil)
 			_, _, err = wrong.recvClusters()
-			assert.Equal(t, codes.Unimplemented, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "lab bootstrap --mode "+mode)
-			waitFor(t, 5*time.Second, "refused event", func() bool { return len(refusals(log.events(t))) == 1 })
+			assertStatus(t, err, codes.Unimplemented, "lab bootstrap --mode "+mode)
+			waitRefused(t, log)
 		})
 	}
 }
@@ -319,15 +343,11 @@ func TestOversizedRequestRefused(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.requestCDS(huge))
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "larger than max")
+			assertStatus(t, err, codes.ResourceExhausted, "larger than max")
 
 			// The server keeps serving: a normal stream on the same connection works.
 			serveCDS(t, ctx, conn, mode)
-			waitFor(t, 5*time.Second, "refused event", func() bool {
-				r := refusals(log.events(t))
-				return len(r) == 1 && strings.Contains(r[0], "request refused") && strings.Contains(r[0], "max-recv-msg-bytes 1024")
-			})
+			waitRefused(t, log, "request refused", "max-recv-msg-bytes 1024")
 		})
 	}
 }
@@ -342,13 +362,9 @@ func TestOversizedResponseFailsStream(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.requestCDS(nil))
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "larger than max")
+			assertStatus(t, err, codes.ResourceExhausted, "larger than max")
 			// The front end records the send before gRPC refuses it; the refusal follows.
-			waitFor(t, 5*time.Second, "refused event", func() bool {
-				r := refusals(log.events(t))
-				return len(r) == 1 && strings.Contains(r[0], "response refused") && strings.Contains(r[0], "max-send-msg-bytes 64")
-			})
+			waitRefused(t, log, "response refused", "max-send-msg-bytes 64")
 		})
 	}
 }
@@ -425,8 +441,7 @@ func TestMaxStreamsRefusesExtra(t *testing.T) {
 			require.NoError(t, err)
 			_ = s.requestCDS(nil)
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "at most 2 ADS streams")
+			assertStatus(t, err, codes.ResourceExhausted, "at most 2 ADS streams")
 			r := refusals(log.events(t))
 			require.Len(t, r, 1)
 			assert.Contains(t, r[0], "stream limit reached")
