@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -58,15 +59,9 @@ func connectSim(t *testing.T, addr, mode string) *simclient.Client {
 	require.NoError(t, err)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
+	stop := simclienttest.Start(context.Background(), c, conn)
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		stop()
 		_ = conn.Close()
 	})
 	return c

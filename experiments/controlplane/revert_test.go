@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -52,17 +53,7 @@ func runClient(t *testing.T, cp *ControlPlane) *simclient.Client {
 	t.Helper()
 	c, err := simclient.New(xdslog.ModeSotW, "")
 	require.NoError(t, err)
-	conn := dial(t, cp.Addr())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	t.Cleanup(simclienttest.Start(context.Background(), c, dial(t, cp.Addr())))
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -129,16 +130,10 @@ func (h *harness) publish(step string, s resources.State) *resources.Set {
 // connect runs a simulated client on a new stream; stop ends the stream and waits.
 func (h *harness) connect(c *simclient.Client) (stop func()) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(h.ctx)
 	conn := h.dial()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
+	stopClient := simclienttest.Start(h.ctx, c, conn)
 	return func() {
-		cancel()
-		<-done
+		stopClient()
 		conn.Close()
 	}
 }
