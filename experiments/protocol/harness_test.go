@@ -82,15 +82,23 @@ type harness struct {
 	ctx  context.Context
 }
 
-// newHarness serves v on the workbench's control plane (controlplane.New), as `lab serve`
-// and `lab run` build it, over a bufconn listener.
-func newHarness(t *testing.T, v variant) *harness {
+// recordingHarness is a harness with its context and recorder, and no control plane
+// yet: the caller starts one and cancels the context when it stops it.
+func recordingHarness(t *testing.T, v variant) (*harness, context.CancelFunc) {
 	t.Helper()
-	// First, so that its check runs after every cleanup registered below.
+	// First, so that its check runs after every cleanup the caller registers.
 	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	return h, cancel
+}
+
+// newHarness serves v on the workbench's control plane (controlplane.New), as `lab serve`
+// and `lab run` build it, over a bufconn listener.
+func newHarness(t *testing.T, v variant) *harness {
+	t.Helper()
+	h, cancel := recordingHarness(t, v)
 	cp, err := controlplane.New(controlplane.Options{Mode: v.mode, Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)
 	h.fe, h.pub = cp.FrontEnd(), cp.Publisher()
@@ -170,6 +178,13 @@ func filter(ev []xdslog.Event, keep func(xdslog.Event) bool) []xdslog.Event {
 
 func of(step, event string) func(xdslog.Event) bool {
 	return func(e xdslog.Event) bool { return e.Step == step && e.Event == event }
+}
+
+// ackedAll holds once step has at least as many ACKs as sends.
+func ackedAll(step string) func([]xdslog.Event) bool {
+	return func(ev []xdslog.Event) bool {
+		return len(filter(ev, of(step, xdslog.EventAck))) >= len(filter(ev, of(step, xdslog.EventSend)))
+	}
 }
 
 func ofType(step, event, typ string) func(xdslog.Event) bool {
