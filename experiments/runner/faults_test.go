@@ -64,20 +64,12 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // rawCheckpoint reads a checkpoint whether or not it passed.
 func rawCheckpoint(t *testing.T, dir, name string) Checkpoint {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-	require.NoError(t, err)
-	var c Checkpoint
-	require.NoError(t, json.Unmarshal(b, &c), "%s.json parses", name)
-	return c
+	return readJSON[Checkpoint](t, filepath.Join(dir, name+".json"), "%s.json parses", name)
 }
 
 func readSummary(t *testing.T, dir string) Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	require.NoError(t, err)
-	var s Summary
-	require.NoError(t, json.Unmarshal(b, &s))
-	return s
+	return readJSON[Summary](t, filepath.Join(dir, "summary.json"))
 }
 
 func findCheck(c Checkpoint, prefix string) *Check {
@@ -380,10 +372,7 @@ func sentPerType(ev []xdslog.Event, server int) map[string][]string {
 
 func rawRunInfo(t *testing.T, dir string) RunInfo {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	require.NoError(t, err)
-	var ri RunInfo
-	require.NoError(t, json.Unmarshal(b, &ri))
+	ri := readJSON[RunInfo](t, filepath.Join(dir, "run.json"))
 	require.NotEmpty(t, ri.Inventory)
 	return ri
 }
