@@ -26,30 +26,8 @@ import (
 // address it serves on, and a function that ends its input and waits for it to return.
 func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLines, addr string, stop func() error) {
 	t.Helper()
-	out = newServeLines()
-	inR, inW := io.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-	addr = serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
-	send = func(line string) {
-		t.Helper()
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-	}
-	stop = func() error {
-		t.Helper()
-		require.NoError(t, inW.Close())
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("runServe did not stop at end of input")
-			return nil
-		}
-	}
-	return send, out, addr, stop
+	s := startServeSession(t, o)
+	return s.send, s.out, s.addr, func() error { return s.end(20 * time.Second) }
 }
 
 // connectSim runs a simulated Envoy against addr until the test ends.
