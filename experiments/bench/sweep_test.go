@@ -22,6 +22,17 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// assertOptionError asserts that err is an *OptionError naming option, whose cause
+// contains want, in one line.
+func assertOptionError(t *testing.T, err error, option, want string) {
+	t.Helper()
+	var oe *OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, option, oe.Option)
+	assert.Contains(t, oe.Err.Error(), want)
+	assert.NotContains(t, err.Error(), "\n")
+}
+
 func sweep(t *testing.T, o Options) (*Report, string, string) {
 	t.Helper()
 	out := &syncbuf.Buffer{} // progress output written while the sweep runs
@@ -316,11 +327,7 @@ func TestValidate(t *testing.T) {
 			o := good()
 			tc.edit(&o)
 			err := o.Validate()
-			var oe *OptionError
-			require.ErrorAs(t, err, &oe)
-			assert.Equal(t, tc.option, oe.Option)
-			assert.Contains(t, oe.Err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "\n")
+			assertOptionError(t, err, tc.option, tc.want)
 			assert.NotContains(t, err.Error(), "--", "the bench names options; the CLI names flags")
 		})
 	}
