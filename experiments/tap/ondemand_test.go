@@ -32,7 +32,9 @@ func startOnDemandUpstream(t *testing.T) *upstream {
 func TestDeltaVHDSThroughTheTap(t *testing.T) {
 	up := startOnDemandUpstream(t)
 	h := startTap(t, bufDialer(up.lis))
-	s := h.delta(t)
+	ads, ctx := h.ads(t)
+	s, err := ads.DeltaAggregatedResources(ctx)
+	require.NoError(t, err)
 	vhds := resources.VHDS.URL()
 	recv := func() *discovery.DeltaDiscoveryResponse {
 		r, err := s.Recv()

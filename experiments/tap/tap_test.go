@@ -152,24 +152,13 @@ func (h *harness) client(t *testing.T) *grpc.ClientConn {
 	return conn
 }
 
-// sotw opens a SotW ADS stream through the tap; it ends with the test.
-func (h *harness) sotw(t *testing.T) discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient {
+// ads returns an ADS client of the tap and a context for its streams that ends with
+// the test.
+func (h *harness) ads(t *testing.T) (discovery.AggregatedDiscoveryServiceClient, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s, err := discovery.NewAggregatedDiscoveryServiceClient(h.client(t)).StreamAggregatedResources(ctx)
-	require.NoError(t, err)
-	return s
-}
-
-// delta opens a delta ADS stream through the tap; it ends with the test.
-func (h *harness) delta(t *testing.T) discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s, err := discovery.NewAggregatedDiscoveryServiceClient(h.client(t)).DeltaAggregatedResources(ctx)
-	require.NoError(t, err)
-	return s
+	return discovery.NewAggregatedDiscoveryServiceClient(h.client(t)), ctx
 }
 
 // firstCDS sends the stream's first request (the node, CDS) and returns the response.
@@ -224,7 +213,9 @@ func exchanges(ev []xdslog.Event) []exchange {
 func TestSotWThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	h := startTap(t, bufDialer(up.lis))
-	s := h.sotw(t)
+	ads, ctx := h.ads(t)
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
 
 	cds := firstCDS(t, s)
 	ackCDS(t, s, cds)
@@ -291,7 +282,9 @@ func TestSotWThroughTheTap(t *testing.T) {
 func TestDeltaThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeDelta)
 	h := startTap(t, bufDialer(up.lis))
-	s := h.delta(t)
+	ads, ctx := h.ads(t)
+	s, err := ads.DeltaAggregatedResources(ctx)
+	require.NoError(t, err)
 	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
 	cds, err := s.Recv()
 	require.NoError(t, err)
@@ -326,14 +319,10 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 		mu.Unlock()
 		return l.DialContext(ctx)
 	})
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
 	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	_, err = s.Recv()
-	require.NoError(t, err)
+	firstCDS(t, s)
 
 	up.srv.Stop()
 	_, err = s.Recv()
@@ -601,7 +590,9 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	gate := make(chan struct{})
 	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	s := h.sotw(t)
+	ads, ctx := h.ads(t)
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
 
 	// The response is forwarded while nothing is recorded yet.
 	cds := firstCDS(t, s)
@@ -632,7 +623,9 @@ func TestStopDrainsTheQueue(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	gate := make(chan struct{})
 	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	s := h.sotw(t)
+	ads, ctx := h.ads(t)
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
 	cds := firstCDS(t, s)
 	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
