@@ -581,18 +581,26 @@ func TestMessageSizeLimits(t *testing.T) {
 	u.mu.Unlock()
 }
 
+// startHeldTap opens a SotW stream through a tap whose recording goroutine waits before
+// each item until gate is closed.
+func startHeldTap(t *testing.T) (up *upstream, h *harness, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, gate chan struct{}) {
+	t.Helper()
+	up = startUpstream(t, xdslog.ModeSotW)
+	gate = make(chan struct{})
+	h = startTapWith(t, bufDialer(up.lis), func() { <-gate })
+	ads, ctx := h.ads(t)
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	return up, h, s, gate
+}
+
 // TestRecordingOffTheForwardingPath: with the recording goroutine held (a recorder as
 // slow as you like), frames are still forwarded both ways; once it is let go, the send
 // and the ACK are stamped with when the tap saw them, not when they were recorded: the
 // send before the client had the response, the ACK before the server had it, both
 // before recording resumed, and the ACK latency is the difference of those two times.
 func TestRecordingOffTheForwardingPath(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeSotW)
-	gate := make(chan struct{})
-	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads, ctx := h.ads(t)
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
+	up, h, s, gate := startHeldTap(t)
 
 	// The response is forwarded while nothing is recorded yet.
 	cds := firstCDS(t, s)
@@ -620,12 +628,7 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 // TestStopDrainsTheQueue: Stop returns only once everything queued is recorded, the
 // stream_close included, even when recording is behind when Stop is called.
 func TestStopDrainsTheQueue(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeSotW)
-	gate := make(chan struct{})
-	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads, ctx := h.ads(t)
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
+	up, h, s, gate := startHeldTap(t)
 	cds := firstCDS(t, s)
 	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
