@@ -286,14 +286,10 @@ func TestRunCompareBadInput(t *testing.T) {
 			assert.Empty(t, errOut)
 
 			// Through the command and main's execute: one line, exit code 1.
-			root := newRootCmd()
-			var stdout, stderr bytes.Buffer
-			root.SetOut(&stdout)
-			root.SetErr(&stderr)
-			root.SetArgs(append([]string{"compare"}, c.runs...))
-			assert.Equal(t, 1, execute(root, &stderr))
-			assert.Equal(t, "lab compare: "+strings.Replace(c.want, " (usage: lab compare RUN_A RUN_B [RUN...])", " (usage: lab compare RUN_A RUN_B [RUN...] [flags])", 1)+"\n", stderr.String())
-			assert.Empty(t, stdout.String())
+			code, stdout, stderr := execLab(append([]string{"compare"}, c.runs...)...)
+			assert.Equal(t, 1, code)
+			assert.Equal(t, "lab compare: "+strings.Replace(c.want, " (usage: lab compare RUN_A RUN_B [RUN...])", " (usage: lab compare RUN_A RUN_B [RUN...] [flags])", 1)+"\n", stderr)
+			assert.Empty(t, stdout)
 		})
 	}
 }
@@ -392,14 +388,10 @@ func TestCompareWidthFlags(t *testing.T) {
 		{[]string{"--width", "many"}, "lab compare: --width many: not a whole number (want 40-10000)\n"},
 		{[]string{"--width", "80", "--wide"}, "lab compare: --width 80: not with --wide (want one of them)\n"},
 	} {
-		root := newRootCmd()
-		var stdout, stderr bytes.Buffer
-		root.SetOut(&stdout)
-		root.SetErr(&stderr)
-		root.SetArgs(append([]string{"compare", sotwRunDir, deltaRunDir}, c.args...))
-		assert.Equal(t, 1, execute(root, &stderr), "%v", c.args)
-		assert.Equal(t, c.want, stderr.String())
-		assert.Empty(t, stdout.String())
+		code, stdout, stderr := execLab(append([]string{"compare", sotwRunDir, deltaRunDir}, c.args...)...)
+		assert.Equal(t, 1, code, "%v", c.args)
+		assert.Equal(t, c.want, stderr)
+		assert.Empty(t, stdout)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,13 +18,9 @@ import (
 // returns the values it offers and its directive.
 func complete(t *testing.T, args ...string) ([]string, cobra.ShellCompDirective) {
 	t.Helper()
-	root := newRootCmd()
-	var stdout, stderr bytes.Buffer
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
-	root.SetArgs(append([]string{cobra.ShellCompRequestCmd}, args...))
-	require.Equal(t, 0, execute(root, &stderr), stderr.String())
-	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	code, stdout, stderr := execLab(append([]string{cobra.ShellCompRequestCmd}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	require.NotEmpty(t, lines)
 	last := lines[len(lines)-1]
 	require.True(t, strings.HasPrefix(last, ":"), "the directive line: %q", last)
@@ -132,13 +127,9 @@ func TestCompleteCompareStep(t *testing.T) {
 func TestCompletionScripts(t *testing.T) {
 	for shell, first := range map[string]string{"bash": "# bash completion V2 for lab", "zsh": "#compdef lab", "fish": "# fish completion for lab", "powershell": "# powershell completion for lab"} {
 		t.Run(shell, func(t *testing.T) {
-			root := newRootCmd()
-			var stdout, stderr bytes.Buffer
-			root.SetOut(&stdout)
-			root.SetErr(&stderr)
-			root.SetArgs([]string{"completion", shell})
-			require.Equal(t, 0, execute(root, &stderr), stderr.String())
-			assert.True(t, strings.HasPrefix(stdout.String(), first), "%s script starts %q: %.80q", shell, first, stdout.String())
+			code, stdout, stderr := execLab("completion", shell)
+			require.Equal(t, 0, code, stderr)
+			assert.True(t, strings.HasPrefix(stdout, first), "%s script starts %q: %.80q", shell, first, stdout)
 		})
 	}
 }

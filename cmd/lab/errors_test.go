@@ -9,6 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// execLab runs the CLI through main's execute, as the binary does (the one error line on
+// stderr, the exit code), and returns the exit code and both outputs.
+func execLab(args ...string) (code int, stdout, stderr string) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	code = execute(root, &errOut)
+	return code, out.String(), errOut.String()
+}
+
 // TestErrorsNameTheCommand walks the error cases of every command through the real
 // root command and execute, the function main calls: each prints exactly one line,
 // "lab <command>: --flag VALUE: what is wrong", with the command's name once, exits 1,
@@ -44,17 +56,12 @@ func TestErrorsNameTheCommand(t *testing.T) {
 			"lab serve: open xds.log: open /nonexistent/dir/xds.log: no such file or directory"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			root := newRootCmd()
-			var stdout, stderr bytes.Buffer
-			root.SetOut(&stdout)
-			root.SetErr(&stderr)
-			root.SetArgs(c.args)
-			code := execute(root, &stderr)
+			code, stdout, stderr := execLab(c.args...)
 			assert.Equal(t, 1, code)
-			assert.Equal(t, c.want+"\n", stderr.String())
-			assert.Regexp(t, `^lab `+regexp.QuoteMeta(c.args[0])+`: (--[a-z-]+( \S+)?: |want two or more runs|open xds.log)`, stderr.String())
-			assert.Equal(t, 1, strings.Count(stderr.String(), c.args[0]+":"), "the command is named once")
-			assert.Empty(t, stdout.String())
+			assert.Equal(t, c.want+"\n", stderr)
+			assert.Regexp(t, `^lab `+regexp.QuoteMeta(c.args[0])+`: (--[a-z-]+( \S+)?: |want two or more runs|open xds.log)`, stderr)
+			assert.Equal(t, 1, strings.Count(stderr, c.args[0]+":"), "the command is named once")
+			assert.Empty(t, stdout)
 		})
 	}
 }

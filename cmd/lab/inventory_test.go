@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,31 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 )
-
-// inventoryOutput lets the test read output while the command is still writing it.
-type inventoryOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *inventoryOutput) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *inventoryOutput) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startInventoryCmd runs `lab inventory args...` in the background until cancel, and
 // returns the address from its listening line.
-func startInventoryCmd(t *testing.T, name string, args ...string) (addr string, out *inventoryOutput, done <-chan error, cancel func()) {
+func startInventoryCmd(t *testing.T, name string, args ...string) (addr string, out *syncbuf.Buffer, done <-chan error, cancel func()) {
 	t.Helper()
-	out = &inventoryOutput{}
+	out = &syncbuf.Buffer{}
 	root := newRootCmd()
 	root.SetOut(out)
 	root.SetErr(out)

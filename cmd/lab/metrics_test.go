@@ -156,17 +156,13 @@ func TestMetricsAddrRefused(t *testing.T) {
 		{[]string{"run", "--mode", "delta", "--metrics-addr", "9090"}, ""},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			root := newRootCmd()
-			var stdout, stderr bytes.Buffer
-			root.SetOut(&stdout)
-			root.SetErr(&stderr)
-			root.SetArgs(c.args)
-			assert.Equal(t, 1, execute(root, &stderr))
+			code, stdout, stderr := execLab(c.args...)
+			assert.Equal(t, 1, code)
 			if c.want != "" {
-				assert.Equal(t, c.want+"\n", stderr.String())
+				assert.Equal(t, c.want+"\n", stderr)
 			}
-			assert.Regexp(t, `^lab `+c.args[0]+`: --metrics-addr \S+: [^\n]+\n$`, stderr.String())
-			assert.Empty(t, stdout.String())
+			assert.Regexp(t, `^lab `+c.args[0]+`: --metrics-addr \S+: [^\n]+\n$`, stderr)
+			assert.Empty(t, stdout)
 		})
 	}
 }

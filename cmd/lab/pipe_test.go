@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 )
 
 // TestRunSurvivesClosedStdout is `lab run ... | head -3`: standard output is a pipe
@@ -28,7 +29,7 @@ func TestRunSurvivesClosedStdout(t *testing.T) {
 	cmd := exec.Command(bin, "run", "--mode=delta", "--client=sim", "--free-ports", "--out", dir)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &syncBuf{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -348,9 +348,9 @@ func buildLab(t *testing.T, dir string) string {
 }
 
 // startLab runs the binary with args and returns the process; its output goes to out.
-func startLab(t *testing.T, bin string, args []string) (*exec.Cmd, *syncBuf) {
+func startLab(t *testing.T, bin string, args []string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
-	out := &syncBuf{}
+	out := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
@@ -363,25 +363,8 @@ func startLab(t *testing.T, bin string, args []string) (*exec.Cmd, *syncBuf) {
 	return cmd, out
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFile polls until path exists or the deadline passes.
-func waitFile(t *testing.T, path string, within time.Duration, out *syncBuf) {
+func waitFile(t *testing.T, path string, within time.Duration, out *syncbuf.Buffer) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(path)

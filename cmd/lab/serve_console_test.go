@@ -28,22 +28,32 @@ import (
 // its line.
 type serveSession struct {
 	t    *testing.T
+	ctx  context.Context // ends with the test, or a minute after the start
 	out  *serveLines
 	inW  *io.PipeWriter
 	done chan error
 	addr string
-	n    int
+	n    int // status marks sent so far
 }
 
+// startServeSession runs runServe in the background and waits for the ADS address it
+// serves on.
 func startServeSession(t *testing.T, o serveOptions) *serveSession {
+	t.Helper()
+	return startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) `)
+}
+
+// startServeSessionLine is startServeSession waiting for a serving line matching line,
+// a pattern whose one group is the address.
+func startServeSessionLine(t *testing.T, o serveOptions, line string) *serveSession {
 	t.Helper()
 	out := newServeLines()
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	s := &serveSession{t: t, out: out, inW: inW, done: make(chan error, 1)}
+	s := &serveSession{t: t, ctx: ctx, out: out, inW: inW, done: make(chan error, 1)}
 	go func() { s.done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-	s.addr = serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
+	s.addr = serveAddr(t, out, line)
 	return s
 }
 
@@ -70,17 +80,37 @@ func (s *serveSession) waitLine(timeout time.Duration, pattern string) string {
 	return got
 }
 
-// statusJSON runs status --json and returns what it printed.
-func (s *serveSession) statusJSON() serveStatus {
+// command runs line, then a deliberately unknown word: commands run in order, so its
+// error line marks the end of line's output, which command returns once it is there.
+func (s *serveSession) command(line string, within time.Duration) []string {
 	s.t.Helper()
 	s.n++
 	mark := fmt.Sprintf("end-of-status-%d", s.n)
 	before := len(s.out.all())
-	s.send("status --json")
+	s.send(line)
 	s.send(mark)
-	s.waitLine(10*time.Second, regexp.QuoteMeta(mark))
+	s.waitLine(within, regexp.QuoteMeta(mark))
+	return s.out.all()[before:]
+}
+
+// statusShows returns a condition polling status until its output matches every row.
+func (s *serveSession) statusShows(rows ...*regexp.Regexp) func() bool {
+	return func() bool {
+		text := strings.Join(s.command("status", 5*time.Second), "\n")
+		for _, r := range rows {
+			if !r.MatchString(text) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// statusJSON runs status --json and returns what it printed.
+func (s *serveSession) statusJSON() serveStatus {
+	s.t.Helper()
 	var st serveStatus
-	for _, l := range s.out.all()[before:] {
+	for _, l := range s.command("status --json", 10*time.Second) {
 		if j, ok := strings.CutPrefix(l, "out: {"); ok {
 			require.NoError(s.t, json.Unmarshal([]byte("{"+j), &st))
 			return st
@@ -101,14 +131,23 @@ func (s *serveSession) waitStatus(timeout time.Duration, what string, cond func(
 	return st
 }
 
+// stop ends the input and requires runServe to return without error.
 func (s *serveSession) stop() {
+	s.t.Helper()
+	require.NoError(s.t, s.end(30*time.Second))
+}
+
+// end ends the input and returns runServe's error; it fails the test should runServe
+// not return within the timeout.
+func (s *serveSession) end(within time.Duration) error {
 	s.t.Helper()
 	require.NoError(s.t, s.inW.Close())
 	select {
 	case err := <-s.done:
-		require.NoError(s.t, err)
-	case <-time.After(30 * time.Second):
+		return err
+	case <-time.After(within):
 		s.t.Fatal("runServe did not stop at end of input")
+		return nil
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -25,30 +26,8 @@ import (
 // address it serves on, and a function that ends its input and waits for it to return.
 func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLines, addr string, stop func() error) {
 	t.Helper()
-	out = newServeLines()
-	inR, inW := io.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-	addr = serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
-	send = func(line string) {
-		t.Helper()
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-	}
-	stop = func() error {
-		t.Helper()
-		require.NoError(t, inW.Close())
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(20 * time.Second):
-			t.Fatal("runServe did not stop at end of input")
-			return nil
-		}
-	}
-	return send, out, addr, stop
+	s := startServeSession(t, o)
+	return s.send, s.out, s.addr, func() error { return s.end(20 * time.Second) }
 }
 
 // connectSim runs a simulated Envoy against addr until the test ends.
@@ -58,15 +37,9 @@ func connectSim(t *testing.T, addr, mode string) *simclient.Client {
 	require.NoError(t, err)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
+	stop := simclienttest.Start(context.Background(), c, conn)
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		stop()
 		_ = conn.Close()
 	})
 	return c

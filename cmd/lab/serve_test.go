@@ -364,20 +364,10 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
 			o := serveTestOptions(t, mode)
-			out := newServeLines()
-			inR, inW := io.Pipe()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-			send := func(line string) {
-				t.Helper()
-				_, err := io.WriteString(inW, line+"\n")
-				require.NoError(t, err)
-			}
+			srv := startServeSession(t, o)
+			out, send, addr := srv.out, srv.send, srv.addr
 
-			addr := serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) `)
-			clientCtx, stopClient := context.WithCancel(ctx)
+			clientCtx, stopClient := context.WithCancel(srv.ctx)
 			defer stopClient()
 			serveClient(t, clientCtx, addr, mode)
 
@@ -393,30 +383,7 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 			row := func(typ, label string) *regexp.Regexp {
 				return regexp.MustCompile(`(?ms)^out:   ` + typ + `\s+SYNCED\s+` + label + `\s*$.*^out:   ` + typ + ` inventory\s+` + resVersion(label) + `[0-9a-f]{12}$`)
 			}
-			// status, then a deliberately unknown word: commands run in order, so its error
-			// line marks the end of the status output.
-			marks := 0
-			status := func() string {
-				t.Helper()
-				marks++
-				mark := fmt.Sprintf("end-of-status-%d", marks)
-				before := len(out.all())
-				send("status")
-				send(mark)
-				serveWaitFor(t, 5*time.Second, mark, func() bool { return strings.Contains(out.text(), mark) })
-				return strings.Join(out.all()[before:], "\n")
-			}
-			statusShows := func(rows ...*regexp.Regexp) func() bool {
-				return func() bool {
-					text := status()
-					for _, r := range rows {
-						if !r.MatchString(text) {
-							return false
-						}
-					}
-					return true
-				}
-			}
+			statusShows := srv.statusShows
 			serveWaitFor(t, 10*time.Second, "status rows for version 1", statusShows(row("CDS", "1"), row("EDS", "1")))
 			assert.Contains(t, out.text(), "out: version 1 published to node teaching-envoy; 1 stream connected")
 			assert.Regexp(t, `(?m)^out: stream 1: node teaching-envoy, peer 127\.0\.0\.1:\d+, `+mode+` ADS, snapshot cache, connected since \d\d:\d\d:\d\d \(\S+\)$`, out.text())
@@ -433,15 +400,9 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 
 			stopClient()
 			serveWaitFor(t, 10*time.Second, "the stream to close", func() bool {
-				return strings.Contains(status(), "no stream connected")
+				return strings.Contains(strings.Join(srv.command("status", 5*time.Second), "\n"), "no stream connected")
 			})
-			require.NoError(t, inW.Close())
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("runServe did not stop at end of input")
-			}
+			require.NoError(t, srv.end(10*time.Second))
 			for _, l := range out.all() {
 				if strings.HasPrefix(l, "err:") {
 					assert.Regexp(t, `^err: error: unknown command "end-of-status-\d+"`, l)
@@ -470,53 +431,18 @@ func TestServeLinear(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			o.cache = frontend.LinearCache
-			out := newServeLines()
-			inR, inW := io.Pipe()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
-			send := func(line string) {
-				t.Helper()
-				_, err := io.WriteString(inW, line+"\n")
-				require.NoError(t, err)
-			}
-			addr := serveAddr(t, out, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
-			clientCtx, stopClient := context.WithCancel(ctx)
+			srv := startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
+			clientCtx, stopClient := context.WithCancel(srv.ctx)
 			defer stopClient()
-			serveClient(t, clientCtx, addr, mode)
+			serveClient(t, clientCtx, srv.addr, mode)
 			row := func(typ, n string) *regexp.Regexp {
 				return regexp.MustCompile(`(?ms)^out:   ` + typ + `\s+SYNCED\s+[0-9a-z]+\.` + n + `\s*$.*^out:   ` + typ + ` inventory\s+(\S+\s+)?[0-9a-f]{12}$`)
 			}
-			marks := 0
-			statusShows := func(rows ...*regexp.Regexp) func() bool {
-				return func() bool {
-					marks++
-					mark := fmt.Sprintf("end-of-status-%d", marks)
-					before := len(out.all())
-					send("status")
-					send(mark)
-					serveWaitFor(t, 5*time.Second, mark, func() bool { return strings.Contains(out.text(), mark) })
-					text := strings.Join(out.all()[before:], "\n")
-					for _, r := range rows {
-						if !r.MatchString(text) {
-							return false
-						}
-					}
-					return true
-				}
-			}
-			serveWaitFor(t, 10*time.Second, "version 1 accepted", statusShows(row("CDS", "1"), row("EDS", "1")))
-			send("port 18081")
-			serveWaitFor(t, 10*time.Second, "EDS's cache moved, CDS's did not", statusShows(row("EDS", "2"), row("CDS", "1")))
+			serveWaitFor(t, 10*time.Second, "version 1 accepted", srv.statusShows(row("CDS", "1"), row("EDS", "1")))
+			srv.send("port 18081")
+			serveWaitFor(t, 10*time.Second, "EDS's cache moved, CDS's did not", srv.statusShows(row("EDS", "2"), row("CDS", "1")))
 			stopClient()
-			require.NoError(t, inW.Close())
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("runServe did not stop at end of input")
-			}
+			require.NoError(t, srv.end(10*time.Second))
 			ev, _, err := xdslog.ReadFile(o.logPath)
 			require.NoError(t, err)
 			var publishes int

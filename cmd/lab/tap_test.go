@@ -25,6 +25,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -80,7 +81,7 @@ func TestTapStopsAtEndOfInput(t *testing.T) {
 	require.NoError(t, err)
 	defer upstream.Close()
 	logPath := filepath.Join(t.TempDir(), "tap.log")
-	var out, errOut syncBuf
+	var out, errOut syncbuf.Buffer
 	root := newRootCmd()
 	root.SetIn(strings.NewReader("first\n"))
 	root.SetOut(&out)
@@ -106,7 +107,7 @@ type tapRun struct {
 	addr, tapLog, cpLog string
 	cp                  *controlplane.ControlPlane
 	steps               *io.PipeWriter
-	out                 *syncBuf
+	out                 *syncbuf.Buffer
 	stop                func() error
 }
 
@@ -116,7 +117,7 @@ func startTapRun(t *testing.T, mode string) *tapRun { return startTapRunOn(t, mo
 func startTapRunOn(t *testing.T, mode string, listenerPort int) *tapRun {
 	t.Helper()
 	dir := t.TempDir()
-	r := &tapRun{tapLog: filepath.Join(dir, "tap.log"), cpLog: filepath.Join(dir, "cp.log"), out: &syncBuf{}}
+	r := &tapRun{tapLog: filepath.Join(dir, "tap.log"), cpLog: filepath.Join(dir, "cp.log"), out: &syncbuf.Buffer{}}
 	cpFile, err := os.Create(r.cpLog)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cpFile.Close() })
@@ -230,7 +231,7 @@ func TestTapRecordsAndCompares(t *testing.T) {
 
 	for _, pair := range [][]string{{r.tapLog, r.cpLog}, {r.tapLog, r.tapLog}} {
 		for _, format := range []string{"text", "markdown", "json", "html"} {
-			var out, errOut syncBuf
+			var out, errOut syncbuf.Buffer
 			o := &compareOptions{Runs: pair, Format: format, Stdout: &out, Stderr: &errOut}
 			require.NoError(t, runCompare(o), "%s %v", format, pair)
 			assert.NotEmpty(t, out.String(), format)
@@ -273,7 +274,7 @@ func TestTapAppendsASession(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	o.ready = func(addr string) { ready <- addr }
-	out := &syncBuf{}
+	out := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	// Stdin stays open: its end would stop the tap before the stream below.
 	in, inW := io.Pipe()
@@ -297,7 +298,7 @@ func TestTapAppendsASession(t *testing.T) {
 	for _, s := range sessions {
 		assert.Equal(t, xdslog.SourceTap, s[0].Source)
 	}
-	var cout, cerr syncBuf
+	var cout, cerr syncbuf.Buffer
 	err = runCompare(&compareOptions{Runs: []string{r.tapLog, r.cpLog}, Format: "text", Stdout: &cout, Stderr: &cerr})
 	assert.ErrorContains(t, err, "holds 2 sessions")
 }

@@ -19,18 +19,13 @@ func TestVersion(t *testing.T) {
 	bin := envoytest.Require(t)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		t.Run(args[0], func(t *testing.T) {
-			root := newRootCmd()
-			var stdout, stderr bytes.Buffer
-			root.SetOut(&stdout)
-			root.SetErr(&stderr)
-			root.SetArgs(args)
-			require.Equal(t, 0, execute(root, &stderr), stderr.String())
-			out := stdout.String()
+			code, out, stderr := execLab(args...)
+			require.Equal(t, 0, code, stderr)
 			assert.Regexp(t, `(?m)^lab: +\S+`, out)
 			assert.Regexp(t, `(?m)^go-control-plane: v0\.14\.0 \(envoy API module v1\.40\.0\)$`, out)
 			assert.Regexp(t, `(?m)^go: +`+runtime.Version()+` `, out)
 			assert.Regexp(t, `(?m)^envoy: +1\.40\.0 at `+regexp.QuoteMeta(bin.Path)+` \(from `+regexp.QuoteMeta(bin.Source)+`; version: [0-9a-f]+/1\.40\.0/`, out)
-			assert.Empty(t, stderr.String())
+			assert.Empty(t, stderr)
 		})
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -194,11 +195,7 @@ func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
+	stopClient := simclienttest.Start(ctx, c, conn)
 	select {
 	case <-firstRequest:
 	case <-time.After(30 * time.Second):
@@ -206,7 +203,7 @@ func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 	}
 	return &scenario{pub: pub, client: c, stop: func() {
 		cancel()
-		<-done
+		stopClient()
 		_ = conn.Close()
 		srv.Stop()
 	}}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -53,7 +54,7 @@ func processesUnder(t *testing.T, dir string) []int {
 func TestSweepEnvoyFleet(t *testing.T) {
 	envoytest.Require(t)
 	const k = 3
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientEnvoy, Envoys: k, Modes: DefaultModes, SotWVersions: DefaultVersions,
 		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Repeat: 2,

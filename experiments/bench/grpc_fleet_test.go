@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -33,7 +34,7 @@ func TestSweepGRPCFleet(t *testing.T) {
 
 func sweepGRPCFleet(t *testing.T, unprobed string, versions []frontend.VersionStrategy) {
 	const k = 3
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
 		Modes: []string{xdslog.ModeSotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},

@@ -91,12 +91,7 @@ func TestOnDemandValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o := good()
 			tc.edit(&o)
-			err := o.Validate()
-			var oe *OptionError
-			require.ErrorAs(t, err, &oe)
-			assert.Equal(t, tc.option, oe.Option)
-			assert.Contains(t, oe.Err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "\n")
+			assertOptionError(t, o.Validate(), tc.option, tc.want)
 		})
 	}
 	o := good()

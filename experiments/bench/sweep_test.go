@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,30 +18,24 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// syncBuffer collects progress output written while the sweep runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// assertOptionError asserts that err is an *OptionError naming option, whose cause
+// contains want, in one line.
+func assertOptionError(t *testing.T, err error, option, want string) {
+	t.Helper()
+	var oe *OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, option, oe.Option)
+	assert.Contains(t, oe.Err.Error(), want)
+	assert.NotContains(t, err.Error(), "\n")
 }
 
 func sweep(t *testing.T, o Options) (*Report, string, string) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{} // progress output written while the sweep runs
 	o.Out = t.TempDir()
 	o.Progress = out
 	if o.Timeout == 0 {
@@ -334,11 +327,7 @@ func TestValidate(t *testing.T) {
 			o := good()
 			tc.edit(&o)
 			err := o.Validate()
-			var oe *OptionError
-			require.ErrorAs(t, err, &oe)
-			assert.Equal(t, tc.option, oe.Option)
-			assert.Contains(t, oe.Err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "\n")
+			assertOptionError(t, err, tc.option, tc.want)
 			assert.NotContains(t, err.Error(), "--", "the bench names options; the CLI names flags")
 		})
 	}

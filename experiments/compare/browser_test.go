@@ -38,11 +38,7 @@ func findChromium(t *testing.T) string {
 func TestHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	rep := report(t, sotwRun, deltaRun, Options{})
-	run := browser(t, bin, render(t, rep, "html"))
-
-	assertRendered(t, run)
-
-	dom := string(run("--dump-dom"))
+	dom := renderedDOM(t, bin, render(t, rep, "html"))
 	require.Contains(t, dom, "lab compare: A sotw vs B delta")
 	for _, s := range rep.SharedSteps {
 		assert.Contains(t, dom, "<h3>"+s+"</h3>", "the rendered DOM has the diagrams of step %s", s)
@@ -62,11 +58,7 @@ func TestHTMLInBrowser(t *testing.T) {
 func TestMatrixHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	m := matrix(t, teaching4, Options{})
-	run := browser(t, bin, renderMatrix(t, m, "html"))
-
-	assertRendered(t, run)
-
-	dom := string(run("--dump-dom"))
+	dom := renderedDOM(t, bin, renderMatrix(t, m, "html"))
 	require.Contains(t, dom, "<h1>lab compare: A: sotw · snapshot · uniform · nack resend, B: delta · snapshot, C: sotw · linear · per-type · nack hold, D: delta · linear</h1>")
 	for _, r := range m.Runs {
 		title := r.Label + ": " + r.Axes
@@ -150,6 +142,15 @@ func TestTrafficHTMLInBrowser(t *testing.T) {
 	assert.Equal(t, 1+1+3+2+1+1, strings.Count(d, `<path class="series"`), "a path per series")
 	assert.Equal(t, 5+2+13+2, strings.Count(d, `<g class="mark `), "a mark per publish, ACK and NACK inside the timelines")
 	assert.Equal(t, 2*len(rep.SharedSteps), strings.Count(d, "<svg viewBox="), "the diagrams are all there too")
+}
+
+// renderedDOM opens page in headless Chromium, requires it rendered (assertRendered),
+// and returns the DOM Chromium built.
+func renderedDOM(t *testing.T, bin string, page []byte) string {
+	t.Helper()
+	run := browser(t, bin, page)
+	assertRendered(t, run)
+	return string(run("--dump-dom"))
 }
 
 // assertRendered takes a screenshot with run: it decodes as a PNG that is not one flat

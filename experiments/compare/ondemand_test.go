@@ -238,11 +238,7 @@ func TestOnDemandReport(t *testing.T) {
 func TestOnDemandHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	rep := report(t, onDemandSotW, onDemandDelta, Options{})
-	run := browser(t, bin, render(t, rep, "html"))
-
-	assertRendered(t, run)
-
-	dom := string(run("--dump-dom"))
+	dom := renderedDOM(t, bin, render(t, rep, "html"))
 	require.Contains(t, dom, `<section id="ondemand">`)
 	section := dom[strings.Index(dom, `<section id="ondemand">`):strings.Index(dom, `<section id="versions">`)]
 	assert.Equal(t, 2, strings.Count(section, "<tr><td>"), "a row per fetch")

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,31 +26,17 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 var modes = []string{xdslog.ModeSotW, xdslog.ModeDelta}
 
-// syncBuffer is an xds.log in memory, safe for the recorder and the test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
 // events parses the log; an empty log is no events.
-func (b *syncBuffer) events(t *testing.T) []xdslog.Event {
+func (b *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
 	s := b.String()
 	if s == "" {
@@ -83,6 +68,31 @@ func refusals(ev []xdslog.Event) []string {
 	return out
 }
 
+// waitRefused waits until the log has exactly one refused event, whose error contains
+// every one of parts.
+func waitRefused(t *testing.T, log *memLog, parts ...string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "refused event", func() bool {
+		r := refusals(log.events(t))
+		if len(r) != 1 {
+			return false
+		}
+		for _, part := range parts {
+			if !strings.Contains(r[0], part) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// assertStatus asserts that err is a gRPC status with code and a message containing msg.
+func assertStatus(t *testing.T, err error, code codes.Code, msg string) {
+	t.Helper()
+	assert.Equal(t, code, status.Code(err), "error: %v", err)
+	assert.Contains(t, status.Convert(err).Message(), msg)
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -90,9 +100,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // start runs a control plane on a free port with the teaching state published.
-func start(t *testing.T, mode string, limits Limits) (*ControlPlane, *syncBuffer) {
+func start(t *testing.T, mode string, limits Limits) (*ControlPlane, *memLog) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &memLog{}
 	cp, err := Start(context.Background(), Options{
 		Mode:     mode,
 		Addr:     "127.0.0.1:0",
@@ -232,9 +242,8 @@ func TestServesAndRecords(t *testing.T) {
 			require.NoError(t, err)
 			_ = wrong.requestCDS(nil)
 			_, _, err = wrong.recvClusters()
-			assert.Equal(t, codes.Unimplemented, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "lab bootstrap --mode "+mode)
-			waitFor(t, 5*time.Second, "refused event", func() bool { return len(refusals(log.events(t))) == 1 })
+			assertStatus(t, err, codes.Unimplemented, "lab bootstrap --mode "+mode)
+			waitRefused(t, log)
 		})
 	}
 }
@@ -255,7 +264,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 
-	rec := func(mode string) *xdslog.Recorder { return xdslog.NewRecorder(&syncBuffer{}, mode) }
+	rec := func(mode string) *xdslog.Recorder { return xdslog.NewRecorder(&memLog{}, mode) }
 	cases := []struct {
 		name string
 		o    Options
@@ -310,7 +319,7 @@ func TestSotWOptionsAccepted(t *testing.T) {
 		{Cache: "linear", NackPolicy: "revert"},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-%s", o.Cache, o.Versions, o.NackPolicy), func(t *testing.T) {
-			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, "sotw")
+			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, "sotw")
 			cp, err := Start(context.Background(), o)
 			require.NoError(t, err)
 			cp.Stop()
@@ -334,15 +343,11 @@ func TestOversizedRequestRefused(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.requestCDS(huge))
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "larger than max")
+			assertStatus(t, err, codes.ResourceExhausted, "larger than max")
 
 			// The server keeps serving: a normal stream on the same connection works.
 			serveCDS(t, ctx, conn, mode)
-			waitFor(t, 5*time.Second, "refused event", func() bool {
-				r := refusals(log.events(t))
-				return len(r) == 1 && strings.Contains(r[0], "request refused") && strings.Contains(r[0], "max-recv-msg-bytes 1024")
-			})
+			waitRefused(t, log, "request refused", "max-recv-msg-bytes 1024")
 		})
 	}
 }
@@ -357,13 +362,9 @@ func TestOversizedResponseFailsStream(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.requestCDS(nil))
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "larger than max")
+			assertStatus(t, err, codes.ResourceExhausted, "larger than max")
 			// The front end records the send before gRPC refuses it; the refusal follows.
-			waitFor(t, 5*time.Second, "refused event", func() bool {
-				r := refusals(log.events(t))
-				return len(r) == 1 && strings.Contains(r[0], "response refused") && strings.Contains(r[0], "max-send-msg-bytes 64")
-			})
+			waitRefused(t, log, "response refused", "max-send-msg-bytes 64")
 		})
 	}
 }
@@ -440,8 +441,7 @@ func TestMaxStreamsRefusesExtra(t *testing.T) {
 			require.NoError(t, err)
 			_ = s.requestCDS(nil)
 			_, _, err = s.recvClusters()
-			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "error: %v", err)
-			assert.Contains(t, status.Convert(err).Message(), "at most 2 ADS streams")
+			assertStatus(t, err, codes.ResourceExhausted, "at most 2 ADS streams")
 			r := refusals(log.events(t))
 			require.Len(t, r, 1)
 			assert.Contains(t, r[0], "stream limit reached")
@@ -552,7 +552,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			baseline := runtime.NumGoroutine()
-			log := &syncBuffer{}
+			log := &memLog{}
 			cp, err := Start(context.Background(), Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
@@ -591,7 +591,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 
 func TestContextEndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&syncBuffer{}, "delta")})
+	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&memLog{}, "delta")})
 	require.NoError(t, err)
 	defer cp.Stop()
 	c, err := net.DialTimeout("tcp", cp.Addr(), time.Second)

@@ -83,7 +83,7 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			t.Cleanup(func() { _ = backend.Stop(context.Background()) })
 			listenerPort, err := loopback.FreePort()
 			require.NoError(t, err)
-			log := &syncBuffer{}
+			log := &memLog{}
 			od := resources.OnDemand{VirtualHosts: true, Clusters: true}
 			cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", Cache: cache, OnDemand: od, Recorder: xdslog.NewRecorder(log, xdslog.ModeDelta)})
 			require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestOnDemandRefusedInSotW(t *testing.T) {
 		Recorder: xdslog.NewRecorder(io.Discard, xdslog.ModeSotW)})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
-	log := &syncBuffer{}
+	log := &memLog{}
 	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, xdslog.ModeSotW)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)

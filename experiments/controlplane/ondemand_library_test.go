@@ -29,7 +29,7 @@ import (
 // VHDS request (a legacy wildcard), before any traffic: the library's wildcard rule, not
 // on demand.
 func TestLibraryAloneIsNotOnDemand(t *testing.T) {
-	log := &syncBuffer{}
+	log := &memLog{}
 	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, xdslog.ModeDelta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
@@ -98,7 +98,7 @@ func TestVHDSWaitsForAFirstAnswer(t *testing.T) {
 	bare := &ControlPlane{addr: lis.Addr().String(), port: lis.Addr().(*net.TCPAddr).Port}
 	assert.Equal(t, "1", vhdsInitTimeouts(t, bare), "the listener waited for the VHDS initial fetch")
 
-	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeDelta)})
+	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeDelta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
 	require.NoError(t, cp.PublishSet(context.Background(), set))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -34,11 +35,11 @@ var revertVariants = []struct {
 }
 
 // startRevert runs a SotW control plane under the revert NACK policy.
-func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *syncBuffer, *xdslog.Recorder) {
+func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *memLog, *xdslog.Recorder) {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
-	log := &syncBuffer{}
+	log := &memLog{}
 	rec := xdslog.NewRecorder(log, xdslog.ModeSotW)
 	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: rec,
 		NackPolicy: sotw.Revert, Cache: cache, Versions: versions})
@@ -47,22 +48,21 @@ func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionSt
 	return cp, log, rec
 }
 
+// publishStep publishes s in step: the recorder labels what follows with step.
+func publishStep(t *testing.T, cp *ControlPlane, rec *xdslog.Recorder, step string, s resources.State) *resources.Set {
+	t.Helper()
+	rec.SetStep(step)
+	set, err := cp.Publish(context.Background(), s)
+	require.NoError(t, err)
+	return set
+}
+
 // runClient runs a simulated Envoy against cp until the test ends.
 func runClient(t *testing.T, cp *ControlPlane) *simclient.Client {
 	t.Helper()
 	c, err := simclient.New(xdslog.ModeSotW, "")
 	require.NoError(t, err)
-	conn := dial(t, cp.Addr())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	t.Cleanup(simclienttest.Start(context.Background(), c, dial(t, cp.Addr())))
 	return c
 }
 
@@ -112,10 +112,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 	for _, v := range revertVariants {
 		t.Run(v.name, func(t *testing.T) {
 			cp, log, rec := startRevert(t, v.cache, v.versions)
-			ctx := context.Background()
-			rec.SetStep("initial")
-			_, err := cp.Publish(ctx, resources.State{Version: "1", InventoryPort: 18080})
-			require.NoError(t, err)
+			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080})
 			c := runClient(t, cp)
 			st := waitSim(t, c, "version 1 accepted", func(s simclient.State) bool {
 				return runs(cp, s, resources.RDS) && runs(cp, s, resources.EDS)
@@ -123,9 +120,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			good := st.Accepted[resources.RDS][resources.RouteName].Hash
 			require.NotEmpty(t, good)
 
-			rec.SetStep("invalid")
-			bad, err := cp.Publish(ctx, resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
-			require.NoError(t, err)
+			bad := publishStep(t, cp, rec, "invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 			require.NotEqual(t, good, bad.Hashes(resources.RDS)[resources.RouteName])
 			st = waitSim(t, c, "the reverted route accepted", func(s simclient.State) bool {
 				cur := cp.Publisher().Current()
@@ -173,9 +168,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 
 			// Recovery: a valid publish after the revert (built in full: a reverted set has no
 			// state to rebuild from) is accepted.
-			rec.SetStep("recover")
-			_, err = cp.Publish(ctx, resources.State{Version: "3", InventoryPort: 18081})
-			require.NoError(t, err)
+			publishStep(t, cp, rec, "recover", resources.State{Version: "3", InventoryPort: 18081})
 			st = waitSim(t, c, "version 3 accepted", func(s simclient.State) bool {
 				return cp.Publisher().Current().Version == "3" && runs(cp, s, resources.EDS) && runs(cp, s, resources.RDS)
 			})
@@ -195,10 +188,7 @@ func TestRevertFallsBackToHold(t *testing.T) {
 	for _, v := range revertVariants {
 		t.Run(v.name, func(t *testing.T) {
 			cp, log, rec := startRevert(t, v.cache, v.versions)
-			ctx := context.Background()
-			rec.SetStep("initial")
-			_, err := cp.Publish(ctx, resources.State{Version: "1", InventoryPort: 18080, InvalidRoute: true})
-			require.NoError(t, err)
+			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080, InvalidRoute: true})
 			c := runClient(t, cp)
 			var reverts []xdslog.Event
 			waitFor(t, revertWait, "the revert event", func() bool {
@@ -210,9 +200,7 @@ func TestRevertFallsBackToHold(t *testing.T) {
 			assert.Contains(t, reverts[0].Error, "never accepted any RDS")
 			assert.Contains(t, reverts[0].Error, "the NACK holds")
 
-			rec.SetStep("recover")
-			_, err = cp.Publish(ctx, resources.State{Version: "2", InventoryPort: 18080})
-			require.NoError(t, err)
+			publishStep(t, cp, rec, "recover", resources.State{Version: "2", InventoryPort: 18080})
 			st := waitSim(t, c, "version 2 accepted", func(s simclient.State) bool { return runs(cp, s, resources.RDS) })
 			assert.Equal(t, 1, st.Counters[resources.RDS].Nacks)
 			assert.Equal(t, "127.0.0.1:18080", c.Route("/quote").Endpoint)

@@ -25,7 +25,7 @@ import (
 func TestNewServesOnAnyListener(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			log := &syncBuffer{}
+			log := &memLog{}
 			cp, err := New(Options{Mode: mode, Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
@@ -59,7 +59,7 @@ func TestNewServesOnAnyListener(t *testing.T) {
 
 // TestStopWithoutServe: a control plane built and never served stops at once.
 func TestStopWithoutServe(t *testing.T) {
-	cp, err := New(Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeSotW)})
+	cp, err := New(Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeSotW)})
 	require.NoError(t, err)
 	stopped := make(chan struct{})
 	go func() { cp.Stop(); close(stopped) }()
@@ -72,7 +72,7 @@ func TestStopWithoutServe(t *testing.T) {
 
 // TestNewRefusesWhatStartRefuses: New's errors are Start's without "start ".
 func TestNewRefusesWhatStartRefuses(t *testing.T) {
-	o := Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeSotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
+	o := Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeSotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
 	_, newErr := New(o)
 	_, startErr := Start(context.Background(), o)
 	require.Error(t, newErr)

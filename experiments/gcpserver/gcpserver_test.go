@@ -9,6 +9,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// yamlSocketAddress is a bootstrap's socket_address, as the admin and every endpoint
+// have it.
+type yamlSocketAddress struct {
+	Address string `yaml:"address"`
+	Port    int    `yaml:"port_value"`
+}
+
 func TestRewriteBootstrapChangesOnlyAddressesAdminAndNode(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ mode, apiType string }{{ModeADS, "GRPC"}, {ModeDeltaADS, "DELTA_GRPC"}} {
@@ -20,10 +27,7 @@ func TestRewriteBootstrapChangesOnlyAddressesAdminAndNode(t *testing.T) {
 			var b struct {
 				Admin struct {
 					Address struct {
-						SocketAddress struct {
-							Address string `yaml:"address"`
-							Port    int    `yaml:"port_value"`
-						} `yaml:"socket_address"`
+						SocketAddress yamlSocketAddress `yaml:"socket_address"`
 					} `yaml:"address"`
 				} `yaml:"admin"`
 				Dynamic struct {
@@ -43,10 +47,7 @@ func TestRewriteBootstrapChangesOnlyAddressesAdminAndNode(t *testing.T) {
 								LB []struct {
 									Endpoint struct {
 										Address struct {
-											SocketAddress struct {
-												Address string `yaml:"address"`
-												Port    int    `yaml:"port_value"`
-											} `yaml:"socket_address"`
+											SocketAddress yamlSocketAddress `yaml:"socket_address"`
 										} `yaml:"address"`
 									} `yaml:"endpoint"`
 								} `yaml:"lb_endpoints"`

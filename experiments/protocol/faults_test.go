@@ -14,7 +14,6 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -24,18 +23,33 @@ import (
 // the ones under test.
 func newControlPlaneHarness(t *testing.T, v variant) *harness {
 	t.Helper()
-	testenv.VerifyNoLeaks(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
-	h.rec = xdslog.NewRecorder(h.log, v.mode)
-	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
+	h, _ := startControlPlaneHarness(t, v, nil)
+	return h
+}
+
+// startControlPlaneHarness is newControlPlaneHarness serving a state per node of nodes
+// (Options.Nodes; none: the one default node); it returns the control plane too.
+func startControlPlaneHarness(t *testing.T, v variant, nodes []string) (*harness, *controlplane.ControlPlane) {
+	t.Helper()
+	h, cancel := recordingHarness(t, v)
+	cp, err := controlplane.Start(h.ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
+		Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: nodes})
 	require.NoError(t, err)
 	h.fe, h.pub, h.addr = cp.FrontEnd(), cp.Publisher(), cp.Addr()
 	t.Cleanup(func() {
 		cancel()
 		cp.Stop()
 	})
-	return h
+	return h, cp
+}
+
+// rawStep starts step and opens a raw stream in it, which ends with t or after wait.
+func (h *harness) rawStep(t *testing.T, step string) *garbageStream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	h.rec.SetStep(step)
+	return h.rawStream(ctx)
 }
 
 // garbageStream is one raw ADS stream of either protocol.
@@ -113,11 +127,8 @@ func TestGarbageOnTheStream(t *testing.T) {
 			h.waitClient(good, "the good client's initial state", func(s simclient.State) bool { return s.VersionInfo[resources.EDS] == h.pub.Versions()[resources.EDS] })
 
 			t.Run("unknown type URL", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
 				const url = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
-				h.rec.SetStep("unknown-type")
-				g := h.rawStream(ctx)
+				g := h.rawStep(t, "unknown-type")
 				require.NoError(t, g.send(url, nil, "", ""))
 				_, _, _, err := g.recv()
 				require.Error(t, err)
@@ -135,10 +146,7 @@ func TestGarbageOnTheStream(t *testing.T) {
 			})
 
 			t.Run("nonce from the future", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				h.rec.SetStep("future-nonce")
-				g := h.rawStream(ctx)
+				g := h.rawStep(t, "future-nonce")
 				require.NoError(t, g.send(resources.LDS.URL(), nil, "", ""))
 				nonce, version, n, err := g.recv()
 				require.NoError(t, err)
@@ -165,10 +173,7 @@ func TestGarbageOnTheStream(t *testing.T) {
 			})
 
 			t.Run("name list over the size limit", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				h.rec.SetStep("over-limit")
-				g := h.rawStream(ctx)
+				g := h.rawStep(t, "over-limit")
 				huge := names(90_000, 60) // about 5.5 MB, over the 4 MiB request limit
 				require.NoError(t, g.send(resources.EDS.URL(), huge, "", ""))
 				_, _, _, err := g.recv()
@@ -182,10 +187,7 @@ func TestGarbageOnTheStream(t *testing.T) {
 			})
 
 			t.Run("large legal name list", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				h.rec.SetStep("large-list")
-				g := h.rawStream(ctx)
+				g := h.rawStep(t, "large-list")
 				list := append(names(20_000, 40), resources.ClusterName) // about 1 MB
 				require.NoError(t, g.send(resources.EDS.URL(), list, "", ""))
 				_, version, n, err := g.recv()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -26,15 +25,8 @@ var proxies = []string{"proxy-0", "proxy-1", "proxy-2"}
 func TestOneStatePerNode(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			testenv.VerifyNoLeaks(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
-			h.rec = xdslog.NewRecorder(h.log, v.mode)
-			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
-				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies})
-			require.NoError(t, err)
-			t.Cleanup(func() { cancel(); cp.Stop() })
-			h.addr = cp.Addr()
+			h, cp := startControlPlaneHarness(t, v, proxies)
+			ctx := h.ctx
 			assert.Equal(t, proxies, cp.Nodes())
 
 			publishAll := func(step string, s resources.State) map[string]*resources.Set {
@@ -104,15 +96,8 @@ func TestOneStatePerNode(t *testing.T) {
 func TestUnknownNodeIsServedNothing(t *testing.T) {
 	for _, v := range []variant{variants[0], variants[3]} {
 		t.Run(v.name, func(t *testing.T) {
-			testenv.VerifyNoLeaks(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
-			h.rec = xdslog.NewRecorder(h.log, v.mode)
-			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: v.mode, Addr: "127.0.0.1:0", Recorder: h.rec,
-				Versions: v.versions, NackPolicy: v.policy, Cache: v.cache, Nodes: proxies[:1]})
-			require.NoError(t, err)
-			t.Cleanup(func() { cancel(); cp.Stop() })
-			h.addr = cp.Addr()
+			h, cp := startControlPlaneHarness(t, v, proxies[:1])
+			ctx := h.ctx
 			set, err := resources.Build(resources.State{Version: "1", InventoryPort: portV1})
 			require.NoError(t, err)
 			require.NoError(t, cp.PublisherFor(proxies[0]).Publish(ctx, set))
@@ -141,7 +126,7 @@ func TestNodesRefused(t *testing.T) {
 		{Nodes: []string{"a", ""}},
 		{Nodes: []string{"a"}, NodeID: "b"},
 	} {
-		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&syncBuffer{}, xdslog.ModeDelta)
+		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, xdslog.ModeDelta)
 		_, err := controlplane.Start(context.Background(), o)
 		assert.Error(t, err, fmt.Sprint(o.Nodes))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,33 +16,23 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
 const wait = 10 * time.Second
 
-// syncBuffer is an xds.log in memory.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) events(t *testing.T) []xdslog.Event {
+func (l *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
-	s.mu.Lock()
-	data := bytes.Clone(s.b.Bytes())
-	s.mu.Unlock()
-	ev, st, err := xdslog.Read(bytes.NewReader(data))
+	ev, st, err := xdslog.Read(bytes.NewReader(l.Bytes()))
 	require.NoError(t, err)
 	require.Zero(t, st.Skipped, "recorder wrote an unreadable line: %s", st.FirstSkip)
 	return ev
@@ -80,7 +69,7 @@ func (v variant) linear() bool { return v.cache.VersionsPerType() }
 type harness struct {
 	t   *testing.T
 	v   variant
-	log *syncBuffer
+	log *memLog
 	rec *xdslog.Recorder
 	// cache is what pub feeds and fe serves when the test wires them itself
 	// (TestOnePublisherFeedsBothTransports); nil on a control plane's harness.
@@ -93,15 +82,23 @@ type harness struct {
 	ctx  context.Context
 }
 
+// recordingHarness is a harness with its context and recorder, and no control plane
+// yet: the caller starts one and cancels the context when it stops it.
+func recordingHarness(t *testing.T, v variant) (*harness, context.CancelFunc) {
+	t.Helper()
+	// First, so that its check runs after every cleanup the caller registers.
+	testenv.VerifyNoLeaks(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
+	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	return h, cancel
+}
+
 // newHarness serves v on the workbench's control plane (controlplane.New), as `lab serve`
 // and `lab run` build it, over a bufconn listener.
 func newHarness(t *testing.T, v variant) *harness {
 	t.Helper()
-	// First, so that its check runs after every cleanup registered below.
-	testenv.VerifyNoLeaks(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, v: v, log: &syncBuffer{}, ctx: ctx}
-	h.rec = xdslog.NewRecorder(h.log, v.mode)
+	h, cancel := recordingHarness(t, v)
 	cp, err := controlplane.New(controlplane.Options{Mode: v.mode, Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)
 	h.fe, h.pub = cp.FrontEnd(), cp.Publisher()
@@ -141,16 +138,10 @@ func (h *harness) publish(step string, s resources.State) *resources.Set {
 // connect runs a simulated client on a new stream; stop ends the stream and waits.
 func (h *harness) connect(c *simclient.Client) (stop func()) {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(h.ctx)
 	conn := h.dial()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, conn)
-	}()
+	stopClient := simclienttest.Start(h.ctx, c, conn)
 	return func() {
-		cancel()
-		<-done
+		stopClient()
 		conn.Close()
 	}
 }
@@ -187,6 +178,13 @@ func filter(ev []xdslog.Event, keep func(xdslog.Event) bool) []xdslog.Event {
 
 func of(step, event string) func(xdslog.Event) bool {
 	return func(e xdslog.Event) bool { return e.Step == step && e.Event == event }
+}
+
+// ackedAll holds once step has at least as many ACKs as sends.
+func ackedAll(step string) func([]xdslog.Event) bool {
+	return func(ev []xdslog.Event) bool {
+		return len(filter(ev, of(step, xdslog.EventAck))) >= len(filter(ev, of(step, xdslog.EventSend)))
+	}
 }
 
 func ofType(step, event, typ string) func(xdslog.Event) bool {

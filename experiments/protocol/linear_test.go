@@ -12,6 +12,19 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// startInitial publishes version 1 with clusters clusters (step "initial"), connects a
+// new client and waits until it has accepted that state and ACKed every send.
+func (h *harness) startInitial(clusters int) (client *simclient.Client, set *resources.Set, stop func()) {
+	h.t.Helper()
+	client, err := simclient.New(h.v.mode, "")
+	require.NoError(h.t, err)
+	set = h.publish("initial", resources.State{Version: "1", InventoryPort: portV1, Clusters: clusters})
+	stop = h.connect(client)
+	h.waitClient(client, "initial state", func(s simclient.State) bool { return acceptedHashes(s, set) })
+	h.waitLog("initial ACKs", ackedAll("initial"))
+	return client, set, stop
+}
+
 // TestOrderedADSWithTheMux: with the LinearCaches behind a MuxCache, SotW ADS still
 // pushes in make-before-break order (CDS before EDS, LDS before RDS) when one publish
 // changes all four types, as it does with the snapshot cache. The library's ordered ADS
@@ -25,15 +38,8 @@ func TestOrderedADSWithTheMux(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			h := newHarness(t, v)
-			client, err := simclient.New(v.mode, "")
-			require.NoError(t, err)
-			set1 := h.publish("initial", resources.State{Version: "1", InventoryPort: portV1, Clusters: 2})
-			stop := h.connect(client)
+			client, set1, stop := h.startInitial(2)
 			defer stop()
-			h.waitClient(client, "initial state", func(s simclient.State) bool { return acceptedHashes(s, set1) })
-			h.waitLog("initial ACKs", func(ev []xdslog.Event) bool {
-				return len(filter(ev, of("initial", xdslog.EventAck))) >= len(filter(ev, of("initial", xdslog.EventSend)))
-			})
 
 			// One publish changing every type: a third cluster (CDS, its route: RDS), a new
 			// endpoint for cluster 0 (EDS, pushed at once to the existing subscription) and
@@ -42,9 +48,7 @@ func TestOrderedADSWithTheMux(t *testing.T) {
 				ListenerPort: resources.DefaultListener + 1, EndpointPorts: map[int]int{0: portV2}})
 			require.Len(t, set2.ChangedTypes(set1), 4)
 			h.waitClient(client, "new state", func(s simclient.State) bool { return acceptedHashes(s, set2) })
-			ev := h.waitLog("all-change ACKs", func(ev []xdslog.Event) bool {
-				return len(filter(ev, of("all-change", xdslog.EventAck))) >= len(filter(ev, of("all-change", xdslog.EventSend)))
-			})
+			ev := h.waitLog("all-change ACKs", ackedAll("all-change"))
 			var order []string
 			for _, s := range filter(ev, of("all-change", xdslog.EventSend)) {
 				order = append(order, s.Type)
@@ -70,15 +74,8 @@ func TestOneOfNAssignments(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			h := newHarness(t, v)
-			client, err := simclient.New(v.mode, "")
-			require.NoError(t, err)
-			set1 := h.publish("initial", resources.State{Version: "1", InventoryPort: portV1, Clusters: 3})
-			stop := h.connect(client)
+			client, set1, stop := h.startInitial(3)
 			defer stop()
-			h.waitClient(client, "initial state", func(s simclient.State) bool { return acceptedHashes(s, set1) })
-			h.waitLog("initial ACKs", func(ev []xdslog.Event) bool {
-				return len(filter(ev, of("initial", xdslog.EventAck))) >= len(filter(ev, of("initial", xdslog.EventSend)))
-			})
 
 			set2 := h.publish("one-endpoint", resources.State{Version: "2", InventoryPort: portV1, Clusters: 3, EndpointPorts: map[int]int{1: portV2}})
 			changed := resources.ScaledClusterName(1)

@@ -87,9 +87,7 @@ func runScenario(t *testing.T, v variant) {
 		return acceptedHashes(s, set2)
 	})
 	assert.Equal(t, "127.0.0.1:18081", client.Route("/quote?sku=paper").Endpoint, "simulated data plane follows EDS")
-	ev = h.waitLog("port-change ACKs", func(ev []xdslog.Event) bool {
-		return len(filter(ev, of("port-change", xdslog.EventAck))) >= len(filter(ev, of("port-change", xdslog.EventSend)))
-	})
+	ev = h.waitLog("port-change ACKs", ackedAll("port-change"))
 	pub := filter(ev, of("port-change", xdslog.EventPublish))
 	require.Len(t, pub, 1)
 	assert.Equal(t, []string{"EDS"}, pub[0].Changed)

@@ -29,7 +29,7 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	sv := variants[0] // SotW, uniform labels: the publisher records into its log
-	s := &harness{t: t, v: sv, log: &syncBuffer{}, ctx: ctx}
+	s := &harness{t: t, v: sv, log: &memLog{}, ctx: ctx}
 	s.rec = xdslog.NewRecorder(s.log, sv.mode)
 	snapshots := frontend.NewSnapshotCache(nil)
 	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, Recorder: s.rec, Strategy: sv.versions})
@@ -39,7 +39,7 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 	s.lis = serve(t, s.fe)
 	dv := variants[2]
 	require.Equal(t, xdslog.ModeDelta, dv.mode)
-	d := &harness{t: t, v: dv, log: &syncBuffer{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
+	d := &harness{t: t, v: dv, log: &memLog{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
 	d.rec = xdslog.NewRecorder(d.log, dv.mode)
 	d.fe = newTransport(t, s.ctx, dv, s.cache, s.pub, d.rec)
 	d.lis = serve(t, d.fe)

@@ -64,20 +64,12 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // rawCheckpoint reads a checkpoint whether or not it passed.
 func rawCheckpoint(t *testing.T, dir, name string) Checkpoint {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-	require.NoError(t, err)
-	var c Checkpoint
-	require.NoError(t, json.Unmarshal(b, &c), "%s.json parses", name)
-	return c
+	return readJSON[Checkpoint](t, filepath.Join(dir, name+".json"), "%s.json parses", name)
 }
 
 func readSummary(t *testing.T, dir string) Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	require.NoError(t, err)
-	var s Summary
-	require.NoError(t, json.Unmarshal(b, &s))
-	return s
+	return readJSON[Summary](t, filepath.Join(dir, "summary.json"))
 }
 
 func findCheck(c Checkpoint, prefix string) *Check {
@@ -135,6 +127,21 @@ func unanswered(ev []xdslog.Event, server int, stream int64) int {
 	return len(sent)
 }
 
+// runKillingEnvoy is faultRun with Envoy SIGKILLed in the port-change step (killOnSend;
+// twice: again once restarted); it returns how many times Envoy was killed too.
+func runKillingEnvoy(t *testing.T, mode string, twice bool) (dir string, res *Result, kills int32, err error) {
+	t.Helper()
+	var killed func() int32
+	dir, res, err = faultRun(t, mode, Options{BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
+		if st.Name == "port-change" {
+			killed = killOnSend(t, r, st.Name, twice)
+		}
+		return nil
+	}})
+	require.NotNil(t, killed)
+	return dir, res, killed(), err
+}
+
 // TestEnvoyKilledMidStep: Envoy is SIGKILLed right after the port-change publish is
 // sent. The runner notices, records the exit (check and progress line), restarts Envoy
 // once and the step completes on the new process; xds.log has the broken stream's
@@ -143,15 +150,8 @@ func TestEnvoyKilledMidStep(t *testing.T) {
 	envoytest.Require(t)
 	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
 		t.Run(mode, func(t *testing.T) {
-			var kills func() int32
-			dir, res, err := faultRun(t, mode, Options{BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
-				if st.Name == "port-change" {
-					kills = killOnSend(t, r, st.Name, false)
-				}
-				return nil
-			}})
-			require.NotNil(t, kills)
-			require.EqualValues(t, 1, kills())
+			dir, res, kills, err := runKillingEnvoy(t, mode, false)
+			require.EqualValues(t, 1, kills)
 			require.NoError(t, err)
 			assert.True(t, res.Passed)
 			assert.Equal(t, "PASS", readLine(t, filepath.Join(dir, "envoy.result")))
@@ -187,15 +187,8 @@ func TestEnvoyKilledMidStep(t *testing.T) {
 // are still written.
 func TestEnvoyKilledTwiceFailsStep(t *testing.T) {
 	envoytest.Require(t)
-	var kills func() int32
-	dir, res, err := faultRun(t, xdslog.ModeSotW, Options{BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
-		if st.Name == "port-change" {
-			kills = killOnSend(t, r, st.Name, true)
-		}
-		return nil
-	}})
-	require.NotNil(t, kills)
-	require.EqualValues(t, 2, kills())
+	dir, res, kills, err := runKillingEnvoy(t, xdslog.ModeSotW, true)
+	require.EqualValues(t, 2, kills)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "step port-change: envoy exited: signal: killed again")
 	assert.NotContains(t, err.Error(), "\n")
@@ -380,10 +373,7 @@ func sentPerType(ev []xdslog.Event, server int) map[string][]string {
 
 func rawRunInfo(t *testing.T, dir string) RunInfo {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	require.NoError(t, err)
-	var ri RunInfo
-	require.NoError(t, json.Unmarshal(b, &ri))
+	ri := readJSON[RunInfo](t, filepath.Join(dir, "run.json"))
 	require.NotEmpty(t, ri.Inventory)
 	return ri
 }

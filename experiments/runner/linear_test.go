@@ -21,6 +21,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -89,7 +90,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acc := analysis.NewAccumulator()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec, Cache: frontend.LinearCache})
 	require.NoError(t, err)
@@ -158,7 +159,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 		return after["EDS/"+changed+" port"] == strconv.Itoa(other)
 	}, 30*time.Second, 50*time.Millisecond, "Envoy applies the new endpoint")
 
-	ev, _, err := xdslog.Read(strings.NewReader(string(snapshot(&log))))
+	ev, _, err := xdslog.Read(strings.NewReader(string(log.Bytes())))
 	require.NoError(t, err)
 	var sends []xdslog.Event
 	for _, e := range ev {

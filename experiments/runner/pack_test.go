@@ -74,11 +74,7 @@ func TestPackSimulated(t *testing.T) {
 						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, want)
 						return
 					}
-					dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim})
-					require.NoError(t, err)
-					assert.Equal(t, "NOT_RUN", readLine(t, dir+"/envoy.result"))
-					cps := passedSteps(t, dir, sc)
-					assertPackEvidence(t, sc.Name, mode, cache, dir, cps, false)
+					assertPackRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, "NOT_RUN")
 				})
 			}
 		}
@@ -101,11 +97,7 @@ func TestPackEnvoy(t *testing.T) {
 							assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy}, resources.ErrOnDemandNeedsDelta)
 							return
 						}
-						dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy})
-						require.NoError(t, err)
-						assert.Equal(t, "PASS", readLine(t, dir+"/envoy.result"))
-						cps := passedSteps(t, dir, sc)
-						assertPackEvidence(t, sc.Name, mode, cache, dir, cps, true)
+						assertPackRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy}, "PASS")
 					})
 				}
 			}
@@ -159,6 +151,17 @@ func assertNotApplicable(t *testing.T, sc *scenario.Scenario, o Options, want er
 	assert.Contains(t, err.Error(), "scenario "+sc.Name+" does not apply to ")
 	assert.NotContains(t, err.Error(), "\n")
 	assert.NoDirExists(t, o.Out, "refused before anything started")
+}
+
+// assertPackRun runs sc with o, and requires every step passed, envoy.result to say
+// result, and the scenario's point in the evidence (real Envoy's, for ClientEnvoy).
+func assertPackRun(t *testing.T, sc *scenario.Scenario, o Options, result string) {
+	t.Helper()
+	dir, err := scenarioRun(t, sc, o)
+	require.NoError(t, err)
+	assert.Equal(t, result, readLine(t, dir+"/envoy.result"))
+	cps := passedSteps(t, dir, sc)
+	assertPackEvidence(t, sc.Name, o.Mode, o.Cache, dir, cps, o.Client == ClientEnvoy)
 }
 
 // assertPackEvidence checks, beyond the scenario's own expectations, the evidence that

@@ -4,34 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/xds-workbench/lab/bootstrap"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 // TestRemovingAListenerKeepsItsRoute checks with real Envoy what goes with a removed
 // parent. A removed cluster takes its endpoints: Envoy unsubscribes from them (the
@@ -48,7 +36,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			acc := analysis.NewAccumulator()
-			var log lockedBuffer
+			var log syncbuf.Buffer
 			rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec})
 			require.NoError(t, err)
@@ -82,7 +70,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 				return 0
 			}
 			events := func(step string) []xdslog.Event {
-				ev, _, err := xdslog.Read(bytes.NewReader(snapshot(&log)))
+				ev, _, err := xdslog.Read(bytes.NewReader(log.Bytes()))
 				require.NoError(t, err)
 				var out []xdslog.Event
 				for _, e := range ev {
@@ -133,12 +121,6 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			}
 		})
 	}
-}
-
-func snapshot(l *lockedBuffer) []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
 }
 
 // routeInDump reports whether Envoy's config dump still has the teaching route.

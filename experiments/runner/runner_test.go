@@ -20,12 +20,20 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// readJSON reads the JSON file at path into a T; msgAndArgs say what failed to parse.
+func readJSON[T any](t *testing.T, path string, msgAndArgs ...any) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var v T
+	require.NoError(t, json.Unmarshal(b, &v), msgAndArgs...)
+	return v
+}
+
+// readCheckpoint reads the checkpoint name from a run's dir and requires it passed.
 func readCheckpoint(t *testing.T, dir, name string) Checkpoint {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
-	require.NoError(t, err)
-	var c Checkpoint
-	require.NoError(t, json.Unmarshal(b, &c), "%s.json parses", name)
+	c := rawCheckpoint(t, dir, name)
 	require.True(t, c.Passed, "%s passed: %+v", name, c.Checks)
 	return c
 }
@@ -181,10 +189,7 @@ func TestRunEnvoy(t *testing.T) {
 			assertBackend(t, restored.Request, 200, "v1")
 			assertRemovalExchange(t, mode, ev)
 
-			var sum Summary
-			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-			require.NoError(t, err)
-			require.NoError(t, json.Unmarshal(b, &sum))
+			sum := readSummary(t, dir)
 			assert.Equal(t, "PASS", sum.Result)
 			assert.Len(t, sum.Steps, 8)
 			require.NotNil(t, sum.Figures)

@@ -335,17 +335,7 @@ func TestGCPServerThroughTheTap(t *testing.T) {
 	if ads.log == nil || delta.log == nil {
 		t.Fatal("a mode did not run")
 	}
-	a, err := compare.FromLog("ads", ads.log)
-	require.NoError(t, err)
-	b, err := compare.FromLog("delta-ads", delta.log)
-	require.NoError(t, err)
-	rep, err := compare.Compare(a, b, compare.Options{})
-	require.NoError(t, err)
-	for _, format := range compare.Formats {
-		var out bytes.Buffer
-		require.NoError(t, compare.Render(&out, rep, format, 0), format)
-		assert.NotEmpty(t, out.String(), format)
-	}
+	a, b := renderComparison(t, "ads", ads.log, "delta-ads", delta.log)
 	for i, run := range []*compare.Run{a, b} {
 		assert.Positive(t, run.Summary.Total.Responses, "run %d responses", i)
 		assert.Positive(t, run.Summary.Total.Acks, "run %d ACKs", i)

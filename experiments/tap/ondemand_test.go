@@ -1,16 +1,13 @@
 package tap
 
 import (
-	"context"
 	"testing"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -20,23 +17,10 @@ import (
 // state with its routes on demand (VHDS), through frontend.OnDemandCache.
 func startOnDemandUpstream(t *testing.T) *upstream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &logBuf{}}
-	rec := xdslog.NewRecorder(u.log, xdslog.ModeDelta)
-	lib := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: lib, NodeID: resources.NodeID, Recorder: rec})
-	require.NoError(t, err)
-	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080, OnDemand: resources.OnDemand{VirtualHosts: true}})
-	require.NoError(t, err)
-	require.NoError(t, pub.Publish(ctx, set))
-	cache := &frontend.OnDemandCache{Cache: lib, State: func(string) *resources.Set { return pub.Current() }}
-	fe, err := delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
-	require.NoError(t, err)
-	fe.Register(u.srv)
-	go func() { _ = u.srv.Serve(u.lis) }()
-	t.Cleanup(u.srv.Stop)
-	return u
+	state := resources.State{Version: "1", InventoryPort: 18080, OnDemand: resources.OnDemand{VirtualHosts: true}}
+	return serveUpstream(t, xdslog.ModeDelta, state, func(lib cachev3.Cache, pub *frontend.Publisher) cachev3.Cache {
+		return &frontend.OnDemandCache{Cache: lib, State: func(string) *resources.Set { return pub.Current() }}
+	})
 }
 
 // TestDeltaVHDSThroughTheTap: a delta VHDS exchange as Envoy has it (a legacy wildcard
@@ -48,9 +32,7 @@ func startOnDemandUpstream(t *testing.T) *upstream {
 func TestDeltaVHDSThroughTheTap(t *testing.T) {
 	up := startOnDemandUpstream(t)
 	h := startTap(t, bufDialer(up.lis))
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ads, ctx := h.ads(t)
 	s, err := ads.DeltaAggregatedResources(ctx)
 	require.NoError(t, err)
 	vhds := resources.VHDS.URL()

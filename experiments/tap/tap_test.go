@@ -11,6 +11,7 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -25,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -32,30 +34,18 @@ import (
 // wait bounds every wait on a condition.
 const wait = 10 * time.Second
 
-// logBuf is an xds.log in memory, safe for the recorder and the test at once.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// memLog is an xds.log in memory: the recorder writes it while the test reads events.
+type memLog struct{ syncbuf.Buffer }
 
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) events(t *testing.T) []xdslog.Event {
+func (b *memLog) events(t *testing.T) []xdslog.Event {
 	t.Helper()
-	b.mu.Lock()
-	data := append([]byte(nil), b.buf.Bytes()...)
-	b.mu.Unlock()
-	ev, _, err := xdslog.Read(bytes.NewReader(data))
+	ev, _, err := xdslog.Read(bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 	return ev
 }
 
 // waitFor waits until some event satisfies ok and returns it.
-func (b *logBuf) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
+func (b *memLog) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
 	t.Helper()
 	var found xdslog.Event
 	require.Eventually(t, func() bool {
@@ -79,23 +69,34 @@ func kind(ev, typ, nonce string) func(xdslog.Event) bool {
 type upstream struct {
 	lis *bufconn.Listener
 	srv *grpc.Server
-	log *logBuf
+	log *memLog
 }
 
 func startUpstream(t *testing.T, mode string) *upstream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &logBuf{}}
-	rec := xdslog.NewRecorder(u.log, mode)
-	cache := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, NodeID: resources.NodeID, Recorder: rec})
-	require.NoError(t, err)
 	// Version 2 carries an invalid route, which is still valid protobuf: the client
 	// decides what to NACK.
-	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
+	return serveUpstream(t, mode, resources.State{Version: "1", InventoryPort: 18080}, nil)
+}
+
+// serveUpstream publishes state and serves it in mode from the publisher's snapshot
+// cache, or from what serveFrom wraps around it.
+func serveUpstream(t *testing.T, mode string, state resources.State, serveFrom func(cachev3.Cache, *frontend.Publisher) cachev3.Cache) *upstream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &memLog{}}
+	rec := xdslog.NewRecorder(u.log, mode)
+	snapshots := frontend.NewSnapshotCache(nil)
+	var cache cachev3.Cache = snapshots
+	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, NodeID: resources.NodeID, Recorder: rec})
+	require.NoError(t, err)
+	set, err := resources.Build(state)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, set))
+	if serveFrom != nil {
+		cache = serveFrom(cache, pub)
+	}
 	var fe frontend.FrontEnd
 	if mode == xdslog.ModeSotW {
 		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
@@ -113,7 +114,7 @@ func startUpstream(t *testing.T, mode string) *upstream {
 type harness struct {
 	tap  *Tap
 	lis  *bufconn.Listener
-	logs map[string]*logBuf
+	logs map[string]*memLog
 }
 
 func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
@@ -124,7 +125,7 @@ func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Con
 // startTapWith is startTap with a hook the recording goroutine calls before each item.
 func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error), hook func()) *harness {
 	t.Helper()
-	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*logBuf{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
+	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*memLog{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
 	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode string) *xdslog.Recorder {
 		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
 		r.BeginSession()
@@ -149,6 +150,30 @@ func (h *harness) client(t *testing.T) *grpc.ClientConn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// ads returns an ADS client of the tap and a context for its streams that ends with
+// the test.
+func (h *harness) ads(t *testing.T) (discovery.AggregatedDiscoveryServiceClient, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return discovery.NewAggregatedDiscoveryServiceClient(h.client(t)), ctx
+}
+
+// firstCDS sends the stream's first request (the node, CDS) and returns the response.
+func firstCDS(t *testing.T, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient) *discovery.DiscoveryResponse {
+	t.Helper()
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
+	cds, err := s.Recv()
+	require.NoError(t, err)
+	return cds
+}
+
+// ackCDS ACKs the CDS response r.
+func ackCDS(t *testing.T, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, r *discovery.DiscoveryResponse) {
+	t.Helper()
+	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: r.GetVersionInfo(), ResponseNonce: r.GetNonce()}))
 }
 
 var node = &core.Node{Id: resources.NodeID}
@@ -188,16 +213,12 @@ func exchanges(ev []xdslog.Event) []exchange {
 func TestSotWThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeSotW)
 	h := startTap(t, bufDialer(up.lis))
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv()
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	cds := firstCDS(t, s)
+	ackCDS(t, s, cds)
 	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL()}))
 	lds, err := s.Recv()
 	require.NoError(t, err)
@@ -261,9 +282,7 @@ func TestSotWThroughTheTap(t *testing.T) {
 func TestDeltaThroughTheTap(t *testing.T) {
 	up := startUpstream(t, xdslog.ModeDelta)
 	h := startTap(t, bufDialer(up.lis))
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ads, ctx := h.ads(t)
 	s, err := ads.DeltaAggregatedResources(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
@@ -285,9 +304,7 @@ func TestDeltaThroughTheTap(t *testing.T) {
 	require.Len(t, want, 4)
 	assert.Equal(t, want, exchanges(tapLog.events(t)))
 	assert.Equal(t, cds.GetResources()[0].GetVersion(), tapLog.waitFor(t, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
-	h.logs[xdslog.ModeSotW].mu.Lock()
-	assert.Zero(t, h.logs[xdslog.ModeSotW].buf.Len(), "no SotW stream, no SotW log")
-	h.logs[xdslog.ModeSotW].mu.Unlock()
+	assert.Zero(t, len(h.logs[xdslog.ModeSotW].Bytes()), "no SotW stream, no SotW log")
 }
 
 // TestUpstreamGoesAwayAndComesBack: the server stops; the client's stream ends with the
@@ -302,14 +319,10 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 		mu.Unlock()
 		return l.DialContext(ctx)
 	})
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
 	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	_, err = s.Recv()
-	require.NoError(t, err)
+	firstCDS(t, s)
 
 	up.srv.Stop()
 	_, err = s.Recv()
@@ -515,13 +528,23 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	require.Error(t, s.RecvMsg(&f))
 	lg := h.logs[xdslog.ModeSotW]
 	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
-	lg.mu.Lock()
-	data := append([]byte(nil), lg.buf.Bytes()...)
-	lg.mu.Unlock()
+	data := lg.Bytes()
 
-	a, err := compare.FromLog("A", data)
+	a, _ := renderComparison(t, "A", data, "B", data)
+	sends := 0
+	for _, st := range a.Summary.Steps {
+		sends += st.Total.Responses
+	}
+	assert.Equal(t, 1, sends, "the one decodable response")
+}
+
+// renderComparison reads two logs as runs and requires their comparison to render,
+// non-empty, in every report format.
+func renderComparison(t *testing.T, nameA string, logA []byte, nameB string, logB []byte) (a, b *compare.Run) {
+	t.Helper()
+	a, err := compare.FromLog(nameA, logA)
 	require.NoError(t, err)
-	b, err := compare.FromLog("B", data)
+	b, err = compare.FromLog(nameB, logB)
 	require.NoError(t, err)
 	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
@@ -530,11 +553,7 @@ func TestCompareReadsTapLogs(t *testing.T) {
 		require.NoError(t, compare.Render(&out, rep, format, 0), format)
 		assert.NotEmpty(t, out.String(), format)
 	}
-	sends := 0
-	for _, st := range a.Summary.Steps {
-		sends += st.Total.Responses
-	}
-	assert.Equal(t, 1, sends, "the one decodable response")
+	return a, b
 }
 
 // TestMessageSizeLimits: a request over the tap's limit fails its stream with
@@ -562,26 +581,31 @@ func TestMessageSizeLimits(t *testing.T) {
 	u.mu.Unlock()
 }
 
+// startHeldTap opens a SotW stream through a tap whose recording goroutine waits before
+// each item until gate is closed.
+func startHeldTap(t *testing.T) (up *upstream, h *harness, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, gate chan struct{}) {
+	t.Helper()
+	up = startUpstream(t, xdslog.ModeSotW)
+	gate = make(chan struct{})
+	h = startTapWith(t, bufDialer(up.lis), func() { <-gate })
+	ads, ctx := h.ads(t)
+	s, err := ads.StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	return up, h, s, gate
+}
+
 // TestRecordingOffTheForwardingPath: with the recording goroutine held (a recorder as
 // slow as you like), frames are still forwarded both ways; once it is let go, the send
 // and the ACK are stamped with when the tap saw them, not when they were recorded: the
 // send before the client had the response, the ACK before the server had it, both
 // before recording resumed, and the ACK latency is the difference of those two times.
 func TestRecordingOffTheForwardingPath(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeSotW)
-	gate := make(chan struct{})
-	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
+	up, h, s, gate := startHeldTap(t)
 
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv() // forwarded while nothing is recorded yet
-	require.NoError(t, err)
+	// The response is forwarded while nothing is recorded yet.
+	cds := firstCDS(t, s)
 	received := time.Now()
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	acked := time.Now()
 	tapLog := h.logs[xdslog.ModeSotW]
@@ -604,18 +628,9 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 // TestStopDrainsTheQueue: Stop returns only once everything queued is recorded, the
 // stream_close included, even when recording is behind when Stop is called.
 func TestStopDrainsTheQueue(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeSotW)
-	gate := make(chan struct{})
-	h := startTapWith(t, bufDialer(up.lis), func() { <-gate })
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := ads.StreamAggregatedResources(ctx)
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))
-	cds, err := s.Recv()
-	require.NoError(t, err)
-	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo(), ResponseNonce: cds.GetNonce()}))
+	up, h, s, gate := startHeldTap(t)
+	cds := firstCDS(t, s)
+	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 
 	stopped := make(chan struct{})

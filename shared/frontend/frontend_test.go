@@ -17,7 +17,8 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-func publish(t *testing.T, p *Publisher, s resources.State) *resources.Set {
+// publish builds s and publishes it with p, either cache's publisher.
+func publish(t *testing.T, p StatePublisher, s resources.State) *resources.Set {
 	t.Helper()
 	set, err := resources.Build(s)
 	require.NoError(t, err)
@@ -177,14 +178,14 @@ func TestLinearPublisher(t *testing.T) {
 	for _, v := range p.Versions() {
 		assert.Equal(t, pre+"0", v)
 	}
-	set1 := publishLinear(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
+	set1 := publish(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	assert.Same(t, set1, p.Current())
 	for _, typ := range resources.CoreTypes {
 		assert.Equal(t, pre+"1", p.Versions()[typ], typ)
 	}
 	assert.Equal(t, pre+"0", p.Versions()[resources.VHDS], "a type never published keeps its first version")
 	// One endpoint changes: only EDS's cache is updated, with that one resource.
-	publishLinear(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
+	publish(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
 	v := p.Versions()
 	assert.Equal(t, pre+"2", v[resources.EDS])
 	for _, typ := range []resources.Type{resources.CDS, resources.LDS, resources.RDS} {
@@ -193,7 +194,7 @@ func TestLinearPublisher(t *testing.T) {
 	eds := p.caches[resources.EDS]
 	assert.Equal(t, 3, eds.NumResources())
 	// The clusters go: CDS and EDS delete them, RDS and LDS are not touched.
-	publishLinear(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	publish(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
 	v = p.Versions()
 	assert.Equal(t, pre+"3", v[resources.EDS])
 	assert.Equal(t, pre+"2", v[resources.CDS])
@@ -201,17 +202,9 @@ func TestLinearPublisher(t *testing.T) {
 	assert.Zero(t, eds.NumResources())
 	assert.Zero(t, p.caches[resources.CDS].NumResources())
 	// The same content again changes nothing.
-	publishLinear(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	publish(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
 	assert.Equal(t, v, p.Versions())
 	assert.Error(t, p.Publish(context.Background(), nil))
-}
-
-func publishLinear(t *testing.T, p *LinearPublisher, s resources.State) *resources.Set {
-	t.Helper()
-	set, err := resources.Build(s)
-	require.NoError(t, err)
-	require.NoError(t, p.Publish(context.Background(), set))
-	return set
 }
 
 // statePublisher makes a publisher of either cache that records into buf.
