@@ -95,13 +95,13 @@ func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 		r.say("  published %d versions in %.1f ms (%s ... %s)", n, s.cp.Burst.DurationMS, s.published[0], s.published[n-1])
 	}
 	s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
-	if !r.proxyStarted {
+	if !r.data.started {
 		// The data plane starts after the first publish, so that its first requests find
 		// a state (the order the teaching article uses).
-		if err := r.startProxy(ctx); err != nil {
+		if err := r.data.start(ctx); err != nil {
 			return err
 		}
-		r.proxyStarted = true
+		r.data.started = true
 		if err := r.startLoad(); err != nil {
 			return err
 		}
@@ -120,26 +120,25 @@ func (restartEnvoyAction) budget(*Run, scenario.Step) time.Duration { return 0 }
 func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	opened, _ := r.track.streams(r.server)
 	if a.kill {
-		r.proxyUp = false // the exit is on purpose
-		if err := r.proxy.Crash(ctx); err != nil {
+		if err := r.data.crash(ctx); err != nil { // the exit is on purpose
 			return err
 		}
-	} else if err := r.stopProxy(ctx); err != nil {
-		return fmt.Errorf("stop %s: %w", r.proxy.Kind(), err)
+	} else if err := r.data.stop(ctx); err != nil {
+		return fmt.Errorf("stop %s: %w", r.data.proxy.Kind(), err)
 	}
 	err := r.wait(ctx, "old stream closed", func() (bool, error) {
 		_, closed := r.track.streams(r.server)
 		return closed >= opened, nil
 	})
 	s.check("the old stream closed", err == nil, errText(err))
-	if err := r.startProxy(ctx); err != nil {
+	if err := r.data.start(ctx); err != nil {
 		return err
 	}
 	how := "restarted"
 	if a.kill {
 		how = "killed (SIGKILL) and started again"
 	}
-	r.say("  %s %s", r.proxy.Kind(), how)
+	r.say("  %s %s", r.data.proxy.Kind(), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
 		o, _ := r.track.streams(r.server)
 		return o > opened, nil
@@ -185,7 +184,7 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 	cp := s.cp
 	port := r.cp.Port()
 	opened, _ := r.track.streams(r.server)
-	ev := r.proxy.Evidence()
+	ev := r.data.proxy.Evidence()
 	var before map[string]string
 	if ev != nil {
 		before, _ = ev.Stats(ctx)
@@ -288,7 +287,7 @@ func (r *Run) restartServerHeld(ctx context.Context, s *stepRun, port int, stopp
 	if !s.st.HoldEnvoy {
 		return r.restartServer(ctx, s, port, stopped)
 	}
-	release, err := r.proxy.Hold(ctx)
+	release, err := r.data.proxy.Hold(ctx)
 	if err != nil {
 		return err
 	}

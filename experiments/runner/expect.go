@@ -23,7 +23,7 @@ type RequestResult struct {
 // applies keeps the expectations for this run's mode and cache.
 func (r *Run) applies(f scenario.Filter) bool {
 	// info holds the SotW options in force, defaults filled (Execute).
-	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: r.proxy.Kind(), SotWVersions: r.info.SotWVersions})
+	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: r.data.proxy.Kind(), SotWVersions: r.info.SotWVersions})
 }
 
 // firstRequest is the step's first request expectation that applies to this run.
@@ -63,8 +63,8 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // observe sends one request through the proxy and records it in xds.log; ok says whether
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
-	obs := r.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
-	ok := matches(obs, q, r.proxy.Kind() != "simulated")
+	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
+	ok := matches(obs, q, r.data.proxy.Kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
@@ -234,9 +234,9 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 		}
 		key := scenario.Key{Type: e.Type, Name: e.Name}
 		what := fmt.Sprintf("Envoy's config dump shows %s %s", key, e.State)
-		ev := r.proxy.Evidence()
+		ev := r.data.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, r.noAdmin("config dump"))
+			s.skip(what, r.data.noAdmin("config dump"))
 			continue
 		}
 		var got string
@@ -256,14 +256,6 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 	}
 }
 
-// noAdmin says why a run has no Envoy admin view (what: "stats", "config dump").
-func (r *Run) noAdmin(what string) string {
-	if r.proxy.Kind() == ClientGRPC {
-		return "grpc-go has no Envoy " + what + "; its own view is CSDS (the step's -csds.json)"
-	}
-	return "the simulated client has no " + what
-}
-
 // checkStats polls Envoy's stats until every expected stat (or its rise over the step)
 // compares as the file says.
 func (r *Run) checkStats(ctx context.Context, s *stepRun) {
@@ -275,9 +267,9 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 		if e.Delta {
 			what = fmt.Sprintf("Envoy's %s rose by %s %d over the step", e.Name, e.Op, e.Value)
 		}
-		ev := r.proxy.Evidence()
+		ev := r.data.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, r.noAdmin("stats"))
+			s.skip(what, r.data.noAdmin("stats"))
 			continue
 		}
 		base := int64(0)

@@ -9,34 +9,6 @@ import (
 // errProxyExited stops a wait so that the runner can deal with the dead proxy.
 var errProxyExited = errors.New("proxy exited")
 
-// proxyDied reports whether the proxy is meant to run but its process has exited.
-func (r *Run) proxyDied() bool {
-	if !r.proxyUp {
-		return false
-	}
-	select {
-	case <-r.proxy.Exited():
-		return true
-	default:
-		return false
-	}
-}
-
-// startProxy starts the proxy and marks it as meant to run.
-func (r *Run) startProxy(ctx context.Context) error {
-	if err := r.proxy.Start(ctx); err != nil {
-		return err
-	}
-	r.proxyUp = true
-	return nil
-}
-
-// stopProxy stops the proxy on purpose (its exit is then no fault).
-func (r *Run) stopProxy(ctx context.Context) error {
-	r.proxyUp = false
-	return r.proxy.Stop(ctx)
-}
-
 // wait is tracker.waitFor that also watches the proxy: when it dies unexpectedly the
 // exit is recorded (progress line and a check naming the exit status), the proxy is
 // restarted once and the wait goes on. A second death in the same step ends the wait
@@ -47,7 +19,7 @@ func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) 
 			return r.cur.fault
 		}
 		err := r.track.waitFor(ctx, what, func() (bool, error) {
-			if r.proxyDied() {
+			if r.data.died() {
 				return false, errProxyExited
 			}
 			return cond()
@@ -63,10 +35,10 @@ func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) 
 
 // recoverProxy handles an unexpected proxy exit noticed while waiting for what.
 func (r *Run) recoverProxy(ctx context.Context, what string) error {
-	exit := fmt.Sprintf("%s exited: %s", r.proxy.Kind(), exitText(r.proxy.ExitErr()))
+	exit := fmt.Sprintf("%s exited: %s", r.data.proxy.Kind(), exitText(r.data.proxy.ExitErr()))
 	// Reap the dead process's leftovers (its temporary admin-address directory); Stop
 	// returns at once for a process that has exited.
-	_ = r.stopProxy(ctx)
+	_ = r.data.stop(ctx)
 	r.say("  %s (while waiting for %s)", exit, what)
 	cur := r.cur
 	if cur == nil {
@@ -80,14 +52,14 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 		return cur.fault
 	}
 	cur.cp.ProxyRestarts++
-	if err := r.startProxy(ctx); err != nil {
+	if err := r.data.start(ctx); err != nil {
 		cur.fault = fmt.Errorf("%s while waiting for %s, and the restart failed: %v", exit, what, err)
 		cur.check(exit, false, cur.fault.Error())
 		return cur.fault
 	}
 	// The exit was dealt with: the check holds if the step then completes.
-	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.proxy.PID()))
-	r.say("  %s restarted (pid %d); still waiting for %s", r.proxy.Kind(), r.proxy.PID(), what)
+	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.data.proxy.PID()))
+	r.say("  %s restarted (pid %d); still waiting for %s", r.data.proxy.Kind(), r.data.proxy.PID(), what)
 	return nil
 }
 

@@ -289,20 +289,18 @@ type Run struct {
 	info    RunInfo
 	logFile *os.File
 	// picked are the ports this run reserved (loopback.FreePort), released at teardown.
-	picked   []int
-	track    *tracker
-	cp       *controlplane.ControlPlane
-	rec      *xdslog.Recorder
-	labels   *xdslog.LabelBook // shared by every control-plane instance of the run
-	server   int
-	proxy    proxy
-	backends *backendSet
-	sc       *scenario.Scenario
+	picked []int
+	track  *tracker
+	cp     *controlplane.ControlPlane
+	rec    *xdslog.Recorder
+	labels *xdslog.LabelBook // shared by every control-plane instance of the run
+	server int
+	// data is the proxy and the backends behind it.
+	data dataPlane
+	sc   *scenario.Scenario
 	// desired is the scenario's desired state; env what its resources take from the run.
 	desired *scenario.Desired
 	env     scenario.Env
-	// proxyStarted: the data plane was started (after the first publish).
-	proxyStarted bool
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
 	// lastStep names the run's last step: its count stops the load.
@@ -317,8 +315,6 @@ type Run struct {
 	// life bounds what lives for the whole run (control planes); a step's context would
 	// take a restarted server down with the step.
 	life context.Context
-	// proxyUp is true while the proxy is meant to run: an exit then is a fault.
-	proxyUp bool
 	// cur is the step in progress (nil between steps).
 	cur *stepRun
 }
@@ -330,44 +326,16 @@ func (r *Run) Dir() string { return r.dir }
 func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.cp }
 
 // ProxyPID is the data plane's process id (0 for the simulated client).
-func (r *Run) ProxyPID() int {
-	if r.proxy == nil {
-		return 0
-	}
-	return r.proxy.PID()
-}
+func (r *Run) ProxyPID() int { return r.data.pid() }
 
 // KillProxy ends the data plane with SIGKILL (a real client's process only).
-func (r *Run) KillProxy() error {
-	p, ok := r.proxy.(interface{ Kill() error })
-	if !ok {
-		return errors.New("kill: the data plane is simulated")
-	}
-	return p.Kill()
-}
+func (r *Run) KillProxy() error { return r.data.kill() }
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
 // starts it again on the same port.
 // It is safe to call from another goroutine while a step runs.
 func (r *Run) StopBackend(ctx context.Context, name string) (restart func() error, err error) {
-	for _, b := range r.backends.all() {
-		if b.Name() != name {
-			continue
-		}
-		port, log := b.Port(), b.LogPath()
-		if err := b.Stop(ctx); err != nil {
-			return nil, err
-		}
-		return func() error {
-			nb, err := inventory.StartWith(name, port, log, b.Behaviour())
-			if err != nil {
-				return fmt.Errorf("restart inventory %s: %w", name, err)
-			}
-			r.backends.replace(nb)
-			return nil
-		}, nil
-	}
-	return nil, fmt.Errorf("no backend %q", name)
+	return r.data.stopBackend(ctx, name)
 }
 
 func (r *Run) say(format string, args ...any) {
@@ -421,7 +389,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
+	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, data: dataPlane{backends: &backendSet{}}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
 	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
@@ -602,7 +570,7 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	}
 	r.o.XDSPort = r.cp.Port()
 	r.info.XDSAddr = r.cp.Addr()
-	if r.proxy, err = r.newProxy(client, bin); err != nil {
+	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
 		return err
 	}
 	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
@@ -647,7 +615,7 @@ func (r *Run) startBackends(ports []int) error {
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
-		r.backends.add(b)
+		r.data.backends.add(b)
 		r.env.Backends[name] = b.Port()
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
 	}
@@ -740,16 +708,16 @@ func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
 		r.info.ConfigYAML = overrides
 		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
 		// Never a typed nil in the interface: teardown stops any proxy the run has.
-		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.backends, overrides)
+		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.data.backends, overrides)
 		if err != nil {
 			return nil, err
 		}
 		return e, nil
 	case ClientGRPC:
 		// The front door takes the listener's port: it stands where Envoy's listener would.
-		return newGRPCProxy(r.o.GRPCCommand, r.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.backends), nil
+		return newGRPCProxy(r.o.GRPCCommand, r.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
 	}
-	s, err := newSimProxy(r.o.Mode, r.cp.Addr(), r.backends)
+	s, err := newSimProxy(r.o.Mode, r.cp.Addr(), r.data.backends)
 	if err != nil {
 		return nil, err
 	}
@@ -840,16 +808,11 @@ func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.load.stop()
-	if r.proxy != nil {
-		r.proxyUp = false
-		_ = r.proxy.Stop(ctx)
-	}
+	r.data.stopProxy(ctx)
 	if r.cp != nil {
 		r.cp.Stop()
 	}
-	for _, b := range r.backends.all() {
-		_ = b.Stop(ctx)
-	}
+	r.data.stopBackends(ctx)
 	if r.logFile != nil {
 		_ = r.logFile.Close()
 	}

@@ -83,7 +83,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	timeout := r.o.StepTimeout + act.budget(r, st) // a held outage or a wait is on purpose
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
+	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.data.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
 		StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if cur := r.cp.Publisher().Current(); cur != nil {
 		cp.Version = cur.Version
@@ -107,14 +107,14 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	r.cur = s
 	defer func() { r.cur = nil }()
 	win := r.startWindow(sctx, s)
-	cpu := r.startCPU()
+	cpu := r.data.startCPU()
 	began := time.Now()
 	finish := func() (*Checkpoint, error) {
 		r.dwell(sctx, s, began)
 		win.stop(r, s)
 		// A failed step ends the run: its count is the load's last.
 		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.lastStep)
-		cp.CPU = cpu.stop(r)
+		cp.CPU = cpu.stop(&r.data)
 		r.collect(ctx, s)
 		if cp.NacksInStep > 1 {
 			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
@@ -166,20 +166,10 @@ func selfCPU() time.Duration {
 	return d
 }
 
-func (r *Run) startCPU() cpuMark {
-	m := cpuMark{self: selfCPU()}
-	if ev := r.proxy.Evidence(); ev != nil {
-		if d, pid, err := ev.CPU(); err == nil {
-			m.envoy, m.envoyPID, m.envoyRead = d, pid, true
-		}
-	}
-	return m
-}
-
 // stop gives the step's CPU; Envoy's only when the same process ran the whole step.
-func (m cpuMark) stop(r *Run) *StepCPU {
+func (m cpuMark) stop(d *dataPlane) *StepCPU {
 	c := &StepCPU{WorkbenchMS: float64((selfCPU() - m.self).Microseconds()) / 1000}
-	if ev := r.proxy.Evidence(); ev != nil && m.envoyRead {
+	if ev := d.proxy.Evidence(); ev != nil && m.envoyRead {
 		if d, pid, err := ev.CPU(); err == nil && pid == m.envoyPID {
 			ms := float64((d - m.envoy).Microseconds()) / 1000
 			c.EnvoyMS = &ms
@@ -335,7 +325,7 @@ func rejectedStats(stats map[string]string, t resources.Type) []string {
 // type rose, and that subscription's version_text is not the rejected label (it stays
 // where it was, or, under the revert policy, moves to the reverted label).
 func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
-	ev := r.proxy.Evidence()
+	ev := r.data.proxy.Evidence()
 	if ev == nil {
 		return
 	}
@@ -415,7 +405,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
 	r.collectClientStatus(ctx, cctx, s)
-	ev := r.proxy.Evidence()
+	ev := r.data.proxy.Evidence()
 	if ev == nil {
 		return
 	}
@@ -428,7 +418,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 		dump = nil
 	}
 	if cv, ok := ev.(clientViewer); ok {
-		r.checkClientView(ctx, s, r.proxy.Kind(), nil, false, cv.ClientView)
+		r.checkClientView(ctx, s, r.data.proxy.Kind(), nil, false, cv.ClientView)
 	} else {
 		dump = r.envoyClientView(ctx, s, ev, dump) // the dump the comparison ended on
 	}
@@ -446,7 +436,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 // it against xds.log's model of the client (clientview.go): each disagreement is a
 // failed check of the step (a warning outside CI).
 func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
-	cv, ok := r.proxy.(clientStatusViewer)
+	cv, ok := r.data.proxy.(clientStatusViewer)
 	if !ok {
 		return
 	}

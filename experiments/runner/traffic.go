@@ -155,7 +155,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	t.Protocol, t.Connections = string(r.load.gen.Options().Protocol), r.load.gen.Options().Connections
 	t.Overflow = r.load.newOverflow()
 	t.Requests += t.Overflow
-	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
+	t.Unlogged, t.Misattributed = r.data.backends.checkLogs(in)
 	if s != nil {
 		t.Move = r.stepMove(s, in, from, to, flags)
 		r.checkTraffic(s, t, in, flags)
@@ -272,10 +272,10 @@ func outside(counts map[string]int, allowed []string) []string {
 	return other
 }
 
-// checkBackendLogs reads the backends' own request logs and counts the successful
+// checkLogs reads the backends' own request logs and counts the successful
 // answers whose request ID no log has (unlogged), or another backend's log has
 // (misattributed): the body alone is not the evidence.
-func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int) {
+func (s *backendSet) checkLogs(in []load.Response) (unlogged, misattributed int) {
 	want := map[string]string{}
 	for _, resp := range in {
 		if resp.OK() && resp.Backend != "" {
@@ -287,7 +287,7 @@ func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int)
 	}
 	seen := map[string]string{}
 	read := map[string]bool{}
-	for _, b := range r.backends.all() {
+	for _, b := range s.all() {
 		if b.LogPath() == "" || read[b.LogPath()] {
 			continue
 		}
