@@ -37,30 +37,12 @@ var actions = map[scenario.Action]action{
 
 // publish applies a change to the desired state and publishes it.
 func (r *Run) publish(ctx context.Context, c scenario.Change) (*resources.Set, error) {
-	prev := r.cp.Publisher().Current()
-	set, err := r.publishQuietly(ctx, c)
+	prev := r.host.cp.Publisher().Current()
+	set, err := r.host.publish(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	r.say("  published version %s (%s)", set.Version, set.Describe(prev))
-	return set, nil
-}
-
-// publishQuietly is publish without the progress line (a burst says one line for all).
-func (r *Run) publishQuietly(ctx context.Context, c scenario.Change) (*resources.Set, error) {
-	next := r.desired.Clone()
-	version, err := next.Apply(c)
-	if err != nil {
-		return nil, err
-	}
-	set, err := next.Set(version, r.env)
-	if err != nil {
-		return nil, fmt.Errorf("publish version %s: %w", version, err)
-	}
-	if err := r.cp.PublishSet(ctx, set); err != nil {
-		return nil, err
-	}
-	r.desired = next
 	return set, nil
 }
 
@@ -83,7 +65,7 @@ func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 				return err
 			}
 		}
-		set, err := r.publishQuietly(ctx, c)
+		set, err := r.host.publish(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -118,7 +100,7 @@ type restartEnvoyAction struct{ kill bool }
 func (restartEnvoyAction) budget(*Run, scenario.Step) time.Duration { return 0 }
 
 func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	opened, _ := r.track.streams(r.server)
+	opened, _ := r.track.streams(r.host.server)
 	if a.kill {
 		if err := r.data.crash(ctx); err != nil { // the exit is on purpose
 			return err
@@ -127,7 +109,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 		return fmt.Errorf("stop %s: %w", r.data.proxy.Kind(), err)
 	}
 	err := r.wait(ctx, "old stream closed", func() (bool, error) {
-		_, closed := r.track.streams(r.server)
+		_, closed := r.track.streams(r.host.server)
 		return closed >= opened, nil
 	})
 	s.check("the old stream closed", err == nil, errText(err))
@@ -140,7 +122,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	}
 	r.say("  %s %s", r.data.proxy.Kind(), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
-		o, _ := r.track.streams(r.server)
+		o, _ := r.track.streams(r.host.server)
 		return o > opened, nil
 	})
 	s.check("a new stream opened", err == nil, errText(err))
@@ -182,8 +164,8 @@ func (r *Run) downFor(st scenario.Step) time.Duration {
 
 func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	cp := s.cp
-	port := r.cp.Port()
-	opened, _ := r.track.streams(r.server)
+	port := r.host.cp.Port()
+	opened, _ := r.track.streams(r.host.server)
 	ev := r.data.proxy.Evidence()
 	var before map[string]string
 	if ev != nil {
@@ -217,9 +199,9 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 // stopServer stops the control plane and checks that its streams closed (as many as
 // had opened) and, when the proxy shows its stats (ev), that it saw the server go.
 func (r *Run) stopServer(ctx context.Context, s *stepRun, ev evidence, opened int) {
-	r.cp.Stop()
+	r.host.cp.Stop()
 	err := r.wait(ctx, "streams closed", func() (bool, error) {
-		_, closed := r.track.streams(r.server)
+		_, closed := r.track.streams(r.host.server)
 		return closed >= opened, nil
 	})
 	s.check("the old server's streams closed", err == nil, errText(err))
@@ -303,7 +285,7 @@ func (r *Run) restartServerHeld(ctx context.Context, s *stepRun, port int, stopp
 // the step's changes, in order.
 func (r *Run) restartServer(ctx context.Context, s *stepRun, port int, stopped time.Time) error {
 	set := s.prev
-	if err := r.startControlPlane(port); err != nil {
+	if err := r.host.start(port, r.step); err != nil {
 		return err
 	}
 	s.cp.Outage.DurationMS = float64(time.Since(stopped).Microseconds()) / 1000
@@ -312,12 +294,12 @@ func (r *Run) restartServer(ctx context.Context, s *stepRun, port int, stopped t
 		if set == nil {
 			return fmt.Errorf("restart the control plane: nothing was published yet")
 		}
-		if err := r.cp.PublishSet(ctx, set); err != nil {
+		if err := r.host.cp.PublishSet(ctx, set); err != nil {
 			return err
 		}
 		s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
-		s.cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.server, set.Version)
-		r.say("  control plane restarted (server %d), republished version %s", r.server, set.Version)
+		s.cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.host.server, set.Version)
+		r.say("  control plane restarted (server %d), republished version %s", r.host.server, set.Version)
 		return nil
 	}
 	// The new server's first state is already the first change applied: it never serves
@@ -335,8 +317,8 @@ func (r *Run) restartServer(ctx context.Context, s *stepRun, port int, stopped t
 		held = "; the proxy was held until all were in place"
 	}
 	s.cp.VersionNote = fmt.Sprintf("while the proxy was disconnected the restarted server (server %d) published %s%s",
-		r.server, strings.Join(s.published, " then "), held)
-	r.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.server, strings.Join(s.published, " then "))
+		r.host.server, strings.Join(s.published, " then "), held)
+	r.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.host.server, strings.Join(s.published, " then "))
 	return nil
 }
 
@@ -390,14 +372,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // new server is of the newest label, and (delta) only resources that differ from what
 // the proxy ran were sent.
 func (r *Run) checkNewestOnly(s *stepRun) {
-	newest := r.cp.Publisher().Current()
+	newest := r.host.cp.Publisher().Current()
 	ran := s.prev
 	for _, q := range s.published[:len(s.published)-1] {
 		inter, _ := strconv.Unquote(q)
-		n := r.track.sentVersionCount(r.server, inter)
+		n := r.track.sentVersionCount(r.host.server, inter)
 		s.check(fmt.Sprintf("no send on the new server carried the intermediate version %q", inter), n == 0, fmt.Sprintf("%d send(s)", n))
 	}
-	acks := r.track.firstAcks(r.server)
+	acks := r.track.firstAcks(r.host.server)
 	var wrong []string
 	for t, v := range acks {
 		if v != newest.Version {
@@ -407,7 +389,7 @@ func (r *Run) checkNewestOnly(s *stepRun) {
 	slices.Sort(wrong)
 	s.check(fmt.Sprintf("the first ACK of every type on the new server is of the newest version %q", newest.Version), len(acks) > 0 && len(wrong) == 0,
 		fmt.Sprintf("%d type(s) ACKed; other versions: %s", len(acks), strings.Join(wrong, ",")))
-	sent := r.track.sentResources(r.server)
+	sent := r.track.sentResources(r.host.server)
 	var want []string
 	for _, t := range resources.Types {
 		var old map[string]string

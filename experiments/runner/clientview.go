@@ -56,28 +56,6 @@ func (r *Run) clientViewStrict() bool {
 	return r.o.StrictClientView || os.Getenv("CI") == "true"
 }
 
-// clientModel is xds.log's model of the client of node at this moment: the newest open
-// stream that named the node (or has named none yet), with the published state and the
-// run's label book. ok is false when no stream is open.
-func (r *Run) clientModel(client, node string) (clientview.Model, bool) {
-	var best *xdslog.StreamStatus
-	all := r.cp.Recorder().Status()
-	for i := range all {
-		s := &all[i]
-		if s.Node != node && s.Node != "" {
-			continue
-		}
-		if best == nil || s.Server > best.Server || (s.Server == best.Server && s.Stream > best.Stream) {
-			best = s
-		}
-	}
-	if best == nil {
-		return clientview.Model{}, false
-	}
-	return clientview.Model{Client: client, Mode: r.o.Mode, Stream: *best,
-		Published: clientview.Published(r.cp.Publisher().Current()), Labels: r.labels.Lookup}, true
-}
-
 // checkClientView compares the client's own view with xds.log's model of its stream
 // until they agree or clientViewSettle passes, and records the result: in the
 // checkpoint, as a check (failed, or a warning outside CI, when they disagree), and as
@@ -104,7 +82,7 @@ func (r *Run) checkClientView(ctx context.Context, s *stepRun, client string, fi
 			view = v
 		}
 		fetched = false
-		m, ok := r.clientModel(client, resources.NodeID)
+		m, ok := r.host.clientModel(client, resources.NodeID)
 		if !ok {
 			why = "xds.log has no open stream of the client"
 			return false, nil
@@ -129,7 +107,7 @@ func (r *Run) recordClientView(s *stepRun, res *ClientViewResult, findings []cli
 	for i, f := range res.Findings {
 		lines[i] = f.String()
 	}
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
 		Findings: lines, Error: res.Error})
 	switch {
 	case res.Error != "":

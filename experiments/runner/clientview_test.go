@@ -32,7 +32,7 @@ func TestRecordClientView(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CI", "")
 			var buf bytes.Buffer
-			r := &Run{o: Options{StrictClientView: c.strict}, rec: xdslog.NewRecorder(&buf, xdslog.ModeSotW)}
+			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{rec: xdslog.NewRecorder(&buf, xdslog.ModeSotW)}}
 			cp := &Checkpoint{}
 			failed := false
 			s := &stepRun{cp: cp, check: func(what string, ok bool, detail string) {

@@ -63,12 +63,12 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // observe sends one request through the proxy and records it in xds.log; ok says whether
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
-	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
+	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.host.server, tag))
 	ok := matches(obs, q, r.data.proxy.Kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
-	r.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
+	r.host.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
 		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe,
 		Host: obs.Host, SentTS: sentTS(obs)})
 	return obs, ok
@@ -309,7 +309,7 @@ func (r *Run) checkVersions(ctx context.Context, s *stepRun) {
 			continue
 		}
 		before := s.prevAccepted[string(e.Type)][e.Name].Version
-		after := func() string { return r.newestAccepted()[string(e.Type)][e.Name].Version }
+		after := func() string { return r.host.newestAccepted()[string(e.Type)][e.Name].Version }
 		verb := "stays"
 		if e.Moves {
 			verb = "moves"

@@ -284,23 +284,17 @@ type Result struct {
 
 // Run is one run in progress; BeforeStep hooks get it to inject faults.
 type Run struct {
-	o       Options
-	dir     string
-	info    RunInfo
-	logFile *os.File
+	o    Options
+	dir  string
+	info RunInfo
 	// picked are the ports this run reserved (loopback.FreePort), released at teardown.
 	picked []int
 	track  *tracker
-	cp     *controlplane.ControlPlane
-	rec    *xdslog.Recorder
-	labels *xdslog.LabelBook // shared by every control-plane instance of the run
-	server int
+	// host is the control plane (across restarts), xds.log and the desired state.
+	host controlPlaneHost
 	// data is the proxy and the backends behind it.
 	data dataPlane
 	sc   *scenario.Scenario
-	// desired is the scenario's desired state; env what its resources take from the run.
-	desired *scenario.Desired
-	env     scenario.Env
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
 	// lastStep names the run's last step: its count stops the load.
@@ -312,9 +306,6 @@ type Run struct {
 	step     string
 	steps    []StepResult
 	progress io.Writer
-	// life bounds what lives for the whole run (control planes); a step's context would
-	// take a restarted server down with the step.
-	life context.Context
 	// cur is the step in progress (nil between steps).
 	cur *stepRun
 }
@@ -323,7 +314,7 @@ type Run struct {
 func (r *Run) Dir() string { return r.dir }
 
 // ControlPlane returns the current control plane.
-func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.cp }
+func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp }
 
 // ProxyPID is the data plane's process id (0 for the simulated client).
 func (r *Run) ProxyPID() int { return r.data.pid() }
@@ -389,7 +380,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, data: dataPlane{backends: &backendSet{}}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
+	track := newTracker()
+	r := &Run{o: o, dir: o.Out, track: track, progress: o.Progress, host: newControlPlaneHost(o, sc, track),
+		data: dataPlane{backends: &backendSet{}}, sc: sc, load: steadyLoad{note: loadNote}}
 	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
@@ -525,7 +518,7 @@ func newRunInfo(o Options, sc *scenario.Scenario, steps []scenario.Step, notRun 
 
 func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string, bin envoy.Binary) (err error) {
 	defer r.teardown()
-	r.life = context.WithoutCancel(ctx)
+	r.host.life = context.WithoutCancel(ctx)
 	if err := r.setUp(client, bin); err != nil {
 		return err
 	}
@@ -544,11 +537,9 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 // setUp opens xds.log, reserves the ports left to pick, starts the backends, the control
 // plane and the data plane pointed at it, and writes run.json.
 func (r *Run) setUp(client string, bin envoy.Binary) error {
-	f, err := os.OpenFile(filepath.Join(r.dir, "xds.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open xds.log: %w", err)
+	if err := r.host.openLog(filepath.Join(r.dir, "xds.log")); err != nil {
+		return err
 	}
-	r.logFile = f
 	backendPorts, err := r.reservePorts()
 	if err != nil {
 		return err
@@ -558,18 +549,18 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	}
 	if client == ClientEnvoy {
 		// Envoy writes the access log the evidence reads (response flags per request).
-		if r.env.AccessLog, err = filepath.Abs(filepath.Join(r.dir, "access.log")); err != nil {
+		if r.host.env.AccessLog, err = filepath.Abs(filepath.Join(r.dir, "access.log")); err != nil {
 			return err
 		}
 	}
 	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
-	r.env.Proxyless = client == ClientGRPC
+	r.host.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
-	if err := r.startControlPlane(r.o.XDSPort); err != nil {
+	if err := r.host.start(r.o.XDSPort, r.step); err != nil {
 		return err
 	}
-	r.o.XDSPort = r.cp.Port()
-	r.info.XDSAddr = r.cp.Addr()
+	r.o.XDSPort = r.host.cp.Port()
+	r.info.XDSAddr = r.host.cp.Addr()
 	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
 		return err
 	}
@@ -607,7 +598,7 @@ func (r *Run) reservePorts() ([]int, error) {
 // startBackends starts the scenario's backends on ports, each logging into the run
 // directory, and makes the run's scenario.Env name them.
 func (r *Run) startBackends(ports []int) error {
-	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
+	r.host.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
 	for i, name := range r.sc.Backends {
 		bh := r.sc.Behaviours[name]
 		b, err := inventory.StartWith(name, ports[i], filepath.Join(r.dir, "inventory-"+name+".log"),
@@ -616,7 +607,7 @@ func (r *Run) startBackends(ports []int) error {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
 		r.data.backends.add(b)
-		r.env.Backends[name] = b.Port()
+		r.host.env.Backends[name] = b.Port()
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
 	}
 	return nil
@@ -706,7 +697,7 @@ func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
 			return nil, err
 		}
 		r.info.ConfigYAML = overrides
-		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		params := bootstrap.Params{XDSAddr: r.host.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
 		// Never a typed nil in the interface: teardown stops any proxy the run has.
 		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.data.backends, overrides)
 		if err != nil {
@@ -715,9 +706,9 @@ func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
 		return e, nil
 	case ClientGRPC:
 		// The front door takes the listener's port: it stands where Envoy's listener would.
-		return newGRPCProxy(r.o.GRPCCommand, r.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
+		return newGRPCProxy(r.o.GRPCCommand, r.host.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
 	}
-	s, err := newSimProxy(r.o.Mode, r.cp.Addr(), r.data.backends)
+	s, err := newSimProxy(r.o.Mode, r.host.cp.Addr(), r.data.backends)
 	if err != nil {
 		return nil, err
 	}
@@ -773,35 +764,8 @@ func (r *Run) fail(st scenario.Step, why string, dur float64) error {
 
 func (r *Run) setStep(name string) {
 	r.step = name
-	r.rec.SetStep(name)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
-}
-
-func (r *Run) startControlPlane(port int) error {
-	r.server++
-	if r.labels == nil {
-		// The runner's labels are durable across control-plane instances: a restarted
-		// server republishes the same state under the same label. So a client resuming
-		// with version_info from the old server is matched to the content it holds.
-		r.labels = xdslog.NewLabelBook()
-	}
-	observe := r.track.observe
-	if fn := r.o.Observer; fn != nil {
-		// The caller's first: whatever the run's waiters see, it has seen too.
-		observe = func(e xdslog.Event) { fn(e); r.track.observe(e) }
-	}
-	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(observe),
-		xdslog.WithLabelBook(r.labels))
-	r.rec.SetStep(r.step)
-	cp, err := controlplane.Start(r.life, controlplane.Options{
-		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy, Cache: r.o.Cache,
-		Recorder: r.rec, Limits: r.o.Limits, OnDemand: r.sc.OnDemand,
-	})
-	if err != nil {
-		return fmt.Errorf("start control plane: %w", err)
-	}
-	r.cp = cp
-	return nil
+	r.host.rec.SetStep(name)
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
 func (r *Run) teardown() {
@@ -809,13 +773,9 @@ func (r *Run) teardown() {
 	defer cancel()
 	r.load.stop()
 	r.data.stopProxy(ctx)
-	if r.cp != nil {
-		r.cp.Stop()
-	}
+	r.host.stop()
 	r.data.stopBackends(ctx)
-	if r.logFile != nil {
-		_ = r.logFile.Close()
-	}
+	r.host.closeLog()
 	// Everything that bound or dialled them is stopped now.
 	for _, p := range r.picked {
 		loopback.Release(p)

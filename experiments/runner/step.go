@@ -15,7 +15,6 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/clientview"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -85,11 +84,11 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	defer cancel()
 	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.data.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
 		StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	if cur := r.cp.Publisher().Current(); cur != nil {
+	if cur := r.host.cp.Publisher().Current(); cur != nil {
 		cp.Version = cur.Version
 	}
 	var firstErr error
-	s := &stepRun{st: st, cp: cp, prev: r.cp.Publisher().Current(), prevStats: r.stats, prevAccepted: r.newestAccepted()}
+	s := &stepRun{st: st, cp: cp, prev: r.host.cp.Publisher().Current(), prevStats: r.stats, prevAccepted: r.host.newestAccepted()}
 	s.checkAt = func(line int, what string, ok bool, detail string) {
 		c := Check{What: what, OK: ok, Detail: detail}
 		if line > 0 {
@@ -132,7 +131,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.stepTraffic(ctx, nil, true) // the run ends here; its load is counted in xds.log all the same
 		return nil, err
 	}
-	if set := r.cp.Publisher().Current(); set != nil {
+	if set := r.host.cp.Publisher().Current(); set != nil {
 		cp.Version = set.Version
 	}
 	if firstErr == nil {
@@ -182,7 +181,7 @@ func (m cpuMark) stop(d *dataPlane) *StepCPU {
 // accepted the rest of the published state, then what the action itself proves.
 func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	st := s.st
-	set := r.cp.Publisher().Current()
+	set := r.host.cp.Publisher().Current()
 	rejected := map[resources.Type]bool{}
 	for _, n := range st.Expect.Nacks {
 		if !r.applies(n.Filter) {
@@ -198,75 +197,17 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 		}
 	}
 	if (st.Expect.Accepted == nil || *st.Expect.Accepted) && st.Action != scenario.Wait && set != nil {
-		err := r.wait(ctx, "accepted", func() (bool, error) { return r.accepted(set, s.prev, rejected), nil })
+		err := r.wait(ctx, "accepted", func() (bool, error) { return r.host.accepted(set, s.prev, rejected), nil })
 		s.check("the client accepted the published state", err == nil,
-			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.cp.Recorder().Status()))))
+			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.host.cp.Recorder().Status()))))
 	}
 	act.verify(ctx, r, s)
-}
-
-// newestAccepted is what the newest open stream accepted (nil when none is open).
-func (r *Run) newestAccepted() map[string]map[string]xdslog.Accepted {
-	var best *xdslog.StreamStatus
-	all := r.cp.Recorder().Status()
-	for i := range all {
-		if best == nil || all[i].Server > best.Server || (all[i].Server == best.Server && all[i].Stream > best.Stream) {
-			best = &all[i]
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best.Accepted
 }
 
 // onDemandTypes are the types Envoy fetches only when traffic needs them: never all of
 // the published state, so "accepted" cannot ask for it; the step's requests show them.
 func onDemandTypes(o resources.OnDemand) map[resources.Type]bool {
 	return map[resources.Type]bool{resources.VHDS: o.VirtualHosts, resources.CDS: o.Clusters, resources.EDS: o.Clusters}
-}
-
-// accepted reports whether some open stream accepted every resource of set (hash, and
-// for SotW the type's version label). A rejected type must still hold the previous good
-// content.
-func (r *Run) accepted(set, prev *resources.Set, rejected map[resources.Type]bool) bool {
-	versions := r.cp.Publisher().Versions()
-	onDemand := onDemandTypes(r.sc.OnDemand)
-	for _, s := range r.cp.Recorder().Status() {
-		ok := true
-		for _, t := range resources.Types {
-			if onDemand[t] {
-				continue
-			}
-			want := set
-			if rejected[t] {
-				if prev == nil {
-					continue
-				}
-				want = prev
-			}
-			owed := owedResources(want.ByType[t], s.Types[string(t)])
-			for _, res := range owed {
-				if s.Accepted[string(t)][res.Name].Hash != res.Hash {
-					ok = false
-				}
-			}
-			if (t == resources.LDS || t == resources.CDS) && len(s.Accepted[string(t)]) != len(owed) {
-				ok = false
-			}
-			// The type's label, too, under the SnapshotCache: it sends every label it moves.
-			// The LinearCache moves a type's label on any change of the type but sends only
-			// to clients subscribed to a changed resource (pkg/cache/v3/linear.go), so a
-			// label no response carried cannot be ACKed; the hashes above are the test.
-			if r.o.Mode == xdslog.ModeSotW && r.o.Cache == frontend.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
-				ok = false
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // owedResources is what of the published resources of a type a stream must hold: all
@@ -357,13 +298,13 @@ func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
 // (SotW) ACKed the current version of every type. It waits: "accepted" may already hold
 // from what the client said it held when it resumed, before its ACKs on the new stream.
 func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
-	versions := r.cp.Publisher().Versions()
-	set := r.cp.Publisher().Current()
+	versions := r.host.cp.Publisher().Versions()
+	set := r.host.cp.Publisher().Current()
 	missing := func(acks bool) []string {
 		requested := map[string]bool{}
 		acked := map[string]bool{}
 		for _, e := range r.track.exchangeOf(s.st.Name) {
-			if e.Server != r.server {
+			if e.Server != r.host.server {
 				continue
 			}
 			switch e.Event {
@@ -399,7 +340,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	st, cp := s.st, s.cp
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	cp.Accepted = r.cp.Recorder().Status()
+	cp.Accepted = r.host.cp.Recorder().Status()
 	cp.NacksInStep = r.track.nackCount(st.Name)
 	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)

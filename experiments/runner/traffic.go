@@ -74,7 +74,7 @@ func (r *Run) startLoad() error {
 			path = q.Path
 		}
 	}
-	g, err := load.Start(r.life, load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol,
+	g, err := load.Start(r.host.life, load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol,
 		Target: "http://" + loopback.Addr(r.o.ListenerPort) + path, IDPrefix: r.o.Mode + "-load", Header: http.Header{}})
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
@@ -161,7 +161,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		r.checkTraffic(s, t, in, flags)
 	}
 	r.recordLoad(in, flags)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	r.say("%s", trafficLine(t))
 	r.load.advance(to)
 	return t
@@ -177,7 +177,7 @@ func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
 		o.Class = Classify(o.Status, o.Flags)
 		probes[i] = probe{obs: o}
 	}
-	r.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
+	r.host.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
 }
 
 // trafficLine is the progress line of a step's traffic count.

@@ -76,7 +76,7 @@ func (r *Run) startWindow(ctx context.Context, s *stepRun) *window {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.server)
+	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.host.server)
 	win := &window{exp: *w, ctx: ctx, prefix: prefix, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(win.done)
@@ -152,7 +152,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 		res.WindowMS = *res.LastFailureMS - *res.FirstFailureMS
 	}
 	s.cp.Window = res
-	r.recordProbes(probes, w.exp.Path, xdslog.ProbeWindow)
+	r.host.recordProbes(probes, w.exp.Path, xdslog.ProbeWindow)
 	answers := make([]string, 0, len(res.Answers))
 	for a, n := range res.Answers {
 		answers = append(answers, fmt.Sprintf("%s x%d", a, n))
@@ -182,30 +182,6 @@ func (w *window) stop(r *Run, s *stepRun) {
 // maxProbeEvents bounds the events one batch of probes writes; past it, failures are
 // folded into runs like successes.
 const maxProbeEvents = 1000
-
-// recordProbes writes probes (a traffic window's, or a step's load) as dataplane events:
-// a run of equal answers is one event standing for the run (Represents); failures stay
-// one event each while there is room. They carry no Expected or Correct: such a probe has
-// no answer it must get; the bounds are checked over all of them.
-func (r *Run) recordProbes(probes []probe, path, kind string) {
-	emitted := 0
-	for i := 0; i < len(probes); {
-		j := i + 1
-		fold := !probes[i].failed() || emitted >= maxProbeEvents
-		for fold && j < len(probes) && probes[j].answer() == probes[i].answer() && j-i < 500 {
-			j++
-		}
-		o := probes[i].obs
-		e := xdslog.Event{TS: o.Answered, Event: xdslog.EventDataPlane, RequestID: o.RequestID, Status: o.Status, Backend: o.Backend(),
-			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: path, Probe: kind, Host: o.Host, SentTS: sentTS(o)}
-		if j-i > 1 {
-			e.Represents = j - i
-		}
-		r.rec.Emit(e)
-		emitted++
-		i = j
-	}
-}
 
 // accessFlags reads Envoy's access log once, after waiting (briefly) for the last
 // probe's line: Envoy flushes it every 100 ms.
