@@ -220,7 +220,7 @@ func (r *Run) stopServer(ctx context.Context, s *stepRun, ev evidence, opened in
 // last step that had one, or this step's first.
 func (r *Run) sitOutage(ctx context.Context, s *stepRun, stopped time.Time, outage *Outage) error {
 	st := s.st
-	req, ok := r.lastGood, r.lastGood.Status != 0
+	req, ok := r.steps.lastGood, r.steps.lastGood.Status != 0
 	if !ok {
 		req, ok = r.firstRequest(st)
 	}
@@ -285,7 +285,7 @@ func (r *Run) restartServerHeld(ctx context.Context, s *stepRun, port int, stopp
 // the step's changes, in order.
 func (r *Run) restartServer(ctx context.Context, s *stepRun, port int, stopped time.Time) error {
 	set := s.prev
-	if err := r.host.start(port, r.step); err != nil {
+	if err := r.host.start(port, r.steps.name); err != nil {
 		return err
 	}
 	s.cp.Outage.DurationMS = float64(time.Since(stopped).Microseconds()) / 1000

@@ -63,7 +63,7 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // observe sends one request through the proxy and records it in xds.log; ok says whether
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
-	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.host.server, tag))
+	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.steps.name, r.host.server, tag))
 	ok := matches(obs, q, r.data.proxy.Kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
@@ -90,8 +90,8 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 		attempts++
 		var ok bool
 		obs, ok = r.observe(ctx, q, tag+strconv.Itoa(attempts), probe)
-		if !ok && r.cur != nil && len(r.cur.cp.Misses) < maxMisses {
-			r.cur.cp.Misses = append(r.cur.cp.Misses, obs)
+		if !ok && r.steps.cur != nil && len(r.steps.cur.cp.Misses) < maxMisses {
+			r.steps.cur.cp.Misses = append(r.steps.cur.cp.Misses, obs)
 		}
 		return ok, nil
 	})

@@ -15,8 +15,8 @@ var errProxyExited = errors.New("proxy exited")
 // with an error naming both, and that error becomes the step's failure.
 func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) error {
 	for {
-		if r.cur != nil && r.cur.fault != nil {
-			return r.cur.fault
+		if r.steps.cur != nil && r.steps.cur.fault != nil {
+			return r.steps.cur.fault
 		}
 		err := r.track.waitFor(ctx, what, func() (bool, error) {
 			if r.data.died() {
@@ -40,7 +40,7 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 	// returns at once for a process that has exited.
 	_ = r.data.stop(ctx)
 	r.say("  %s (while waiting for %s)", exit, what)
-	cur := r.cur
+	cur := r.steps.cur
 	if cur == nil {
 		// Not inside a step (cannot happen today: every wait runs in one).
 		return fmt.Errorf("%s while waiting for %s", exit, what)

@@ -297,17 +297,9 @@ type Run struct {
 	sc   *scenario.Scenario
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
-	// lastStep names the run's last step: its count stops the load.
-	lastStep string
-	// lastGood is the first request expectation of the last passed step that had one:
-	// what the proxy must keep answering while the control plane is down.
-	lastGood scenario.RequestExpect
-	stats    map[string]string
-	step     string
-	steps    []StepResult
+	// steps is the step in progress and the results so far.
+	steps    stepLog
 	progress io.Writer
-	// cur is the step in progress (nil between steps).
-	cur *stepRun
 }
 
 // Dir returns the run directory.
@@ -525,7 +517,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 	if r.load.note != "" {
 		r.say("  %s", r.load.note)
 	}
-	r.lastStep = steps[len(steps)-1].Name
+	r.steps.last = steps[len(steps)-1].Name
 	for i, st := range steps {
 		if err := r.doStep(ctx, st, i, len(steps)); err != nil {
 			return err
@@ -556,7 +548,7 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
 	r.host.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
-	if err := r.host.start(r.o.XDSPort, r.step); err != nil {
+	if err := r.host.start(r.o.XDSPort, r.steps.name); err != nil {
 		return err
 	}
 	r.o.XDSPort = r.host.cp.Port()
@@ -617,13 +609,13 @@ func (r *Run) startBackends(ports []int) error {
 // ends the run (a failed or interrupted step, or a hook's error).
 func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	if err := ctx.Err(); err != nil {
-		return r.interrupted(st.Name)
+		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
 	r.say("step %d/%d %s", i+1, n, st.Name)
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
-			return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
+			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
 		}
 	}
 	// An interrupt that lands now belongs to this step. Without this check a step whose
@@ -631,7 +623,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	// the context), and the run would stop at the next step only when the machine was
 	// fast enough: the flake `make flake` found in TestInterruptedRunWritesResult.
 	if ctx.Err() != nil {
-		return r.interrupted(st.Name)
+		return r.steps.interrupted(st.Name)
 	}
 	t0 := time.Now()
 	cp, err := r.runStep(ctx, st)
@@ -644,16 +636,13 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return r.interrupted(st.Name)
+			return r.steps.interrupted(st.Name)
 		}
-		err = r.fail(st, err.Error(), dur)
-		r.steps[len(r.steps)-1].ClientViewFindings = viewFindings(cp)
-		return err
+		return r.steps.fail(st, err.Error(), dur, viewFindings(cp))
 	}
-	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur,
-		ClientViewFindings: viewFindings(cp)})
+	r.steps.passed(st, dur, viewFindings(cp))
 	if q, ok := r.firstRequest(st); ok {
-		r.lastGood = q
+		r.steps.lastGood = q
 	}
 	r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
 	return r.afterStep(ctx, st, cp)
@@ -752,18 +741,8 @@ var errSimOnDemand = errors.New("the simulated client does not model Envoy's on_
 // ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
 var ErrInterrupted = errors.New("interrupted")
 
-func (r *Run) interrupted(step string) error {
-	r.steps = append(r.steps, StepResult{Name: step, Failure: "interrupted"})
-	return fmt.Errorf("%w at %s", ErrInterrupted, step)
-}
-
-func (r *Run) fail(st scenario.Step, why string, dur float64) error {
-	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Failure: why, DurationMS: dur})
-	return fmt.Errorf("step %s: %s", st.Name, why)
-}
-
 func (r *Run) setStep(name string) {
-	r.step = name
+	r.steps.name = name
 	r.host.rec.SetStep(name)
 	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
 }
@@ -784,7 +763,7 @@ func (r *Run) teardown() {
 
 // finish writes summary.json, envoy.result and run.exit whatever happened.
 func (r *Run) finish(res *Result, runErr error, interrupted bool) {
-	res.Steps = r.steps
+	res.Steps = r.steps.results
 	res.Passed = runErr == nil
 	result := "PASS"
 	if runErr != nil {
@@ -793,7 +772,7 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 	if interrupted && !errors.Is(runErr, ErrInterrupted) && runErr != nil {
 		// Stopped by the context outside a step's own handling (a hook, the setup):
 		// still report it as an interruption, at the step in progress.
-		at := r.step
+		at := r.steps.name
 		if at == "" {
 			at = "setup"
 		}
@@ -815,7 +794,7 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 		res.Figures = analysis.Summarize(ev)
 		res.Figures.Skipped = st.Skipped
 	}
-	sum := Summary{Run: r.info, Result: result, Steps: r.steps, Figures: res.Figures}
+	sum := Summary{Run: r.info, Result: result, Steps: r.steps.results, Figures: res.Figures}
 	_ = writeJSONAtomic(filepath.Join(r.dir, "summary.json"), sum)
 	_ = writeFileAtomic(filepath.Join(r.dir, "envoy.result"), []byte(result+"\n"))
 	code := 0

@@ -88,7 +88,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		cp.Version = cur.Version
 	}
 	var firstErr error
-	s := &stepRun{st: st, cp: cp, prev: r.host.cp.Publisher().Current(), prevStats: r.stats, prevAccepted: r.host.newestAccepted()}
+	s := &stepRun{st: st, cp: cp, prev: r.host.cp.Publisher().Current(), prevStats: r.steps.envoyStats, prevAccepted: r.host.newestAccepted()}
 	s.checkAt = func(line int, what string, ok bool, detail string) {
 		c := Check{What: what, OK: ok, Detail: detail}
 		if line > 0 {
@@ -103,8 +103,8 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		}
 	}
 	s.check = func(what string, ok bool, detail string) { s.checkAt(0, what, ok, detail) }
-	r.cur = s
-	defer func() { r.cur = nil }()
+	r.steps.cur = s
+	defer func() { r.steps.cur = nil }()
 	win := r.startWindow(sctx, s)
 	cpu := r.data.startCPU()
 	began := time.Now()
@@ -112,7 +112,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.dwell(sctx, s, began)
 		win.stop(r, s)
 		// A failed step ends the run: its count is the load's last.
-		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.lastStep)
+		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.steps.last)
 		cp.CPU = cpu.stop(&r.data)
 		r.collect(ctx, s)
 		if cp.NacksInStep > 1 {
@@ -351,7 +351,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 		return
 	}
 	if stats, err := ev.Stats(cctx); err == nil {
-		r.stats = stats
+		r.steps.envoyStats = stats
 		cp.EnvoyStats = xdsStats(stats)
 	}
 	dump, err := ev.ConfigDump(cctx)

@@ -90,7 +90,7 @@ func (r *Run) startLoad() error {
 // request after which every answer was the new one.
 func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time, flags map[string]string) *xdslog.TrafficMove {
 	q, ok := r.firstRequest(s.st)
-	old, new := expectedAnswer(r.lastGood), expectedAnswer(q)
+	old, new := expectedAnswer(r.steps.lastGood), expectedAnswer(q)
 	if !ok || old == "" || new == "" || old == new {
 		return nil
 	}
