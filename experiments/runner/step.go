@@ -384,7 +384,7 @@ func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
 	st, cp := s.st, s.cp
 	resp, err := cv.ClientStatus(cctx)
 	if err == nil {
-		err = r.keepClientStatus(st, cp, resp)
+		err = keepClientStatus(r.dir, st, cp, resp)
 	}
 	if err != nil {
 		cp.ClientStatusError = err.Error()
@@ -403,14 +403,15 @@ func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
 	r.checkClientView(ctx, s, clientview.ClientGRPC, first, err == nil, fetch)
 }
 
-// keepClientStatus writes the CSDS response as <step>-csds.json and names it in cp.
-func (r *Run) keepClientStatus(st scenario.Step, cp *Checkpoint, resp *statuspb.ClientStatusResponse) error {
+// keepClientStatus writes the CSDS response as <step>-csds.json in the run directory dir
+// and names it in cp.
+func keepClientStatus(dir string, st scenario.Step, cp *Checkpoint, resp *statuspb.ClientStatusResponse) error {
 	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(resp)
 	if err != nil {
 		return err
 	}
 	name := st.Name + "-csds.json"
-	if err := writeFileAtomic(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, name), append(b, '\n')); err != nil {
 		return err
 	}
 	cp.ClientStatus = name

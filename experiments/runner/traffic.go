@@ -160,24 +160,12 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 		t.Move = r.stepMove(s, in, from, to, flags)
 		r.checkTraffic(s, t, in, flags)
 	}
-	r.recordLoad(in, flags)
+	// The responses go to xds.log as probes, with the response flags of Envoy's access log.
+	r.host.recordProbes(r.load.probes(in, flags), r.load.path, xdslog.ProbeLoad)
 	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	r.say("%s", trafficLine(t))
 	r.load.advance(to)
 	return t
-}
-
-// recordLoad writes the load's responses to xds.log as probes, with the response flags
-// of Envoy's access log.
-func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
-	probes := make([]probe, len(in))
-	for i, resp := range in {
-		o := Observation{RequestID: resp.ID, Path: r.load.path, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
-			Answered: resp.Done().UTC(), Flags: flags[resp.ID]}
-		o.Class = Classify(o.Status, o.Flags)
-		probes[i] = probe{obs: o}
-	}
-	r.host.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
 }
 
 // trafficLine is the progress line of a step's traffic count.
