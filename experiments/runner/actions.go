@@ -39,7 +39,7 @@ func (r *Run) publish(ctx context.Context, c scenario.Change) (*resources.Set, e
 	if err != nil {
 		return nil, err
 	}
-	r.say("  published version %s (%s)", set.Version, set.Describe(prev))
+	r.out.say("  published version %s (%s)", set.Version, set.Describe(prev))
 	return set, nil
 }
 
@@ -71,7 +71,7 @@ func (publishAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	}
 	if n := len(s.st.Burst); n > 0 {
 		s.cp.Burst = &Burst{Publishes: n, DurationMS: float64(time.Since(t0).Microseconds()) / 1000, Versions: s.published}
-		r.say("  published %d versions in %.1f ms (%s ... %s)", n, s.cp.Burst.DurationMS, s.published[0], s.published[n-1])
+		r.out.say("  published %d versions in %.1f ms (%s ... %s)", n, s.cp.Burst.DurationMS, s.published[0], s.published[n-1])
 	}
 	s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	if !r.data.started {
@@ -117,7 +117,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	if a.kill {
 		how = "killed (SIGKILL) and started again"
 	}
-	r.say("  %s %s", r.data.proxy.Kind(), how)
+	r.out.say("  %s %s", r.data.proxy.Kind(), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
 		o, _ := r.track.streams(r.host.server)
 		return o > opened, nil
@@ -136,7 +136,7 @@ type waitAction struct{}
 func (waitAction) budget(_ *Run, st scenario.Step) time.Duration { return st.Duration }
 
 func (waitAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	r.say("  waiting %s", s.st.Duration)
+	r.out.say("  waiting %s", s.st.Duration)
 	return sleepCtx(ctx, s.st.Duration)
 }
 

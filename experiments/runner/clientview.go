@@ -52,8 +52,8 @@ type clientViewer interface {
 // clientViewStrict says whether a disagreement fails the step: with CI=true (or
 // Options.StrictClientView) it does; otherwise it is recorded as a warning, since a
 // finding may be the recorder's model being wrong as much as the client.
-func (r *Run) clientViewStrict() bool {
-	return r.o.StrictClientView || os.Getenv("CI") == "true"
+func (o *Options) clientViewStrict() bool {
+	return o.StrictClientView || os.Getenv("CI") == "true"
 }
 
 // checkClientView compares the client's own view with xds.log's model of its stream
@@ -112,15 +112,15 @@ func (r *Run) recordClientView(s *stepRun, res *ClientViewResult, findings []cli
 	switch {
 	case res.Error != "":
 		s.cp.Checks = append(s.cp.Checks, Check{What: what, OK: true, Skipped: true, Detail: "not checked: " + res.Error})
-		r.say("  client view not checked: %s", res.Error)
+		r.out.say("  client view not checked: %s", res.Error)
 	case len(findings) == 0:
 		s.check(what, true, fmt.Sprintf("%d resources, stream %d of server %d", res.Resources, res.Stream, res.Server))
 	default:
 		detail := fmt.Sprintf("%d finding(s): %s", len(findings), strings.Join(lines, "; "))
 		for _, l := range lines {
-			r.say("  client view: %s", l)
+			r.out.say("  client view: %s", l)
 		}
-		if r.clientViewStrict() {
+		if r.o.clientViewStrict() {
 			s.check(what, false, detail)
 			return
 		}

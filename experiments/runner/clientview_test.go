@@ -63,7 +63,7 @@ func TestRecordClientView(t *testing.T) {
 // CI=true makes a disagreement fail the step without the option.
 func TestClientViewStrictUnderCI(t *testing.T) {
 	t.Setenv("CI", "true")
-	assert.True(t, (&Run{}).clientViewStrict())
+	assert.True(t, (&Options{}).clientViewStrict())
 	t.Setenv("CI", "")
-	assert.False(t, (&Run{}).clientViewStrict())
+	assert.False(t, (&Options{}).clientViewStrict())
 }

@@ -55,7 +55,7 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 		}
 		s.checkAt(q.Line, describeExpect(q), err == nil, errOr(err, describeObs(obs)))
 		if err == nil {
-			r.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
+			r.out.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
 		}
 	}
 }

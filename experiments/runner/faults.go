@@ -39,7 +39,7 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 	// Reap the dead process's leftovers (its temporary admin-address directory); Stop
 	// returns at once for a process that has exited.
 	_ = r.data.stop(ctx)
-	r.say("  %s (while waiting for %s)", exit, what)
+	r.out.say("  %s (while waiting for %s)", exit, what)
 	cur := r.steps.cur
 	if cur == nil {
 		// Not inside a step (cannot happen today: every wait runs in one).
@@ -48,7 +48,7 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 	if cur.cp.ProxyRestarts >= 1 {
 		cur.fault = fmt.Errorf("%s again while waiting for %s, after one restart in this step; not restarted again", exit, what)
 		cur.check(exit, false, cur.fault.Error())
-		r.say("  step fails: %v", cur.fault)
+		r.out.say("  step fails: %v", cur.fault)
 		return cur.fault
 	}
 	cur.cp.ProxyRestarts++
@@ -59,7 +59,7 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 	}
 	// The exit was dealt with: the check holds if the step then completes.
 	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.data.proxy.PID()))
-	r.say("  %s restarted (pid %d); still waiting for %s", r.data.proxy.Kind(), r.data.proxy.PID(), what)
+	r.out.say("  %s restarted (pid %d); still waiting for %s", r.data.proxy.Kind(), r.data.proxy.PID(), what)
 	return nil
 }
 

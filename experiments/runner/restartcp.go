@@ -89,7 +89,7 @@ func (c *cpRestart) stopServer(ctx context.Context) {
 		return closed >= c.opened, nil
 	})
 	s.check("the old server's streams closed", err == nil, errText(err))
-	r.say("  control plane stopped")
+	r.out.say("  control plane stopped")
 	if c.ev != nil {
 		err := r.wait(ctx, statConnected+"=0", func() (bool, error) {
 			st, err := c.ev.Stats(ctx)
@@ -144,7 +144,7 @@ func (c *cpRestart) holdOutage(ctx context.Context, req scenario.RequestExpect, 
 		}
 		_ = sleepCtx(ctx, min(wait, r.o.OutageInterval))
 	}
-	r.say("  outage %s: %d/%d request(s) answered %s", down, out.Served, len(out.Requests), describeExpect(req))
+	r.out.say("  outage %s: %d/%d request(s) answered %s", down, out.Served, len(out.Requests), describeExpect(req))
 	c.s.check(fmt.Sprintf("for the whole outage (%s) every request was answered %s (last known good)", down, describeExpect(req)),
 		len(out.Requests) > 0 && out.Served == len(out.Requests), fmt.Sprintf("%d of %d", out.Served, len(out.Requests)))
 }
@@ -211,7 +211,7 @@ func (c *cpRestart) restartServer(ctx context.Context) error {
 		}
 		s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 		s.cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.host.server, set.Version)
-		r.say("  control plane restarted (server %d), republished version %s", r.host.server, set.Version)
+		r.out.say("  control plane restarted (server %d), republished version %s", r.host.server, set.Version)
 		return nil
 	}
 	// The new server's first state is already the first change applied: it never serves
@@ -230,7 +230,7 @@ func (c *cpRestart) restartServer(ctx context.Context) error {
 	}
 	s.cp.VersionNote = fmt.Sprintf("while the proxy was disconnected the restarted server (server %d) published %s%s",
 		r.host.server, strings.Join(s.published, " then "), held)
-	r.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.host.server, strings.Join(s.published, " then "))
+	r.out.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.host.server, strings.Join(s.published, " then "))
 	return nil
 }
 

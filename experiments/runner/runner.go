@@ -282,11 +282,17 @@ type Result struct {
 	Figures     *analysis.Summary
 }
 
-// Run is one run in progress; BeforeStep hooks get it to inject faults.
+// Run is one run in progress; BeforeStep hooks get it to inject faults. It drives the
+// steps and ties the parts together; each part owns its own state: the control plane
+// across restarts (host), the proxy and its backends (data), where the run stands in
+// its steps (steps), the steady load (load). What stays here is the run's own: its
+// options and scenario, its directory and run.json, the ports it reserved, and the
+// tracker every wait reads.
 type Run struct {
 	o    Options
+	sc   *scenario.Scenario
 	dir  string
-	info RunInfo
+	info RunInfo // run.json
 	// picked are the ports this run reserved (loopback.FreePort), released at teardown.
 	picked []int
 	track  *tracker
@@ -294,12 +300,12 @@ type Run struct {
 	host controlPlaneHost
 	// data is the proxy and the backends behind it.
 	data dataPlane
-	sc   *scenario.Scenario
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
 	// steps is the step in progress and the results so far.
-	steps    stepLog
-	progress io.Writer
+	steps stepLog
+	// out takes the progress lines.
+	out progressLog
 }
 
 // Dir returns the run directory.
@@ -321,9 +327,17 @@ func (r *Run) StopBackend(ctx context.Context, name string) (restart func() erro
 	return r.data.stopBackend(ctx, name)
 }
 
-func (r *Run) say(format string, args ...any) {
-	if r.progress != nil {
-		fmt.Fprintf(r.progress, "[%s] "+format+"\n", append([]any{r.o.Mode}, args...)...)
+// progressLog writes the run's progress lines, each tagged with the mode. A nil writer
+// discards them; write errors are ignored (Options.Progress).
+type progressLog struct {
+	w    io.Writer
+	mode string
+}
+
+// say writes one progress line.
+func (p progressLog) say(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, "[%s] "+format+"\n", append([]any{p.mode}, args...)...)
 	}
 }
 
@@ -373,7 +387,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	track := newTracker()
-	r := &Run{o: o, dir: o.Out, track: track, progress: o.Progress, host: newControlPlaneHost(o, sc, track),
+	r := &Run{o: o, dir: o.Out, track: track, out: progressLog{w: o.Progress, mode: o.Mode}, host: newControlPlaneHost(o, sc, track),
 		data: dataPlane{backends: &backendSet{}}, sc: sc, load: steadyLoad{note: loadNote}}
 	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
@@ -515,7 +529,7 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 		return err
 	}
 	if r.load.note != "" {
-		r.say("  %s", r.load.note)
+		r.out.say("  %s", r.load.note)
 	}
 	r.steps.last = steps[len(steps)-1].Name
 	for i, st := range steps {
@@ -612,7 +626,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
-	r.say("step %d/%d %s", i+1, n, st.Name)
+	r.out.say("step %d/%d %s", i+1, n, st.Name)
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
 			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
@@ -644,7 +658,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	if q, ok := r.firstRequest(st); ok {
 		r.steps.lastGood = q
 	}
-	r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+	r.out.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
 	return r.afterStep(ctx, st, cp)
 }
 
@@ -668,12 +682,12 @@ func (r *Run) describeClient(client string, bin envoy.Binary, notRun string) {
 	switch client {
 	case ClientEnvoy:
 		r.info.Client, r.info.EnvoyPath, r.info.EnvoyVersion, r.info.EnvoySource = "envoy", bin.Path, bin.Version, bin.Source
-		r.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
+		r.out.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
 	case ClientGRPC:
 		r.info.Client, r.info.GRPCTarget = ClientGRPC, grpcTarget(r.sc)
-		r.say("grpc client: grpc-go's xDS client, dialing %s", r.info.GRPCTarget)
+		r.out.say("grpc client: grpc-go's xDS client, dialing %s", r.info.GRPCTarget)
 	default:
-		r.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
+		r.out.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
 	}
 }
 

@@ -116,7 +116,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		cp.CPU = cpu.stop(&r.data)
 		r.collect(ctx, s)
 		if cp.NacksInStep > 1 {
-			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
+			r.out.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
 		}
 		if s.fault != nil {
 			// The proxy died twice: that, not the wait it interrupted, is the failure.
@@ -192,7 +192,7 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 		err := r.wait(ctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
 		s.checkAt(st.Line, fmt.Sprintf("the client NACKs %s", n.Type), err == nil, errText(err))
 		if err == nil {
-			r.say("  %s NACKed: %s", n.Type, nackReason(r.track.firstNackError(st.Name)))
+			r.out.say("  %s NACKed: %s", n.Type, nackReason(r.track.firstNackError(st.Name)))
 			r.checkRejected(ctx, s, n.Type)
 		}
 	}

@@ -80,7 +80,7 @@ func (r *Run) startLoad() error {
 		return fmt.Errorf("start load: %w", err)
 	}
 	r.load.start(g, path)
-	r.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
+	r.out.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
 	return nil
 }
 
@@ -137,11 +137,11 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	}
 	if r.load.gen.Expired() && !r.load.expiredSaid {
 		r.load.expiredSaid = true
-		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
+		r.out.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
 	}
 	in, from, to, err := r.load.take(ctx, end)
 	if err != nil {
-		r.say("  %v", err)
+		r.out.say("  %v", err)
 	}
 	var flags map[string]string
 	if len(in) > 0 {
@@ -163,7 +163,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	// The responses go to xds.log as probes, with the response flags of Envoy's access log.
 	r.host.recordProbes(r.load.probes(in, flags), r.load.path, xdslog.ProbeLoad)
 	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
-	r.say("%s", trafficLine(t))
+	r.out.say("%s", trafficLine(t))
 	r.load.advance(to)
 	return t
 }

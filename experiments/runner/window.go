@@ -165,7 +165,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 	if res.Simulated {
 		summary += " (SIMULATED)"
 	}
-	r.say("  traffic window: %s", summary)
+	r.out.say("  traffic window: %s", summary)
 	s.checkAt(w.exp.Line, "traffic window: probes were sent", res.Probes > 0, summary)
 	if w.exp.MaxFailures < 1<<30 {
 		s.checkAt(w.exp.Line, fmt.Sprintf("traffic window: at most %d failed", w.exp.MaxFailures), res.Failures <= w.exp.MaxFailures, summary)
