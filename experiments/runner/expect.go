@@ -20,16 +20,23 @@ type RequestResult struct {
 	Passed   bool        `json:"passed"`
 }
 
-// applies keeps the expectations for this run's mode and cache.
-func (r *Run) applies(f scenario.Filter) bool {
-	// info holds the SotW options in force, defaults filled (Execute).
-	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: r.data.proxy.Kind(), SotWVersions: r.info.SotWVersions})
+// expectFilter keeps the expectations that apply to this run: its mode, cache, client
+// and SotW versions, all fixed once the data plane is made.
+type expectFilter struct{ target scenario.Target }
+
+// newExpectFilter is the filter of a run with o and info (the SotW options in force,
+// defaults filled) whose data plane is p.
+func newExpectFilter(o Options, info RunInfo, p proxy) expectFilter {
+	return expectFilter{scenario.Target{Mode: o.Mode, Cache: string(o.Cache), Client: p.Kind(), SotWVersions: info.SotWVersions}}
 }
 
+// applies keeps the expectations for this run's mode and cache.
+func (x expectFilter) applies(f scenario.Filter) bool { return f.Applies(x.target) }
+
 // firstRequest is the step's first request expectation that applies to this run.
-func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
+func (x expectFilter) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
 	for _, q := range st.Expect.Requests {
-		if r.applies(q.Filter) {
+		if x.applies(q.Filter) {
 			return q, true
 		}
 	}
@@ -39,7 +46,7 @@ func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
 // checkRequests sends each expected request until it gets its answer or the deadline.
 func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 	for i, q := range s.st.Expect.Requests {
-		if !r.applies(q.Filter) {
+		if !r.expects.applies(q.Filter) {
 			continue
 		}
 		// The first expectation's IDs end in the attempt number (the teaching runs' IDs);
@@ -229,7 +236,7 @@ func describeObs(o Observation) string {
 // checkEnvoyStates polls Envoy's config dump until every expected resource state holds.
 func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Envoy {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		key := scenario.Key{Type: e.Type, Name: e.Name}
@@ -260,7 +267,7 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 // compares as the file says.
 func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Stats {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		what := fmt.Sprintf("Envoy's %s %s %d", e.Name, e.Op, e.Value)
@@ -305,7 +312,7 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 // must stay is read once the rest of the step is over.
 func (r *Run) checkVersions(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Versions {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		before := s.prevAccepted[string(e.Type)][e.Name].Version

@@ -107,7 +107,7 @@ func (c *cpRestart) sitOutage(ctx context.Context) error {
 	st := s.st
 	req, ok := r.steps.lastGood, r.steps.lastGood.Status != 0
 	if !ok {
-		req, ok = r.firstRequest(st)
+		req, ok = r.expects.firstRequest(st)
 	}
 	if !ok {
 		if down := r.o.downFor(st); down > 0 {

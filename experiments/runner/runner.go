@@ -300,6 +300,8 @@ type Run struct {
 	host controlPlaneHost
 	// data is the proxy and the backends behind it.
 	data dataPlane
+	// expects keeps the scenario's expectations that apply to this run.
+	expects expectFilter
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
 	// steps is the step in progress and the results so far.
@@ -570,6 +572,7 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
 		return err
 	}
+	r.expects = newExpectFilter(r.o, r.info, r.data.proxy)
 	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
 }
 
@@ -655,7 +658,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 		return r.steps.fail(st, err.Error(), dur, viewFindings(cp))
 	}
 	r.steps.passed(st, dur, viewFindings(cp))
-	if q, ok := r.firstRequest(st); ok {
+	if q, ok := r.expects.firstRequest(st); ok {
 		r.steps.lastGood = q
 	}
 	r.out.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)

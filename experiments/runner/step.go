@@ -184,7 +184,7 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	set := r.host.cp.Publisher().Current()
 	rejected := map[resources.Type]bool{}
 	for _, n := range st.Expect.Nacks {
-		if !r.applies(n.Filter) {
+		if !r.expects.applies(n.Filter) {
 			continue
 		}
 		rejected[n.Type] = true

@@ -70,7 +70,7 @@ func (r *Run) startLoad() error {
 	path := l.Path
 	if path == "" {
 		path = "/quote?sku=paper"
-		if q, ok := r.firstRequest(r.sc.Steps[0]); ok {
+		if q, ok := r.expects.firstRequest(r.sc.Steps[0]); ok {
 			path = q.Path
 		}
 	}
@@ -89,7 +89,7 @@ func (r *Run) startLoad() error {
 // load moved: from the publish to the first and the last old answer, and to the first
 // request after which every answer was the new one.
 func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time, flags map[string]string) *xdslog.TrafficMove {
-	q, ok := r.firstRequest(s.st)
+	q, ok := r.expects.firstRequest(s.st)
 	old, new := expectedAnswer(r.steps.lastGood), expectedAnswer(q)
 	if !ok || old == "" || new == "" || old == new {
 		return nil
@@ -126,7 +126,7 @@ func expectedAnswer(q scenario.RequestExpect) string {
 // summary for the checkpoint.
 func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
 	if !r.load.running() {
-		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
+		if s != nil && s.st.Expect.Traffic != nil && r.expects.applies(s.st.Expect.Traffic.Filter) {
 			why := "the run has no load (lab run --load, or a scenario load)"
 			if r.load.note != "" {
 				why = "the load is sent to Envoy's listener only"
@@ -198,7 +198,7 @@ func trafficLine(t *xdslog.Traffic) string {
 // simulated client has no load and does not wait.
 func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
 	e := s.st.Expect.Traffic
-	if r.info.Client != ClientEnvoy || e == nil || !r.applies(e.Filter) {
+	if r.info.Client != ClientEnvoy || e == nil || !r.expects.applies(e.Filter) {
 		return
 	}
 	if d := time.Until(began.Add(e.For)); d > 0 {
@@ -214,7 +214,7 @@ func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
 // checkTraffic checks the step's traffic expectation against its count.
 func (r *Run) checkTraffic(s *stepRun, t *xdslog.Traffic, in []load.Response, flags map[string]string) {
 	e := s.st.Expect.Traffic
-	if e == nil || !r.applies(e.Filter) {
+	if e == nil || !r.expects.applies(e.Filter) {
 		return
 	}
 	failed := t.Requests - t.OK

@@ -72,7 +72,7 @@ const maxWindowProbes = 20000
 // startWindow starts the step's probes, if it has a window that applies to this run.
 func (r *Run) startWindow(ctx context.Context, s *stepRun) *window {
 	w := s.st.Expect.Window
-	if w == nil || !r.applies(w.Filter) {
+	if w == nil || !r.expects.applies(w.Filter) {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
