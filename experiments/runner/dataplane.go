@@ -114,8 +114,8 @@ func (d *dataPlane) startCPU() cpuMark {
 	return m
 }
 
-// stopProxy stops the proxy at the end of the run, if one was made.
-func (d *dataPlane) stopProxy(ctx context.Context) {
+// shutdown stops the proxy at the end of the run, if one was made.
+func (d *dataPlane) shutdown(ctx context.Context) {
 	if d.proxy != nil {
 		d.up = false
 		_ = d.proxy.Stop(ctx)

@@ -764,11 +764,13 @@ func (r *Run) setStep(name string) {
 	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
+// teardown stops what the run started, each before what it talks to (the load and the
+// proxy, the control plane, the backends), closes xds.log and releases the ports.
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.load.stop()
-	r.data.stopProxy(ctx)
+	r.data.shutdown(ctx)
 	r.host.stop()
 	r.data.stopBackends(ctx)
 	r.host.closeLog()
