@@ -52,30 +52,8 @@ type clientViewer interface {
 // clientViewStrict says whether a disagreement fails the step: with CI=true (or
 // Options.StrictClientView) it does; otherwise it is recorded as a warning, since a
 // finding may be the recorder's model being wrong as much as the client.
-func (r *Run) clientViewStrict() bool {
-	return r.o.StrictClientView || os.Getenv("CI") == "true"
-}
-
-// clientModel is xds.log's model of the client of node at this moment: the newest open
-// stream that named the node (or has named none yet), with the published state and the
-// run's label book. ok is false when no stream is open.
-func (r *Run) clientModel(client, node string) (clientview.Model, bool) {
-	var best *xdslog.StreamStatus
-	all := r.cp.Recorder().Status()
-	for i := range all {
-		s := &all[i]
-		if s.Node != node && s.Node != "" {
-			continue
-		}
-		if best == nil || s.Server > best.Server || (s.Server == best.Server && s.Stream > best.Stream) {
-			best = s
-		}
-	}
-	if best == nil {
-		return clientview.Model{}, false
-	}
-	return clientview.Model{Client: client, Mode: r.o.Mode, Stream: *best,
-		Published: clientview.Published(r.cp.Publisher().Current()), Labels: r.labels.Lookup}, true
+func (o *Options) clientViewStrict() bool {
+	return o.StrictClientView || os.Getenv("CI") == "true"
 }
 
 // checkClientView compares the client's own view with xds.log's model of its stream
@@ -104,7 +82,7 @@ func (r *Run) checkClientView(ctx context.Context, s *stepRun, client string, fi
 			view = v
 		}
 		fetched = false
-		m, ok := r.clientModel(client, resources.NodeID)
+		m, ok := r.host.clientModel(client, resources.NodeID)
 		if !ok {
 			why = "xds.log has no open stream of the client"
 			return false, nil
@@ -129,20 +107,20 @@ func (r *Run) recordClientView(s *stepRun, res *ClientViewResult, findings []cli
 	for i, f := range res.Findings {
 		lines[i] = f.String()
 	}
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
 		Findings: lines, Error: res.Error})
 	switch {
 	case res.Error != "":
 		s.cp.Checks = append(s.cp.Checks, Check{What: what, OK: true, Skipped: true, Detail: "not checked: " + res.Error})
-		r.say("  client view not checked: %s", res.Error)
+		r.out.say("  client view not checked: %s", res.Error)
 	case len(findings) == 0:
 		s.check(what, true, fmt.Sprintf("%d resources, stream %d of server %d", res.Resources, res.Stream, res.Server))
 	default:
 		detail := fmt.Sprintf("%d finding(s): %s", len(findings), strings.Join(lines, "; "))
 		for _, l := range lines {
-			r.say("  client view: %s", l)
+			r.out.say("  client view: %s", l)
 		}
-		if r.clientViewStrict() {
+		if r.o.clientViewStrict() {
 			s.check(what, false, detail)
 			return
 		}

@@ -32,7 +32,7 @@ func TestRecordClientView(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CI", "")
 			var buf bytes.Buffer
-			r := &Run{o: Options{StrictClientView: c.strict}, rec: xdslog.NewRecorder(&buf, xdslog.ModeSotW)}
+			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{rec: xdslog.NewRecorder(&buf, xdslog.ModeSotW)}}
 			cp := &Checkpoint{}
 			failed := false
 			s := &stepRun{cp: cp, check: func(what string, ok bool, detail string) {
@@ -63,7 +63,7 @@ func TestRecordClientView(t *testing.T) {
 // CI=true makes a disagreement fail the step without the option.
 func TestClientViewStrictUnderCI(t *testing.T) {
 	t.Setenv("CI", "true")
-	assert.True(t, (&Run{}).clientViewStrict())
+	assert.True(t, (&Options{}).clientViewStrict())
 	t.Setenv("CI", "")
-	assert.False(t, (&Run{}).clientViewStrict())
+	assert.False(t, (&Options{}).clientViewStrict())
 }

@@ -20,16 +20,23 @@ type RequestResult struct {
 	Passed   bool        `json:"passed"`
 }
 
-// applies keeps the expectations for this run's mode and cache.
-func (r *Run) applies(f scenario.Filter) bool {
-	// info holds the SotW options in force, defaults filled (Execute).
-	return f.Applies(scenario.Target{Mode: r.o.Mode, Cache: string(r.o.Cache), Client: r.proxy.Kind(), SotWVersions: r.info.SotWVersions})
+// expectFilter keeps the expectations that apply to this run: its mode, cache, client
+// and SotW versions, all fixed once the data plane is made.
+type expectFilter struct{ target scenario.Target }
+
+// newExpectFilter is the filter of a run with o and info (the SotW options in force,
+// defaults filled) whose data plane is p.
+func newExpectFilter(o Options, info RunInfo, p proxy) expectFilter {
+	return expectFilter{scenario.Target{Mode: o.Mode, Cache: string(o.Cache), Client: p.Kind(), SotWVersions: info.SotWVersions}}
 }
 
+// applies keeps the expectations for this run's mode and cache.
+func (x expectFilter) applies(f scenario.Filter) bool { return f.Applies(x.target) }
+
 // firstRequest is the step's first request expectation that applies to this run.
-func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
+func (x expectFilter) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
 	for _, q := range st.Expect.Requests {
-		if r.applies(q.Filter) {
+		if x.applies(q.Filter) {
 			return q, true
 		}
 	}
@@ -39,7 +46,7 @@ func (r *Run) firstRequest(st scenario.Step) (scenario.RequestExpect, bool) {
 // checkRequests sends each expected request until it gets its answer or the deadline.
 func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 	for i, q := range s.st.Expect.Requests {
-		if !r.applies(q.Filter) {
+		if !r.expects.applies(q.Filter) {
 			continue
 		}
 		// The first expectation's IDs end in the attempt number (the teaching runs' IDs);
@@ -55,7 +62,7 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 		}
 		s.checkAt(q.Line, describeExpect(q), err == nil, errOr(err, describeObs(obs)))
 		if err == nil {
-			r.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
+			r.out.say("  data plane: %s after %d request(s)", describeObs(obs), attempts)
 		}
 	}
 }
@@ -63,12 +70,12 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // observe sends one request through the proxy and records it in xds.log; ok says whether
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
-	obs := r.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.step, r.server, tag))
-	ok := matches(obs, q, r.proxy.Kind() != "simulated")
+	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.steps.name, r.host.server, tag))
+	ok := matches(obs, q, r.data.proxy.Kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
-	r.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
+	r.host.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
 		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe,
 		Host: obs.Host, SentTS: sentTS(obs)})
 	return obs, ok
@@ -90,8 +97,8 @@ func (r *Run) waitDataPlane(ctx context.Context, q scenario.RequestExpect, probe
 		attempts++
 		var ok bool
 		obs, ok = r.observe(ctx, q, tag+strconv.Itoa(attempts), probe)
-		if !ok && r.cur != nil && len(r.cur.cp.Misses) < maxMisses {
-			r.cur.cp.Misses = append(r.cur.cp.Misses, obs)
+		if !ok && r.steps.cur != nil && len(r.steps.cur.cp.Misses) < maxMisses {
+			r.steps.cur.cp.Misses = append(r.steps.cur.cp.Misses, obs)
 		}
 		return ok, nil
 	})
@@ -229,14 +236,14 @@ func describeObs(o Observation) string {
 // checkEnvoyStates polls Envoy's config dump until every expected resource state holds.
 func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Envoy {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		key := scenario.Key{Type: e.Type, Name: e.Name}
 		what := fmt.Sprintf("Envoy's config dump shows %s %s", key, e.State)
-		ev := r.proxy.Evidence()
+		ev := r.data.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, r.noAdmin("config dump"))
+			s.skip(what, r.data.noAdmin("config dump"))
 			continue
 		}
 		var got string
@@ -256,28 +263,20 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 	}
 }
 
-// noAdmin says why a run has no Envoy admin view (what: "stats", "config dump").
-func (r *Run) noAdmin(what string) string {
-	if r.proxy.Kind() == ClientGRPC {
-		return "grpc-go has no Envoy " + what + "; its own view is CSDS (the step's -csds.json)"
-	}
-	return "the simulated client has no " + what
-}
-
 // checkStats polls Envoy's stats until every expected stat (or its rise over the step)
 // compares as the file says.
 func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Stats {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		what := fmt.Sprintf("Envoy's %s %s %d", e.Name, e.Op, e.Value)
 		if e.Delta {
 			what = fmt.Sprintf("Envoy's %s rose by %s %d over the step", e.Name, e.Op, e.Value)
 		}
-		ev := r.proxy.Evidence()
+		ev := r.data.proxy.Evidence()
 		if ev == nil {
-			s.skip(what, r.noAdmin("stats"))
+			s.skip(what, r.data.noAdmin("stats"))
 			continue
 		}
 		base := int64(0)
@@ -313,11 +312,11 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 // must stay is read once the rest of the step is over.
 func (r *Run) checkVersions(ctx context.Context, s *stepRun) {
 	for _, e := range s.st.Expect.Versions {
-		if !r.applies(e.Filter) {
+		if !r.expects.applies(e.Filter) {
 			continue
 		}
 		before := s.prevAccepted[string(e.Type)][e.Name].Version
-		after := func() string { return r.newestAccepted()[string(e.Type)][e.Name].Version }
+		after := func() string { return r.host.newestAccepted()[string(e.Type)][e.Name].Version }
 		verb := "stays"
 		if e.Moves {
 			verb = "moves"

@@ -9,45 +9,17 @@ import (
 // errProxyExited stops a wait so that the runner can deal with the dead proxy.
 var errProxyExited = errors.New("proxy exited")
 
-// proxyDied reports whether the proxy is meant to run but its process has exited.
-func (r *Run) proxyDied() bool {
-	if !r.proxyUp {
-		return false
-	}
-	select {
-	case <-r.proxy.Exited():
-		return true
-	default:
-		return false
-	}
-}
-
-// startProxy starts the proxy and marks it as meant to run.
-func (r *Run) startProxy(ctx context.Context) error {
-	if err := r.proxy.Start(ctx); err != nil {
-		return err
-	}
-	r.proxyUp = true
-	return nil
-}
-
-// stopProxy stops the proxy on purpose (its exit is then no fault).
-func (r *Run) stopProxy(ctx context.Context) error {
-	r.proxyUp = false
-	return r.proxy.Stop(ctx)
-}
-
 // wait is tracker.waitFor that also watches the proxy: when it dies unexpectedly the
 // exit is recorded (progress line and a check naming the exit status), the proxy is
 // restarted once and the wait goes on. A second death in the same step ends the wait
 // with an error naming both, and that error becomes the step's failure.
 func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) error {
 	for {
-		if r.cur != nil && r.cur.fault != nil {
-			return r.cur.fault
+		if r.steps.cur != nil && r.steps.cur.fault != nil {
+			return r.steps.cur.fault
 		}
 		err := r.track.waitFor(ctx, what, func() (bool, error) {
-			if r.proxyDied() {
+			if r.data.died() {
 				return false, errProxyExited
 			}
 			return cond()
@@ -63,12 +35,12 @@ func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) 
 
 // recoverProxy handles an unexpected proxy exit noticed while waiting for what.
 func (r *Run) recoverProxy(ctx context.Context, what string) error {
-	exit := fmt.Sprintf("%s exited: %s", r.proxy.Kind(), exitText(r.proxy.ExitErr()))
+	exit := fmt.Sprintf("%s exited: %s", r.data.proxy.Kind(), exitText(r.data.proxy.ExitErr()))
 	// Reap the dead process's leftovers (its temporary admin-address directory); Stop
 	// returns at once for a process that has exited.
-	_ = r.stopProxy(ctx)
-	r.say("  %s (while waiting for %s)", exit, what)
-	cur := r.cur
+	_ = r.data.stop(ctx)
+	r.out.say("  %s (while waiting for %s)", exit, what)
+	cur := r.steps.cur
 	if cur == nil {
 		// Not inside a step (cannot happen today: every wait runs in one).
 		return fmt.Errorf("%s while waiting for %s", exit, what)
@@ -76,18 +48,18 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 	if cur.cp.ProxyRestarts >= 1 {
 		cur.fault = fmt.Errorf("%s again while waiting for %s, after one restart in this step; not restarted again", exit, what)
 		cur.check(exit, false, cur.fault.Error())
-		r.say("  step fails: %v", cur.fault)
+		r.out.say("  step fails: %v", cur.fault)
 		return cur.fault
 	}
 	cur.cp.ProxyRestarts++
-	if err := r.startProxy(ctx); err != nil {
+	if err := r.data.start(ctx); err != nil {
 		cur.fault = fmt.Errorf("%s while waiting for %s, and the restart failed: %v", exit, what, err)
 		cur.check(exit, false, cur.fault.Error())
 		return cur.fault
 	}
 	// The exit was dealt with: the check holds if the step then completes.
-	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.proxy.PID()))
-	r.say("  %s restarted (pid %d); still waiting for %s", r.proxy.Kind(), r.proxy.PID(), what)
+	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.data.proxy.PID()))
+	r.out.say("  %s restarted (pid %d); still waiting for %s", r.data.proxy.Kind(), r.data.proxy.PID(), what)
 	return nil
 }
 

@@ -282,97 +282,64 @@ type Result struct {
 	Figures     *analysis.Summary
 }
 
-// Run is one run in progress; BeforeStep hooks get it to inject faults.
+// Run is one run in progress; BeforeStep hooks get it to inject faults. It drives the
+// steps and ties the parts together; each part owns its own state: the control plane
+// across restarts (host), the proxy and its backends (data), where the run stands in
+// its steps (steps), the steady load (load). What stays here is the run's own: its
+// options and scenario, its directory and run.json, the ports it reserved, and the
+// tracker every wait reads.
 type Run struct {
-	o       Options
-	dir     string
-	info    RunInfo
-	logFile *os.File
+	o    Options
+	sc   *scenario.Scenario
+	dir  string
+	info RunInfo // run.json
 	// picked are the ports this run reserved (loopback.FreePort), released at teardown.
-	picked   []int
-	track    *tracker
-	cp       *controlplane.ControlPlane
-	rec      *xdslog.Recorder
-	labels   *xdslog.LabelBook // shared by every control-plane instance of the run
-	server   int
-	proxy    proxy
-	backends *backendSet
-	sc       *scenario.Scenario
-	// desired is the scenario's desired state; env what its resources take from the run.
-	desired *scenario.Desired
-	env     scenario.Env
-	// proxyStarted: the data plane was started (after the first publish).
-	proxyStarted bool
+	picked []int
+	track  *tracker
+	// host is the control plane (across restarts), xds.log and the desired state.
+	host controlPlaneHost
+	// data is the proxy and the backends behind it.
+	data dataPlane
+	// expects keeps the scenario's expectations that apply to this run.
+	expects expectFilter
 	// load is the steady traffic and its count (not running without one).
 	load steadyLoad
-	// lastStep names the run's last step: its count stops the load.
-	lastStep string
-	// lastGood is the first request expectation of the last passed step that had one:
-	// what the proxy must keep answering while the control plane is down.
-	lastGood scenario.RequestExpect
-	stats    map[string]string
-	step     string
-	steps    []StepResult
-	progress io.Writer
-	// life bounds what lives for the whole run (control planes); a step's context would
-	// take a restarted server down with the step.
-	life context.Context
-	// proxyUp is true while the proxy is meant to run: an exit then is a fault.
-	proxyUp bool
-	// cur is the step in progress (nil between steps).
-	cur *stepRun
+	// steps is the step in progress and the results so far.
+	steps stepLog
+	// out takes the progress lines.
+	out progressLog
 }
 
 // Dir returns the run directory.
 func (r *Run) Dir() string { return r.dir }
 
 // ControlPlane returns the current control plane.
-func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.cp }
+func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp }
 
 // ProxyPID is the data plane's process id (0 for the simulated client).
-func (r *Run) ProxyPID() int {
-	if r.proxy == nil {
-		return 0
-	}
-	return r.proxy.PID()
-}
+func (r *Run) ProxyPID() int { return r.data.pid() }
 
 // KillProxy ends the data plane with SIGKILL (a real client's process only).
-func (r *Run) KillProxy() error {
-	p, ok := r.proxy.(interface{ Kill() error })
-	if !ok {
-		return errors.New("kill: the data plane is simulated")
-	}
-	return p.Kill()
-}
+func (r *Run) KillProxy() error { return r.data.kill() }
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
 // starts it again on the same port.
 // It is safe to call from another goroutine while a step runs.
 func (r *Run) StopBackend(ctx context.Context, name string) (restart func() error, err error) {
-	for _, b := range r.backends.all() {
-		if b.Name() != name {
-			continue
-		}
-		port, log := b.Port(), b.LogPath()
-		if err := b.Stop(ctx); err != nil {
-			return nil, err
-		}
-		return func() error {
-			nb, err := inventory.StartWith(name, port, log, b.Behaviour())
-			if err != nil {
-				return fmt.Errorf("restart inventory %s: %w", name, err)
-			}
-			r.backends.replace(nb)
-			return nil
-		}, nil
-	}
-	return nil, fmt.Errorf("no backend %q", name)
+	return r.data.stopBackend(ctx, name)
 }
 
-func (r *Run) say(format string, args ...any) {
-	if r.progress != nil {
-		fmt.Fprintf(r.progress, "[%s] "+format+"\n", append([]any{r.o.Mode}, args...)...)
+// progressLog writes the run's progress lines, each tagged with the mode. A nil writer
+// discards them; write errors are ignored (Options.Progress).
+type progressLog struct {
+	w    io.Writer
+	mode string
+}
+
+// say writes one progress line.
+func (p progressLog) say(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, "[%s] "+format+"\n", append([]any{p.mode}, args...)...)
 	}
 }
 
@@ -421,7 +388,9 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	r := &Run{o: o, dir: o.Out, track: newTracker(), progress: o.Progress, backends: &backendSet{}, sc: sc, desired: scenario.NewDesired(sc), load: steadyLoad{note: loadNote}}
+	track := newTracker()
+	r := &Run{o: o, dir: o.Out, track: track, out: progressLog{w: o.Progress, mode: o.Mode}, host: newControlPlaneHost(o, sc, track),
+		data: dataPlane{backends: &backendSet{}}, sc: sc, load: steadyLoad{note: loadNote}}
 	r.info = newRunInfo(o, sc, steps, notRun)
 	r.describeClient(client, bin, notRun)
 	res := &Result{Dir: r.dir}
@@ -557,14 +526,14 @@ func newRunInfo(o Options, sc *scenario.Scenario, steps []scenario.Step, notRun 
 
 func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string, bin envoy.Binary) (err error) {
 	defer r.teardown()
-	r.life = context.WithoutCancel(ctx)
+	r.host.life = context.WithoutCancel(ctx)
 	if err := r.setUp(client, bin); err != nil {
 		return err
 	}
 	if r.load.note != "" {
-		r.say("  %s", r.load.note)
+		r.out.say("  %s", r.load.note)
 	}
-	r.lastStep = steps[len(steps)-1].Name
+	r.steps.last = steps[len(steps)-1].Name
 	for i, st := range steps {
 		if err := r.doStep(ctx, st, i, len(steps)); err != nil {
 			return err
@@ -576,11 +545,9 @@ func (r *Run) execute(ctx context.Context, steps []scenario.Step, client string,
 // setUp opens xds.log, reserves the ports left to pick, starts the backends, the control
 // plane and the data plane pointed at it, and writes run.json.
 func (r *Run) setUp(client string, bin envoy.Binary) error {
-	f, err := os.OpenFile(filepath.Join(r.dir, "xds.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open xds.log: %w", err)
+	if err := r.host.openLog(filepath.Join(r.dir, "xds.log")); err != nil {
+		return err
 	}
-	r.logFile = f
 	backendPorts, err := r.reservePorts()
 	if err != nil {
 		return err
@@ -590,21 +557,22 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	}
 	if client == ClientEnvoy {
 		// Envoy writes the access log the evidence reads (response flags per request).
-		if r.env.AccessLog, err = filepath.Abs(filepath.Join(r.dir, "access.log")); err != nil {
+		if r.host.env.AccessLog, err = filepath.Abs(filepath.Join(r.dir, "access.log")); err != nil {
 			return err
 		}
 	}
 	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
-	r.env.Proxyless = client == ClientGRPC
+	r.host.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
-	if err := r.startControlPlane(r.o.XDSPort); err != nil {
+	if err := r.host.start(r.o.XDSPort, r.steps.name); err != nil {
 		return err
 	}
-	r.o.XDSPort = r.cp.Port()
-	r.info.XDSAddr = r.cp.Addr()
-	if r.proxy, err = r.newProxy(client, bin); err != nil {
+	r.o.XDSPort = r.host.cp.Port()
+	r.info.XDSAddr = r.host.cp.Addr()
+	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
 		return err
 	}
+	r.expects = newExpectFilter(r.o, r.info, r.data.proxy)
 	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
 }
 
@@ -639,7 +607,7 @@ func (r *Run) reservePorts() ([]int, error) {
 // startBackends starts the scenario's backends on ports, each logging into the run
 // directory, and makes the run's scenario.Env name them.
 func (r *Run) startBackends(ports []int) error {
-	r.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
+	r.host.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
 	for i, name := range r.sc.Backends {
 		bh := r.sc.Behaviours[name]
 		b, err := inventory.StartWith(name, ports[i], filepath.Join(r.dir, "inventory-"+name+".log"),
@@ -647,8 +615,8 @@ func (r *Run) startBackends(ports []int) error {
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
-		r.backends.add(b)
-		r.env.Backends[name] = b.Port()
+		r.data.backends.add(b)
+		r.host.env.Backends[name] = b.Port()
 		r.info.Inventory = append(r.info.Inventory, name+"="+b.Addr())
 	}
 	return nil
@@ -658,13 +626,13 @@ func (r *Run) startBackends(ports []int) error {
 // ends the run (a failed or interrupted step, or a hook's error).
 func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	if err := ctx.Err(); err != nil {
-		return r.interrupted(st.Name)
+		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
-	r.say("step %d/%d %s", i+1, n, st.Name)
+	r.out.say("step %d/%d %s", i+1, n, st.Name)
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
-			return r.fail(st, fmt.Sprintf("before step: %v", err), 0)
+			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
 		}
 	}
 	// An interrupt that lands now belongs to this step. Without this check a step whose
@@ -672,7 +640,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	// the context), and the run would stop at the next step only when the machine was
 	// fast enough: the flake `make flake` found in TestInterruptedRunWritesResult.
 	if ctx.Err() != nil {
-		return r.interrupted(st.Name)
+		return r.steps.interrupted(st.Name)
 	}
 	t0 := time.Now()
 	cp, err := r.runStep(ctx, st)
@@ -685,18 +653,15 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return r.interrupted(st.Name)
+			return r.steps.interrupted(st.Name)
 		}
-		err = r.fail(st, err.Error(), dur)
-		r.steps[len(r.steps)-1].ClientViewFindings = viewFindings(cp)
-		return err
+		return r.steps.fail(st, err.Error(), dur, viewFindings(cp))
 	}
-	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Passed: true, DurationMS: dur,
-		ClientViewFindings: viewFindings(cp)})
-	if q, ok := r.firstRequest(st); ok {
-		r.lastGood = q
+	r.steps.passed(st, dur, viewFindings(cp))
+	if q, ok := r.expects.firstRequest(st); ok {
+		r.steps.lastGood = q
 	}
-	r.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+	r.out.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
 	return r.afterStep(ctx, st, cp)
 }
 
@@ -720,12 +685,12 @@ func (r *Run) describeClient(client string, bin envoy.Binary, notRun string) {
 	switch client {
 	case ClientEnvoy:
 		r.info.Client, r.info.EnvoyPath, r.info.EnvoyVersion, r.info.EnvoySource = "envoy", bin.Path, bin.Version, bin.Source
-		r.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
+		r.out.say("envoy: %s (%s, from %s)", bin.Path, bin.VersionLine, bin.Source)
 	case ClientGRPC:
 		r.info.Client, r.info.GRPCTarget = ClientGRPC, grpcTarget(r.sc)
-		r.say("grpc client: grpc-go's xDS client, dialing %s", r.info.GRPCTarget)
+		r.out.say("grpc client: grpc-go's xDS client, dialing %s", r.info.GRPCTarget)
 	default:
-		r.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
+		r.out.say("data plane NOT_RUN: using the simulated client (%s)", notRun)
 	}
 }
 
@@ -738,18 +703,18 @@ func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
 			return nil, err
 		}
 		r.info.ConfigYAML = overrides
-		params := bootstrap.Params{XDSAddr: r.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		params := bootstrap.Params{XDSAddr: r.host.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
 		// Never a typed nil in the interface: teardown stops any proxy the run has.
-		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.backends, overrides)
+		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.data.backends, overrides)
 		if err != nil {
 			return nil, err
 		}
 		return e, nil
 	case ClientGRPC:
 		// The front door takes the listener's port: it stands where Envoy's listener would.
-		return newGRPCProxy(r.o.GRPCCommand, r.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.backends), nil
+		return newGRPCProxy(r.o.GRPCCommand, r.host.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
 	}
-	s, err := newSimProxy(r.o.Mode, r.cp.Addr(), r.backends)
+	s, err := newSimProxy(r.o.Mode, r.host.cp.Addr(), r.data.backends)
 	if err != nil {
 		return nil, err
 	}
@@ -793,66 +758,22 @@ var errSimOnDemand = errors.New("the simulated client does not model Envoy's on_
 // ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
 var ErrInterrupted = errors.New("interrupted")
 
-func (r *Run) interrupted(step string) error {
-	r.steps = append(r.steps, StepResult{Name: step, Failure: "interrupted"})
-	return fmt.Errorf("%w at %s", ErrInterrupted, step)
-}
-
-func (r *Run) fail(st scenario.Step, why string, dur float64) error {
-	r.steps = append(r.steps, StepResult{Name: st.Name, Checkpoint: st.Checkpoint + ".json", Failure: why, DurationMS: dur})
-	return fmt.Errorf("step %s: %s", st.Name, why)
-}
-
 func (r *Run) setStep(name string) {
-	r.step = name
-	r.rec.SetStep(name)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+	r.steps.name = name
+	r.host.rec.SetStep(name)
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
-func (r *Run) startControlPlane(port int) error {
-	r.server++
-	if r.labels == nil {
-		// The runner's labels are durable across control-plane instances: a restarted
-		// server republishes the same state under the same label. So a client resuming
-		// with version_info from the old server is matched to the content it holds.
-		r.labels = xdslog.NewLabelBook()
-	}
-	observe := r.track.observe
-	if fn := r.o.Observer; fn != nil {
-		// The caller's first: whatever the run's waiters see, it has seen too.
-		observe = func(e xdslog.Event) { fn(e); r.track.observe(e) }
-	}
-	r.rec = xdslog.NewRecorder(r.logFile, r.o.Mode, xdslog.WithServer(r.server), xdslog.WithObserver(observe),
-		xdslog.WithLabelBook(r.labels))
-	r.rec.SetStep(r.step)
-	cp, err := controlplane.Start(r.life, controlplane.Options{
-		Mode: r.o.Mode, Addr: loopback.Addr(port), Versions: r.o.Versions, NackPolicy: r.o.NackPolicy, Cache: r.o.Cache,
-		Recorder: r.rec, Limits: r.o.Limits, OnDemand: r.sc.OnDemand,
-	})
-	if err != nil {
-		return fmt.Errorf("start control plane: %w", err)
-	}
-	r.cp = cp
-	return nil
-}
-
+// teardown stops what the run started, each before what it talks to (the load and the
+// proxy, the control plane, the backends), closes xds.log and releases the ports.
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.load.stop()
-	if r.proxy != nil {
-		r.proxyUp = false
-		_ = r.proxy.Stop(ctx)
-	}
-	if r.cp != nil {
-		r.cp.Stop()
-	}
-	for _, b := range r.backends.all() {
-		_ = b.Stop(ctx)
-	}
-	if r.logFile != nil {
-		_ = r.logFile.Close()
-	}
+	r.data.shutdown(ctx)
+	r.host.stop()
+	r.data.stopBackends(ctx)
+	r.host.closeLog()
 	// Everything that bound or dialled them is stopped now.
 	for _, p := range r.picked {
 		loopback.Release(p)
@@ -861,7 +782,7 @@ func (r *Run) teardown() {
 
 // finish writes summary.json, envoy.result and run.exit whatever happened.
 func (r *Run) finish(res *Result, runErr error, interrupted bool) {
-	res.Steps = r.steps
+	res.Steps = r.steps.results
 	res.Passed = runErr == nil
 	result := "PASS"
 	if runErr != nil {
@@ -870,7 +791,7 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 	if interrupted && !errors.Is(runErr, ErrInterrupted) && runErr != nil {
 		// Stopped by the context outside a step's own handling (a hook, the setup):
 		// still report it as an interruption, at the step in progress.
-		at := r.step
+		at := r.steps.name
 		if at == "" {
 			at = "setup"
 		}
@@ -892,7 +813,7 @@ func (r *Run) finish(res *Result, runErr error, interrupted bool) {
 		res.Figures = analysis.Summarize(ev)
 		res.Figures.Skipped = st.Skipped
 	}
-	sum := Summary{Run: r.info, Result: result, Steps: r.steps, Figures: res.Figures}
+	sum := Summary{Run: r.info, Result: result, Steps: r.steps.results, Figures: res.Figures}
 	_ = writeJSONAtomic(filepath.Join(r.dir, "summary.json"), sum)
 	_ = writeFileAtomic(filepath.Join(r.dir, "envoy.result"), []byte(result+"\n"))
 	code := 0

@@ -137,13 +137,13 @@ func TestEverythingBindsLoopback(t *testing.T) {
 				return nil
 			}
 			walked = true
-			e := r.proxy.(*envoyProxy).process()
+			e := r.data.proxy.(*envoyProxy).process()
 			_, admin, err := net.SplitHostPort(e.AdminAddr())
 			if err != nil {
 				return err
 			}
 			want = map[int]string{r.ControlPlane().Port(): "xDS", r.o.ListenerPort: "Envoy listener", atoi(admin): "Envoy admin"}
-			for _, b := range r.backends.all() {
+			for _, b := range r.data.backends.all() {
 				want[b.Port()] = "inventory " + b.Name()
 			}
 			found = listeningSockets(t, os.Getpid(), r.ProxyPID())

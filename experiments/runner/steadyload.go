@@ -66,6 +66,19 @@ func (l *steadyLoad) advance(to time.Time) {
 	l.gen.Forget(to)
 }
 
+// probes are the responses in as probes of the load's path, with Envoy's response flags
+// (by request ID) and their class.
+func (l *steadyLoad) probes(in []load.Response, flags map[string]string) []probe {
+	probes := make([]probe, len(in))
+	for i, resp := range in {
+		o := Observation{RequestID: resp.ID, Path: l.path, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
+			Answered: resp.Done().UTC(), Flags: flags[resp.ID]}
+		o.Class = Classify(o.Status, o.Flags)
+		probes[i] = probe{obs: o}
+	}
+	return probes
+}
+
 // stop ends the load, if it runs (teardown).
 func (l *steadyLoad) stop() {
 	if l.gen != nil {

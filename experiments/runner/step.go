@@ -15,7 +15,6 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/clientview"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -83,13 +82,13 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	timeout := r.o.StepTimeout + act.budget(r, st) // a held outage or a wait is on purpose
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
+	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.data.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
 		StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	if cur := r.cp.Publisher().Current(); cur != nil {
+	if cur := r.host.cp.Publisher().Current(); cur != nil {
 		cp.Version = cur.Version
 	}
 	var firstErr error
-	s := &stepRun{st: st, cp: cp, prev: r.cp.Publisher().Current(), prevStats: r.stats, prevAccepted: r.newestAccepted()}
+	s := &stepRun{st: st, cp: cp, prev: r.host.cp.Publisher().Current(), prevStats: r.steps.envoyStats, prevAccepted: r.host.newestAccepted()}
 	s.checkAt = func(line int, what string, ok bool, detail string) {
 		c := Check{What: what, OK: ok, Detail: detail}
 		if line > 0 {
@@ -104,20 +103,20 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		}
 	}
 	s.check = func(what string, ok bool, detail string) { s.checkAt(0, what, ok, detail) }
-	r.cur = s
-	defer func() { r.cur = nil }()
+	r.steps.cur = s
+	defer func() { r.steps.cur = nil }()
 	win := r.startWindow(sctx, s)
-	cpu := r.startCPU()
+	cpu := r.data.startCPU()
 	began := time.Now()
 	finish := func() (*Checkpoint, error) {
 		r.dwell(sctx, s, began)
 		win.stop(r, s)
 		// A failed step ends the run: its count is the load's last.
-		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.lastStep)
-		cp.CPU = cpu.stop(r)
+		cp.Traffic = r.stepTraffic(ctx, s, firstErr != nil || st.Name == r.steps.last)
+		cp.CPU = cpu.stop(&r.data)
 		r.collect(ctx, s)
 		if cp.NacksInStep > 1 {
-			r.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
+			r.out.say("  %d NACKs in the step so far, %.0f per second", cp.NacksInStep, cp.NackRate)
 		}
 		if s.fault != nil {
 			// The proxy died twice: that, not the wait it interrupted, is the failure.
@@ -132,7 +131,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.stepTraffic(ctx, nil, true) // the run ends here; its load is counted in xds.log all the same
 		return nil, err
 	}
-	if set := r.cp.Publisher().Current(); set != nil {
+	if set := r.host.cp.Publisher().Current(); set != nil {
 		cp.Version = set.Version
 	}
 	if firstErr == nil {
@@ -166,20 +165,10 @@ func selfCPU() time.Duration {
 	return d
 }
 
-func (r *Run) startCPU() cpuMark {
-	m := cpuMark{self: selfCPU()}
-	if ev := r.proxy.Evidence(); ev != nil {
-		if d, pid, err := ev.CPU(); err == nil {
-			m.envoy, m.envoyPID, m.envoyRead = d, pid, true
-		}
-	}
-	return m
-}
-
 // stop gives the step's CPU; Envoy's only when the same process ran the whole step.
-func (m cpuMark) stop(r *Run) *StepCPU {
+func (m cpuMark) stop(d *dataPlane) *StepCPU {
 	c := &StepCPU{WorkbenchMS: float64((selfCPU() - m.self).Microseconds()) / 1000}
-	if ev := r.proxy.Evidence(); ev != nil && m.envoyRead {
+	if ev := d.proxy.Evidence(); ev != nil && m.envoyRead {
 		if d, pid, err := ev.CPU(); err == nil && pid == m.envoyPID {
 			ms := float64((d - m.envoy).Microseconds()) / 1000
 			c.EnvoyMS = &ms
@@ -192,10 +181,10 @@ func (m cpuMark) stop(r *Run) *StepCPU {
 // accepted the rest of the published state, then what the action itself proves.
 func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	st := s.st
-	set := r.cp.Publisher().Current()
+	set := r.host.cp.Publisher().Current()
 	rejected := map[resources.Type]bool{}
 	for _, n := range st.Expect.Nacks {
-		if !r.applies(n.Filter) {
+		if !r.expects.applies(n.Filter) {
 			continue
 		}
 		rejected[n.Type] = true
@@ -203,80 +192,22 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 		err := r.wait(ctx, "NACK", func() (bool, error) { return r.track.nackCount(key) > 0, nil })
 		s.checkAt(st.Line, fmt.Sprintf("the client NACKs %s", n.Type), err == nil, errText(err))
 		if err == nil {
-			r.say("  %s NACKed: %s", n.Type, nackReason(r.track.firstNackError(st.Name)))
+			r.out.say("  %s NACKed: %s", n.Type, nackReason(r.track.firstNackError(st.Name)))
 			r.checkRejected(ctx, s, n.Type)
 		}
 	}
 	if (st.Expect.Accepted == nil || *st.Expect.Accepted) && st.Action != scenario.Wait && set != nil {
-		err := r.wait(ctx, "accepted", func() (bool, error) { return r.accepted(set, s.prev, rejected), nil })
+		err := r.wait(ctx, "accepted", func() (bool, error) { return r.host.accepted(set, s.prev, rejected), nil })
 		s.check("the client accepted the published state", err == nil,
-			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.cp.Recorder().Status()))))
+			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.host.cp.Recorder().Status()))))
 	}
 	act.verify(ctx, r, s)
-}
-
-// newestAccepted is what the newest open stream accepted (nil when none is open).
-func (r *Run) newestAccepted() map[string]map[string]xdslog.Accepted {
-	var best *xdslog.StreamStatus
-	all := r.cp.Recorder().Status()
-	for i := range all {
-		if best == nil || all[i].Server > best.Server || (all[i].Server == best.Server && all[i].Stream > best.Stream) {
-			best = &all[i]
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best.Accepted
 }
 
 // onDemandTypes are the types Envoy fetches only when traffic needs them: never all of
 // the published state, so "accepted" cannot ask for it; the step's requests show them.
 func onDemandTypes(o resources.OnDemand) map[resources.Type]bool {
 	return map[resources.Type]bool{resources.VHDS: o.VirtualHosts, resources.CDS: o.Clusters, resources.EDS: o.Clusters}
-}
-
-// accepted reports whether some open stream accepted every resource of set (hash, and
-// for SotW the type's version label). A rejected type must still hold the previous good
-// content.
-func (r *Run) accepted(set, prev *resources.Set, rejected map[resources.Type]bool) bool {
-	versions := r.cp.Publisher().Versions()
-	onDemand := onDemandTypes(r.sc.OnDemand)
-	for _, s := range r.cp.Recorder().Status() {
-		ok := true
-		for _, t := range resources.Types {
-			if onDemand[t] {
-				continue
-			}
-			want := set
-			if rejected[t] {
-				if prev == nil {
-					continue
-				}
-				want = prev
-			}
-			owed := owedResources(want.ByType[t], s.Types[string(t)])
-			for _, res := range owed {
-				if s.Accepted[string(t)][res.Name].Hash != res.Hash {
-					ok = false
-				}
-			}
-			if (t == resources.LDS || t == resources.CDS) && len(s.Accepted[string(t)]) != len(owed) {
-				ok = false
-			}
-			// The type's label, too, under the SnapshotCache: it sends every label it moves.
-			// The LinearCache moves a type's label on any change of the type but sends only
-			// to clients subscribed to a changed resource (pkg/cache/v3/linear.go), so a
-			// label no response carried cannot be ACKed; the hashes above are the test.
-			if r.o.Mode == xdslog.ModeSotW && r.o.Cache == frontend.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
-				ok = false
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // owedResources is what of the published resources of a type a stream must hold: all
@@ -335,7 +266,7 @@ func rejectedStats(stats map[string]string, t resources.Type) []string {
 // type rose, and that subscription's version_text is not the rejected label (it stays
 // where it was, or, under the revert policy, moves to the reverted label).
 func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
-	ev := r.proxy.Evidence()
+	ev := r.data.proxy.Evidence()
 	if ev == nil {
 		return
 	}
@@ -367,13 +298,13 @@ func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
 // (SotW) ACKed the current version of every type. It waits: "accepted" may already hold
 // from what the client said it held when it resumed, before its ACKs on the new stream.
 func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
-	versions := r.cp.Publisher().Versions()
-	set := r.cp.Publisher().Current()
+	versions := r.host.cp.Publisher().Versions()
+	set := r.host.cp.Publisher().Current()
 	missing := func(acks bool) []string {
 		requested := map[string]bool{}
 		acked := map[string]bool{}
 		for _, e := range r.track.exchangeOf(s.st.Name) {
-			if e.Server != r.server {
+			if e.Server != r.host.server {
 				continue
 			}
 			switch e.Event {
@@ -409,18 +340,18 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	st, cp := s.st, s.cp
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	cp.Accepted = r.cp.Recorder().Status()
+	cp.Accepted = r.host.cp.Recorder().Status()
 	cp.NacksInStep = r.track.nackCount(st.Name)
 	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
 	r.collectClientStatus(ctx, cctx, s)
-	ev := r.proxy.Evidence()
+	ev := r.data.proxy.Evidence()
 	if ev == nil {
 		return
 	}
 	if stats, err := ev.Stats(cctx); err == nil {
-		r.stats = stats
+		r.steps.envoyStats = stats
 		cp.EnvoyStats = xdsStats(stats)
 	}
 	dump, err := ev.ConfigDump(cctx)
@@ -428,7 +359,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 		dump = nil
 	}
 	if cv, ok := ev.(clientViewer); ok {
-		r.checkClientView(ctx, s, r.proxy.Kind(), nil, false, cv.ClientView)
+		r.checkClientView(ctx, s, r.data.proxy.Kind(), nil, false, cv.ClientView)
 	} else {
 		dump = r.envoyClientView(ctx, s, ev, dump) // the dump the comparison ended on
 	}
@@ -446,14 +377,14 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 // it against xds.log's model of the client (clientview.go): each disagreement is a
 // failed check of the step (a warning outside CI).
 func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
-	cv, ok := r.proxy.(clientStatusViewer)
+	cv, ok := r.data.proxy.(clientStatusViewer)
 	if !ok {
 		return
 	}
 	st, cp := s.st, s.cp
 	resp, err := cv.ClientStatus(cctx)
 	if err == nil {
-		err = r.keepClientStatus(st, cp, resp)
+		err = keepClientStatus(r.dir, st, cp, resp)
 	}
 	if err != nil {
 		cp.ClientStatusError = err.Error()
@@ -472,14 +403,15 @@ func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
 	r.checkClientView(ctx, s, clientview.ClientGRPC, first, err == nil, fetch)
 }
 
-// keepClientStatus writes the CSDS response as <step>-csds.json and names it in cp.
-func (r *Run) keepClientStatus(st scenario.Step, cp *Checkpoint, resp *statuspb.ClientStatusResponse) error {
+// keepClientStatus writes the CSDS response as <step>-csds.json in the run directory dir
+// and names it in cp.
+func keepClientStatus(dir string, st scenario.Step, cp *Checkpoint, resp *statuspb.ClientStatusResponse) error {
 	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(resp)
 	if err != nil {
 		return err
 	}
 	name := st.Name + "-csds.json"
-	if err := writeFileAtomic(filepath.Join(r.dir, name), append(b, '\n')); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, name), append(b, '\n')); err != nil {
 		return err
 	}
 	cp.ClientStatus = name

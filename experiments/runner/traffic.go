@@ -70,17 +70,17 @@ func (r *Run) startLoad() error {
 	path := l.Path
 	if path == "" {
 		path = "/quote?sku=paper"
-		if q, ok := r.firstRequest(r.sc.Steps[0]); ok {
+		if q, ok := r.expects.firstRequest(r.sc.Steps[0]); ok {
 			path = q.Path
 		}
 	}
-	g, err := load.Start(r.life, load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol,
+	g, err := load.Start(r.host.life, load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol,
 		Target: "http://" + loopback.Addr(r.o.ListenerPort) + path, IDPrefix: r.o.Mode + "-load", Header: http.Header{}})
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
 	}
 	r.load.start(g, path)
-	r.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
+	r.out.say("  load: %d requests/s over %d %s connection(s) to %s", l.Rate, max(l.Connections, 1), g.Options().Protocol, path)
 	return nil
 }
 
@@ -89,8 +89,8 @@ func (r *Run) startLoad() error {
 // load moved: from the publish to the first and the last old answer, and to the first
 // request after which every answer was the new one.
 func (r *Run) stepMove(s *stepRun, rs []load.Response, from, to time.Time, flags map[string]string) *xdslog.TrafficMove {
-	q, ok := r.firstRequest(s.st)
-	old, new := expectedAnswer(r.lastGood), expectedAnswer(q)
+	q, ok := r.expects.firstRequest(s.st)
+	old, new := expectedAnswer(r.steps.lastGood), expectedAnswer(q)
 	if !ok || old == "" || new == "" || old == new {
 		return nil
 	}
@@ -126,7 +126,7 @@ func expectedAnswer(q scenario.RequestExpect) string {
 // summary for the checkpoint.
 func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Traffic {
 	if !r.load.running() {
-		if s != nil && s.st.Expect.Traffic != nil && r.applies(s.st.Expect.Traffic.Filter) {
+		if s != nil && s.st.Expect.Traffic != nil && r.expects.applies(s.st.Expect.Traffic.Filter) {
 			why := "the run has no load (lab run --load, or a scenario load)"
 			if r.load.note != "" {
 				why = "the load is sent to Envoy's listener only"
@@ -137,11 +137,11 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	}
 	if r.load.gen.Expired() && !r.load.expiredSaid {
 		r.load.expiredSaid = true
-		r.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
+		r.out.say("  load: it ended at its %s bound (load.MaxDuration); later steps get no new requests", load.MaxDuration)
 	}
 	in, from, to, err := r.load.take(ctx, end)
 	if err != nil {
-		r.say("  %v", err)
+		r.out.say("  %v", err)
 	}
 	var flags map[string]string
 	if len(in) > 0 {
@@ -155,29 +155,17 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	t.Protocol, t.Connections = string(r.load.gen.Options().Protocol), r.load.gen.Options().Connections
 	t.Overflow = r.load.newOverflow()
 	t.Requests += t.Overflow
-	t.Unlogged, t.Misattributed = r.checkBackendLogs(in)
+	t.Unlogged, t.Misattributed = r.data.backends.checkLogs(in)
 	if s != nil {
 		t.Move = r.stepMove(s, in, from, to, flags)
 		r.checkTraffic(s, t, in, flags)
 	}
-	r.recordLoad(in, flags)
-	r.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
-	r.say("%s", trafficLine(t))
+	// The responses go to xds.log as probes, with the response flags of Envoy's access log.
+	r.host.recordProbes(r.load.probes(in, flags), r.load.path, xdslog.ProbeLoad)
+	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.out.say("%s", trafficLine(t))
 	r.load.advance(to)
 	return t
-}
-
-// recordLoad writes the load's responses to xds.log as probes, with the response flags
-// of Envoy's access log.
-func (r *Run) recordLoad(in []load.Response, flags map[string]string) {
-	probes := make([]probe, len(in))
-	for i, resp := range in {
-		o := Observation{RequestID: resp.ID, Path: r.load.path, Status: resp.Status, Error: resp.Error, BodyBackend: resp.Backend,
-			Answered: resp.Done().UTC(), Flags: flags[resp.ID]}
-		o.Class = Classify(o.Status, o.Flags)
-		probes[i] = probe{obs: o}
-	}
-	r.recordProbes(probes, r.load.path, xdslog.ProbeLoad)
 }
 
 // trafficLine is the progress line of a step's traffic count.
@@ -210,7 +198,7 @@ func trafficLine(t *xdslog.Traffic) string {
 // simulated client has no load and does not wait.
 func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
 	e := s.st.Expect.Traffic
-	if r.info.Client != ClientEnvoy || e == nil || !r.applies(e.Filter) {
+	if r.info.Client != ClientEnvoy || e == nil || !r.expects.applies(e.Filter) {
 		return
 	}
 	if d := time.Until(began.Add(e.For)); d > 0 {
@@ -226,7 +214,7 @@ func (r *Run) dwell(ctx context.Context, s *stepRun, began time.Time) {
 // checkTraffic checks the step's traffic expectation against its count.
 func (r *Run) checkTraffic(s *stepRun, t *xdslog.Traffic, in []load.Response, flags map[string]string) {
 	e := s.st.Expect.Traffic
-	if e == nil || !r.applies(e.Filter) {
+	if e == nil || !r.expects.applies(e.Filter) {
 		return
 	}
 	failed := t.Requests - t.OK
@@ -272,10 +260,10 @@ func outside(counts map[string]int, allowed []string) []string {
 	return other
 }
 
-// checkBackendLogs reads the backends' own request logs and counts the successful
+// checkLogs reads the backends' own request logs and counts the successful
 // answers whose request ID no log has (unlogged), or another backend's log has
 // (misattributed): the body alone is not the evidence.
-func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int) {
+func (s *backendSet) checkLogs(in []load.Response) (unlogged, misattributed int) {
 	want := map[string]string{}
 	for _, resp := range in {
 		if resp.OK() && resp.Backend != "" {
@@ -287,7 +275,7 @@ func (r *Run) checkBackendLogs(in []load.Response) (unlogged, misattributed int)
 	}
 	seen := map[string]string{}
 	read := map[string]bool{}
-	for _, b := range r.backends.all() {
+	for _, b := range s.all() {
 		if b.LogPath() == "" || read[b.LogPath()] {
 			continue
 		}

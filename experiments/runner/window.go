@@ -72,18 +72,18 @@ const maxWindowProbes = 20000
 // startWindow starts the step's probes, if it has a window that applies to this run.
 func (r *Run) startWindow(ctx context.Context, s *stepRun) *window {
 	w := s.st.Expect.Window
-	if w == nil || !r.applies(w.Filter) {
+	if w == nil || !r.expects.applies(w.Filter) {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.server)
+	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.host.server)
 	win := &window{exp: *w, ctx: ctx, prefix: prefix, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(win.done)
 		t := time.NewTicker(w.Every)
 		defer t.Stop()
 		for n := 1; wctx.Err() == nil && n <= maxWindowProbes; n++ {
-			obs := r.proxy.Probe(wctx, w.Request, fmt.Sprintf("%s%d", prefix, n))
+			obs := r.data.proxy.Probe(wctx, w.Request, fmt.Sprintf("%s%d", prefix, n))
 			if wctx.Err() != nil && obs.Status == 0 {
 				break // cut short by the step's end, not an answer
 			}
@@ -113,14 +113,14 @@ func (w *window) stop(r *Run, s *stepRun) {
 	<-w.done
 	// One closing probe, once the step's checks are done: a step faster than the probe
 	// interval (the simulated client's) still has its end state in the window.
-	obs := r.proxy.Probe(context.WithoutCancel(w.ctx), w.exp.Request, fmt.Sprintf("%s%d", w.prefix, len(w.probes)+1))
+	obs := r.data.proxy.Probe(context.WithoutCancel(w.ctx), w.exp.Request, fmt.Sprintf("%s%d", w.prefix, len(w.probes)+1))
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC()
 	}
 	w.mu.Lock()
 	probes := append(slices.Clone(w.probes), probe{obs: obs})
 	w.mu.Unlock()
-	if r.proxy.Evidence() != nil && len(probes) > 0 {
+	if r.data.proxy.Evidence() != nil && len(probes) > 0 {
 		flags := accessFlags(r.dir, probes[len(probes)-1].obs.RequestID)
 		for i := range probes {
 			if a, ok := flags[probes[i].obs.RequestID]; ok {
@@ -152,7 +152,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 		res.WindowMS = *res.LastFailureMS - *res.FirstFailureMS
 	}
 	s.cp.Window = res
-	r.recordProbes(probes, w.exp.Path, xdslog.ProbeWindow)
+	r.host.recordProbes(probes, w.exp.Path, xdslog.ProbeWindow)
 	answers := make([]string, 0, len(res.Answers))
 	for a, n := range res.Answers {
 		answers = append(answers, fmt.Sprintf("%s x%d", a, n))
@@ -165,7 +165,7 @@ func (w *window) stop(r *Run, s *stepRun) {
 	if res.Simulated {
 		summary += " (SIMULATED)"
 	}
-	r.say("  traffic window: %s", summary)
+	r.out.say("  traffic window: %s", summary)
 	s.checkAt(w.exp.Line, "traffic window: probes were sent", res.Probes > 0, summary)
 	if w.exp.MaxFailures < 1<<30 {
 		s.checkAt(w.exp.Line, fmt.Sprintf("traffic window: at most %d failed", w.exp.MaxFailures), res.Failures <= w.exp.MaxFailures, summary)
@@ -182,30 +182,6 @@ func (w *window) stop(r *Run, s *stepRun) {
 // maxProbeEvents bounds the events one batch of probes writes; past it, failures are
 // folded into runs like successes.
 const maxProbeEvents = 1000
-
-// recordProbes writes probes (a traffic window's, or a step's load) as dataplane events:
-// a run of equal answers is one event standing for the run (Represents); failures stay
-// one event each while there is room. They carry no Expected or Correct: such a probe has
-// no answer it must get; the bounds are checked over all of them.
-func (r *Run) recordProbes(probes []probe, path, kind string) {
-	emitted := 0
-	for i := 0; i < len(probes); {
-		j := i + 1
-		fold := !probes[i].failed() || emitted >= maxProbeEvents
-		for fold && j < len(probes) && probes[j].answer() == probes[i].answer() && j-i < 500 {
-			j++
-		}
-		o := probes[i].obs
-		e := xdslog.Event{TS: o.Answered, Event: xdslog.EventDataPlane, RequestID: o.RequestID, Status: o.Status, Backend: o.Backend(),
-			Flags: o.Flags, Upstream: o.Upstream, Client: clientLabel(o), Path: path, Probe: kind, Host: o.Host, SentTS: sentTS(o)}
-		if j-i > 1 {
-			e.Represents = j - i
-		}
-		r.rec.Emit(e)
-		emitted++
-		i = j
-	}
-}
 
 // accessFlags reads Envoy's access log once, after waiting (briefly) for the last
 // probe's line: Envoy flushes it every 100 ms.
