@@ -1,0 +1,175 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// fuzzRecvLimit is the control plane's receive limit under fuzzing: small, so that a
+// message at the limit is cheap to build and send.
+const fuzzRecvLimit = 64 << 10
+
+// fuzzPlane is one control plane served on bufconn for a whole fuzz worker (setup per
+// input would dominate), with a witness stream that stays connected throughout.
+type fuzzPlane struct {
+	cp      *ControlPlane
+	conn    *grpc.ClientConn
+	log     *adsfuzz.Log
+	witness map[int64]bool
+}
+
+var (
+	fuzzPlanesMu sync.Mutex
+	fuzzPlanes   = map[string]*fuzzPlane{}
+)
+
+// planeFor returns the worker's control plane for a mode and cache, building it once.
+// It is never stopped: it lives as long as the fuzz worker process.
+func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
+	fuzzPlanesMu.Lock()
+	defer fuzzPlanesMu.Unlock()
+	key := mode + "/" + string(cache)
+	if p := fuzzPlanes[key]; p != nil {
+		return p
+	}
+	p := &fuzzPlane{log: &adsfuzz.Log{}}
+	o := Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(p.log, mode), Limits: Limits{MaxRecvMsgSize: fuzzRecvLimit}}
+	if mode == xdslog.ModeSotW {
+		o.Versions, o.NackPolicy = SotWDefaults(cache)
+	}
+	cp, err := New(o)
+	if err != nil {
+		t.Fatalf("new control plane: %v", err)
+	}
+	if _, err := cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080}); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = cp.Serve(lis) }()
+	p.cp = cp
+	p.conn, err = grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	p.witness = openWitness(t, p.conn, mode, p.log)
+	fuzzPlanes[key] = p
+	return p
+}
+
+// openWitness opens a stream that asks for CDS, is answered and ACKs, then sends
+// nothing more: whatever a fuzzed stream does must not add an event to it. It returns
+// the witness's stream IDs as the log names them.
+func openWitness(t *testing.T, conn *grpc.ClientConn, mode string, log *adsfuzz.Log) map[int64]bool {
+	s, err := open(context.Background(), conn, mode)
+	if err != nil {
+		t.Fatalf("witness: %v", err)
+	}
+	if err := s.requestCDS(nil); err != nil {
+		t.Fatalf("witness request: %v", err)
+	}
+	if _, _, err := s.recvClusters(); err != nil {
+		t.Fatalf("witness response: %v", err)
+	}
+	ids := map[int64]bool{}
+	var lines strings.Builder
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(lines.String(), `"event":"send"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("witness: no send event in %q", lines.String())
+		}
+		lines.WriteString(log.Take())
+		time.Sleep(time.Millisecond)
+	}
+	ev, _, err := xdslog.Read(strings.NewReader(lines.String()))
+	if err != nil {
+		t.Fatalf("witness log: %v", err)
+	}
+	for _, e := range ev {
+		if e.Stream != 0 {
+			ids[e.Stream] = true
+		}
+	}
+	return ids
+}
+
+// fuzzSeeds are one seed per op kind (see adsfuzz.Decode for the byte layout); the
+// committed corpus under testdata/fuzz adds scripts that mix them.
+var fuzzSeeds = [][]byte{
+	{0, 0, 0, 1, 0, 0, 2, 6, 1},       // CDS for inventory, then read
+	{0, 0, 0, 3, 5, 1, 0, 0, 0},       // 3 names, one 10k long, error_detail on the first request
+	{0, 0, 4, 2, 3, 3, 2, 0, 2, 6, 2}, // unknown type, names with duplicates
+	{0, 1, 0},                         // exactly at the receive limit
+	{0, 2, 0},                         // one byte over the receive limit
+	{0, 0, 0, 0, 0, 0, 0, 3},          // wildcard CDS then half-close
+	{0, 0, 0, 0, 0, 0, 0, 4},          // wildcard CDS then cancel
+	{0, 5, 5, 5},                      // streams that open and never send
+	{0, 0, 0, 0, 0, 0, 0, 6, 2, 0, 0, 0, 0, 2, 0, 2, 6, 2, 0, 0, 0, 0, 2, 0, 2}, // ACK with the last nonce, then again
+	{0, 0, 5, 1, 4, 7, 0, 0, 0}, // empty type URL and empty name, error detail
+}
+
+// fuzzStream runs one fuzz input against the control plane for its script's cache and
+// checks the invariants (see docs/reliability.md "Hostile clients: fuzzed streams").
+func fuzzStream(t *testing.T, mode string, data []byte) {
+	s := adsfuzz.Decode(data)
+	s.Delta = mode == xdslog.ModeDelta
+	cache := frontend.SnapshotCache
+	if s.Linear {
+		cache = frontend.LinearCache
+	}
+	p := planeFor(t, mode, cache)
+	baseline := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adsfuzz.Run(ctx, p.conn, s, fuzzRecvLimit)
+	if err := checkAfter(p, baseline); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+}
+
+// checkAfter checks what a script left behind once it ran.
+func checkAfter(p *fuzzPlane, baseline int) error {
+	if err := adsfuzz.WaitGoroutines(baseline, 10*time.Second); err != nil {
+		return err
+	}
+	if err := adsfuzz.WaitStreams(p.cp.Recorder(), p.witness, 10*time.Second); err != nil {
+		return err
+	}
+	if err := adsfuzz.CheckLog(p.log.Take(), p.witness); err != nil {
+		return fmt.Errorf("xds.log: %w", err)
+	}
+	return nil
+}
+
+// FuzzSotWStream drives hostile SotW streams at the snapshot and linear caches.
+func FuzzSotWStream(f *testing.F) {
+	for _, seed := range fuzzSeeds {
+		f.Add(seed)
+		f.Add(append([]byte{2}, seed[1:]...)) // the same on the linear cache
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, xdslog.ModeSotW, data) })
+}
+
+// FuzzDeltaStream drives hostile delta streams at the snapshot and linear caches.
+func FuzzDeltaStream(f *testing.F) {
+	for _, seed := range fuzzSeeds {
+		f.Add(seed)
+		f.Add(append([]byte{2}, seed[1:]...))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, xdslog.ModeDelta, data) })
+}
