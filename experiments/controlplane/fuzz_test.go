@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -172,4 +174,39 @@ func FuzzDeltaStream(f *testing.F) {
 		f.Add(append([]byte{2}, seed[1:]...))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, xdslog.ModeDelta, data) })
+}
+
+// TestFuzzScriptReachesServer: a fuzz script's requests reach the front end (the
+// fuzzer is not exercising only the client), a request exactly at the receive limit is
+// served and one byte over it is not, and the invariants hold afterwards.
+func TestFuzzScriptReachesServer(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			p := planeFor(t, mode, frontend.SnapshotCache)
+			p.log.Take()
+			baseline := runtime.NumGoroutine()
+			cds := adsfuzz.Op{Kind: adsfuzz.Send, TypeURL: adsfuzz.TypeURLs[0], Names: []string{resources.ClusterName}}
+			delta := mode == xdslog.ModeDelta
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			adsfuzz.Run(ctx, p.conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{cds, {Kind: adsfuzz.SendAtLimit, TypeURL: adsfuzz.TypeURLs[1]}}}, fuzzRecvLimit)
+			adsfuzz.Run(ctx, p.conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{{Kind: adsfuzz.SendOverLimit, TypeURL: adsfuzz.TypeURLs[2]}}}, fuzzRecvLimit)
+			require.NoError(t, adsfuzz.WaitGoroutines(baseline, 10*time.Second))
+			require.NoError(t, adsfuzz.WaitStreams(p.cp.Recorder(), p.witness, 10*time.Second))
+			lines := p.log.Take()
+			require.NoError(t, adsfuzz.CheckLog(lines, p.witness))
+			ev, _, err := xdslog.Read(strings.NewReader(lines))
+			require.NoError(t, err)
+			requested := map[string]bool{}
+			for _, e := range ev {
+				if e.Event == xdslog.EventRequest {
+					requested[e.Type] = true
+				}
+			}
+			assert.True(t, requested["CDS"], "the CDS request is recorded")
+			assert.True(t, requested["EDS"], "the request at the limit is served")
+			assert.False(t, requested["LDS"], "the request over the limit is refused")
+			assert.Equal(t, 1, count(ev, xdslog.EventRefused), "the request over the limit is refused")
+		})
+	}
 }

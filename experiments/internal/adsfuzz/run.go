@@ -26,6 +26,7 @@ type stream struct {
 	sotw   discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
 	dstr   discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 	got    chan struct{}
+	ended  chan struct{} // closed when the server ends the stream
 	mu     sync.Mutex
 	nonce  string // last nonce received
 	verson string // last SotW version received
@@ -39,7 +40,7 @@ func Run(ctx context.Context, conn *grpc.ClientConn, s Script, limit int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := discovery.NewAggregatedDiscoveryServiceClient(conn)
-	st := &stream{delta: s.Delta, got: make(chan struct{}, 64)}
+	st := &stream{delta: s.Delta, got: make(chan struct{}, 64), ended: make(chan struct{})}
 	var err error
 	if s.Delta {
 		st.dstr, err = client.DeltaAggregatedResources(ctx)
@@ -54,8 +55,30 @@ func Run(ctx context.Context, conn *grpc.ClientConn, s Script, limit int) {
 	for _, op := range s.Ops {
 		st.do(ctx, cancel, client, op, limit, &readers)
 	}
+	st.finish()
 	cancel()
 	readers.Wait()
+}
+
+// endWait bounds how long a script waits for the server to end its main stream after
+// the half-close: long enough for a busy machine, short against a server that keeps a
+// half-closed stream open (the fuzz target then cancels it).
+const endWait = 2 * time.Second
+
+// finish half-closes the main stream and waits for the server to end it, so that
+// every request sent was read before the stream goes.
+func (st *stream) finish() {
+	if st.delta {
+		_ = st.dstr.CloseSend()
+	} else {
+		_ = st.sotw.CloseSend()
+	}
+	timer := time.NewTimer(endWait)
+	defer timer.Stop()
+	select {
+	case <-st.ended:
+	case <-timer.C:
+	}
 }
 
 // do runs one op.
@@ -101,6 +124,7 @@ func (st *stream) do(ctx context.Context, cancel context.CancelFunc, client disc
 
 // read receives until the stream ends, remembering the last nonce and version.
 func (st *stream) read() {
+	defer close(st.ended)
 	for {
 		var nonce, version string
 		if st.delta {
