@@ -19,6 +19,11 @@ import (
 // unknown type, a NACK), and the script must go on.
 const recvWait = 20 * time.Millisecond
 
+// MaxIdle bounds the idle streams a script opens: the control plane's HTTP/2
+// MaxConcurrentStreams (16 by default) would otherwise block the next stream's open
+// until the script's context ends, which tests gRPC's flow control, not the front end.
+const MaxIdle = 4
+
 // stream is the main stream of a script, either protocol, with its responses read by
 // one goroutine so that a Recv op can wait with a deadline.
 type stream struct {
@@ -31,6 +36,7 @@ type stream struct {
 	nonce  string // last nonce received
 	verson string // last SotW version received
 	broken bool   // a send failed: the stream is over
+	idle   int    // idle streams opened
 }
 
 // Run runs s on conn and returns once every stream it opened has ended on the client
@@ -99,6 +105,10 @@ func (st *stream) do(ctx context.Context, cancel context.CancelFunc, client disc
 	case Cancel:
 		cancel()
 	case OpenIdle:
+		if st.idle == MaxIdle {
+			return
+		}
+		st.idle++
 		idle, err := client.StreamAggregatedResources(ctx)
 		if err == nil {
 			readers.Go(func() {
