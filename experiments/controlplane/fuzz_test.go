@@ -69,60 +69,11 @@ func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	p.witness = openWitness(t, p.conn, mode, p.log)
+	if p.witness, err = adsfuzz.Witness(context.Background(), p.conn, mode == xdslog.ModeDelta, p.log, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	fuzzPlanes[key] = p
 	return p
-}
-
-// openWitness opens a stream that asks for CDS, is answered and ACKs, then sends
-// nothing more: whatever a fuzzed stream does must not add an event to it. It returns
-// the witness's stream IDs as the log names them.
-func openWitness(t *testing.T, conn *grpc.ClientConn, mode string, log *adsfuzz.Log) map[int64]bool {
-	s, err := open(context.Background(), conn, mode)
-	if err != nil {
-		t.Fatalf("witness: %v", err)
-	}
-	if err := s.requestCDS(nil); err != nil {
-		t.Fatalf("witness request: %v", err)
-	}
-	if _, _, err := s.recvClusters(); err != nil {
-		t.Fatalf("witness response: %v", err)
-	}
-	ids := map[int64]bool{}
-	var lines strings.Builder
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(lines.String(), `"event":"send"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("witness: no send event in %q", lines.String())
-		}
-		lines.WriteString(log.Take())
-		time.Sleep(time.Millisecond)
-	}
-	ev, _, err := xdslog.Read(strings.NewReader(lines.String()))
-	if err != nil {
-		t.Fatalf("witness log: %v", err)
-	}
-	for _, e := range ev {
-		if e.Stream != 0 {
-			ids[e.Stream] = true
-		}
-	}
-	return ids
-}
-
-// fuzzSeeds are one seed per op kind (see adsfuzz.Decode for the byte layout); the
-// committed corpus under testdata/fuzz adds scripts that mix them.
-var fuzzSeeds = [][]byte{
-	{0, 0, 0, 1, 0, 0, 2, 6, 1},       // CDS for inventory, then read
-	{0, 0, 0, 3, 5, 1, 0, 0, 0},       // 3 names, one 10k long, error_detail on the first request
-	{0, 0, 4, 2, 3, 3, 2, 0, 2, 6, 2}, // unknown type, names with duplicates
-	{0, 1, 0},                         // exactly at the receive limit
-	{0, 2, 0},                         // one byte over the receive limit
-	{0, 0, 0, 0, 0, 0, 0, 3},          // wildcard CDS then half-close
-	{0, 0, 0, 0, 0, 0, 0, 4},          // wildcard CDS then cancel
-	{0, 5, 5, 5},                      // streams that open and never send
-	{0, 0, 0, 0, 0, 0, 0, 6, 2, 0, 0, 0, 0, 2, 0, 2, 6, 2, 0, 0, 0, 0, 2, 0, 2}, // ACK with the last nonce, then again
-	{0, 0, 5, 1, 4, 7, 0, 0, 0}, // empty type URL and empty name, error detail
 }
 
 // fuzzStream runs one fuzz input against the control plane for its script's cache and
@@ -160,7 +111,7 @@ func checkAfter(p *fuzzPlane, baseline int) error {
 
 // FuzzSotWStream drives hostile SotW streams at the snapshot and linear caches.
 func FuzzSotWStream(f *testing.F) {
-	for _, seed := range fuzzSeeds {
+	for _, seed := range adsfuzz.Seeds {
 		f.Add(seed)
 		f.Add(append([]byte{2}, seed[1:]...)) // the same on the linear cache
 	}
@@ -169,7 +120,7 @@ func FuzzSotWStream(f *testing.F) {
 
 // FuzzDeltaStream drives hostile delta streams at the snapshot and linear caches.
 func FuzzDeltaStream(f *testing.F) {
-	for _, seed := range fuzzSeeds {
+	for _, seed := range adsfuzz.Seeds {
 		f.Add(seed)
 		f.Add(append([]byte{2}, seed[1:]...))
 	}

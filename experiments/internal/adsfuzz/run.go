@@ -109,16 +109,7 @@ func (st *stream) do(ctx context.Context, cancel context.CancelFunc, client disc
 			return
 		}
 		st.idle++
-		idle, err := client.StreamAggregatedResources(ctx)
-		if err == nil {
-			readers.Go(func() {
-				for {
-					if _, err := idle.Recv(); err != nil {
-						return
-					}
-				}
-			})
-		}
+		readers.Go(func() { idle(ctx, client, st.delta) })
 	case Recv:
 		timer := time.NewTimer(recvWait)
 		defer timer.Stop()
@@ -129,6 +120,23 @@ func (st *stream) do(ctx context.Context, cancel context.CancelFunc, client disc
 				return
 			}
 		}
+	}
+}
+
+// idle opens a stream of the script's protocol that never sends, and reads until the
+// script ends.
+func idle(ctx context.Context, client discovery.AggregatedDiscoveryServiceClient, delta bool) {
+	var s grpc.ClientStream
+	var err error
+	var m proto.Message = &discovery.DiscoveryResponse{}
+	if delta {
+		s, err = client.DeltaAggregatedResources(ctx)
+		m = &discovery.DeltaDiscoveryResponse{}
+	} else {
+		s, err = client.StreamAggregatedResources(ctx)
+	}
+	for err == nil {
+		err = s.RecvMsg(m)
 	}
 }
 

@@ -31,7 +31,8 @@ const (
 	CloseSend
 	// Cancel cancels the main stream's context.
 	Cancel
-	// OpenIdle opens another stream that never sends; it ends with the script.
+	// OpenIdle opens another stream of the script's protocol that never sends; it ends
+	// with the script.
 	OpenIdle
 	// Recv waits briefly for N responses on the main stream.
 	Recv
@@ -162,4 +163,20 @@ func (s Script) String() string {
 		b.WriteString(" op" + strconv.Itoa(int(op.Kind)) + "(" + op.TypeURL + ")")
 	}
 	return b.String()
+}
+
+// Seeds are one script per op kind (see Decode for the byte layout), on the SotW
+// snapshot-cache head byte 0: fuzz targets add them and their variants; the committed
+// corpora under testdata/fuzz add scripts that mix them.
+var Seeds = [][]byte{
+	{0, 0, 0, 1, 0, 0, 2, 6, 1},       // CDS for inventory, then read
+	{0, 0, 0, 3, 5, 1, 0, 0, 0},       // 3 names, one 10k long, error_detail on the first request
+	{0, 0, 4, 2, 3, 3, 2, 0, 2, 6, 2}, // unknown type, names with duplicates
+	{0, 1, 0},                         // exactly at the receive limit
+	{0, 2, 0},                         // one byte over the receive limit
+	{0, 0, 0, 0, 0, 0, 0, 3},          // wildcard CDS then half-close
+	{0, 0, 0, 0, 0, 0, 0, 4},          // wildcard CDS then cancel
+	{0, 5, 5, 5},                      // streams that open and never send
+	{0, 0, 0, 0, 0, 0, 0, 6, 2, 0, 0, 0, 0, 2, 0, 2, 6, 2, 0, 0, 0, 0, 2, 0, 2}, // ACK with the last nonce, then again
+	{0, 0, 5, 1, 4, 7, 0, 0, 0}, // empty type URL and empty name, error detail
 }
