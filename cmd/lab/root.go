@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newScenariosCmd(),
 		newBenchCmd(),
 		newSweepCmd(),
+		newChurnCmd(),
 		newVersionCmd(),
 		newTapCmd(),
 		newGRPCClientCmd(),

@@ -8,6 +8,7 @@ package simclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -78,6 +79,9 @@ type Client struct {
 	// byService names the accepted EDS clusters of each assignment name, so that an EDS
 	// response updates only its own clusters (rebuilt with every LDS or CDS response).
 	byService map[string][]string
+	// reject, when set, makes the client NACK a valid response it says yes to
+	// (SetRejecter).
+	reject func(resources.Type) bool
 }
 
 // Received is one response as the client saw it (tests read these).
@@ -111,6 +115,31 @@ func New(mode, nodeID string) (*Client, error) {
 		c.state.Accepted[t] = map[string]Entry{}
 	}
 	return c, nil
+}
+
+// ErrRejected is the validation error of a response the client's rejecter refused
+// (SetRejecter): its NACK's error_detail.
+var ErrRejected = errors.New("rejected by the simulated client's rejecter")
+
+// SetRejecter makes the client NACK, besides every invalid response, each valid one of
+// type t for which reject(t) says true, as a client that cannot apply a config would (a
+// churn soak NACKs a fraction of responses this way; only invalid resources make a
+// simulated client NACK otherwise). A rejected response is handled as an invalid one:
+// nothing of it is accepted. Call it before Run; reject runs under the client's lock and
+// must be quick.
+func (c *Client) SetRejecter(reject func(t resources.Type) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reject = reject
+}
+
+// rejectLocked is the response's validation error: verr, or ErrRejected when the
+// response is valid and the rejecter refuses it.
+func (c *Client) rejectLocked(t resources.Type, verr error) error {
+	if verr == nil && c.reject != nil && c.reject(t) {
+		return ErrRejected
+	}
+	return verr
 }
 
 // Mode returns the client's protocol.
@@ -362,6 +391,7 @@ func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.Disc
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notifyLocked()
+	verr = c.rejectLocked(t, verr)
 	c.state.LastNonce[t] = resp.GetNonce()
 	c.recordLocked(Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetVersionInfo(), Names: names}, verr)
 	ack := &discovery.DiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce(), ResourceNames: c.subs[t]}
@@ -507,6 +537,7 @@ func (c *Client) handleDelta(resp *discovery.DeltaDiscoveryResponse) []*discover
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.notifyLocked()
+	verr = c.rejectLocked(t, verr)
 	c.state.LastNonce[t] = resp.GetNonce()
 	c.recordLocked(Received{Type: t, Nonce: resp.GetNonce(), Version: resp.GetSystemVersionInfo(), Names: names, Removed: resp.GetRemovedResources()}, verr)
 	ack := &discovery.DeltaDiscoveryRequest{TypeUrl: t.URL(), ResponseNonce: resp.GetNonce()}

@@ -26,10 +26,26 @@ const maxLine = 64 << 20
 // types, an unknown event or mode, a missing timestamp) are skipped and counted. A log
 // with no valid event is an error.
 func Read(r io.Reader) ([]Event, ReadStats, error) {
-	var (
-		events []Event
-		st     ReadStats
-	)
+	var events []Event
+	st, err := Scan(r, func(e Event) { events = append(events, e) })
+	if err != nil {
+		return events, st, err
+	}
+	if len(events) == 0 {
+		if st.Lines == 0 {
+			return nil, st, errors.New("xds.log is empty")
+		}
+		return nil, st, fmt.Errorf("xds.log has no valid event (%d lines skipped; first: %s)", st.Skipped, st.FirstSkip)
+	}
+	return events, st, nil
+}
+
+// Scan is Read one event at a time: it calls fn with every valid event, in order, and
+// holds none, so a reader of a log of gigabytes (a churn soak's) needs memory for one
+// line, not the log. Lines are skipped and counted as Read does; an empty log is no
+// error here.
+func Scan(r io.Reader, fn func(Event)) (ReadStats, error) {
+	var st ReadStats
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	lineNo := 0
@@ -59,19 +75,13 @@ func Read(r io.Reader) ([]Event, ReadStats, error) {
 		case e.TS.IsZero():
 			skip("no timestamp")
 		default:
-			events = append(events, e)
+			fn(e)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return events, st, fmt.Errorf("read xds.log line %d: %w", lineNo+1, err)
+		return st, fmt.Errorf("read xds.log line %d: %w", lineNo+1, err)
 	}
-	if len(events) == 0 {
-		if st.Lines == 0 {
-			return nil, st, errors.New("xds.log is empty")
-		}
-		return nil, st, fmt.Errorf("xds.log has no valid event (%d lines skipped; first: %s)", st.Skipped, st.FirstSkip)
-	}
-	return events, st, nil
+	return st, nil
 }
 
 // ReadFile reads an xds.log file, or the xds.log inside a run directory.

@@ -228,6 +228,12 @@ func TestReadSkipsBadLinesWithACount(t *testing.T) {
 	assert.Equal(t, 5, st.Skipped)
 	assert.Contains(t, st.FirstSkip, "line 2")
 
+	var scanned []Event
+	sst, err := Scan(strings.NewReader(in), func(e Event) { scanned = append(scanned, e) })
+	require.NoError(t, err)
+	assert.Equal(t, ev, scanned, "Scan hands over the events Read returns")
+	assert.Equal(t, st, sst)
+
 	_, _, err = Read(strings.NewReader(""))
 	assert.EqualError(t, err, "xds.log is empty")
 	_, _, err = Read(strings.NewReader("garbage\n"))

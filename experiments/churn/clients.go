@@ -1,0 +1,96 @@
+package churn
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/resources"
+)
+
+// ClientCounts count the simulated population's life: connects (a stream opened),
+// leaves, and the ACKs and NACKs the clients sent.
+type ClientCounts struct {
+	Connects int64 `json:"connects"`
+	Leaves   int64 `json:"leaves"`
+	Acks     int64 `json:"acks"`
+	Nacks    int64 `json:"nacks"`
+	// Failed counts streams that ended before their lifetime (not by the client).
+	Failed int64 `json:"failed"`
+}
+
+// population is a churned set of simulated clients: slots, each running one client
+// after another. Every client has a grpc.ClientConn of its own, so that leaving closes
+// its connection as a departing Envoy's would.
+type population struct {
+	connects, leaves, acks, nacks, failed atomic.Int64
+	connected                             atomic.Int64
+	wg                                    sync.WaitGroup
+}
+
+// start runs n slots against addr in mode until ctx ends.
+func (p *population) start(ctx context.Context, mode, addr string, n int, o Options, seed uint64) {
+	for i := range n {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		p.wg.Go(func() { p.slot(ctx, mode, addr, o, rng) })
+	}
+}
+
+// slot runs clients one after another, each for a random lifetime, until ctx ends.
+func (p *population) slot(ctx context.Context, mode, addr string, o Options, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		life := o.LifetimeMin + time.Duration(rng.Int64N(int64(o.LifetimeMax-o.LifetimeMin)+1))
+		if err := p.client(ctx, mode, addr, life, o.NackRate, rng); err != nil {
+			p.failed.Add(1)
+			// A refused or broken connection is retried after a short pause, not in a
+			// tight loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// client connects one simulated client for life, NACKing a nackRate share of valid
+// responses, and counts what it did.
+func (p *population) client(ctx context.Context, mode, addr string, life time.Duration, nackRate float64, rng *rand.Rand) error {
+	c, err := simclient.New(mode, ClientNode)
+	if err != nil {
+		return err
+	}
+	c.SetRejecter(func(resources.Type) bool { return rng.Float64() < nackRate })
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("churn client: %w", err)
+	}
+	defer conn.Close()
+	lctx, cancel := context.WithTimeout(ctx, life)
+	defer cancel()
+	p.connects.Add(1)
+	p.connected.Add(1)
+	err = c.Run(lctx, conn)
+	p.connected.Add(-1)
+	p.leaves.Add(1)
+	for _, cnt := range c.State().Counters {
+		p.acks.Add(int64(cnt.Acks))
+		p.nacks.Add(int64(cnt.Nacks))
+	}
+	return err
+}
+
+// wait waits for every slot to end (after ctx ended).
+func (p *population) wait() { p.wg.Wait() }
+
+// counts reads the counters.
+func (p *population) counts() ClientCounts {
+	return ClientCounts{Connects: p.connects.Load(), Leaves: p.leaves.Load(), Acks: p.acks.Load(),
+		Nacks: p.nacks.Load(), Failed: p.failed.Load()}
+}
