@@ -26,6 +26,7 @@ import (
 var (
 	benchClustersRange = intRange{1, bench.MaxClusters}
 	benchClientsRange  = intRange{1, bench.MaxClients}
+	benchStuckRange    = intRange{0, bench.MaxStuckClients}
 	// benchEnvoysRange bounds --envoys for any client (grpc-go clients go to
 	// bench.MaxGRPCClients); benchRunOptions holds Envoys to bench.MaxEnvoys.
 	benchEnvoysRange    = intRange{1, bench.MaxGRPCClients}
@@ -143,6 +144,9 @@ const benchExample = `  # the documented sweep: real Envoy, both protocols, 5 re
   # ten Envoys on one control plane: per-proxy times and the version distribution
   lab bench --client envoy --envoys 10 --clusters 1000 --cache snapshot,linear --repeat 5
 
+  # one stuck client beside 20 fan-out clients: do the others still ACK in time?
+  lab bench --client sim --clients 20 --stuck-clients 1 --clusters 1000 --workload endpoint
+
   # 100 grpc-go proxyless clients (lab grpc-client processes), SotW, endpoint changes
   lab bench --client grpc --envoys 100 --clusters 1000 --repeat 5
 
@@ -192,6 +196,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
+	f.Var(intValue{&o.bench.StuckClients, benchStuckRange}, "stuck-clients", "clients beside --clients that subscribe, each on its own connection, and never read again, "+benchStuckRange.String()+" (needs --client sim; docs/reliability.md, \"A stuck client\")")
 	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")

@@ -14,6 +14,7 @@ import (
 var benchFlagOf = map[string]string{
 	bench.OptionClusters:     "clusters",
 	bench.OptionClients:      "clients",
+	bench.OptionStuckClients: "stuck-clients",
 	bench.OptionClient:       "client",
 	bench.OptionEnvoys:       "envoys",
 	bench.OptionEnvoyStats:   "envoy-stats",

@@ -52,7 +52,9 @@ const MaxGRPCClients = 100
 const (
 	MaxClusters = 100_000
 	MaxClients  = 1000
-	MaxRepeat   = 1000
+	// MaxStuckClients bounds StuckClients: one is the question, a few its repetition.
+	MaxStuckClients = 10
+	MaxRepeat       = 1000
 )
 
 // Defaults for the CLI.
@@ -76,6 +78,11 @@ type Options struct {
 	// Clients is how many clients each configuration serves (1..MaxClients); more than
 	// one needs Client == ClientSim and runs the fan-out clients.
 	Clients int
+	// StuckClients is how many extra clients (0..MaxStuckClients) subscribe like the
+	// fan-out clients, each on its own connection, and then never read again: the
+	// others' figures show whether a stuck client holds them up (docs/reliability.md,
+	// "A stuck client"). They count in no convergence.
+	StuckClients int
 	// Client is ClientEnvoy or ClientSim.
 	Client string
 	// Envoys is how many Envoys each configuration runs (1..MaxEnvoys; 0 means 1), with

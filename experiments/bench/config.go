@@ -39,6 +39,8 @@ type configRun struct {
 	logFile *os.File
 	m       *meter
 	cl      *clients
+	// stuck are the --stuck-clients clients (nil without).
+	stuck *stuckClients
 	// tap is the ADS tap between the clients and the control plane (series "+tap").
 	tap *benchTap
 	// prevVersion is the version the previous step published ("" before the first).
@@ -209,6 +211,9 @@ func (r *configRun) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.startStuck(ctx, xdsAddr); err != nil {
+		return err
+	}
 	e := r.e
 	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
@@ -221,6 +226,25 @@ func (r *configRun) start(ctx context.Context) error {
 		return err
 	}
 	return r.awaitSubscribed(ctx)
+}
+
+// startStuck opens the stuck clients' streams first and waits until they asked for
+// CDS, so the meter can tell their streams from the others' (meter.markStuck).
+func (r *configRun) startStuck(ctx context.Context, xdsAddr string) error {
+	k := r.e.o.StuckClients
+	if k == 0 {
+		return nil
+	}
+	var err error
+	if r.stuck, err = startStuck(ctx, xdsAddr, r.s.mode, k); err != nil {
+		return err
+	}
+	if err := r.m.waitSubscribed(ctx, k); err != nil {
+		return err
+	}
+	r.m.markStuck()
+	r.cfg.StuckClients = k
+	return nil
 }
 
 // proxySpecs reserves a listener port per Envoy or grpc-go client. K Envoys on one
@@ -328,6 +352,10 @@ func (r *configRun) close() error {
 			}
 			r.say("%s %d/%d: %s", who, i+1, len(r.cfg.EnvoyExits), x)
 		}
+	}
+	if r.stuck != nil {
+		r.stuck.stop()
+		r.cfg.StuckSends = r.m.sendsToStuck()
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.
 	if r.tap != nil {

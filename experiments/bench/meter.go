@@ -44,9 +44,13 @@ type meter struct {
 	mu      sync.Mutex
 	changed chan struct{}
 
-	open      map[int64]bool
-	opened    int
-	requested map[int64]map[string]bool
+	open   map[int64]bool
+	opened int
+	// stuck are the streams of the stuck clients (markStuck): no wait counts them, and
+	// stuckSends counts the responses the server began to send on them.
+	stuck      map[int64]bool
+	stuckSends int
+	requested  map[int64]map[string]bool
 	// node is the node ID each stream's first request named (Envoy's node.id): how K
 	// proxies' streams are told apart.
 	node map[int64]string
@@ -73,6 +77,7 @@ func newMeter() *meter {
 		acc:       newBenchAccumulator(),
 		changed:   make(chan struct{}),
 		open:      map[int64]bool{},
+		stuck:     map[int64]bool{},
 		requested: map[int64]map[string]bool{},
 		node:      map[int64]string{},
 		acked:     map[streamType]string{},
@@ -97,6 +102,7 @@ func (m *meter) observe(e xdslog.Event) {
 	case xdslog.EventStreamClose:
 		delete(m.open, e.Stream)
 		delete(m.requested, e.Stream)
+		delete(m.stuck, e.Stream)
 		delete(m.node, e.Stream)
 		for k := range m.dropped {
 			if k.stream == e.Stream {
@@ -127,6 +133,9 @@ func (m *meter) observe(e xdslog.Event) {
 		m.drop(e, now)
 	case xdslog.EventSend:
 		m.lastSend[e.Step] = now
+		if m.stuck[e.Stream] {
+			m.stuckSends++
+		}
 	case xdslog.EventAck:
 		m.acked[streamType{e.Stream, e.Type}] = e.SentVersion
 		k := ackKey{e.Stream, e.Type, e.SentVersion}
@@ -169,17 +178,35 @@ func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
 // first thing Envoy (and the simulated clients) request.
 func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	return m.wait(ctx, fmt.Sprintf("%d client stream(s) to request CDS", k), func() bool {
-		if len(m.open) < k {
+		if len(m.open)-len(m.stuck) < k {
 			return false
 		}
 		n := 0
 		for s := range m.open {
-			if m.requested[s]["CDS"] {
+			if !m.stuck[s] && m.requested[s]["CDS"] {
 				n++
 			}
 		}
 		return n >= k
 	})
+}
+
+// markStuck marks every open stream as a stuck client's: the stuck clients open their
+// streams before the others (configRun.startStuck), so these are theirs.
+func (m *meter) markStuck() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s := range m.open {
+		m.stuck[s] = true
+	}
+}
+
+// sendsToStuck is how many responses the server began to send to stuck clients: it
+// stops growing once each stuck stream's send blocks in flow control.
+func (m *meter) sendsToStuck() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stuckSends
 }
 
 // waitNodesSubscribed waits until every node has an open stream that asked for typ
@@ -270,11 +297,14 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, w want) (
 		if nackErr, nacked = m.nackedLocked(step); nacked {
 			return true
 		}
-		if len(m.open) < k {
+		if len(m.open)-len(m.stuck) < k {
 			return false
 		}
 		last = time.Time{}
 		for s := range m.open {
+			if m.stuck[s] {
+				continue
+			}
 			at, ok := m.convergedLocked(s, step, w)
 			if !ok {
 				return false

@@ -32,6 +32,7 @@ const (
 	OptionTimeout      = "timeout"
 	OptionOnDemand     = "on demand"
 	OptionColdHosts    = "cold hosts"
+	OptionStuckClients = "stuck clients"
 )
 
 // OptionError is an option value the bench refuses (option.Error): Option is one of
@@ -58,6 +59,9 @@ var (
 	ErrFleetNeedsEnvoy = errors.New("more than one Envoy needs the envoy client")
 	// ErrFanOutNeedsSim: fan-out clients are simulated.
 	ErrFanOutNeedsSim = errors.New("more than one client needs the simulated client (the bench runs one Envoy)")
+	// ErrStuckNeedsSim: stuck clients sit beside the simulated clients, whose ACKs
+	// the bench counts per stream.
+	ErrStuckNeedsSim = errors.New("stuck clients need the simulated client")
 	// ErrStatsNeedEnvoy: an Envoy stats setting other than all needs real Envoy.
 	ErrStatsNeedEnvoy = errors.New("an Envoy stats setting needs the envoy client")
 	// ErrUnprobedOnDemand: the on-demand sequence builds its own states.
@@ -78,10 +82,10 @@ func refuse(option, value string, err error) *OptionError {
 // always reported them.
 func (o *Options) Validate() error {
 	for _, check := range []func() error{
-		o.checkClusters, o.checkClients, o.checkClient, o.checkEnvoys, o.checkEnvoyStats,
+		o.checkClusters, o.checkClients, o.checkStuckClients, o.checkClient, o.checkEnvoys, o.checkEnvoyStats,
 		o.checkUnprobed, o.checkModes, o.checkSotWVersions, o.checkRepeat, o.checkCaches,
 		o.checkWorkloads, o.checkThrough, o.checkTimeout,
-		o.checkUniformCache, o.checkWorkloadsFit, o.checkFleet, o.checkEnvoyStatsClient,
+		o.checkUniformCache, o.checkWorkloadsFit, o.checkFleet, o.checkStuckClient, o.checkEnvoyStatsClient,
 		o.checkUnprobedOnDemand, o.validateOnDemand, o.validateGRPC,
 	} {
 		if err := check(); err != nil {
@@ -139,6 +143,21 @@ func (o *Options) checkClients() error {
 		o.Clients = 1
 	}
 	return checkCount(OptionClients, o.Clients, MaxClients)
+}
+
+func (o *Options) checkStuckClients() error {
+	if o.StuckClients < 0 || o.StuckClients > MaxStuckClients {
+		return refuse(OptionStuckClients, fmt.Sprint(o.StuckClients), &RangeError{Min: 0, Max: MaxStuckClients})
+	}
+	return nil
+}
+
+// checkStuckClient: the stuck clients are simulated, beside simulated clients.
+func (o *Options) checkStuckClient() error {
+	if o.StuckClients > 0 && o.Client != ClientSim {
+		return refuse(OptionStuckClients, fmt.Sprint(o.StuckClients), fmt.Errorf("%w (got %s)", ErrStuckNeedsSim, o.Client))
+	}
+	return nil
 }
 
 // checkCount refuses n outside 1..most.

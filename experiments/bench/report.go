@@ -139,9 +139,14 @@ type Config struct {
 	// Through is "tap" when the client connected through an ADS tap (the series name
 	// ends in "+tap"); TapLog is the tap's own log and TapCPU says where its CPU is
 	// counted (a subprocess's in tap_cpu_ms, an in-process tap's inside cp_cpu_ms).
-	Through       string `json:"through,omitempty"`
-	TapLog        string `json:"tap_log,omitempty"`
-	TapCPU        string `json:"tap_cpu,omitempty"`
+	Through string `json:"through,omitempty"`
+	TapLog  string `json:"tap_log,omitempty"`
+	TapCPU  string `json:"tap_cpu,omitempty"`
+	// StuckClients is how many stuck clients sat beside the others (Options.StuckClients);
+	// StuckSends is how many responses the control plane began to send them in all
+	// (it stops at the first that fills the window).
+	StuckClients  int    `json:"stuck_clients,omitempty"`
+	StuckSends    int    `json:"stuck_sends,omitempty"`
 	EnvoyLog      string `json:"envoy_log,omitempty"`
 	StreamsOpened int    `json:"streams_opened"`
 	// EnvoyProbeCPUUS is Envoy's CPU per data-plane request with no update in flight:
