@@ -39,8 +39,10 @@ type configRun struct {
 	logFile *os.File
 	m       *meter
 	cl      *clients
-	// stuck are the --stuck-clients clients (nil without).
-	stuck *stuckClients
+	// stuck are the --stuck-clients clients (nil without); xdsAddr is where they and
+	// the others connect (the tap's address with a "+tap" series).
+	stuck   *stuckClients
+	xdsAddr string
 	// tap is the ADS tap between the clients and the control plane (series "+tap").
 	tap *benchTap
 	// prevVersion is the version the previous step published ("" before the first).
@@ -147,6 +149,9 @@ func (r *configRun) run(ctx context.Context) error {
 		return fmt.Errorf("initial state: %w", err)
 	}
 	r.say("initial: %s", init.brief())
+	if err := r.startStuck(ctx); err != nil {
+		return err
+	}
 	if r.e.o.CPUProfile {
 		// Only the changes: the initial push would swamp what one change costs.
 		stop, err := startCPUProfile(filepath.Join(r.e.o.Out, "cpu-"+r.stem()+".pprof"))
@@ -211,9 +216,7 @@ func (r *configRun) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.startStuck(ctx, xdsAddr); err != nil {
-		return err
-	}
+	r.xdsAddr = xdsAddr
 	e := r.e
 	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
@@ -228,21 +231,23 @@ func (r *configRun) start(ctx context.Context) error {
 	return r.awaitSubscribed(ctx)
 }
 
-// startStuck opens the stuck clients' streams first and waits until they asked for
-// CDS, so the meter can tell their streams from the others' (meter.markStuck).
-func (r *configRun) startStuck(ctx context.Context, xdsAddr string) error {
+// startStuck opens the stuck clients' streams once the initial state is in place, so
+// each is answered with the whole state at once, whatever the cache (a LinearCache
+// would otherwise answer an empty one that they never ACK). No other client opens a
+// stream from then on, so the meter can tell theirs (meter.expectStuck).
+func (r *configRun) startStuck(ctx context.Context) error {
 	k := r.e.o.StuckClients
 	if k == 0 {
 		return nil
 	}
+	r.m.expectStuck(k)
 	var err error
-	if r.stuck, err = startStuck(ctx, xdsAddr, r.s.mode, k); err != nil {
+	if r.stuck, err = startStuck(ctx, r.xdsAddr, r.s.mode, k); err != nil {
 		return err
 	}
-	if err := r.m.waitSubscribed(ctx, k); err != nil {
+	if err := r.m.waitStuckSubscribed(ctx, k); err != nil {
 		return err
 	}
-	r.m.markStuck()
 	r.cfg.StuckClients = k
 	return nil
 }
@@ -355,7 +360,7 @@ func (r *configRun) close() error {
 	}
 	if r.stuck != nil {
 		r.stuck.stop()
-		r.cfg.StuckSends = r.m.sendsToStuck()
+		r.cfg.StuckSends, r.cfg.StuckBytes = r.m.sendsToStuck()
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.
 	if r.tap != nil {

@@ -46,11 +46,17 @@ type meter struct {
 
 	open   map[int64]bool
 	opened int
-	// stuck are the streams of the stuck clients (markStuck): no wait counts them, and
-	// stuckSends counts the responses the server began to send on them.
-	stuck      map[int64]bool
-	stuckSends int
-	requested  map[int64]map[string]bool
+	// stuck are the streams of the stuck clients: the first stuckToCome streams opened
+	// (expectStuck), since they open before any other client. Their events reach no
+	// total and no wait of the others; stuckCDS counts those that asked for clusters,
+	// stuckSends the responses the server began to send them and stuckBytes their
+	// protobuf bytes.
+	stuck       map[int64]bool
+	stuckToCome int
+	stuckCDS    int
+	stuckSends  int
+	stuckBytes  int
+	requested   map[int64]map[string]bool
 	// node is the node ID each stream's first request named (Envoy's node.id): how K
 	// proxies' streams are told apart.
 	node map[int64]string
@@ -91,6 +97,9 @@ func newMeter() *meter {
 // the recorder has written the line: for a send that is the moment the response is
 // handed to gRPC, since the library records immediately before sending.
 func (m *meter) observe(e xdslog.Event) {
+	if m.observeStuck(e) {
+		return
+	}
 	now := time.Now()
 	m.acc.Observe(e)
 	m.mu.Lock()
@@ -102,7 +111,6 @@ func (m *meter) observe(e xdslog.Event) {
 	case xdslog.EventStreamClose:
 		delete(m.open, e.Stream)
 		delete(m.requested, e.Stream)
-		delete(m.stuck, e.Stream)
 		delete(m.node, e.Stream)
 		for k := range m.dropped {
 			if k.stream == e.Stream {
@@ -133,9 +141,6 @@ func (m *meter) observe(e xdslog.Event) {
 		m.drop(e, now)
 	case xdslog.EventSend:
 		m.lastSend[e.Step] = now
-		if m.stuck[e.Stream] {
-			m.stuckSends++
-		}
 	case xdslog.EventAck:
 		m.acked[streamType{e.Stream, e.Type}] = e.SentVersion
 		k := ackKey{e.Stream, e.Type, e.SentVersion}
@@ -178,12 +183,12 @@ func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
 // first thing Envoy (and the simulated clients) request.
 func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	return m.wait(ctx, fmt.Sprintf("%d client stream(s) to request CDS", k), func() bool {
-		if len(m.open)-len(m.stuck) < k {
+		if len(m.open) < k {
 			return false
 		}
 		n := 0
 		for s := range m.open {
-			if !m.stuck[s] && m.requested[s]["CDS"] {
+			if m.requested[s]["CDS"] {
 				n++
 			}
 		}
@@ -191,22 +196,49 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	})
 }
 
-// markStuck marks every open stream as a stuck client's: the stuck clients open their
-// streams before the others (configRun.startStuck), so these are theirs.
-func (m *meter) markStuck() {
+// expectStuck says the next k streams to open are stuck clients'
+// (configRun.startStuck opens them before any other client).
+func (m *meter) expectStuck(k int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for s := range m.open {
-		m.stuck[s] = true
-	}
+	m.stuckToCome = k
 }
 
-// sendsToStuck is how many responses the server began to send to stuck clients: it
-// stops growing once each stuck stream's send blocks in flow control.
-func (m *meter) sendsToStuck() int {
+// observeStuck counts e if it is a stuck client's and reports whether it was.
+func (m *meter) observeStuck(e xdslog.Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.stuckSends
+	if e.Event == xdslog.EventStreamOpen && m.stuckToCome > 0 {
+		m.stuckToCome--
+		m.stuck[e.Stream] = true
+		return true
+	}
+	if !m.stuck[e.Stream] {
+		return false
+	}
+	switch {
+	case e.Event == xdslog.EventSend:
+		m.stuckSends++
+		m.stuckBytes += e.Bytes
+	case e.Event == xdslog.EventRequest && e.Type == "CDS":
+		m.stuckCDS++
+		close(m.changed)
+		m.changed = make(chan struct{})
+	}
+	return true
+}
+
+// waitStuckSubscribed waits until k stuck clients have asked for clusters.
+func (m *meter) waitStuckSubscribed(ctx context.Context, k int) error {
+	return m.wait(ctx, fmt.Sprintf("%d stuck client(s) to request CDS", k), func() bool { return m.stuckCDS >= k })
+}
+
+// sendsToStuck is how many responses the server began to send to stuck clients, and
+// their bytes.
+func (m *meter) sendsToStuck() (sends, bytes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stuckSends, m.stuckBytes
 }
 
 // waitNodesSubscribed waits until every node has an open stream that asked for typ
@@ -297,14 +329,11 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, w want) (
 		if nackErr, nacked = m.nackedLocked(step); nacked {
 			return true
 		}
-		if len(m.open)-len(m.stuck) < k {
+		if len(m.open) < k {
 			return false
 		}
 		last = time.Time{}
 		for s := range m.open {
-			if m.stuck[s] {
-				continue
-			}
 			at, ok := m.convergedLocked(s, step, w)
 			if !ok {
 				return false

@@ -143,10 +143,13 @@ type Config struct {
 	TapLog  string `json:"tap_log,omitempty"`
 	TapCPU  string `json:"tap_cpu,omitempty"`
 	// StuckClients is how many stuck clients sat beside the others (Options.StuckClients);
-	// StuckSends is how many responses the control plane began to send them in all
-	// (it stops at the first that fills the window).
+	// StuckSends is how many responses the control plane began to send them in all, and
+	// StuckBytes their protobuf bytes. go-control-plane answers only a watch a request
+	// opened, so a client that never reads (never ACKs) is sent at most one response per
+	// type it asked for, however many changes are published.
 	StuckClients  int    `json:"stuck_clients,omitempty"`
 	StuckSends    int    `json:"stuck_sends,omitempty"`
+	StuckBytes    int    `json:"stuck_bytes,omitempty"`
 	EnvoyLog      string `json:"envoy_log,omitempty"`
 	StreamsOpened int    `json:"streams_opened"`
 	// EnvoyProbeCPUUS is Envoy's CPU per data-plane request with no update in flight:

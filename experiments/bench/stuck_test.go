@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/xdslog"
+)
+
+// TestSweepStuckClient: with a stuck client beside three fan-out clients, every
+// fan-out client still ACKs every change at its asserted version (checkStructure), on
+// both caches and in both protocols, and the stuck client is sent at most one response
+// per type it asked for (CDS and LDS) however many changes are published: the library
+// only answers a watch a request opened, and a client that never reads never ACKs.
+func TestSweepStuckClient(t *testing.T) {
+	const k, repeat = 3, 4
+	rep, _, _ := sweep(t, Options{
+		Clusters: []int{1000}, Clients: k, StuckClients: 1, Client: ClientSim, Modes: DefaultModes,
+		SotWVersions: []frontend.VersionStrategy{frontend.PerType},
+		Caches:       []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Repeat: repeat,
+	})
+	require.Len(t, rep.Configs, 4)
+	checkStructure(t, rep, k)
+	for _, c := range rep.Configs {
+		assert.Equal(t, 1, c.StuckClients, c.Series)
+		assert.Equal(t, k, c.StreamsOpened, "%s: the stuck stream counts in no figure of the others", c.Series)
+		assert.Equal(t, 2, c.StuckSends, "%s: one CDS and one LDS response, not one per change", c.Series)
+		assert.Greater(t, c.StuckBytes, stuckWindow, "%s: the stuck client's window is full", c.Series)
+		t.Logf("%s %s: %d sends, %d bytes to the stuck client", c.Series, c.Cache, c.StuckSends, c.StuckBytes)
+	}
+}
+
+// TestStuckSendParksInFlowControl names where a stuck client's stream waits. With 2,000
+// clusters its CDS response (about 200 KB SotW, 370 KB delta) is more than its 64 KiB
+// window plus grpc-go's 64 KiB per-stream write quota, so the next send on that stream
+// (LDS) parks in (*writeQuota).get (internal/transport/flowcontrol.go), inside the
+// library's send for that one stream (sotw/v3/ads.go processADS, delta/v3/server.go
+// process). Publishes still return: the cache hands the stream's responses to a
+// buffered channel, and answers no watch the stuck client did not reopen.
+func TestStuckSendParksInFlowControl(t *testing.T) {
+	for _, mode := range DefaultModes {
+		for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache} {
+			t.Run(mode+"-"+string(cache), func(t *testing.T) {
+				o := controlplane.Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(io.Discard, mode)}
+				if mode == xdslog.ModeSotW {
+					o.Versions, o.NackPolicy = controlplane.SotWDefaults(cache)
+				}
+				cp, err := controlplane.New(o)
+				require.NoError(t, err)
+				t.Cleanup(cp.Stop)
+				_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080, Clusters: 2000})
+				require.NoError(t, err)
+				lis, err := net.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				go func() { _ = cp.Serve(lis) }()
+				sc, err := startStuck(context.Background(), lis.Addr().String(), mode, 1)
+				require.NoError(t, err)
+				t.Cleanup(sc.stop)
+				require.Eventually(t, parkedInWriteQuota, 10*time.Second, 20*time.Millisecond,
+					"a library send parked in grpc-go's write quota")
+				for v := 2; v <= 5; v++ {
+					done := make(chan error, 1)
+					go func() {
+						_, err := cp.Publish(context.Background(), resources.State{Version: strconv.Itoa(v), InventoryPort: 18080 + v, Clusters: 2000})
+						done <- err
+					}()
+					select {
+					case err := <-done:
+						require.NoError(t, err, "publish %d", v)
+					case <-time.After(30 * time.Second):
+						t.Fatalf("publish %d did not return while a client is stuck:\n%s", v, allStacks())
+					}
+				}
+			})
+		}
+	}
+}
+
+// parkedInWriteQuota reports whether a goroutine of go-control-plane's server waits in
+// grpc-go's per-stream write quota.
+func parkedInWriteQuota() bool {
+	for _, g := range strings.Split(allStacks(), "\n\n") {
+		if strings.Contains(g, "(*writeQuota).get") && strings.Contains(g, "go-control-plane/pkg/server/") {
+			return true
+		}
+	}
+	return false
+}
+
+// allStacks is every goroutine's stack.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
