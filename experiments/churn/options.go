@@ -52,7 +52,9 @@ type Options struct {
 	KillMin, KillMax time.Duration
 	// LifetimeMin and LifetimeMax bound a simulated client's random lifetime.
 	LifetimeMin, LifetimeMax time.Duration
-	// NackRate is the share of valid responses a simulated client NACKs anyway.
+	// NackRate is the share of valid responses a simulated client NACKs anyway. Unlike
+	// the other fields, 0 is taken as asked (no NACKs), not as the default; the CLI's
+	// flag default is DefaultNackRate.
 	NackRate float64
 	// SampleEvery is the sampling period.
 	SampleEvery time.Duration
@@ -60,7 +62,8 @@ type Options struct {
 	// every client connected, the first publishes done).
 	Baseline time.Duration
 	// GrowthLimit is how far over its baseline heap, goroutines and fds may end (0.10:
-	// 10%); LogRateLimit the same for the log's bytes per publish.
+	// 10%); LogRateLimit the same for the log's bytes per publish. 0 takes the default:
+	// sampling noise alone would fail a zero limit.
 	GrowthLimit, LogRateLimit float64
 	// Seed seeds every random choice (0: the start time).
 	Seed int64
@@ -99,9 +102,6 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.NoEnvoys {
 		o.Envoys = 0
-	}
-	if o.NackRate == 0 {
-		o.NackRate = DefaultNackRate
 	}
 	if o.GrowthLimit == 0 {
 		o.GrowthLimit = DefaultGrowthLimit

@@ -91,6 +91,9 @@ func TestOrphanVerdict(t *testing.T) {
 func TestValidate(t *testing.T) {
 	ok := Options{Out: t.TempDir()}.WithDefaults()
 	require.NoError(t, ok.Validate())
+	assert.Zero(t, ok.NackRate, "a zero NACK rate is no NACKs, not the default")
+	assert.Equal(t, DefaultGrowthLimit, ok.GrowthLimit)
+	assert.Equal(t, DefaultClients, ok.Clients)
 	for name, o := range map[string]Options{
 		"clients":          {Clients: -1},
 		"kill interval":    {KillMin: time.Minute, KillMax: time.Second},
