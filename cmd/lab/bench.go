@@ -196,7 +196,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(intListValue{&o.bench.Clusters, benchClustersRange, "a comma list of cluster counts >= 1, e.g. 10,100"}, "clusters",
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
-	f.Var(intValue{&o.bench.StuckClients, benchStuckRange}, "stuck-clients", "clients beside --clients that subscribe, each on its own connection, and never read again, "+benchStuckRange.String()+" (needs --client sim; docs/reliability.md, \"A stuck client\")")
+	f.Var(intValue{&o.bench.StuckClients, benchStuckRange}, "stuck-clients", "clients beside --clients, each on its own connection with a fixed 64 KiB window, that take the initial state and then stop reading, "+benchStuckRange.String()+" (needs --client sim; docs/reliability.md, \"A stuck client\")")
 	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")

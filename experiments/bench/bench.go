@@ -79,9 +79,9 @@ type Options struct {
 	// one needs Client == ClientSim and runs the fan-out clients.
 	Clients int
 	// StuckClients is how many extra clients (0..MaxStuckClients) subscribe like the
-	// fan-out clients, each on its own connection, and then never read again: the
-	// others' figures show whether a stuck client holds them up (docs/reliability.md,
-	// "A stuck client"). They count in no convergence.
+	// fan-out clients, each on its own connection, take the initial state and then stop
+	// reading: the others' figures show whether a stuck client holds them up
+	// (docs/reliability.md, "A stuck client"). They count in no figure of the others.
 	StuckClients int
 	// Client is ClientEnvoy or ClientSim.
 	Client string

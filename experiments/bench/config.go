@@ -231,10 +231,9 @@ func (r *configRun) start(ctx context.Context) error {
 	return r.awaitSubscribed(ctx)
 }
 
-// startStuck opens the stuck clients' streams once the initial state is in place, so
-// each is answered with the whole state at once, whatever the cache (a LinearCache
-// would otherwise answer an empty one that they never ACK). No other client opens a
-// stream from then on, so the meter can tell theirs (meter.expectStuck).
+// startStuck connects the stuck clients once the initial state is in place and waits
+// until it is theirs, then makes them stop reading. No other client opens a stream from
+// then on, so the meter can tell theirs (meter.expectStuck).
 func (r *configRun) startStuck(ctx context.Context) error {
 	k := r.e.o.StuckClients
 	if k == 0 {
@@ -245,9 +244,11 @@ func (r *configRun) startStuck(ctx context.Context) error {
 	if r.stuck, err = startStuck(ctx, r.xdsAddr, r.s.mode, k); err != nil {
 		return err
 	}
-	if err := r.m.waitStuckSubscribed(ctx, k); err != nil {
+	if err := r.stuck.awaitState(ctx); err != nil {
 		return err
 	}
+	r.cfg.StuckInitialSends, r.cfg.StuckInitialBytes = r.m.sendsToStuck()
+	r.stuck.stopReading()
 	r.cfg.StuckClients = k
 	return nil
 }

@@ -48,12 +48,10 @@ type meter struct {
 	opened int
 	// stuck are the streams of the stuck clients: the first stuckToCome streams opened
 	// (expectStuck), since they open before any other client. Their events reach no
-	// total and no wait of the others; stuckCDS counts those that asked for clusters,
-	// stuckSends the responses the server began to send them and stuckBytes their
-	// protobuf bytes.
+	// total and no wait of the others; stuckSends counts the responses the server
+	// began to send them and stuckBytes their protobuf bytes.
 	stuck       map[int64]bool
 	stuckToCome int
-	stuckCDS    int
 	stuckSends  int
 	stuckBytes  int
 	requested   map[int64]map[string]bool
@@ -216,21 +214,11 @@ func (m *meter) observeStuck(e xdslog.Event) bool {
 	if !m.stuck[e.Stream] {
 		return false
 	}
-	switch {
-	case e.Event == xdslog.EventSend:
+	if e.Event == xdslog.EventSend {
 		m.stuckSends++
 		m.stuckBytes += e.Bytes
-	case e.Event == xdslog.EventRequest && e.Type == "CDS":
-		m.stuckCDS++
-		close(m.changed)
-		m.changed = make(chan struct{})
 	}
 	return true
-}
-
-// waitStuckSubscribed waits until k stuck clients have asked for clusters.
-func (m *meter) waitStuckSubscribed(ctx context.Context, k int) error {
-	return m.wait(ctx, fmt.Sprintf("%d stuck client(s) to request CDS", k), func() bool { return m.stuckCDS >= k })
 }
 
 // sendsToStuck is how many responses the server began to send to stuck clients, and

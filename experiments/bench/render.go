@@ -377,6 +377,20 @@ func (r *Report) exits() []string {
 	return out
 }
 
+// stuck lists what each configuration sent its stuck clients once they stopped reading.
+func (r *Report) stuck() []string {
+	var out []string
+	for _, c := range r.Configs {
+		if c.StuckClients == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s %s N=%d: %d stuck client(s); %d response(s), %s after they stopped reading (%d, %s before)",
+			c.Workload, c.Cache, c.Series, c.N, c.StuckClients, c.StuckSends-c.StuckInitialSends,
+			fmtBytes(float64(c.StuckBytes-c.StuckInitialBytes)), c.StuckInitialSends, fmtBytes(float64(c.StuckInitialBytes))))
+	}
+	return out
+}
+
 func (r *Report) header() []string {
 	client := r.Options.Client
 	if r.Options.Clients > 1 {
@@ -451,6 +465,12 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.exits(); len(x) > 0 {
 		b.WriteString("\n### Envoy exit (from /quitquitquit to the process gone)\n\n")
+		for _, l := range x {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	if x := r.stuck(); len(x) > 0 {
+		b.WriteString("\n### Stuck clients (sent after they stopped reading; they count in no figure above)\n\n")
 		for _, l := range x {
 			b.WriteString("- " + l + "\n")
 		}

@@ -143,15 +143,19 @@ type Config struct {
 	TapLog  string `json:"tap_log,omitempty"`
 	TapCPU  string `json:"tap_cpu,omitempty"`
 	// StuckClients is how many stuck clients sat beside the others (Options.StuckClients);
-	// StuckSends is how many responses the control plane began to send them in all, and
-	// StuckBytes their protobuf bytes. go-control-plane answers only a watch a request
-	// opened, so a client that never reads (never ACKs) is sent at most one response per
-	// type it asked for, however many changes are published.
-	StuckClients  int    `json:"stuck_clients,omitempty"`
-	StuckSends    int    `json:"stuck_sends,omitempty"`
-	StuckBytes    int    `json:"stuck_bytes,omitempty"`
-	EnvoyLog      string `json:"envoy_log,omitempty"`
-	StreamsOpened int    `json:"streams_opened"`
+	// StuckSends is how many responses the control plane began to send them in all,
+	// StuckInitialSends how many of those came before they stopped reading, and
+	// StuckBytes and StuckInitialBytes the same in bytes. go-control-plane answers only
+	// a watch a request opened, and a client that reads nothing sends no request, so
+	// after the response it was waiting for it is sent at most one more per type,
+	// however many changes follow.
+	StuckClients      int    `json:"stuck_clients,omitempty"`
+	StuckSends        int    `json:"stuck_sends,omitempty"`
+	StuckInitialSends int    `json:"stuck_initial_sends,omitempty"`
+	StuckBytes        int    `json:"stuck_bytes,omitempty"`
+	StuckInitialBytes int    `json:"stuck_initial_bytes,omitempty"`
+	EnvoyLog          string `json:"envoy_log,omitempty"`
+	StreamsOpened     int    `json:"streams_opened"`
 	// EnvoyProbeCPUUS is Envoy's CPU per data-plane request with no update in flight:
 	// Polls x this is the probes' share of an update's Envoy CPU.
 	EnvoyProbeCPUUS *float64 `json:"envoy_cpu_per_probe_us,omitempty"`

@@ -3,9 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 
-	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -22,16 +21,21 @@ import (
 // responses fill it.
 const stuckWindow = 64 << 10
 
-// stuckClients are the --stuck-clients clients: each on its own connection (its own
-// HTTP/2 connection window, as a separate Envoy would have), each asks for CDS and LDS
-// like the fan-out clients and then never reads. The server's send to it blocks once the
-// unread responses exceed the window; the question is whether anything else waits too.
+// stuckClients are the --stuck-clients clients: simulated clients (simclient), each on
+// its own connection (its own HTTP/2 connection window, as a separate Envoy would have),
+// that subscribe and ACK like the others until the initial state is theirs, and then
+// stop reading (simclient.Client.StopReading). The response they were waiting for is
+// still read and ACKed, so a watch of each type it changed is open again; what the next
+// change sends them stays unread, in their window and then in the server's send. The
+// question is whether anything else waits too.
 type stuckClients struct {
-	cancel context.CancelFunc
-	conns  []*grpc.ClientConn
+	cancel  context.CancelFunc
+	conns   []*grpc.ClientConn
+	clients []*simclient.Client
+	done    sync.WaitGroup
 }
 
-// startStuck opens k stuck streams to addr in mode.
+// startStuck connects k stuck clients to addr in mode; they read until stopReading.
 func startStuck(ctx context.Context, addr, mode string, k int) (*stuckClients, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	sc := &stuckClients{cancel: cancel}
@@ -43,53 +47,55 @@ func startStuck(ctx context.Context, addr, mode string, k int) (*stuckClients, e
 			sc.stop()
 			return nil, fmt.Errorf("stuck client: dial %s: %w", addr, err)
 		}
-		sc.conns = append(sc.conns, conn)
-		if err := subscribeStuck(sctx, mode, conn); err != nil {
+		// The node the fan-out clients name: the snapshot cache keys states by node ID
+		// (shared/frontend.NewSnapshotCache, IDHash), so it is served the same state.
+		c, err := simclient.New(mode, resources.NodeID)
+		if err != nil {
+			_ = conn.Close()
 			sc.stop()
-			return nil, err
+			return nil, fmt.Errorf("stuck client: %w", err)
 		}
+		sc.conns, sc.clients = append(sc.conns, conn), append(sc.clients, c)
+		sc.done.Add(1)
+		go func() {
+			defer sc.done.Done()
+			_ = c.Run(sctx, conn) // ends with sctx (stop); the meter sees the stream close
+		}()
 	}
 	return sc, nil
 }
 
-// subscribeStuck opens the stream and sends the first requests; nothing reads it after.
-func subscribeStuck(ctx context.Context, mode string, conn *grpc.ClientConn) error {
-	sotw := func(ctx context.Context, c discovery.AggregatedDiscoveryServiceClient) error {
-		s, err := c.StreamAggregatedResources(ctx)
-		if err != nil {
-			return fmt.Errorf("stuck client: open SotW stream: %w", err)
-		}
-		for _, r := range []*discovery.DiscoveryRequest{{Node: stuckNode(), TypeUrl: resources.CDS.URL()}, {TypeUrl: resources.LDS.URL()}} {
-			if err := s.Send(r); err != nil {
-				return fmt.Errorf("stuck client: send %s: %w", r.GetTypeUrl(), err)
+// awaitState waits until every stuck client has accepted clusters, endpoints, a
+// listener and a route: the whole initial state.
+func (sc *stuckClients) awaitState(ctx context.Context) error {
+	for i, c := range sc.clients {
+		_, err := c.WaitFor(ctx, func(s simclient.State) bool {
+			for _, t := range []resources.Type{resources.CDS, resources.EDS, resources.LDS, resources.RDS} {
+				if len(s.Accepted[t]) == 0 {
+					return false
+				}
 			}
-		}
-		return nil
-	}
-	delta := func(ctx context.Context, c discovery.AggregatedDiscoveryServiceClient) error {
-		s, err := c.DeltaAggregatedResources(ctx)
+			return true
+		})
 		if err != nil {
-			return fmt.Errorf("stuck client: open delta stream: %w", err)
+			return fmt.Errorf("stuck client %d: initial state: %w", i+1, err)
 		}
-		for _, r := range []*discovery.DeltaDiscoveryRequest{{Node: stuckNode(), TypeUrl: resources.CDS.URL()}, {TypeUrl: resources.LDS.URL()}} {
-			if err := s.Send(r); err != nil {
-				return fmt.Errorf("stuck client: send %s: %w", r.GetTypeUrl(), err)
-			}
-		}
-		return nil
 	}
-	return simclient.RunMode(ctx, mode, discovery.NewAggregatedDiscoveryServiceClient(conn), sotw, delta)
+	return nil
 }
 
-// stuckNode is the node the fan-out clients name: the snapshot cache keys states by
-// node ID (shared/frontend.NewSnapshotCache, IDHash), so the stuck client is served the
-// same state as the others.
-func stuckNode() *core.Node { return &core.Node{Id: resources.NodeID, Cluster: "bench-stuck"} }
+// stopReading makes every stuck client stop reading.
+func (sc *stuckClients) stopReading() {
+	for _, c := range sc.clients {
+		c.StopReading()
+	}
+}
 
 // stop resets the stuck streams (which unblocks the server's sends) and closes the
 // connections.
 func (sc *stuckClients) stop() {
 	sc.cancel()
+	sc.done.Wait()
 	for _, c := range sc.conns {
 		_ = c.Close()
 	}

@@ -82,6 +82,9 @@ type Client struct {
 	// reject, when set, makes the client NACK a valid response it says yes to
 	// (SetRejecter).
 	reject func(resources.Type) bool
+	// stalled is closed by StopReading.
+	stalled  chan struct{}
+	stopOnce sync.Once
 }
 
 // Received is one response as the client saw it (tests read these).
@@ -103,7 +106,7 @@ func New(mode, nodeID string) (*Client, error) {
 	if nodeID == "" {
 		nodeID = resources.NodeID
 	}
-	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), subs: map[resources.Type][]string{}, active: map[string]*endpoint.ClusterLoadAssignment{}, byService: map[string][]string{}}
+	c := &Client{mode: mode, nodeID: nodeID, changed: make(chan struct{}), stalled: make(chan struct{}), subs: map[resources.Type][]string{}, active: map[string]*endpoint.ClusterLoadAssignment{}, byService: map[string][]string{}}
 	c.state = State{
 		Accepted:    map[resources.Type]map[string]Entry{},
 		VersionInfo: map[resources.Type]string{},
@@ -141,6 +144,12 @@ func (c *Client) rejectLocked(t resources.Type, verr error) error {
 	}
 	return verr
 }
+
+// StopReading makes the client a stuck one: after the response it is waiting for (read
+// and answered as usual), it reads nothing more until Run's context ends, so responses
+// pile up in its HTTP/2 receive window and then in the server's (bench --stuck-clients,
+// docs/reliability.md "A stuck client").
+func (c *Client) StopReading() { c.stopOnce.Do(func() { close(c.stalled) }) }
 
 // Mode returns the client's protocol.
 func (c *Client) Mode() string { return c.mode }
@@ -379,7 +388,7 @@ func (c *Client) runSotW(ctx context.Context, client discovery.AggregatedDiscove
 		{TypeUrl: resources.LDS.URL(), VersionInfo: c.state.VersionInfo[resources.LDS]},
 	}
 	c.mu.Unlock()
-	return exchange(stream, "SotW", "request", first, c.handleSotW)
+	return exchange(stream, c.stalled, "SotW", "request", first, c.handleSotW)
 }
 
 func (c *Client) handleSotW(resp *discovery.DiscoveryResponse) []*discovery.DiscoveryRequest {
@@ -510,7 +519,7 @@ func (c *Client) runDelta(ctx context.Context, client discovery.AggregatedDiscov
 		{TypeUrl: resources.LDS.URL(), InitialResourceVersions: c.versionsLocked(resources.LDS)},
 	}
 	c.mu.Unlock()
-	return exchange(stream, "delta", "delta request", first, c.handleDelta)
+	return exchange(stream, c.stalled, "delta", "delta request", first, c.handleDelta)
 }
 
 func (c *Client) versionsLocked(t resources.Type) map[string]string {

@@ -32,6 +32,7 @@ func RunMode(ctx context.Context, mode string, client discovery.AggregatedDiscov
 type adsStream[Req, Resp any] interface {
 	Send(Req) error
 	Recv() (Resp, error)
+	Context() context.Context
 }
 
 // typed is a request that names its type URL (for error messages).
@@ -39,8 +40,10 @@ type typed interface{ GetTypeUrl() string }
 
 // exchange sends first, then answers every response with the requests handle returns,
 // until the stream breaks. proto ("SotW", "delta") and request ("request", "delta
-// request") word its errors.
-func exchange[Req typed, Resp any](stream adsStream[Req, Resp], proto, request string, first []Req, handle func(Resp) []Req) error {
+// request") word its errors. Once stalled is closed it reads nothing more (the response
+// it is waiting for when that happens is still read and answered) until the stream's
+// context ends: a client whose receive window fills (Client.StopReading).
+func exchange[Req typed, Resp any](stream adsStream[Req, Resp], stalled <-chan struct{}, proto, request string, first []Req, handle func(Resp) []Req) error {
 	send := func(reqs []Req) error {
 		for _, r := range reqs {
 			if err := stream.Send(r); err != nil {
@@ -53,6 +56,12 @@ func exchange[Req typed, Resp any](stream adsStream[Req, Resp], proto, request s
 		return err
 	}
 	for {
+		select {
+		case <-stalled:
+			<-stream.Context().Done()
+			return stream.Context().Err()
+		default:
+		}
 		resp, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
