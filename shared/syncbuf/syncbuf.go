@@ -37,3 +37,14 @@ func (b *Buffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
+
+// Take returns what was written since the last Take and forgets it, so that a reader
+// polling a long-lived writer (a fuzz worker's log, drained after each input) reads
+// only the new part.
+func (b *Buffer) Take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	b.buf.Reset()
+	return s
+}

@@ -61,3 +61,13 @@ func TestBytesIsACopy(t *testing.T) {
 	assert.Equal(t, "First", string(snap))
 	assert.Equal(t, "first second", b.String())
 }
+
+func TestTakeReturnsOnlyWhatIsNew(t *testing.T) {
+	var b Buffer
+	_, _ = b.Write([]byte("one\n"))
+	assert.Equal(t, "one\n", b.Take())
+	assert.Empty(t, b.Take(), "taken once")
+	_, _ = b.Write([]byte("two\n"))
+	assert.Equal(t, "two\n", b.String())
+	assert.Equal(t, "two\n", b.Take())
+}

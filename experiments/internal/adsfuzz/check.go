@@ -1,13 +1,12 @@
 package adsfuzz
 
 import (
-	"bytes"
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -88,23 +87,4 @@ func WaitStreams(rec *xdslog.Recorder, witness map[int64]bool, d time.Duration) 
 
 // Log is an xds.log in memory that a fuzz target drains after each input (Take), so
 // that checking one input reads only its own lines however long the run.
-type Log struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends to the log.
-func (l *Log) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// Take returns what was written since the last Take and forgets it.
-func (l *Log) Take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.buf.String()
-	l.buf.Reset()
-	return s
-}
+type Log = syncbuf.Buffer
