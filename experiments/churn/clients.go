@@ -3,6 +3,7 @@ package churn
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,15 @@ type ClientCounts struct {
 	Leaves   int64 `json:"leaves"`
 	Acks     int64 `json:"acks"`
 	Nacks    int64 `json:"nacks"`
-	// Failed counts streams that ended before their lifetime (not by the client).
-	Failed int64 `json:"failed"`
+	// Failed counts streams that ended before their lifetime (not by the client), and
+	// FailedBy the same by error text (the first maxFailureKinds texts; the rest as
+	// "other").
+	Failed   int64            `json:"failed"`
+	FailedBy map[string]int64 `json:"failed_by,omitempty"`
 }
+
+// maxFailureKinds bounds the distinct failure texts kept.
+const maxFailureKinds = 8
 
 // population is a churned set of simulated clients: slots, each running one client
 // after another. Every client has a grpc.ClientConn of its own, so that leaving closes
@@ -33,6 +40,9 @@ type population struct {
 	connects, leaves, acks, nacks, failed atomic.Int64
 	connected                             atomic.Int64
 	wg                                    sync.WaitGroup
+
+	mu       sync.Mutex
+	failedBy map[string]int64
 }
 
 // start runs n slots against addr in mode until ctx ends.
@@ -48,7 +58,7 @@ func (p *population) slot(ctx context.Context, mode, addr string, o Options, rng
 	for ctx.Err() == nil {
 		life := o.LifetimeMin + time.Duration(rng.Int64N(int64(o.LifetimeMax-o.LifetimeMin)+1))
 		if err := p.client(ctx, mode, addr, life, o.NackRate, rng); err != nil {
-			p.failed.Add(1)
+			p.fail(err)
 			// A refused or broken connection is retried after a short pause, not in a
 			// tight loop.
 			select {
@@ -86,11 +96,28 @@ func (p *population) client(ctx context.Context, mode, addr string, life time.Du
 	return err
 }
 
+// fail counts a stream that ended before its lifetime, by its error's text.
+func (p *population) fail(err error) {
+	p.failed.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failedBy == nil {
+		p.failedBy = map[string]int64{}
+	}
+	k := err.Error()
+	if _, ok := p.failedBy[k]; !ok && len(p.failedBy) >= maxFailureKinds {
+		k = "other"
+	}
+	p.failedBy[k]++
+}
+
 // wait waits for every slot to end (after ctx ended).
 func (p *population) wait() { p.wg.Wait() }
 
 // counts reads the counters.
 func (p *population) counts() ClientCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return ClientCounts{Connects: p.connects.Load(), Leaves: p.leaves.Load(), Acks: p.acks.Load(),
-		Nacks: p.nacks.Load(), Failed: p.failed.Load()}
+		Nacks: p.nacks.Load(), Failed: p.failed.Load(), FailedBy: maps.Clone(p.failedBy)}
 }

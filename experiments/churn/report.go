@@ -3,6 +3,8 @@ package churn
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -20,6 +22,9 @@ func reportMD(res *Result) []byte {
 	c := res.Clients
 	fmt.Fprintf(&b, "- publishes: %d; Envoy restarts: %d\n", res.Publishes, res.Restarts)
 	fmt.Fprintf(&b, "- clients: %d connects, %d leaves, %d ACKs, %d NACKs, %d streams failed early\n", c.Connects, c.Leaves, c.Acks, c.Nacks, c.Failed)
+	for _, k := range slices.Sorted(maps.Keys(c.FailedBy)) {
+		fmt.Fprintf(&b, "  - %d failed with: %s\n", c.FailedBy[k], k)
+	}
 	fmt.Fprintf(&b, "- samples: %d, every %s (samples.csv, samples.svg); baseline at %s\n\n", len(res.Samples), o.SampleEvery, o.Baseline.Round(time.Second))
 	for _, v := range res.Verdicts {
 		mark := "pass"

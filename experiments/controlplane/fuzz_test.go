@@ -2,17 +2,11 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,10 +23,8 @@ const fuzzRecvLimit = 64 << 10
 // fuzzPlane is one control plane served on bufconn for a whole fuzz worker (setup per
 // input would dominate), with a witness stream that stays connected throughout.
 type fuzzPlane struct {
-	cp      *ControlPlane
-	conn    *grpc.ClientConn
-	log     *adsfuzz.Log
-	witness map[int64]bool
+	cp *ControlPlane
+	adsfuzz.Target
 }
 
 var (
@@ -49,8 +41,8 @@ func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
 	if p := fuzzPlanes[key]; p != nil {
 		return p
 	}
-	p := &fuzzPlane{log: &adsfuzz.Log{}}
-	o := Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(p.log, mode), Limits: Limits{MaxRecvMsgSize: fuzzRecvLimit}}
+	p := &fuzzPlane{Target: adsfuzz.Target{Log: &adsfuzz.Log{}}}
+	o := Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(p.Log, mode), Limits: Limits{MaxRecvMsgSize: fuzzRecvLimit}}
 	if mode == xdslog.ModeSotW {
 		o.Versions, o.NackPolicy = SotWDefaults(cache)
 	}
@@ -61,15 +53,11 @@ func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
 	if _, err := cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = cp.Serve(lis) }()
-	p.cp = cp
-	p.conn, err = grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatalf("dial: %v", err)
+	p.cp, p.Rec = cp, cp.Recorder()
+	if _, p.Conn, err = adsfuzz.Serve(cp.Serve); err != nil {
+		t.Fatal(err)
 	}
-	if p.witness, err = adsfuzz.Witness(context.Background(), p.conn, mode == xdslog.ModeDelta, p.log, 10*time.Second); err != nil {
+	if p.Witness, err = adsfuzz.Witness(context.Background(), p.Conn, mode == xdslog.ModeDelta, p.Log, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	fuzzPlanes[key] = p
@@ -85,28 +73,9 @@ func fuzzStream(t *testing.T, mode string, data []byte) {
 	if s.Linear {
 		cache = frontend.LinearCache
 	}
-	p := planeFor(t, mode, cache)
-	baseline := runtime.NumGoroutine()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adsfuzz.Run(ctx, p.conn, s, fuzzRecvLimit)
-	if err := checkAfter(p, baseline); err != nil {
+	if err := planeFor(t, mode, cache).Exercise(s, fuzzRecvLimit); err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
-}
-
-// checkAfter checks what a script left behind once it ran.
-func checkAfter(p *fuzzPlane, baseline int) error {
-	if err := adsfuzz.WaitGoroutines(baseline, 10*time.Second); err != nil {
-		return err
-	}
-	if err := adsfuzz.WaitStreams(p.cp.Recorder(), p.witness, 10*time.Second); err != nil {
-		return err
-	}
-	if err := adsfuzz.CheckLog(p.log.Take(), p.witness); err != nil {
-		return fmt.Errorf("xds.log: %w", err)
-	}
-	return nil
 }
 
 // FuzzSotWStream drives hostile SotW streams at the snapshot and linear caches.
@@ -134,18 +103,18 @@ func TestFuzzScriptReachesServer(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			p := planeFor(t, mode, frontend.SnapshotCache)
-			p.log.Take()
+			p.Log.Take()
 			baseline := runtime.NumGoroutine()
 			cds := adsfuzz.Op{Kind: adsfuzz.Send, TypeURL: adsfuzz.TypeURLs[0], Names: []string{resources.ClusterName}}
 			delta := mode == xdslog.ModeDelta
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			adsfuzz.Run(ctx, p.conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{cds, {Kind: adsfuzz.SendAtLimit, TypeURL: adsfuzz.TypeURLs[1]}}}, fuzzRecvLimit)
-			adsfuzz.Run(ctx, p.conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{{Kind: adsfuzz.SendOverLimit, TypeURL: adsfuzz.TypeURLs[2]}}}, fuzzRecvLimit)
+			adsfuzz.Run(ctx, p.Conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{cds, {Kind: adsfuzz.SendAtLimit, TypeURL: adsfuzz.TypeURLs[1]}}}, fuzzRecvLimit)
+			adsfuzz.Run(ctx, p.Conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{{Kind: adsfuzz.SendOverLimit, TypeURL: adsfuzz.TypeURLs[2]}}}, fuzzRecvLimit)
 			require.NoError(t, adsfuzz.WaitGoroutines(baseline, 10*time.Second))
-			require.NoError(t, adsfuzz.WaitStreams(p.cp.Recorder(), p.witness, 10*time.Second))
-			lines := p.log.Take()
-			require.NoError(t, adsfuzz.CheckLog(lines, p.witness))
+			require.NoError(t, adsfuzz.WaitStreams(p.cp.Recorder(), p.Witness, 10*time.Second))
+			lines := p.Log.Take()
+			require.NoError(t, adsfuzz.CheckLog(lines, p.Witness))
 			ev, _, err := xdslog.Read(strings.NewReader(lines))
 			require.NoError(t, err)
 			requested := map[string]bool{}

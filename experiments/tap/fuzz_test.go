@@ -2,15 +2,10 @@ package tap
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
@@ -24,34 +19,16 @@ import (
 // its default, larger, so the tap is the one that refuses).
 const fuzzRecvLimit = 64 << 10
 
-// fuzzTap is a tap in front of a control plane, both on bufconn, built once per fuzz
-// worker and never stopped, with a witness stream through the tap.
-type fuzzTap struct {
-	conn    *grpc.ClientConn
-	log     *adsfuzz.Log
-	rec     *xdslog.Recorder
-	witness map[int64]bool
-}
-
+// fuzzTaps are the worker's taps, each in front of a control plane, both on bufconn,
+// built once per fuzz worker and never stopped, with a witness stream through the tap;
+// the tap's own recorder and log are the ones checked.
 var (
 	fuzzTapsMu sync.Mutex
-	fuzzTaps   = map[string]*fuzzTap{}
+	fuzzTaps   = map[string]*adsfuzz.Target{}
 )
 
-// bufListen serves on a new bufconn listener and returns a client connection to it.
-func bufListen(t *testing.T, serve func(net.Listener) error) (*bufconn.Listener, *grpc.ClientConn) {
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	return lis, conn
-}
-
 // tapFor returns the worker's tap for a mode and cache, building it once.
-func tapFor(t *testing.T, mode string, cache frontend.Cache) *fuzzTap {
+func tapFor(t *testing.T, mode string, cache frontend.Cache) *adsfuzz.Target {
 	fuzzTapsMu.Lock()
 	defer fuzzTapsMu.Unlock()
 	key := mode + "/" + string(cache)
@@ -71,20 +48,22 @@ func tapFor(t *testing.T, mode string, cache frontend.Cache) *fuzzTap {
 	}
 	up := bufconn.Listen(1 << 20)
 	go func() { _ = cp.Serve(up) }()
-	ft := &fuzzTap{log: &adsfuzz.Log{}}
-	ft.rec = xdslog.NewRecorder(ft.log, mode, xdslog.WithTap("127.0.0.1:18000"))
+	ft := &adsfuzz.Target{Log: &adsfuzz.Log{}}
+	ft.Rec = xdslog.NewRecorder(ft.Log, mode, xdslog.WithTap("127.0.0.1:18000"))
 	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(up), MaxRecvMsgSize: fuzzRecvLimit,
 		Recorder: func(m string) *xdslog.Recorder {
 			if m != mode {
 				return nil // a stream of the other protocol is not recorded
 			}
-			return ft.rec
+			return ft.Rec
 		}})
 	if err != nil {
 		t.Fatalf("new tap: %v", err)
 	}
-	_, ft.conn = bufListen(t, tp.Serve)
-	if ft.witness, err = adsfuzz.Witness(context.Background(), ft.conn, mode == xdslog.ModeDelta, ft.log, 10*time.Second); err != nil {
+	if _, ft.Conn, err = adsfuzz.Serve(tp.Serve); err != nil {
+		t.Fatal(err)
+	}
+	if ft.Witness, err = adsfuzz.Witness(context.Background(), ft.Conn, mode == xdslog.ModeDelta, ft.Log, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	fuzzTaps[key] = ft
@@ -109,27 +88,8 @@ func FuzzTapStream(f *testing.F) {
 		if s.Linear {
 			cache = frontend.LinearCache
 		}
-		ft := tapFor(t, mode, cache)
-		baseline := runtime.NumGoroutine()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		adsfuzz.Run(ctx, ft.conn, s, fuzzRecvLimit)
-		if err := ft.check(baseline); err != nil {
+		if err := tapFor(t, mode, cache).Exercise(s, fuzzRecvLimit); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	})
-}
-
-// check checks what a script left behind once it ran.
-func (ft *fuzzTap) check(baseline int) error {
-	if err := adsfuzz.WaitGoroutines(baseline, 10*time.Second); err != nil {
-		return err
-	}
-	if err := adsfuzz.WaitStreams(ft.rec, ft.witness, 10*time.Second); err != nil {
-		return err
-	}
-	if err := adsfuzz.CheckLog(ft.log.Take(), ft.witness); err != nil {
-		return fmt.Errorf("tap xds.log: %w", err)
-	}
-	return nil
 }
