@@ -82,8 +82,14 @@ func (p *population) client(ctx context.Context, mode, addr string, life time.Du
 		return fmt.Errorf("churn client: %w", err)
 	}
 	defer conn.Close()
-	lctx, cancel := context.WithTimeout(ctx, life)
+	// The lifetime ends with a cancel, not a deadline: a context deadline travels as
+	// grpc-timeout, the server enforces it too and may end the stream a moment before
+	// the client's own timer fires, which then reads as a failure
+	// (DeadlineExceeded, RST_STREAM CANCEL) rather than a leave.
+	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stop := time.AfterFunc(life, cancel)
+	defer stop.Stop()
 	p.connects.Add(1)
 	p.connected.Add(1)
 	err = c.Run(lctx, conn)

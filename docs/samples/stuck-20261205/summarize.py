@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarize interleaved `lab bench --stuck-clients 0|1` runs (docs/reliability.md, "A stuck client").
 
-Usage: summarize.py DIR   where DIR holds k0-r1 ... k1-rN, each a bench output directory.
+Usage: summarize.py DIR|samples.json   DIR holds k0-r1 ... k1-rN, each a bench output directory;
+samples.json (committed beside this script) is the extract of those runs this page quotes.
 For each (cache, series) it pools the updates' ack_ms (publish until the last fan-out client
 ACKed) and publish_ms over every round, per K, and prints median, p99 (nearest rank) and the
 K=1 / K=0 ratios, plus what the stuck client was sent after it stopped reading.
@@ -14,16 +15,27 @@ def p99(xs):
     return xs[max(0, math.ceil(0.99 * len(xs)) - 1)]
 
 
+def runs(root):
+    """Yields (run name, configs) from DIR/k*-r*/bench.json, or from samples.json (the
+    committed extract of those runs)."""
+    if os.path.isfile(root):
+        with open(root) as f:
+            for name, cfgs in json.load(f).items():
+                yield name, [dict(c, updates=[{"ack_ms": a, "publish_ms": p} for a, p in zip(c["ack_ms"], c["publish_ms"])]) for c in cfgs]
+        return
+    for d in sorted(p for p in glob.glob(os.path.join(root, "k*-r*")) if os.path.isdir(p)):
+        with open(os.path.join(d, "bench.json")) as f:
+            yield os.path.basename(d), json.load(f)["configs"]
+
+
 def main(root):
     pool = {}  # (cache, series, k) -> {"ack": [], "pub": []}
     stuck = {}  # (cache, series) -> [(sends after, bytes after)]
-    for d in sorted(glob.glob(os.path.join(root, "k*-r*"))):
-        k = int(os.path.basename(d).split("-")[0][1:])
-        with open(os.path.join(d, "bench.json")) as f:
-            rep = json.load(f)
-        for c in rep["configs"]:
+    for name, configs in runs(root):
+        k = int(name.split("-")[0][1:])
+        for c in configs:
             if c.get("error"):
-                sys.exit(f"{d}: {c['series']}: {c['error']}")
+                sys.exit(f"{name}: {c['series']}: {c['error']}")
             key = (c["cache"], c["series"])
             p = pool.setdefault(key + (k,), {"ack": [], "pub": []})
             for u in c["updates"]:
@@ -48,5 +60,5 @@ def main(root):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: summarize.py DIR")
+        sys.exit("usage: summarize.py DIR|samples.json")
     main(sys.argv[1])
