@@ -46,10 +46,11 @@ type meter struct {
 
 	open   map[int64]bool
 	opened int
-	// stuck are the streams of the stuck clients: the first stuckToCome streams opened
-	// (expectStuck), since they open before any other client. Their events reach no
-	// total and no wait of the others; stuckSends counts the responses the server
-	// began to send them and stuckBytes their protobuf bytes.
+	// stuck are the streams of the stuck clients: the next stuckToCome streams to open
+	// after expectStuck (they connect once the initial state is in place, when no other
+	// client opens a stream). Their events reach no total and no wait of the others;
+	// stuckSends counts the responses the server began to send them and stuckBytes
+	// their protobuf bytes.
 	stuck       map[int64]bool
 	stuckToCome int
 	stuckSends  int
@@ -195,7 +196,8 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 }
 
 // expectStuck says the next k streams to open are stuck clients'
-// (configRun.startStuck opens them before any other client).
+// (configRun.startStuck connects them after the initial state, when no other client
+// opens a stream).
 func (m *meter) expectStuck(k int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -28,10 +28,11 @@ import (
 // TestSweepStuckClient: with a stuck client beside three fan-out clients, every
 // fan-out client still ACKs every change at its asserted version (checkStructure), on
 // both caches and in both protocols, and once the stuck client stops reading it is sent
-// two EDS responses however many changes are published: the first change's, which it
-// was waiting for and still reads and ACKs, and the second's, which it never reads. The
-// library answers only a watch a request opened, and a client that reads nothing sends
-// no request.
+// at most two EDS responses however many changes are published: the first change's,
+// and the second's if it was already waiting in Recv for the first (then it reads and
+// ACKs that one; if it was still answering the initial state, it reads nothing more and
+// gets one). The library answers only a watch a request opened, and a client that reads
+// nothing sends no request.
 func TestSweepStuckClient(t *testing.T) {
 	const k, repeat = 3, 4
 	rep, dir, _ := sweep(t, Options{
@@ -43,12 +44,13 @@ func TestSweepStuckClient(t *testing.T) {
 	checkStructure(t, rep, k)
 	md, err := os.ReadFile(filepath.Join(dir, "bench.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "endpoint snapshot delta N=1000: 1 stuck client(s); 2 response(s), ")
+	assert.Regexp(t, `endpoint snapshot delta N=1000: 1 stuck client\(s\); [12] response\(s\), `, string(md))
 	for _, c := range rep.Configs {
 		assert.Equal(t, 1, c.StuckClients, c.Series)
 		assert.Equal(t, k, c.StreamsOpened, "%s: the stuck stream counts in no figure of the others", c.Series)
 		assert.GreaterOrEqual(t, c.StuckInitialSends, 4, "%s: the initial state of four types", c.Series)
-		assert.Equal(t, 2, c.StuckSends-c.StuckInitialSends, "%s: two EDS responses after it stopped reading, not one per change", c.Series)
+		after := c.StuckSends - c.StuckInitialSends
+		assert.True(t, after == 1 || after == 2, "%s: %d responses after it stopped reading, want 1 or 2 (not one per change: %d)", c.Series, after, repeat)
 		t.Logf("%s %s: %d sends, %d bytes after the stuck client stopped reading", c.Series, c.Cache, c.StuckSends-c.StuckInitialSends, c.StuckBytes-c.StuckInitialBytes)
 	}
 }
