@@ -35,10 +35,13 @@ chromium:
 	  else echo "chromium: not found and not root: the browser test will be skipped (install with: apt-get install -y chromium)"; fi; }
 
 # go vet and staticcheck (a go.mod tool, like gotestsum) over every package. Where a
-# finding is deliberate, a //lint:ignore (or //lint:file-ignore) there says why.
+# finding is deliberate, a //lint:ignore (or //lint:file-ignore) there says why. Then the
+# docs' protocol citations: each `xDS protocol, "<section title>"` with a real title
+# (experiments/cite).
 lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	$(GO) run ./experiments/cite/citecheck README.md docs/*.md
 
 # Every test: go test -race -count=1 ./..., through gotestsum (a go.mod tool) for a
 # readable summary, then one line saying what was skipped and why. Envoy and Chromium are

@@ -46,8 +46,10 @@ per-resource versions at the end of every step; findings computed from those fig
 and sequence diagrams (--step NAME, or every step in HTML).
 
 With two runs, every finding says whether it is the protocol or an implementation (with
-the xDS protocol section or the go-control-plane component as its source), under a
-headline naming what differed most. When the two runs' clients differ (run.json: Envoy
+the xDS protocol section or the component, file and function as its source), or that it
+is not attributed when nothing recorded explains it, under a headline naming what
+differed most. The protocol is never a default: it needs a section of the protocol
+document, and two runs of one protocol never differ by it. When the two runs' clients differ (run.json: Envoy
 and grpc-go, lab run --client grpc), a Clients section sets the clients' own behaviour side
 by side: subscription shape and ACK names, what each NACKs, says and keeps (its own view:
 <step>-config.json or <step>-csds.json), how fast it NACKs re-sends, what and when it
@@ -58,9 +60,10 @@ With three or more, the columns are headed by what tells the runs apart (mode, c
 the SotW options where they differ: "sotw · snapshot · uniform", "delta · linear"), and
 the findings are the SotW-vs-delta differences of every pair of a SotW and a delta run
 with the same cache, compared across the pairs: protocol only when every pair shows it
-alike with --cache snapshot and --cache linear, implementation (naming the
-SnapshotCache's or LinearCache's code) when the cache or another option changes it, and
-unattributed, in one line saying why, when the runs given do not cover both caches.
+alike with --cache snapshot and --cache linear and every cache and client given is in a
+pair, implementation (naming the SnapshotCache's or LinearCache's code) when the cache or
+another option changes it, and unattributed, in one line saying why, when the runs given
+do not cover both caches or nothing explains the difference.
 
 A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file;
 each run is given once. Runs with different steps are compared on the steps all of them

@@ -177,7 +177,7 @@ func TestRunCompareMatrix(t *testing.T) {
 		"| D: delta · linear",
 		"SotW and delta pairs with the same cache: A vs B (snapshot), C vs D",
 		"remove-cluster, removal. Every pair, A vs B (snapshot), C vs D (linear): sotw",
-		"     protocol: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D)\n",
+		"     protocol: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D),\n",
 		"port-change, redundant pushes. A vs B (snapshot): sotw re-sent unchanged LDS, RDS, CDS, delta",
 		"     implementation: the cache, --sotw-versions and --nack-policy differ between A vs B (snapshot)",
 		"pkg/cache/v3/linear.go",

@@ -1,24 +1,27 @@
 package compare
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Every finding says whose behaviour it shows: the xDS protocol's (what any conforming
-// server and client would do) or an implementation's (what go-control-plane v0.14.0, the
-// workbench's own front end or the client chose to do where the protocol leaves room).
-// The sources below were checked against Envoy's docs/root/api-docs/xds_protocol.rst (the
-// section titles are that file's headings), go-control-plane v0.14.0 and Envoy's
-// source/extensions/config_subscription/grpc/grpc_mux_impl.cc; each names where to look.
+// server and client would do, because the protocol document says so) or an
+// implementation's (what go-control-plane v0.14.0, the workbench's own front end or the
+// client chose to do). Where nothing the report knows explains a difference, it is not
+// attributed: no label is the default. Every source is an entry of package cite, the
+// one registry, and a protocol verdict needs a protocol section there (settle).
 const (
 	AttrProtocol       = "protocol"
 	AttrImplementation = "implementation"
-	// AttrUnattributed is a matrix finding's label when the runs given cannot tell the
-	// protocol from the implementation (see attributeAcrossCaches).
+	// AttrUnattributed is the label of a difference nothing explains, or one the runs
+	// given cannot tell the protocol from the implementation on (see
+	// attributeAcrossCaches).
 	AttrUnattributed = "unattributed"
 )
 
@@ -26,92 +29,6 @@ const (
 const (
 	cacheSnapshot = "snapshot"
 	cacheLinear   = "linear"
-)
-
-// Protocol sources: sections of the xDS protocol document.
-const (
-	srcSpecGrouping = "xDS protocol: Grouping Resources into Responses (only LDS and CDS responses must " +
-		"carry every resource of their type)"
-	srcSpecDeleting = "xDS protocol: Deleting Resources (SotW: an LDS or CDS name absent from the next " +
-		"response; delta: removed_resources)"
-	srcSpecOverview = "xDS protocol: Basic Protocol Overview (a client that declares no version is sent " +
-		"every subscribed resource)"
-	srcSpecNonce = "xDS protocol: Basic Protocol Overview (a nonce does not survive its stream: a send in " +
-		"flight when the stream closed is never answered)"
-	srcSpecResourceNames = "xDS protocol: Incremental xDS, Resource names (a delta response names each " +
-		"resource it carries)"
-	srcSpecAckNack = "xDS protocol: ACK/NACK and resource type instance version (a version per type in " +
-		"SotW; a NACK carries error_detail and the previous good version)"
-)
-
-// Implementation sources: the component, where it is, and what it does.
-const (
-	srcUniformLabels = "--sotw-versions uniform (shared/frontend, Publisher.Publish) moves every type's " +
-		"version_info on each publish, and go-control-plane SnapshotCache (pkg/cache/v3/simple.go, " +
-		"respondSOTWWatches) answers every version change"
-	srcPerTypeLabels = "--sotw-versions per-type (shared/frontend, Publisher.Publish) moves a type's label " +
-		"when its content changes, counting from labels kept in the server's memory"
-	srcLabelNotContent = "go-control-plane SnapshotCache (pkg/cache/v3/simple.go, respondSOTWWatches) " +
-		"compares version labels, not content"
-	srcSnapshotWholeType = "go-control-plane SnapshotCache (pkg/cache/v3/simple.go, createResponse) sends " +
-		"every resource of the type, changed or not (its LinearCache sends only the changed RDS/EDS ones)"
-	srcSnapshotNewStream = "go-control-plane SnapshotCache (pkg/cache/v3/simple.go, CreateWatch) answers " +
-		"every new stream with everything, though the protocol lets a server skip what the client has " +
-		"(ACK/NACK and resource type instance version)"
-	srcSnapshotNack = "go-control-plane SnapshotCache (pkg/cache/v3/simple.go, CreateWatch) answers a NACK's " +
-		"version_info, the previous good version, at once with the current snapshot"
-	srcRateLimit = "Envoy's ads_config.rate_limit_settings would throttle the loop (unset in " +
-		"bootstrap/sotw.yaml)"
-	srcHold = "--nack-policy hold (sotw/sotw.go, onRequest) shows the SnapshotCache the rejected version, " +
-		"which parks the watch until the next publish"
-	srcDeltaSent = "go-control-plane delta server (pkg/server/delta/v3/server.go, processDelta) records " +
-		"versions when it sends and never reads error_detail"
-	srcDeltaInitial = "go-control-plane delta server (pkg/server/delta/v3/server.go, processDelta) seeds the " +
-		"subscription from initial_resource_versions and the SnapshotCache (pkg/cache/v3/delta.go, " +
-		"createDeltaResponse) sends only what differs"
-	srcDeltaVersions = "go-control-plane snapshot cache (pkg/cache/v3/snapshot.go, ConstructVersionMap) " +
-		"versions a delta resource by the SHA-256 of its bytes"
-	srcStaleDropped = "go-control-plane SotW server (pkg/server/sotw/v3/ads.go, processADS) skips a request " +
-		"whose nonce is stale, subscription change and all; the protocol only says not to answer it " +
-		"(xDS protocol: Resource updates)"
-	srcDataPlane = "the clients: each answer is what that client had applied when the runner asked; the " +
-		"protocol does not say when a client applies a response"
-	srcUnmatched = "the client: it answered a nonce the server never sent on that stream (recorded as " +
-		"unmatched, never guessed to be an ACK)"
-)
-
-// Implementation sources of a run served from the LinearCaches (--cache linear: one
-// go-control-plane LinearCache per type behind a MuxCache). The SnapshotCache sources
-// above would name the wrong code there: the same transports, but another cache decides
-// what is sent.
-const (
-	srcLinearReturned = "go-control-plane LinearCache (pkg/cache/v3/linear.go, computeResourceChange) sends a " +
-		"resource whose version differs from the one it returned on the stream, which after a NACK is the " +
-		"rejected one, not what the client runs"
-	srcLinearNewStream = "go-control-plane LinearCache (pkg/cache/v3/linear.go, CreateWatch) answers a new stream " +
-		"with every subscribed resource: the SotW server starts each stream's subscription with nothing returned " +
-		"(pkg/server/sotw/v3/ads.go, processADS), and a version_info without the cache's prefix is answered in full"
-	srcLinearNack = "go-control-plane LinearCache (pkg/cache/v3/linear.go, computeResourceChange) compares with what " +
-		"it returned on the stream, the rejected response, so a NACK changes nothing and nothing is re-sent until " +
-		"the next publish"
-	srcLinearSotwVersions = "go-control-plane LinearCache (pkg/cache/v3/linear.go) labels a type's SotW responses " +
-		"with its own counter, moved by each update of that type, behind a prefix per start of the control plane " +
-		"(shared/frontend, LinearPublisher)"
-	srcLinearDeltaVersions = "go-control-plane LinearCache (pkg/cache/v3/cached_resource.go, getResourceVersion) " +
-		"versions a delta resource by the SHA-256 of its bytes"
-	srcLinearDeltaInitial = "go-control-plane delta server (pkg/server/delta/v3/server.go, processDelta) seeds the " +
-		"subscription from initial_resource_versions and the LinearCache (pkg/cache/v3/linear.go, " +
-		"computeResourceChange) sends only the resources whose hash differs"
-)
-
-// Sources of the cache axis, for a matrix finding that the cache changes.
-const (
-	srcCacheAxis = "go-control-plane v0.14.0: the SnapshotCache (pkg/cache/v3/simple.go, createResponse and " +
-		"respondSOTWWatches) answers from the whole snapshot of a type whenever its version moves; the LinearCache " +
-		"(pkg/cache/v3/linear.go, computeResponse) from what changed against what it returned on the stream: LDS " +
-		"and CDS in full, RDS and EDS only the changed resources"
-	srcSnapshotOnlyOptions = "--sotw-versions uniform and --nack-policy resend need the SnapshotCache " +
-		"(experiments/controlplane, CheckCacheOptions)"
 )
 
 // Causes of a redundant resource, in the order their sources are listed.
@@ -130,37 +47,129 @@ const (
 // because the cache compares with what it returned (rejected content counts), and a new
 // stream gets everything because its subscription starts empty; uniform labels cannot
 // occur there (refused), so their source stays the snapshot one.
-func causeSource(cause int, linear bool) string {
-	snapshot := [numCauses]string{srcSpecGrouping, srcSnapshotWholeType, srcSnapshotNewStream, srcUniformLabels, srcLabelNotContent, srcDeltaSent}
+func causeSource(cause int, linear bool) cite.Source {
+	snapshot := [numCauses]cite.Source{cite.SpecGrouping, cite.SnapshotWholeType, cite.SnapshotNewStream, cite.UniformLabels,
+		cite.SnapshotLabelNotContent, cite.DeltaSent}
 	if linear {
 		switch cause {
 		case causeWholeType, causeLabel:
-			return srcLinearReturned
+			return cite.LinearReturned
 		case causeNewStream:
-			return srcLinearNewStream
+			return cite.LinearNewStream
 		}
 	}
 	return snapshot[cause]
 }
 
-// attribution is a finding's verdict and where it comes from. Sides holds the part of
-// Source that concerns each run ("" when the source is about both), so that the headline
-// can cite the run that makes the difference.
+// attribution is a finding's verdict and the sources it rests on. Sides holds the
+// sources that concern each run (none when a source is about both), so that the
+// headline can cite the run that makes the difference. Why says, for an unattributed
+// verdict, why no label was given.
 type attribution struct {
-	attr, source string
-	sides        [2]string
+	attr  string
+	srcs  []cite.Source
+	sides [2][]cite.Source
+	why   string
+}
+
+// source is the sources as the reports print them; for an unattributed verdict, why,
+// then the rule it concerns when there is one.
+func (a attribution) source() string {
+	switch {
+	case a.why == "":
+		return cite.Join(a.srcs)
+	case len(a.srcs) == 0:
+		return a.why
+	}
+	return a.why + ": " + cite.Join(a.srcs)
+}
+
+// protocolVerdict is the protocol's verdict, resting on srcs (a protocol section first,
+// then how the components carry it out).
+func protocolVerdict(srcs ...cite.Source) attribution {
+	return attribution{attr: AttrProtocol, srcs: srcs}
+}
+
+// unattributed is the verdict where nothing the report knows explains a difference.
+func unattributed(why string) attribution {
+	return attribution{attr: AttrUnattributed, why: why}
+}
+
+// settle is the one rule every verdict passes before a report states it: the protocol
+// only where a protocol section of the registry says so and the two runs speak
+// different protocols (two runs of one protocol cannot differ by it); an implementation
+// only with its sources. Anything else is not attributed, with the reason.
+func (a attribution) settle(runs [2]*Run) attribution {
+	if a.attr == AttrProtocol && runs[0].Mode == runs[1].Mode {
+		u := unattributed(fmt.Sprintf("not attributed: both runs speak %s, so a difference between them is not the "+
+			"protocol's; %s; the rule at play", runs[0].Mode, runsDiffer(runs)))
+		u.srcs = a.srcs
+		return u
+	}
+	return a.checked()
+}
+
+// runsDiffer says what two runs of one protocol were run with differently, which may
+// make a difference between them: "they differ in the cache (snapshot, linear)", or
+// that nothing recorded tells them apart.
+func runsDiffer(runs [2]*Run) string {
+	if runs[0].Meta == nil || runs[1].Meta == nil {
+		return "what the runs were run with is not recorded (no run.json), so what made it cannot be told"
+	}
+	a, b := axesOf(runs[0]), axesOf(runs[1])
+	var parts []string
+	for _, d := range []struct{ name, x, y string }{
+		{"the cache", a.cache, b.cache}, {"--sotw-versions", a.versions, b.versions},
+		{"--nack-policy", a.policy, b.policy}, {"the client", a.client, b.client},
+	} {
+		if d.x != d.y {
+			parts = append(parts, fmt.Sprintf("%s (%s, %s)", d.name, orDash(d.x), orDash(d.y)))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing recorded tells the runs apart (timing, or the scenario)"
+	}
+	return "they differ in " + andList(parts) + ", which may make it"
+}
+
+// checked is the verdict when its sources can carry it, else unattributed with why.
+func (a attribution) checked() attribution {
+	switch {
+	case a.attr == AttrProtocol && checkSources(a.srcs, true) != nil:
+		return unattributed("not attributed: " + checkSources(a.srcs, true).Error())
+	case a.attr == AttrImplementation && checkSources(a.srcs, false) != nil:
+		return unattributed("not attributed: " + checkSources(a.srcs, false).Error())
+	}
+	return a
+}
+
+// errNoSpec is a protocol verdict without a protocol section among its sources.
+var errNoSpec = errors.New("a protocol verdict cites no section of the xDS protocol document")
+
+// checkSources says whether srcs can carry a verdict: each cites something real
+// (cite.Source.Check), there is at least one, and a protocol verdict has a section.
+func checkSources(srcs []cite.Source, protocol bool) error {
+	if len(srcs) == 0 {
+		return errors.New("no source")
+	}
+	for _, s := range srcs {
+		if err := s.Check(); err != nil {
+			return err
+		}
+	}
+	if protocol && !cite.HasProtocol(srcs) {
+		return errNoSpec
+	}
+	return nil
 }
 
 // sources collects the implementation sources a finding rests on, per run (-1: both).
 type sources struct {
-	impl  []string
-	sides [2][]string
+	impl  []cite.Source
+	sides [2][]cite.Source
 }
 
-func (s *sources) add(run int, src string) {
-	if src == "" {
-		return
-	}
+func (s *sources) add(run int, src cite.Source) {
 	if !slices.Contains(s.impl, src) {
 		s.impl = append(s.impl, src)
 	}
@@ -169,14 +178,13 @@ func (s *sources) add(run int, src string) {
 	}
 }
 
-// verdict is implementation with the collected sources, or protocol with fallback when
-// there are none.
-func (s *sources) verdict(fallback string) attribution {
+// verdict is implementation with the collected sources, or unattributed when there are
+// none: no source, no label.
+func (s *sources) verdict() attribution {
 	if len(s.impl) == 0 {
-		return attribution{attr: AttrProtocol, source: fallback}
+		return unattributed("not attributed: no component recorded for it")
 	}
-	return attribution{attr: AttrImplementation, source: strings.Join(s.impl, "; "),
-		sides: [2]string{strings.Join(s.sides[0], "; "), strings.Join(s.sides[1], "; ")}}
+	return attribution{attr: AttrImplementation, srcs: s.impl, sides: s.sides}
 }
 
 // sotwStrategy is the run's --sotw-versions ("uniform" when run.json does not say: the
@@ -215,18 +223,18 @@ func attributeVersions(runs [2]*Run) attribution {
 	for i, r := range runs {
 		switch {
 		case r.Mode == xdslog.ModeDelta && isLinear(r):
-			s.add(i, srcLinearDeltaVersions)
+			s.add(i, cite.LinearDeltaVersions)
 		case r.Mode == xdslog.ModeDelta:
-			s.add(i, srcDeltaVersions)
+			s.add(i, cite.DeltaVersions)
 		case isLinear(r):
-			s.add(i, srcLinearSotwVersions)
+			s.add(i, cite.LinearSotwVersions)
 		case sotwStrategy(r) == "per-type":
-			s.add(i, srcPerTypeLabels)
+			s.add(i, cite.PerTypeLabels)
 		default:
-			s.add(i, srcUniformLabels)
+			s.add(i, cite.UniformLabels)
 		}
 	}
-	return s.verdict(srcSpecAckNack)
+	return s.verdict()
 }
 
 // attributeRedundant names why each run re-sent content its client already ran, of one
@@ -254,16 +262,25 @@ func attributeRedundant(runs [2]*Run, d [2]*detail, typ string) attribution {
 			}
 		}
 	}
-	if len(s.impl) == 0 && !protocol {
-		// Counted redundant by the figures but not replayed here (a condensed storm
-		// summary): the re-send of rejected content is the SnapshotCache's.
-		s.add(-1, srcSnapshotNack)
+	if len(s.impl) == 0 && protocol {
+		return protocolVerdict(cite.SpecGrouping)
 	}
-	return s.verdict(srcSpecGrouping)
+	if len(s.impl) == 0 {
+		// Counted redundant by the figures but not replayed here (a condensed storm
+		// summary): the re-send of rejected content, by the SnapshotCache answering a
+		// NACK, is the one way a run condenses; any other run is not attributed.
+		for i, r := range runs {
+			if r.Mode == xdslog.ModeSotW && !isLinear(r) && sotwPolicy(r) == "resend" {
+				s.add(i, cite.SnapshotNack)
+			}
+		}
+	}
+	return s.verdict()
 }
 
 // attributeNack: a NACK itself is the protocol's, but every NACK finding states what the
-// server did next, which the protocol leaves to the server.
+// server did next. The protocol says only that a server should send when the resources
+// changed (xDS protocol, "When to send an update"); what each server did is its own.
 func attributeNack(runs [2]*Run, f [2]Figures) attribution {
 	var s sources
 	for i, r := range runs {
@@ -272,21 +289,21 @@ func attributeNack(runs [2]*Run, f [2]Figures) attribution {
 		}
 		switch {
 		case r.Mode == xdslog.ModeDelta:
-			s.add(i, srcDeltaSent)
+			s.add(i, cite.DeltaSent)
 		case isLinear(r) && f[i].RejectedResends == 0:
-			s.add(i, srcLinearNack)
+			s.add(i, cite.LinearNack)
 		case isLinear(r):
-			s.add(i, srcLinearReturned)
+			s.add(i, cite.LinearReturned)
 		case f[i].RejectedResends == 0 && sotwPolicy(r) == "hold":
-			s.add(i, srcHold)
+			s.add(i, cite.HoldPolicy)
 		default:
-			s.add(i, srcSnapshotNack)
+			s.add(i, cite.SnapshotNack)
 		}
 		if r.Mode == xdslog.ModeSotW && f[i].RejectedResends >= 2 { // a loop, not one re-send
-			s.add(i, srcRateLimit)
+			s.add(i, cite.EnvoyRateLimit)
 		}
 	}
-	return s.verdict(srcSpecAckNack)
+	return s.verdict()
 }
 
 // attributeReconnect: a client that declared nothing gets everything (protocol); what a
@@ -300,7 +317,7 @@ func attributeReconnect(runs [2]*Run, d [2]*detail) attribution {
 		}
 	}
 	if !declared {
-		return attribution{attr: AttrProtocol, source: srcSpecOverview}
+		return protocolVerdict(cite.SpecOverview)
 	}
 	var s sources
 	for i, r := range runs {
@@ -310,25 +327,25 @@ func attributeReconnect(runs [2]*Run, d [2]*detail) attribution {
 		}
 		switch {
 		case r.Mode == xdslog.ModeDelta && isLinear(r):
-			s.add(i, srcLinearDeltaInitial)
+			s.add(i, cite.LinearDeltaInitial)
 		case r.Mode == xdslog.ModeDelta:
-			s.add(i, srcDeltaInitial)
+			s.add(i, cite.DeltaInitial)
 		case re.Resources > 0 && isLinear(r):
-			s.add(i, srcLinearNewStream)
+			s.add(i, cite.LinearNewStream)
 		case re.Resources > 0:
-			s.add(i, srcSnapshotNewStream)
+			s.add(i, cite.SnapshotNewStream)
 		}
 	}
-	return s.verdict(srcSpecOverview)
+	return s.verdict()
 }
 
 // attributeAnomaly: an unanswered send lost with its stream is the protocol's nonce
 // scoping; feedback naming a nonce never sent is not protocol behaviour.
 func attributeAnomaly(f Figures) attribution {
 	if f.Unmatched > 0 {
-		return attribution{attr: AttrImplementation, source: srcUnmatched}
+		return attribution{attr: AttrImplementation, srcs: []cite.Source{cite.Unmatched}}
 	}
-	return attribution{attr: AttrProtocol, source: srcSpecNonce}
+	return protocolVerdict(cite.SpecNonce)
 }
 
 // pairFacet is what one SotW/delta pair shows of a matrix finding: present when the
@@ -341,28 +358,36 @@ type pairFacet struct {
 	attr    attribution
 }
 
-// crossVerdict is a matrix finding's label, how the pairs decided it, and its source.
+// crossVerdict is a matrix finding's label, how the pairs decided it, and its sources.
 type crossVerdict struct {
-	attr, basis, source string
+	attr, basis string
+	srcs        []cite.Source
 }
 
 // attributeAcrossCaches labels one SotW-vs-delta difference across the pairs of a
 // matrix. The rule: a difference is the protocol's only when every pair shows it alike,
-// with the SnapshotCache and with the LinearCache, and each pair's own attribution says
-// protocol; alike but attributed to an implementation in the pairs, it is the servers'
-// (not the cache's); when pairs show it differently, what tells those pairs apart changes
-// it: the cache alone (implementation, naming both caches' code), a SotW option or the
-// client with the same cache, or several at once (all implementation choices). It cannot
-// be decided when the pairs do not cover both caches (cov, from coverage) or when two
-// pairs run with the same options disagree (timing, not a choice). Pairs are compared
-// on their shapes (facet), never on figures that vary from run to run.
-func attributeAcrossCaches(obs []pairFacet, cov string) crossVerdict {
+// with the SnapshotCache and with the LinearCache, each pair's own attribution says
+// protocol, and no cache or client of the runs given went unpaired (unchecked: then it
+// was not seen to hold there); alike but attributed to an implementation in the pairs,
+// it is the servers' (not the cache's); when pairs show it differently, what tells those
+// pairs apart changes it: the cache alone (implementation, naming both caches' code), a
+// SotW option or the client with the same cache, or several at once (all implementation
+// choices). It cannot be decided when the pairs do not cover both caches (cov, from
+// coverage), when a pair's own report could not attribute it, or when two pairs run with
+// the same options disagree (timing, not a choice). Pairs are compared on their shapes
+// (facet), never on figures that vary from run to run.
+func attributeAcrossCaches(obs []pairFacet, cov, unchecked string) crossVerdict {
 	if cov != "" {
 		return crossVerdict{attr: AttrUnattributed, basis: cov}
 	}
+	for _, o := range obs {
+		if o.present && o.attr.attr == AttrUnattributed {
+			return crossVerdict{attr: AttrUnattributed, basis: o.pair.Name + "'s own report could not attribute it (" + o.attr.why + ")"}
+		}
+	}
 	impl, allProtocol := implementationSources(obs)
 	if !slices.ContainsFunc(obs, func(o pairFacet) bool { return o.shape != obs[0].shape }) {
-		return alikeVerdict(obs, allProtocol, impl)
+		return alikeVerdict(obs, allProtocol, impl, unchecked)
 	}
 	cs := comparePairs(obs)
 	if len(cs.noise) > 0 {
@@ -371,21 +396,26 @@ func attributeAcrossCaches(obs []pairFacet, cov string) crossVerdict {
 			"(timing), so whose behaviour it is cannot be told", c.a.pair.Name, c.b.pair.Name)}
 	}
 	basis, cache := cs.basis()
-	var src []string
+	var src []cite.Source
 	if cache {
-		src = append(src, srcCacheAxis)
+		src = append(src, cite.CacheAxis)
 		for _, o := range obs {
 			if o.pair.Cache == cacheSnapshot && (o.pair.sotw.versions == "uniform" || o.pair.sotw.policy == "resend") {
-				src = append(src, srcSnapshotOnlyOptions)
+				src = append(src, cite.SnapshotOnlyOptions)
 				break
 			}
 		}
 	}
-	return crossVerdict{attr: AttrImplementation, basis: basis, source: strings.Join(append(src, impl...), "; ")}
+	for _, s := range impl {
+		if !slices.Contains(src, s) {
+			src = append(src, s)
+		}
+	}
+	return crossVerdict{attr: AttrImplementation, basis: basis, srcs: src}
 }
 
-// pairsByCache names the pairs by cache: "the SnapshotCache (A vs B, C vs B) and the
-// LinearCache (D vs E)".
+// pairsByCache names the pairs by cache and the clients they ran: "the SnapshotCache
+// (A vs B, C vs B) and the LinearCache (D vs E), with Envoy".
 func pairsByCache(list []pairFacet) string {
 	var parts []string
 	for _, c := range []struct{ cache, name string }{{cacheSnapshot, "SnapshotCache"}, {cacheLinear, "LinearCache"}} {
@@ -399,23 +429,49 @@ func pairsByCache(list []pairFacet) string {
 			parts = append(parts, fmt.Sprintf("the %s (%s)", c.name, strings.Join(names, ", ")))
 		}
 	}
-	return andList(parts)
+	var clients []string
+	for _, o := range list {
+		for _, c := range []string{o.pair.sotw.client, o.pair.delta.client} {
+			if n := clientTitle(c); n != "" && !slices.Contains(clients, n) {
+				clients = append(clients, n)
+			}
+		}
+	}
+	out := andList(parts)
+	if len(clients) > 0 {
+		out += ", with " + andList(clients)
+	}
+	return out
+}
+
+// clientTitle is a run.json client as a reader knows it ("" when unknown).
+func clientTitle(kind string) string {
+	switch kind {
+	case "":
+		return ""
+	case "envoy":
+		return "Envoy"
+	case "grpc":
+		return "grpc-go"
+	case "simulated":
+		return "the simulated client"
+	}
+	return kind
 }
 
 // implementationSources are the sources, once each, of the pairs that show the
 // difference and attribute it to an implementation; allProtocol is true when there are
-// none. A two-run source joins its parts with "; " (sources.verdict), and no part of a
-// pair kind's source contains one.
-func implementationSources(obs []pairFacet) (impl []string, allProtocol bool) {
+// none.
+func implementationSources(obs []pairFacet) (impl []cite.Source, allProtocol bool) {
 	allProtocol = true
 	for _, o := range obs {
 		if !o.present || o.attr.attr == AttrProtocol {
 			continue
 		}
 		allProtocol = false
-		for _, part := range strings.Split(o.attr.source, "; ") {
-			if part != "" && !slices.Contains(impl, part) {
-				impl = append(impl, part)
+		for _, s := range o.attr.srcs {
+			if !slices.Contains(impl, s) {
+				impl = append(impl, s)
 			}
 		}
 	}
@@ -423,20 +479,24 @@ func implementationSources(obs []pairFacet) (impl []string, allProtocol bool) {
 }
 
 // alikeVerdict is the verdict when every pair shows the difference alike: the protocol's
-// when every pair says so (with the first present pair's source), else the servers'.
-func alikeVerdict(obs []pairFacet, allProtocol bool, impl []string) crossVerdict {
+// when every pair says so (with the first present pair's sources) and no cache or client
+// went unchecked, else the servers'.
+func alikeVerdict(obs []pairFacet, allProtocol bool, impl []cite.Source, unchecked string) crossVerdict {
+	basis := "the same in every pair, with " + pairsByCache(obs)
+	if allProtocol && unchecked != "" {
+		return crossVerdict{attr: AttrUnattributed, basis: basis + ", but " + unchecked}
+	}
 	if allProtocol {
-		src := ""
+		var src []cite.Source
 		for _, o := range obs {
 			if o.present {
-				src = o.attr.source
+				src = o.attr.srcs
 				break
 			}
 		}
-		return crossVerdict{attr: AttrProtocol, basis: "the same in every pair, with " + pairsByCache(obs), source: src}
+		return crossVerdict{attr: AttrProtocol, basis: basis, srcs: src}
 	}
-	return crossVerdict{attr: AttrImplementation, basis: "the same in every pair, with " + pairsByCache(obs) +
-		", so not the cache's: the servers' choice either way", source: strings.Join(impl, "; ")}
+	return crossVerdict{attr: AttrImplementation, basis: basis + ", so not the cache's: the servers' choice either way", srcs: impl}
 }
 
 // pairComparison is two pairs and what they were run with differently (differingAxes).

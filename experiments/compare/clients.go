@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/experiments/clientview"
 )
 
@@ -33,6 +34,8 @@ type ClientDifference struct {
 	Text        string `json:"text"`
 	Attribution string `json:"attribution"`
 	Source      string `json:"source"`
+	// verdict is the attribution with its sources.
+	verdict attribution
 }
 
 // clientKind is the run's client from run.json ("" when unknown).
@@ -43,85 +46,46 @@ func clientKind(r *Run) string {
 	return r.Meta.Client
 }
 
-// Per-client implementation sources, by topic. Checked against Envoy's main branch
-// (source paths below) and grpc-go v1.85.0.
-var clientSources = map[string]map[string]string{
+// Per-client implementation sources, by topic (package cite, checked against Envoy 1.40
+// and grpc-go v1.85.0).
+var clientSources = map[string]map[string]cite.Source{
 	clientview.ClientEnvoy: {
-		"subscription": "Envoy: LdsApiImpl (source/common/listener_manager/lds_api.cc) and CdsApiImpl " +
-			"(source/common/upstream/cds_api_impl.cc) start their subscription with no names (wildcard); " +
-			"RDS and EDS watch the names their listener and clusters use",
-		"ack-names": "Envoy: GrpcMuxImpl::sendDiscoveryRequest " +
-			"(source/extensions/config_subscription/grpc/grpc_mux_impl.cc) repeats the watch's names, none " +
-			"for a wildcard watch",
-		"nack-reason": "Envoy: the response is proto-validated before it is applied " +
-			"(MessageUtil::validate, source/common/protobuf/utility.h); GrpcMuxImpl::onDiscoveryResponse " +
-			"(grpc_mux_impl.cc) puts the exception text, the resource's text proto first, in error_detail",
-		"nack-view": "Envoy: its config dump keeps the last good route configuration and no error for it; " +
-			"its version_info is the one that last changed the content (RdsRouteConfigSubscription::onConfigUpdate, " +
-			"source/common/rds/rds_route_config_subscription.cc, skips a response whose content hash is unchanged)",
-		"nack-rate": "Envoy: GrpcMuxImpl::onDiscoveryResponse (grpc_mux_impl.cc) answers every response; " +
-			"ads_config.rate_limit_settings would throttle it (unset in the workbench's bootstrap)",
-		"reconnect": "Envoy: GrpcMuxImpl::handleEstablishedStream (grpc_mux_impl.cc) re-sends each type's " +
-			"request with its last accepted version_info and its watch's names (none for LDS/CDS wildcard)",
-		"reconnect-delay": "Envoy: GrpcStream::onRemoteClose -> setRetryTimer " +
-			"(source/extensions/config_subscription/grpc/grpc_stream.h), a jittered exponential backoff " +
-			"reset by every response received",
-		"does-not-exist": "Envoy: initial_fetch_timeout (GrpcSubscriptionImpl::start, " +
-			"source/extensions/config_subscription/grpc/grpc_subscription_impl.cc) only ends initialization " +
-			"waiting; a name never answered stays subscribed and its route answers 503 (NC: no cluster)",
+		"subscription":    cite.EnvoySubscription,
+		"ack-names":       cite.EnvoyAckNames,
+		"nack-reason":     cite.EnvoyNackReason,
+		"nack-view":       cite.EnvoyNackView,
+		"nack-rate":       cite.EnvoyNackRate,
+		"reconnect":       cite.EnvoyReconnect,
+		"reconnect-delay": cite.EnvoyReconnectDelay,
+		"does-not-exist":  cite.EnvoyDoesNotExist,
 	},
 	clientview.ClientGRPC: {
-		"subscription": "grpc-go: one watch per name (internal/xds/clients/xdsclient/ads_stream.go, subscribe), " +
-			"starting from the listener named by the dial target; it never subscribes wildcard",
-		"ack-names": "grpc-go: adsStreamImpl.onRecv (internal/xds/clients/xdsclient/ads_stream.go) ACKs and " +
-			"NACKs with every subscribed name of the type",
-		"nack-reason": "grpc-go: its own validation of the decoded resource, e.g. routesProtoToSlice " +
-			"(internal/xds/xdsclient/xdsresource/unmarshal_rds.go: \"doesn't have a path specifier\")",
-		"nack-view": "grpc-go: CSDS marks the resource NACKED with the rejected version and reason in " +
-			"error_state and keeps the version_info of the last response that carried it valid " +
-			"(authority.handleADSResourceUpdate, internal/xds/clients/xdsclient/authority.go)",
-		"nack-rate": "grpc-go: adsStreamImpl.onRecv (internal/xds/clients/xdsclient/ads_stream.go) NACKs each " +
-			"response as soon as it is decoded, with no pause or rate limit",
-		"reconnect": "grpc-go: adsStreamImpl.sendExisting (internal/xds/clients/xdsclient/ads_stream.go) " +
-			"re-sends each type with its last accepted version and every subscribed name",
-		"reconnect-delay": "grpc-go: adsStreamImpl.runner (internal/xds/clients/xdsclient/ads_stream.go) " +
-			"retries with StreamBackoffAfterFailure, by default backoff.DefaultConfig: 1 s base, x1.6, " +
-			"jitter 0.2 (internal/xds/xdsclient/pool.go, backoff/backoff.go)",
-		"does-not-exist": "grpc-go: a watch not answered within defaultWatchExpiryTimeout, 15 s " +
-			"(internal/xds/clients/xdsclient/xdsclient.go; armed by adsStreamImpl.startWatchTimersLocked), " +
-			"is reported does-not-exist; initial_fetch_timeout is not read",
+		"subscription":    cite.GRPCSubscription,
+		"ack-names":       cite.GRPCAckNames,
+		"nack-reason":     cite.GRPCNackReason,
+		"nack-view":       cite.GRPCNackView,
+		"nack-rate":       cite.GRPCNackRate,
+		"reconnect":       cite.GRPCReconnect,
+		"reconnect-delay": cite.GRPCReconnectDelay,
+		"does-not-exist":  cite.GRPCDoesNotExist,
 	},
 }
 
-// Protocol sources for the client topics.
-const (
-	srcSpecWildcard = "xDS protocol: How the client specifies what resources to return (LDS and CDS " +
-		"may be wildcard, no names; RDS and EDS are requested by name)"
-	srcSpecDoesNotExist = "xDS protocol: Knowing When a Requested Resource Does Not Exist (for RDS and EDS " +
-		"a SotW server cannot say so; the client decides with a timeout of its own)"
-	srcSpecErrorDetail = "xDS protocol: ACK/NACK and resource type instance version (error_detail is " +
-		"free text)"
-	srcSpecNackKeeps = "xDS protocol: ACK/NACK and resource type instance version (a NACK carries the " +
-		"previous good version_info: the client keeps running what it had)"
-	srcSpecReconnectVersion = "xDS protocol: ACK/NACK and resource type instance version (a client may " +
-		"send the version it has on a new stream)"
-	srcNackResend = "the server's --nack-policy (resend: go-control-plane SnapshotCache answers a NACK's " +
-		"version_info at once, pkg/cache/v3/simple.go CreateWatch); the protocol does not say when to " +
-		"send again"
-)
-
-// sides joins each run's client source for topic: "A: ...; B: ...".
-func sides(kinds [2]string, topic, extra string) string {
-	var parts []string
+// sides is each run's client source for topic, then extra: an implementation verdict
+// whose sources say "A" and "B" apart in the report ("A Envoy (...) ...; B grpc-go
+// (...) ...").
+func sides(kinds [2]string, topic string, extra ...cite.Source) attribution {
+	var a attribution
+	a.attr = AttrImplementation
 	for i, k := range kinds {
-		if s := clientSources[k][topic]; s != "" {
-			parts = append(parts, RunLabel(i)+" "+s)
+		if s, ok := clientSources[k][topic]; ok {
+			s.Who = RunLabel(i) + " " + s.Who
+			a.srcs = append(a.srcs, s)
+			a.sides[i] = append(a.sides[i], s)
 		}
 	}
-	if extra != "" {
-		parts = append(parts, extra)
-	}
-	return strings.Join(parts, "; ")
+	a.srcs = append(a.srcs, extra...)
+	return a
 }
 
 // compareClients is the Clients section, or nil when the runs' clients are the same or
@@ -143,6 +107,8 @@ func compareClients(runs [2]*Run, steps []string) *Clients {
 	c.Differences = append(c.Differences, doesNotExistDiffs(kinds, ev, steps)...)
 	for i := range c.Differences {
 		d := &c.Differences[i]
+		d.verdict = d.verdict.checked()
+		d.Attribution, d.Source = d.verdict.attr, d.verdict.source()
 		d.Text = differenceText(c.Names, *d)
 	}
 	return c

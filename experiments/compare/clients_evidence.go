@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -159,10 +160,10 @@ func subscriptionDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference
 			continue
 		}
 		out = append(out,
-			ClientDifference{Topic: "subscription", Type: t, Runs: [2]string{a, b}, Attribution: AttrImplementation,
-				Source: sides(kinds, "subscription", srcSpecWildcard+" allows both")},
+			ClientDifference{Topic: "subscription", Type: t, Runs: [2]string{a, b},
+				verdict: sides(kinds, "subscription", cite.SpecWildcard)},
 			ClientDifference{Topic: "ack-names", Type: t, Runs: [2]string{"ACKs list " + a, "ACKs list " + b},
-				Attribution: AttrImplementation, Source: sides(kinds, "ack-names", "")})
+				verdict: sides(kinds, "ack-names")})
 	}
 	return out
 }
@@ -181,9 +182,9 @@ func nackDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDi
 			d := ClientDifference{Topic: "nack", Step: s, Type: t, Runs: kept, Same: kept[0] == kept[1]}
 
 			if d.Same {
-				d.Attribution, d.Source = AttrProtocol, srcSpecNackKeeps
+				d.verdict = protocolVerdict(cite.SpecNackVersion)
 			} else {
-				d.Attribution, d.Source = AttrImplementation, sides(kinds, "nack-reason", "")
+				d.verdict = sides(kinds, "nack-reason")
 			}
 			out = append(out, d)
 			if v := nackView(kinds, ev, s, t); v != nil {
@@ -191,13 +192,13 @@ func nackDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDi
 			}
 			out = append(out,
 				ClientDifference{Topic: "nack-reason", Step: s, Type: t,
-					Runs:        [2]string{"says " + reasonExcerpt(na.reason), "says " + reasonExcerpt(nb.reason)},
-					Same:        na.reason == nb.reason,
-					Attribution: AttrImplementation, Source: sides(kinds, "nack-reason", srcSpecErrorDetail)})
+					Runs:    [2]string{"says " + reasonExcerpt(na.reason), "says " + reasonExcerpt(nb.reason)},
+					Same:    na.reason == nb.reason,
+					verdict: sides(kinds, "nack-reason", cite.SpecErrorDetail)})
 			if na.count != nb.count {
 				out = append(out, ClientDifference{Topic: "nack-rate", Step: s, Type: t,
-					Runs:        [2]string{count(na.count, "NACK") + na.rate(), count(nb.count, "NACK") + nb.rate()},
-					Attribution: AttrImplementation, Source: sides(kinds, "nack-rate", srcNackResend)})
+					Runs:    [2]string{count(na.count, "NACK") + na.rate(), count(nb.count, "NACK") + nb.rate()},
+					verdict: sides(kinds, "nack-rate", cite.NackPolicy)})
 			}
 		}
 	}
@@ -211,9 +212,8 @@ func reconnectDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference {
 	}
 	if da, db := ev[0].reconnect, ev[1].reconnect; da > 0 && db > 0 {
 		out = append(out, ClientDifference{Topic: "reconnect-delay", Step: ev[0].resumeStep,
-			Runs: [2]string{reconnectDelayText(da), reconnectDelayText(db)}, Attribution: AttrImplementation,
-			Source: sides(kinds, "reconnect-delay", "the protocol says nothing of when to reconnect; one "+
-				"restart is one draw of each client's jittered backoff")})
+			Runs:    [2]string{reconnectDelayText(da), reconnectDelayText(db)},
+			verdict: sides(kinds, "reconnect-delay")})
 	}
 	for _, t := range clientTypes {
 		a, b := ev[0].resume[t], ev[1].resume[t]
@@ -223,9 +223,9 @@ func reconnectDiffs(kinds [2]string, ev [2]clientEvidence) []ClientDifference {
 		d := ClientDifference{Topic: "reconnect", Step: ev[0].resumeStep, Type: t,
 			Runs: [2]string{"resumes with " + a, "resumes with " + b}, Same: a == b}
 		if d.Same {
-			d.Attribution, d.Source = AttrProtocol, srcSpecReconnectVersion
+			d.verdict = protocolVerdict(cite.SpecReconnectVersion)
 		} else {
-			d.Attribution, d.Source = AttrImplementation, sides(kinds, "reconnect", srcSpecReconnectVersion+" for the version both send")
+			d.verdict = sides(kinds, "reconnect", cite.SpecReconnectVersion)
 		}
 		out = append(out, d)
 	}
@@ -250,7 +250,7 @@ func doesNotExistDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []
 				strings.Join(names, ","), answersText(ev[i].answers[s]), strings.Join(views, ""))
 		}
 		out = append(out, ClientDifference{Topic: "does-not-exist", Step: s, Runs: runs,
-			Attribution: AttrImplementation, Source: sides(kinds, "does-not-exist", srcSpecDoesNotExist)})
+			verdict: sides(kinds, "does-not-exist", cite.SpecSotwDoesNotExist)})
 	}
 	return out
 }
@@ -268,7 +268,7 @@ func nackView(kinds [2]string, ev [2]clientEvidence, step, typ string) *ClientDi
 	}
 	a, b = strings.TrimPrefix(a, "; its "), strings.TrimPrefix(b, "; its ")
 	return &ClientDifference{Topic: "nack-view", Step: step, Type: typ, Runs: [2]string{a, b}, Same: a == b,
-		Attribution: AttrImplementation, Source: sides(kinds, "nack-view", "")}
+		verdict: sides(kinds, "nack-view")}
 }
 
 func reconnectDelayText(d time.Duration) string {

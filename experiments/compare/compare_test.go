@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"html/template"
 	"os"
 	"path/filepath"
@@ -276,8 +277,11 @@ func TestFindingAttribution(t *testing.T) {
 		for _, f := range rep.Findings {
 			assert.Contains(t, []string{AttrProtocol, AttrImplementation}, f.Attribution, "%s: %s", name, f.Text)
 			assert.NotEmpty(t, f.Source, "%s: %s", name, f.Text)
+			assert.NoError(t, checkSources(f.verdict.srcs, f.Attribution == AttrProtocol), "%s: %s", name, f.Text)
+			assert.Empty(t, cite.CheckText(f.Source), "%s: %s", name, f.Source)
 			if f.Attribution == AttrProtocol {
-				assert.True(t, strings.HasPrefix(f.Source, "xDS protocol: "), "%s: a protocol finding cites the protocol: %s", name, f.Source)
+				assert.True(t, strings.HasPrefix(f.Source, `xDS protocol, "`), "%s: a protocol finding cites the protocol: %s", name, f.Source)
+				assert.Equal(t, "A sotw, snapshot cache, the simulated client; B delta, snapshot cache, the simulated client", f.ObservedWith)
 			}
 		}
 	}
@@ -299,10 +303,10 @@ func TestFindingAttribution(t *testing.T) {
 		{"sotw per-type hold vs delta", "invalid-route", "nack", AttrImplementation, []string{"--nack-policy hold", "never reads error_detail"}},
 		{"sotw per-type hold vs delta", "control-plane-restart", "versions", AttrImplementation, []string{"--sotw-versions per-type"}},
 		// Removal by absence vs removed_resources is the protocol.
-		{"sotw vs delta", "remove-cluster", "removal", AttrProtocol, []string{"xDS protocol: Deleting Resources"}},
-		{"sotw per-type hold vs delta", "remove-cluster", "removal", AttrProtocol, []string{"xDS protocol: Deleting Resources"}},
+		{"sotw vs delta", "remove-cluster", "removal", AttrProtocol, []string{`xDS protocol, "Deleting Resources"`}},
+		{"sotw per-type hold vs delta", "remove-cluster", "removal", AttrProtocol, []string{`xDS protocol, "Deleting Resources"`}},
 		// The SotW server skips a stale request, subscription change and all.
-		{"sotw vs delta", "remove-cluster", "stale", AttrImplementation, []string{"pkg/server/sotw/v3/ads.go, processADS", "xDS protocol: Resource updates"}},
+		{"sotw vs delta", "remove-cluster", "stale", AttrImplementation, []string{"pkg/server/sotw/v3/ads.go, processADS", `xDS protocol, "Resource updates"`}},
 		// The total is as much protocol as the step that makes most of it: the storm.
 		{"sotw vs delta", "", "total", AttrImplementation, []string{"answers a NACK's version_info"}},
 	}
@@ -319,10 +323,10 @@ func TestFindingAttribution(t *testing.T) {
 	rep := reps["sotw vs delta"]
 	removal := finding(rep, "remove-cluster", "removal")
 	text := string(render(t, rep, "text"))
-	assert.Contains(t, text, "     protocol: xDS protocol: Deleting Resources")
+	assert.Contains(t, text, "     protocol: xDS protocol, \"Deleting Resources\"")
 	assert.Contains(t, text, "     implementation: go-control-plane SnapshotCache (pkg/cache/v3/simple.go, CreateWatch)")
 	md := string(render(t, rep, "markdown"))
-	assert.Contains(t, md, "   - *protocol*: "+mdEscape(removal.Source)+"\n")
+	assert.Contains(t, md, "   - *protocol*: "+mdEscape(removal.cited())+"\n")
 	assert.Contains(t, md, "    - *implementation*: ", "items from 10 on indent their sub-item by 4")
 	var back struct {
 		Findings []struct {
@@ -336,7 +340,7 @@ func TestFindingAttribution(t *testing.T) {
 		assert.Equal(t, rep.Findings[i].Source, f.Source)
 	}
 	html := string(render(t, rep, "html"))
-	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(removal.Source))
+	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(removal.cited()))
 	assert.Equal(t, len(rep.Findings), strings.Count(html, `<span class="attr attr-`))
 }
 
@@ -358,7 +362,7 @@ func TestHeadline(t *testing.T) {
 	}
 	assert.Equal(t, "invalid-route", h.Step)
 	assert.Equal(t, AttrImplementation, h.Attribution)
-	assert.Equal(t, srcSnapshotNack+"; "+srcRateLimit, h.Source, "the headline cites the side that made the difference")
+	assert.Equal(t, cite.SnapshotNack.String()+"; "+cite.EnvoyRateLimit.String(), h.Source, "the headline cites the side that made the difference")
 	assert.True(t, strings.HasPrefix(h.Text, fmt.Sprintf("NACKs differed most: A sotw got %d, B delta 1 (%s×). Most of the difference is in invalid-route",
 		rep.Total[0].Nacks, ratioText(rep.Total[0].Nacks, 1))), h.Text)
 
@@ -376,7 +380,7 @@ func TestHeadline(t *testing.T) {
 	}
 	assert.Equal(t, "control-plane-restart", hold.Step)
 	assert.Equal(t, AttrImplementation, hold.Attribution)
-	assert.Equal(t, srcSnapshotNewStream, hold.Source)
+	assert.Equal(t, cite.SnapshotNewStream.String(), hold.Source)
 
 	// A run against itself: nothing differs, and the headline says so.
 	a, err := Load("A", sotwRun)

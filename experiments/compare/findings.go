@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -165,10 +166,56 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 		}
 		out = append(out, stepFindings(runs, s, rep.Rows[i].Runs, rep.Versions[i], st, d)...)
 	}
+	settleFindings(runs, out)
 	if x, ok := totalFinding(runs, rep, len(steps), out); ok {
 		out = append(out, x)
+		settleFindings(runs, out[len(out)-1:])
 	}
 	return out
+}
+
+// newFinding is a finding with its verdict, whose label and source it states.
+func newFinding(step, kind, text string, a attribution) Finding {
+	return Finding{Step: step, Kind: kind, Text: text, Attribution: a.attr, Source: a.source(), verdict: a}
+}
+
+// implementation is an implementation's verdict resting on srcs.
+func implementation(srcs ...cite.Source) attribution {
+	return attribution{attr: AttrImplementation, srcs: srcs}
+}
+
+// settleFindings passes every finding's verdict, and its facets', through the one rule
+// (attribution.settle), and says under what a protocol finding was observed.
+func settleFindings(runs [2]*Run, fs []Finding) {
+	for i := range fs {
+		f := &fs[i]
+		f.verdict = f.verdict.settle(runs)
+		f.Attribution, f.Source = f.verdict.attr, f.verdict.source()
+		f.ObservedWith = ""
+		if f.Attribution == AttrProtocol {
+			f.ObservedWith = observedWith(runs[:])
+		}
+		for j := range f.facets {
+			f.facets[j].attr = f.facets[j].attr.settle(runs)
+		}
+	}
+}
+
+// observedWith names each run's protocol, cache and client: "A sotw, snapshot cache,
+// Envoy; B delta, linear cache, Envoy".
+func observedWith(runs []*Run) string {
+	var parts []string
+	for _, r := range runs {
+		p := []string{r.Label + " " + r.Mode}
+		if r.Meta != nil {
+			p = append(p, runCache(r)+" cache")
+		}
+		if c := clientTitle(clientKind(r)); c != "" {
+			p = append(p, c)
+		}
+		parts = append(parts, strings.Join(p, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // stepFindings are one step's findings, from both runs' figures f, checkpoint cp,
@@ -176,8 +223,9 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*analysis.Step, d [2]*detail) []Finding {
 	var out []Finding
 	add := func(kind string, a attribution, facets []facet, format string, args ...any) {
-		out = append(out, Finding{Step: s, Kind: kind, Text: stepName(s) + ": " + fmt.Sprintf(format, args...),
-			Attribution: a.attr, Source: a.source, sides: a.sides, facets: facets})
+		x := newFinding(s, kind, stepName(s)+": "+fmt.Sprintf(format, args...), a)
+		x.facets = facets
+		out = append(out, x)
 	}
 	one := func(shape string, a attribution) []facet { return []facet{{shape: shape, attr: a}} }
 
@@ -202,7 +250,7 @@ func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*an
 
 	// Removals: explicit (delta removed_resources) or by absence (SotW LDS/CDS).
 	if f[0].RemovedExplicit+f[0].RemovedByAbsence+f[1].RemovedExplicit+f[1].RemovedByAbsence > 0 {
-		a := attribution{attr: AttrProtocol, source: srcSpecDeleting}
+		a := protocolVerdict(cite.SpecDeleting)
 		add("removal", a, one(removalShape(runs, d), a), "%s; %s", removalText(runs[0], d[0]), removalText(runs[1], d[1]))
 	}
 
@@ -224,7 +272,7 @@ func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*an
 
 	// Data plane: only when the two answers differ.
 	if a, b := f[0].DataPlane, f[1].DataPlane; (a != nil || b != nil) && !sameAnswer(a, b) {
-		add("dataplane", attribution{attr: AttrImplementation, source: srcDataPlane}, nil, "the data plane answered differently: %s %s; %s %s",
+		add("dataplane", implementation(cite.DataPlane), nil, "the data plane answered differently: %s %s; %s %s",
 			runs[0].Name(), dpOrNone(a), runs[1].Name(), dpOrNone(b))
 	}
 
@@ -266,11 +314,11 @@ func totalFinding(runs [2]*Run, rep *Report, steps int, stepOut []Finding) (Find
 	if t[0].Bytes > 0 && t[1].Bytes > 0 {
 		text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, ratioText(t[0].Bytes, t[1].Bytes))
 	}
-	// The total is as much protocol as the step that makes most of its difference.
+	// The total is attributed as the step that makes most of its difference is; when no
+	// step differs, or no finding explains that step, it is not attributed.
 	ex := explain(stepOut, rep.Rows, metricBytes)
-	if ex.step == "" {
-		// Equal in every step: nothing but what both protocols' messages need.
-		ex.attr = attribution{attr: AttrProtocol, source: srcSpecGrouping}
+	if !ex.found {
+		ex.attr = unattributed("not attributed: no compared step differs in bytes")
 	} else {
 		text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", stepName(ex.step),
 			runs[0].Label, count(ex.values[0], "byte"), runs[1].Label, count(ex.values[1], "byte"))
@@ -278,7 +326,7 @@ func totalFinding(runs [2]*Run, rep *Report, steps int, stepOut []Finding) (Find
 			text += ", see its " + ex.kind + " finding"
 		}
 	}
-	return Finding{Kind: "total", Text: text, Attribution: ex.attr.attr, Source: ex.attr.source, sides: ex.attr.sides}, true
+	return newFinding("", "total", text, ex.attr), true
 }
 
 // staleFinding is one run's stale requests in a step, when it had any: the SotW server
@@ -287,8 +335,7 @@ func staleFinding(r *Run, step string, d *detail) (Finding, bool) {
 	if len(d.stale) == 0 {
 		return Finding{}, false
 	}
-	return Finding{Step: step, Kind: "stale", Text: stepName(step) + ": " + staleText(r, d.stale),
-		Attribution: AttrImplementation, Source: srcStaleDropped}, true
+	return newFinding(step, "stale", stepName(step)+": "+staleText(r, d.stale), implementation(cite.StaleDropped)), true
 }
 
 // anomalyFinding is one run's feedback that matched no send and sends never answered
@@ -297,10 +344,8 @@ func anomalyFinding(r *Run, step string, f Figures) (Finding, bool) {
 	if f.Unmatched == 0 && f.Dropped == 0 {
 		return Finding{}, false
 	}
-	a := attributeAnomaly(f)
-	return Finding{Step: step, Kind: "anomaly", Attribution: a.attr, Source: a.source,
-		Text: stepName(step) + ": " + fmt.Sprintf("%s recorded %s and %s never answered before a stream closed",
-			r.Name(), count(f.Unmatched, "unmatched nonce"), count(f.Dropped, "send"))}, true
+	return newFinding(step, "anomaly", stepName(step)+": "+fmt.Sprintf("%s recorded %s and %s never answered before a stream closed",
+		r.Name(), count(f.Unmatched, "unmatched nonce"), count(f.Dropped, "send")), attributeAnomaly(f)), true
 }
 
 // A facet is one aspect of a two-run finding that a matrix of runs compares across pairs

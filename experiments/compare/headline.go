@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/cite"
 )
 
 // Totals the headline and the total finding weigh.
@@ -28,6 +30,7 @@ func metricOf(f Figures, metric string) int {
 // explanation is the step that makes most of a total's difference and the finding that
 // accounts for it.
 type explanation struct {
+	found  bool // a step differs (its name may be "", the events before the first step)
 	step   string
 	kind   string // the finding's kind ("" when no finding covers the step)
 	values [2]int // A's and B's figure in that step
@@ -45,8 +48,7 @@ var explainKinds = map[string][]string{
 
 // explain finds the compared step with the largest difference in metric (the first on a
 // tie) and the finding of that step that explains it. A difference no finding covers is
-// the protocol's message format: a delta response names each resource, a SotW one
-// groups them (the initial state, for example, differs only in that).
+// not attributed: it is stated with its figures, and no label is chosen for it.
 func explain(fs []Finding, rows []Row, metric string) explanation {
 	var ex explanation
 	best := 0
@@ -54,29 +56,47 @@ func explain(fs []Finding, rows []Row, metric string) explanation {
 	for _, r := range rows {
 		a, b := metricOf(r.Runs[0], metric), metricOf(r.Runs[1], metric)
 		if d := abs(a - b); d > best {
-			best, ex.step, ex.values, stepRow = d, r.Step, [2]int{a, b}, r
+			best, ex.found, ex.step, ex.values, stepRow = d, true, r.Step, [2]int{a, b}, r
 		}
 	}
-	if ex.step == "" {
+	if !ex.found {
 		return ex
 	}
 	kinds := explainKinds[metric]
 	if metric != metricNacks && (stepRow.Runs[0].RejectedResends > 0 || stepRow.Runs[1].RejectedResends > 0) {
 		kinds = append([]string{"nack"}, kinds...)
 	}
+	larger := stepRow.Runs[argMax(ex.values)]
 	for _, k := range kinds {
+		if !canExplain(k, larger) {
+			continue
+		}
 		for _, f := range fs {
 			if f.Step == ex.step && f.Kind == k {
-				ex.kind, ex.attr = k, attribution{attr: f.Attribution, source: f.Source, sides: f.sides}
+				ex.kind, ex.attr = k, f.verdict
 				return ex
 			}
 		}
 	}
-	ex.attr = attribution{attr: AttrProtocol, source: srcSpecResourceNames}
-	if metric == metricResponses {
-		ex.attr.source = srcSpecGrouping
-	}
+	ex.attr = unattributed(fmt.Sprintf("not attributed: no finding of %s explains its %s (%d vs %d)",
+		stepName(ex.step), metric, ex.values[0], ex.values[1]))
 	return ex
+}
+
+// canExplain reports whether a finding of kind can account for the larger side of a
+// difference, from that side's figures: re-sent content only where that side re-sent
+// some, a NACK storm only where that side had NACKs. A SotW run's one redundant resource
+// does not explain why the delta run sent more.
+func canExplain(kind string, larger Figures) bool {
+	switch kind {
+	case "redundant":
+		return larger.Redundant > 0
+	case "nack":
+		return larger.Nacks > 0 || larger.RejectedResends > 0
+	case "removal":
+		return larger.RemovedExplicit+larger.RemovedByAbsence > 0
+	}
+	return true
 }
 
 // headline picks, among the totals of bytes, responses and NACKs, the one whose A/B
@@ -116,7 +136,7 @@ func headline(runs [2]*Run, rep *Report) Headline {
 	fmt.Fprintf(&b, "%s differed most: %s %s %d, %s %d (%s).", capitalize(chosen.noun),
 		runs[0].Name(), chosen.verb, h.Values[0], runs[1].Name(), h.Values[1], shown)
 	ex := explain(rep.Findings, rep.Rows, h.Metric)
-	if ex.step != "" {
+	if ex.found {
 		h.Step = ex.step
 		fmt.Fprintf(&b, " Most of the difference is in %s (%s %d, %s %d)", stepName(ex.step), runs[0].Label, ex.values[0], runs[1].Label, ex.values[1])
 		if ex.kind != "" {
@@ -126,11 +146,15 @@ func headline(runs [2]*Run, rep *Report) Headline {
 	}
 	// Cite what made the larger side larger: the other side's part of a finding's source
 	// explains why it did not do the same, which the finding itself says.
-	h.Attribution, h.Source = ex.attr.attr, ex.attr.source
-	if side := ex.attr.sides[argMax(ex.values)]; side != "" {
-		h.Source = side
+	h.Attribution, h.Source = ex.attr.attr, ex.attr.source()
+	if side := ex.attr.sides[argMax(ex.values)]; len(side) > 0 && ex.attr.attr == AttrImplementation {
+		h.Source = cite.Join(side)
 	}
-	if h.Attribution != "" {
+	switch h.Attribution {
+	case "":
+	case AttrUnattributed:
+		fmt.Fprintf(&b, " %s.", capitalize(strings.TrimSuffix(h.Source, ".")))
+	default:
 		fmt.Fprintf(&b, " That is the %s: %s.", h.Attribution, strings.TrimSuffix(h.Source, "."))
 	}
 	h.Text = b.String()

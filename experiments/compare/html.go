@@ -260,7 +260,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Grid:      "pair",
 	}, OnDemand: htmlOnDemand(runLabels(rep.Runs[:]), rows)}
 	for _, f := range rep.Findings {
-		v.Findings = append(v.Findings, newHTMLFinding(f.Text, f.Attribution, f.Source))
+		v.Findings = append(v.Findings, newHTMLFinding(f.Text, f.Attribution, f.cited()))
 	}
 	if c := rep.Clients; c != nil {
 		v.ClientsIntro = clientsIntro(c)
@@ -330,6 +330,7 @@ code { font: 12.5px ui-monospace, monospace; background: #eff1f3; padding: 0 3px
 .attr { display: inline-block; font-size: 11px; font-weight: bold; padding: 0 5px; border-radius: 8px; margin-right: 4px; }
 .attr-protocol { background: #ddf4ff; color: #0550ae; }
 .attr-implementation { background: #fff1e5; color: #953800; }
+.attr-unattributed { background: #eaeef2; color: #57606a; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 figure { margin: 0; }
 figcaption { font-weight: bold; margin-bottom: 4px; }

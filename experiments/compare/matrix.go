@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -227,10 +228,16 @@ func CompareMatrix(runs []*Run, opt Options) (*Matrix, error) {
 		m.Pairs = append(m.Pairs, p.Pair)
 	}
 	m.Coverage = coverage(runs, pairs)
+	unchecked := uncheckedAxes(runs, pairs)
 	for _, s := range steps {
-		m.Findings = append(m.Findings, crossFindings(s, pairs, reports, m.Coverage)...)
+		m.Findings = append(m.Findings, crossFindings(s, pairs, reports, m.Coverage, unchecked)...)
 	}
 	m.Notes = matrixNotes(runs, steps, m.Rows)
+	for i := range m.Notes {
+		n := &m.Notes[i]
+		n.verdict = n.verdict.checked()
+		n.Attribution, n.Source = n.verdict.attr, n.verdict.source()
+	}
 	m.Summary = matrixSummary(m)
 	return m, nil
 }
@@ -297,6 +304,26 @@ func coverage(runs []*Run, pairs []pairRef) string {
 	return why
 }
 
+// uncheckedAxes is "" when every cache and client of the runs given is in a pair, else
+// what no pair covers: a protocol verdict must hold under each cache and client the
+// compare includes, and one that no pair ran was not seen to.
+func uncheckedAxes(runs []*Run, pairs []pairRef) string {
+	var missing []string
+	for _, r := range runs {
+		a := axesOf(r)
+		if a.cache != "" && !slices.ContainsFunc(pairs, func(p pairRef) bool { return p.Cache == a.cache }) {
+			missing = appendNew(missing, fmt.Sprintf("the %s cache (%s)", a.cache, r.Label))
+		}
+		if a.client != "" && !slices.ContainsFunc(pairs, func(p pairRef) bool { return p.sotw.client == a.client || p.delta.client == a.client }) {
+			missing = appendNew(missing, fmt.Sprintf("%s (%s)", clientTitle(a.client), r.Label))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "no SotW and delta pair ran with " + andList(missing) + ", so it was not seen to hold there"
+}
+
 // kindTitles name a matrix finding's kind in its text.
 var kindTitles = map[string]string{
 	"versions":  "versions",
@@ -309,7 +336,7 @@ var kindTitles = map[string]string{
 // crossFindings are a step's matrix findings: for each kind a pair can show (and, for
 // redundant pushes, each type), what every pair shows, labelled across the pairs.
 // Redundant types whose pairs show the same and come out the same are stated together.
-func crossFindings(step string, pairs []pairRef, reports []*Report, cov string) []MatrixFinding {
+func crossFindings(step string, pairs []pairRef, reports []*Report, cov, unchecked string) []MatrixFinding {
 	type facetObs struct {
 		obs  []pairFacet
 		text []string // each pair's two-run finding text
@@ -352,8 +379,8 @@ func crossFindings(step string, pairs []pairRef, reports []*Report, cov string) 
 				fo.obs = append(fo.obs, o)
 				fo.text = append(fo.text, text)
 			}
-			v := attributeAcrossCaches(fo.obs, cov)
-			sig := []string{v.attr, v.basis, v.source}
+			v := attributeAcrossCaches(fo.obs, cov, unchecked)
+			sig := []string{v.attr, v.basis, cite.Join(v.srcs)}
 			for _, o := range fo.obs {
 				sig = append(sig, o.shape)
 			}
@@ -363,14 +390,14 @@ func crossFindings(step string, pairs []pairRef, reports []*Report, cov string) 
 				continue
 			}
 			merged[signature] = len(out)
-			mf := MatrixFinding{Step: step, Kind: kind, Attribution: v.attr, Basis: v.basis, Source: v.source}
+			mf := MatrixFinding{Step: step, Kind: kind, Attribution: v.attr, Basis: v.basis, Source: cite.Join(v.srcs)}
 			if key != "" {
 				mf.Types = []string{key}
 			}
 			for i, o := range fo.obs {
 				po := PairObservation{Pair: o.pair.Name, Cache: o.pair.Cache, Shape: o.shape, Finding: fo.text[i]}
 				if o.present {
-					po.Attribution, po.Source = o.attr.attr, o.attr.source
+					po.Attribution, po.Source = o.attr.attr, o.attr.source()
 				}
 				mf.Pairs = append(mf.Pairs, po)
 			}
@@ -451,8 +478,8 @@ func matrixNotes(runs []*Run, steps []string, rows []MatrixRow) []Finding {
 			for i, r := range runs {
 				parts = append(parts, r.Name()+" "+dpOrNone(row.Runs[i].DataPlane))
 			}
-			out = append(out, Finding{Step: s, Kind: "dataplane", Attribution: AttrImplementation, Source: srcDataPlane,
-				Text: stepName(s) + ": the data planes answered differently: " + strings.Join(parts, "; ")})
+			out = append(out, newFinding(s, "dataplane", stepName(s)+": the data planes answered differently: "+strings.Join(parts, "; "),
+				implementation(cite.DataPlane)))
 		}
 		for i, r := range runs {
 			if x, ok := anomalyFinding(r, s, row.Runs[i]); ok {

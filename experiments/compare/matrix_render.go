@@ -285,8 +285,7 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 
 // matrixCSS is what the matrix adds to the shared style sheet: the third label and a
 // grid of one diagram per run.
-const matrixCSS = `.attr-unattributed { background: #eaeef2; color: #57606a; }
-.basis { font-size: 12px; }
+const matrixCSS = `.basis { font-size: 12px; }
 ul.pairs { margin: 2px 0 6px; padding-left: 20px; font-size: 12px; color: #3d444d; }
 .runs-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
 `

@@ -3,9 +3,11 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"html/template"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,8 +171,8 @@ func TestMatrixProtocolAndImplementation(t *testing.T) {
 
 	rm := matrixFinding(t, m, "remove-cluster", "removal", "")
 	assert.Equal(t, AttrProtocol, rm.Attribution)
-	assert.Equal(t, srcSpecDeleting, rm.Source)
-	assert.Equal(t, "the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D)", rm.Basis)
+	assert.Equal(t, cite.SpecDeleting.String(), rm.Source)
+	assert.Equal(t, "the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D), with the simulated client", rm.Basis)
 	assert.Equal(t, "remove-cluster, removal. Every pair, A vs B (snapshot), C vs D (linear): sotw removed [inventory] by absence; delta removed [inventory] explicitly", rm.Text)
 	require.Len(t, rm.Pairs, 2)
 	assert.Equal(t, "remove-cluster: A sotw removed `inventory` by absence (CDS); B delta removed `inventory` explicitly (CDS, EDS)", rm.Pairs[0].Finding)
@@ -180,8 +182,7 @@ func TestMatrixProtocolAndImplementation(t *testing.T) {
 	assert.Equal(t, AttrImplementation, pc.Attribution)
 	assert.Equal(t, []string{"LDS", "RDS", "CDS"}, pc.Types, "the three unchanged types, stated together")
 	assert.Equal(t, "the cache, --sotw-versions and --nack-policy differ between A vs B (snapshot) and C vs D (linear), and either may change it; all are implementation choices", pc.Basis)
-	for _, src := range []string{"SnapshotCache (pkg/cache/v3/simple.go", "LinearCache (pkg/cache/v3/linear.go, computeResponse)",
-		srcSnapshotOnlyOptions, "--sotw-versions uniform (shared/frontend, Publisher.Publish)"} {
+	for _, src := range []string{cite.CacheAxis.String(), cite.SnapshotOnlyOptions.String(), "--sotw-versions uniform (shared/frontend, Publisher.Publish)"} {
 		assert.Contains(t, pc.Source, src)
 	}
 	assert.Equal(t, "sotw re-sent unchanged LDS, RDS, CDS, delta did not", pc.Pairs[0].Shape)
@@ -193,22 +194,22 @@ func TestMatrixProtocolAndImplementation(t *testing.T) {
 	assert.Equal(t, AttrImplementation, nack.Attribution)
 	assert.Equal(t, "sotw NACKed RDS and re-sent the rejected content; delta NACKed RDS and did not re-send it", nack.Pairs[0].Shape)
 	assert.Equal(t, "sotw NACKed RDS and did not re-send it; delta NACKed RDS and did not re-send it", nack.Pairs[1].Shape)
-	assert.Contains(t, nack.Source, srcLinearNack)
-	assert.Contains(t, nack.Source, srcSnapshotNack)
+	assert.Contains(t, nack.Source, cite.LinearNack.String())
+	assert.Contains(t, nack.Source, cite.SnapshotNack.String())
 
 	// The same with both caches but the servers' choice: the restart re-send.
 	re := matrixFinding(t, m, "control-plane-restart", "redundant", "LDS")
 	assert.Equal(t, AttrImplementation, re.Attribution)
 	assert.True(t, strings.HasPrefix(re.Basis, "the same in every pair"), re.Basis)
 	assert.Contains(t, re.Basis, "so not the cache's")
-	assert.Contains(t, re.Source, srcSnapshotNewStream)
-	assert.Contains(t, re.Source, srcLinearNewStream)
+	assert.Contains(t, re.Source, cite.SnapshotNewStream.String())
+	assert.Contains(t, re.Source, cite.LinearNewStream.String())
 
 	for _, f := range m.Findings {
 		assert.Contains(t, []string{AttrProtocol, AttrImplementation}, f.Attribution, f.Text)
 		assert.NotEmpty(t, f.Source, f.Text)
 		if f.Attribution == AttrProtocol {
-			assert.True(t, strings.HasPrefix(f.Source, "xDS protocol: "), "a protocol finding cites the protocol: %s", f.Source)
+			assert.True(t, strings.HasPrefix(f.Source, `xDS protocol, "`), "a protocol finding cites the protocol: %s", f.Source)
 		}
 	}
 	assert.Contains(t, m.Summary, "SotW and delta pairs with the same cache: A vs B (snapshot), C vs D (linear).")
@@ -240,14 +241,14 @@ func TestMatrixCacheAlone(t *testing.T) {
 	eds := matrixFinding(t, m, "one-endpoint", "redundant", "EDS")
 	assert.Equal(t, AttrImplementation, eds.Attribution)
 	assert.Equal(t, "the cache changes it: A vs B (snapshot) and C vs D (linear) differ in the cache alone", eds.Basis)
-	assert.Contains(t, eds.Source, srcCacheAxis)
-	assert.Contains(t, eds.Source, srcSnapshotWholeType)
-	assert.NotContains(t, eds.Source, srcSnapshotOnlyOptions, "no uniform or resend run here")
+	assert.Contains(t, eds.Source, cite.CacheAxis.String())
+	assert.Contains(t, eds.Source, cite.SnapshotWholeType.String())
+	assert.NotContains(t, eds.Source, cite.SnapshotOnlyOptions.String(), "no uniform or resend run here")
 
 	cds := matrixFinding(t, m, "add-cluster", "redundant", "CDS")
 	assert.Equal(t, AttrProtocol, cds.Attribution)
 	assert.Equal(t, []string{"CDS"}, cds.Types)
-	assert.Equal(t, srcSpecGrouping, cds.Source)
+	assert.Equal(t, cite.SpecGrouping.String(), cds.Source)
 	assert.Equal(t, "sotw re-sent unchanged CDS, delta did not", cds.Pairs[1].Shape)
 	// The same response step re-sent unchanged endpoints too, but only the SnapshotCache.
 	assert.Equal(t, AttrImplementation, matrixFinding(t, m, "add-cluster", "redundant", "EDS").Attribution)
@@ -267,7 +268,7 @@ func TestMatrixOptionVersusCache(t *testing.T) {
 	assert.Equal(t, AttrImplementation, pc.Attribution)
 	assert.Equal(t, "--sotw-versions and --nack-policy change it with the same cache: A vs B (snapshot) and C vs B (snapshot) differ; "+
 		"the cache does not: C vs B (snapshot) and D vs E (linear) agree", pc.Basis)
-	assert.NotContains(t, pc.Source, srcCacheAxis, "the cache is not what changes it")
+	assert.NotContains(t, pc.Source, cite.CacheAxis.String(), "the cache is not what changes it")
 	assert.Equal(t, AttrProtocol, matrixFinding(t, m, "remove-cluster", "removal", "").Attribution)
 }
 
@@ -366,7 +367,7 @@ func TestMatrixFormats(t *testing.T) {
 	assert.Contains(t, md, "| step | A sent | A res |")
 	assert.Contains(t, md, "| D sent | D res |")
 	assert.Contains(t, md, "A: sotw · snapshot · uniform · nack resend; B: delta · snapshot; C: sotw · linear · per-type · nack hold; D: delta · linear")
-	assert.Contains(t, md, "   - *protocol*: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D)\n")
+	assert.Contains(t, md, "   - *protocol*: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D), with the simulated client\n")
 	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(md, "```mermaid\n"))
 
 	var back Matrix
@@ -402,11 +403,11 @@ func TestLinearAttribution(t *testing.T) {
 		step, kind string
 		source     []string
 	}{
-		{"invalid-route", "nack", []string{srcLinearNack, srcDeltaSent}},
-		{"recover", "redundant", []string{srcLinearReturned, srcDeltaSent}},
-		{"recover", "versions", []string{srcLinearSotwVersions, srcLinearDeltaVersions}},
-		{"control-plane-restart", "reconnect", []string{srcLinearNewStream, srcLinearDeltaInitial}},
-		{"control-plane-restart", "redundant", []string{srcLinearNewStream}},
+		{"invalid-route", "nack", []string{cite.LinearNack.String(), cite.DeltaSent.String()}},
+		{"recover", "redundant", []string{cite.LinearReturned.String(), cite.DeltaSent.String()}},
+		{"recover", "versions", []string{cite.LinearSotwVersions.String(), cite.LinearDeltaVersions.String()}},
+		{"control-plane-restart", "reconnect", []string{cite.LinearNewStream.String(), cite.LinearDeltaInitial.String()}},
+		{"control-plane-restart", "redundant", []string{cite.LinearNewStream.String()}},
 	} {
 		f := finding(rep, k.step, k.kind)
 		require.NotEmpty(t, f.Text, "no %s finding in %s", k.kind, k.step)
@@ -419,4 +420,50 @@ func TestLinearAttribution(t *testing.T) {
 		assert.NotContains(t, f.Source, "SnapshotCache", f.Text)
 		assert.NotContains(t, f.Source, "simple.go", f.Text)
 	}
+}
+
+// A protocol label must hold under every cache and client the compare includes: a run
+// whose cache or client is in no SotW/delta pair leaves the difference unchecked there,
+// so what every pair shows alike is not attributed, and the basis names the run.
+// Implementation verdicts stand.
+func TestMatrixProtocolNeedsEveryCacheAndClient(t *testing.T) {
+	meta := func(cache, client string) *Meta { return &Meta{Cache: cache, Client: client} }
+	runs := []*Run{
+		{Label: "A", Mode: "sotw", Meta: meta("snapshot", "envoy")},
+		{Label: "B", Mode: "delta", Meta: meta("snapshot", "envoy")},
+		{Label: "C", Mode: "sotw", Meta: meta("linear", "envoy")},
+		{Label: "D", Mode: "delta", Meta: meta("linear", "envoy")},
+	}
+	pairs := []pairRef{
+		{Pair: Pair{Name: "A vs B", Cache: "snapshot"}, sotw: axesOf(runs[0]), delta: axesOf(runs[1])},
+		{Pair: Pair{Name: "C vs D", Cache: "linear"}, sotw: axesOf(runs[2]), delta: axesOf(runs[3])},
+	}
+	assert.Empty(t, uncheckedAxes(runs, pairs))
+	more := append(slices.Clone(runs), &Run{Label: "E", Mode: "delta", Meta: meta("indexed", "simulated")})
+	unchecked := uncheckedAxes(more, pairs)
+	assert.Equal(t, "no SotW and delta pair ran with the indexed cache (E) and the simulated client (E), so it was not seen to hold there", unchecked)
+
+	alike := []pairFacet{
+		{pair: pairs[0], present: true, shape: "s", attr: protocolVerdict(cite.SpecDeleting)},
+		{pair: pairs[1], present: true, shape: "s", attr: protocolVerdict(cite.SpecDeleting)},
+	}
+	v := attributeAcrossCaches(alike, "", "")
+	assert.Equal(t, AttrProtocol, v.attr)
+	assert.Equal(t, "the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D), with Envoy", v.basis)
+	v = attributeAcrossCaches(alike, "", unchecked)
+	assert.Equal(t, AttrUnattributed, v.attr)
+	assert.Contains(t, v.basis, "but no SotW and delta pair ran with the indexed cache (E)")
+
+	impl := []pairFacet{
+		{pair: pairs[0], present: true, shape: "s", attr: implementation(cite.SnapshotNewStream)},
+		{pair: pairs[1], present: true, shape: "s", attr: implementation(cite.LinearNewStream)},
+	}
+	assert.Equal(t, AttrImplementation, attributeAcrossCaches(impl, "", unchecked).attr)
+
+	// A pair whose own report could not attribute it leaves the matrix unable to, too.
+	odd := slices.Clone(alike)
+	odd[1].attr = unattributed("not attributed: no component recorded for it")
+	v = attributeAcrossCaches(odd, "", "")
+	assert.Equal(t, AttrUnattributed, v.attr)
+	assert.Contains(t, v.basis, "C vs D's own report could not attribute it")
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -109,37 +110,25 @@ func htmlOnDemand(labels []string, rows []stepFigures) *onDemandView {
 	return &onDemandView{Table: onDemandTable(labels, rows), Legend: upperFirst(onDemandLegend) + "."}
 }
 
-// Sources of the on-demand findings.
-const (
-	srcOnDemand = "Envoy's VHDS doc (configuration/http/http_conn_man/vhds: VHDS \"uses the delta xDS protocol\" " +
-		"so that virtual hosts are requested as needed; the service has only DeltaVirtualHosts) and xDS protocol: " +
-		"Incremental xDS (a client may subscribe lazily); implementation: Envoy subscribes \"<route>/<Host>\" " +
-		"(source/common/http/route_config_update_requster.cc) and clusters through the on_demand filter's odcds " +
-		"(on_demand_update.cc); go-control-plane v0.14.0 answers a named VHDS subscribe only behind " +
-		"shared/frontend OnDemandCache (its delta cache sends every virtual host to Envoy's first, wildcard, " +
-		"request and nothing for a name it lacks)"
-	srcNotFound = "shared/frontend OnDemandCache answers a name it lacks with a bodiless resource aliased to " +
-		"the name, which Envoy's VhdsSubscription matches and resumes the request (404); the xDS protocol's " +
-		"\"Knowing When a Requested Resource Does Not Exist\" asks for removed_resources, which Envoy's RDS " +
-		"provider does not release a held request on"
-	srcVHDSNack = "Envoy's implementation, not the xDS protocol: source/common/router/vhds.cc " +
-		"(VhdsSubscription::createVhdsSubscription) rejects a VHDS config source over ADS unless ads_config " +
-		"is DELTA_GRPC, so the RouteConfiguration is NACKed; xds_protocol.rst does not restrict VHDS to delta"
-)
-
 // onDemandFindings are a step's on-demand findings, one per run that subscribed on
-// demand or (SotW) NACKed a VHDS route configuration.
+// demand or (SotW) NACKed a VHDS route configuration. Fetching on demand is what Envoy
+// and the workbench's cache do, which incremental xDS allows (an implementation); that
+// VHDS has no SotW variant is the protocol's, and Envoy's NACK is how Envoy enforces it.
 func onDemandFindings(runs [2]*Run, step string, f [2]Figures, st [2]*analysis.Step) []Finding {
 	var out []Finding
 	for i, r := range runs {
 		if od := f[i].OnDemand; od != nil {
-			out = append(out, Finding{Step: step, Kind: "ondemand", Attribution: AttrProtocol, Source: srcOnDemand,
-				Text: stepName(step) + ": " + onDemandText(r, od)})
+			a := implementation(cite.EnvoyOnDemand, cite.OnDemandCache, cite.SpecIncremental)
+			if slices.ContainsFunc(od.Fetches, func(x analysis.Fetch) bool { return x.Answer == analysis.FetchNotFound }) {
+				a.srcs = append(a.srcs, cite.OnDemandNotFound)
+			}
+			a.sides[i] = a.srcs
+			out = append(out, newFinding(step, "ondemand", stepName(step)+": "+onDemandText(r, od), a))
 		}
 		if msg := vhdsNack(r, st[i]); msg != "" {
-			out = append(out, Finding{Step: step, Kind: "ondemand", Attribution: AttrImplementation, Source: srcVHDSNack,
-				Text: fmt.Sprintf("%s: %s cannot fetch virtual hosts on demand: Envoy NACKed the VHDS route configuration: %q",
-					stepName(step), r.Name(), msg)})
+			out = append(out, newFinding(step, "ondemand",
+				fmt.Sprintf("%s: %s cannot fetch virtual hosts on demand: Envoy NACKed the VHDS route configuration: %q",
+					stepName(step), r.Name(), msg), protocolVerdict(cite.SpecVHDSDeltaOnly, cite.EnvoyVHDSNack)))
 		}
 	}
 	return out

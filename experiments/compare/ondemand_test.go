@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"github.com/xds-workbench/lab/experiments/cite"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,10 +210,22 @@ func TestOnDemandReport(t *testing.T) {
 	joined := strings.Join(texts, "\n")
 	assert.Contains(t, joined, "B delta on-demand: Envoy fetched 1 of 2 virtual hosts")
 	assert.Contains(t, joined, "fetched 0 of 2 virtual hosts and asked for 1 the server does not have (answered not found)")
-	assert.Contains(t, joined, "route_config_update_requster.cc")
+	assert.Contains(t, joined, "RdsRouteConfigProviderImpl::requestVirtualHostsUpdate")
 	assert.Contains(t, joined, "OnDemandCache")
-	assert.Contains(t, joined, "implementation: initial: A sotw cannot fetch virtual hosts on demand")
+	// Fetching on demand is Envoy's and the cache's; incremental xDS only allows it.
+	assert.Contains(t, joined, "implementation: on-demand-vhost: B delta on-demand: Envoy fetched 1 of 2 virtual hosts")
+	assert.Contains(t, joined, `xDS protocol, "Incremental xDS"`)
+	// The not-found answer is the workbench's OnDemandCache, which the spec's removed_resources would replace.
+	assert.Contains(t, joined, cite.OnDemandNotFound.String())
+	// VHDS has no SotW variant: the protocol, which Envoy enforces by NACKing.
+	assert.Contains(t, joined, "protocol: initial: A sotw cannot fetch virtual hosts on demand")
+	assert.Contains(t, joined, `xDS protocol, "RPC Services and Methods for Each Variant"`)
 	assert.Contains(t, joined, "vhds: ADS must use DELTA_GRPC api_type")
+	for _, x := range rep.Findings {
+		if x.Kind == "ondemand" && strings.Contains(x.Text, "fetched") {
+			assert.Equal(t, AttrImplementation, x.Attribution, "no on-demand fetch is labelled protocol: %s", x.Text)
+		}
+	}
 
 	var kinds []string
 	for _, d := range rep.Diagrams {

@@ -506,7 +506,16 @@ func proseWidth(width int) int {
 // then its attribution and source, indented under it.
 func writeTextFinding(b *strings.Builder, i int, f Finding, pw int) {
 	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), pw, "  ", "     "))
-	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Source)), pw, "     ", "       "))
+	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.cited())), pw, "     ", "       "))
+}
+
+// cited is the finding's source as the reports show it: for a protocol finding, followed
+// by what it was observed with.
+func (f Finding) cited() string {
+	if f.ObservedWith == "" {
+		return f.Source
+	}
+	return f.Source + " (observed with " + f.ObservedWith + ")"
 }
 
 // writeTextTable writes t, split into stacked tables of at most width columns each when
@@ -824,7 +833,7 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 		// is 4 wide) so that Markdown nests it.
 		marker := fmt.Sprintf("%d. ", i+1)
 		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
-			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.Source)))
+			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.cited())))
 	}
 	writeMDClients(&b, rep.Clients)
 	b.WriteString("\n## Sequence diagrams\n")

@@ -157,16 +157,21 @@ type Finding struct {
 	Kind string `json:"kind"`
 	// Text may mark resource names as code spans with backticks.
 	Text string `json:"text"`
-	// Attribution is "protocol" when any conforming server and client would show the
-	// same, "implementation" when it is a choice of go-control-plane, the workbench or
-	// the client that the protocol leaves open.
+	// Attribution is "protocol" when the xDS protocol document says any conforming server
+	// and client would show the same, "implementation" when it is a choice of
+	// go-control-plane, the workbench or the client, and "unattributed" when nothing the
+	// report knows explains it (never a label by default).
 	Attribution string `json:"attribution"`
-	// Source is where that is written: for the protocol the section of the xDS protocol
-	// document (Envoy's api-docs/xds_protocol.rst), for an implementation the component,
-	// its file and function, and what it does.
+	// Source is where that is written (package cite): for the protocol the section of
+	// the xDS protocol document (Envoy's docs/root/api-docs/xds_protocol.rst), for an
+	// implementation the component, its file and function, and what it does; for an
+	// unattributed finding why it is not attributed.
 	Source string `json:"source"`
-	// sides is the part of Source about run A and about run B (see attribution).
-	sides [2]string
+	// ObservedWith says under which protocols, caches and clients a protocol finding was
+	// observed ("A sotw, snapshot cache, Envoy; B delta, linear cache, Envoy").
+	ObservedWith string `json:"observed_with,omitempty"`
+	// verdict is the attribution with its sources, per run (see attribution).
+	verdict attribution
 	// facets are what a matrix of runs compares of this finding (findings.go).
 	facets []facet
 }

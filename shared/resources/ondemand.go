@@ -27,12 +27,13 @@ import (
 // cluster a route names (by name or through cluster_header) on first use, then to its
 // assignment. The bootstrap then has no cds_config, so CDS is never a wildcard.
 //
-// Both ride on delta xDS only. For VHDS Envoy refuses anything else when it loads the
-// route configuration (source/common/router/vhds.cc: "vhds: ADS must use DELTA_GRPC
-// api_type when used as VHDS config source."); on-demand CDS has no such check, but its
-// SotW callback is not implemented (source/common/upstream/od_cds_api_impl.cc). Neither
-// is required by the xDS protocol document: it is Envoy's implementation and the VHDS
-// doc ("uses the delta xDS protocol").
+// Both ride on delta xDS only. VHDS has no SotW variant in the protocol (xDS protocol,
+// "RPC Services and Methods for Each Variant" lists VirtualHost with SotW "N/A"), and
+// Envoy enforces that when it loads the route configuration
+// (source/common/router/vhds.cc: "vhds: ADS must use DELTA_GRPC api_type when used as
+// VHDS config source."). On-demand CDS is Envoy's limit, not the protocol's (CDS has a
+// SotW method): it has no such check, but its SotW callback is not implemented
+// (source/common/upstream/od_cds_api_impl.cc).
 
 // OnDemand is the on-demand shape of a desired state.
 type OnDemand struct {
@@ -87,9 +88,10 @@ func (o OnDemand) String() string {
 
 // ErrOnDemandNeedsDelta is the refusal of an on-demand shape in SotW. Its text cites why.
 var ErrOnDemandNeedsDelta = fmt.Errorf("on-demand xDS (VHDS, on-demand CDS) needs delta xDS: " +
-	"Envoy NACKs a VHDS route configuration over SotW ADS (source/common/router/vhds.cc: " +
-	"\"vhds: ADS must use DELTA_GRPC api_type when used as VHDS config source.\") and has no SotW " +
-	"on-demand CDS (od_cds_api_impl.cc); the xDS protocol does not require this, Envoy's implementation does")
+	"VHDS has no SotW variant (xDS protocol, \"RPC Services and Methods for Each Variant\"), and Envoy " +
+	"NACKs a VHDS route configuration over SotW ADS (source/common/router/vhds.cc: \"vhds: ADS must use " +
+	"DELTA_GRPC api_type when used as VHDS config source.\"); on-demand CDS over SotW is Envoy's own " +
+	"limit (od_cds_api_impl.cc has no SotW callback)")
 
 // CheckMode refuses an on-demand shape for a SotW run. sotw is true for SotW.
 func (o OnDemand) CheckMode(sotw bool) error {
