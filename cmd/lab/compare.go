@@ -31,7 +31,9 @@ type compareOptions struct {
 	// SessionA and SessionB choose a session of RUN_A's and RUN_B's xds.log (0: it must
 	// hold one).
 	SessionA, SessionB int
-	Stdout, Stderr     io.Writer
+	// Scale is a scale sweep's bench.json (scale.json) to show beside the runs ("": none).
+	Scale          string
+	Stdout, Stderr io.Writer
 }
 
 func newCompareCmd() *cobra.Command { return newCompareCmdWith(runCompare) }
@@ -131,6 +133,7 @@ func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
 	// refused unless one is chosen (the error says how many there are).
 	f.IntVar(&o.SessionA, "session-a", 0, "RUN_A's session, 1 for the first, when its xds.log holds several (lab serve appends one per start)")
 	f.IntVar(&o.SessionB, "session-b", 0, "RUN_B's session, likewise")
+	f.StringVar(&o.Scale, "scale", "", "show this scale sweep (a lab bench bench.json, make lab's scale.json) beside the runs: its chart and figures")
 	return cmd
 }
 
@@ -185,9 +188,15 @@ func runCompare(o *compareOptions) error {
 	if err != nil {
 		return err
 	}
+	opt := compare.Options{Step: o.Step}
+	if o.Scale != "" {
+		if opt.Scale, err = compare.LoadScale(o.Scale); err != nil {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	if len(runs) == 2 {
-		rep, err := compare.Compare(runs[0], runs[1], compare.Options{Step: o.Step})
+		rep, err := compare.Compare(runs[0], runs[1], opt)
 		if err != nil {
 			return err
 		}
@@ -195,7 +204,7 @@ func runCompare(o *compareOptions) error {
 			return err
 		}
 	} else {
-		m, err := compare.CompareMatrix(runs, compare.Options{Step: o.Step})
+		m, err := compare.CompareMatrix(runs, opt)
 		if err != nil {
 			return err
 		}

@@ -181,7 +181,7 @@ func (r *Report) SVG() []byte {
 					vals = append(vals, pt.min, pt.max, pt.med)
 				}
 			}
-			a := logArea{x0: marginL + float64(pi)*(panelW+gapX+marginL), y0: float64(wi)*rowH + marginT, xlo: xlo, xhi: xhi}
+			a := logArea{x0: marginL + float64(pi)*(panelW+gapX+marginL), y0: float64(wi)*rowH + marginT, w: panelW, h: panelH, xlo: xlo, xhi: xhi}
 			a.ylo, a.yhi = logRange(vals)
 			r.drawPanel(&b, a, w, p, names, colors)
 		}
@@ -194,17 +194,17 @@ func (r *Report) SVG() []byte {
 // logArea is a log-log panel's frame: its top left corner, and the decades it spans
 // across (clusters) and up (the metric).
 type logArea struct {
-	x0, y0, xlo, xhi, ylo, yhi float64
+	x0, y0, w, h, xlo, xhi, ylo, yhi float64
 }
 
-func (a logArea) px(n float64) float64 { return a.x0 + (math.Log10(n)-a.xlo)/(a.xhi-a.xlo)*panelW }
+func (a logArea) px(n float64) float64 { return a.x0 + (math.Log10(n)-a.xlo)/(a.xhi-a.xlo)*a.w }
 
 // py places v; a value at or below 0 has no logarithm and sits on the bottom decade.
 func (a logArea) py(v float64) float64 {
 	if v <= 0 {
 		v = math.Pow(10, a.ylo)
 	}
-	return a.y0 + panelH - (math.Log10(v)-a.ylo)/(a.yhi-a.ylo)*panelH
+	return a.y0 + a.h - (math.Log10(v)-a.ylo)/(a.yhi-a.ylo)*a.h
 }
 
 // drawPanel draws panel p of workload w: its frame, a grid line per decade, and a curve
@@ -212,19 +212,19 @@ func (a logArea) py(v float64) float64 {
 func (r *Report) drawPanel(b *bytes.Buffer, a logArea, w string, p Panel, names []string, colors map[string]string) {
 	x0, y0 := a.x0, a.y0
 	fmt.Fprintf(b, `<g id="panel-%s" data-workload="%s">`+"\n", esc(p.ID), esc(w))
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+panelW/2, y0-20, esc(p.Title))
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, panelW, panelH)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+a.w/2, y0-20, esc(p.Title))
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, a.w, a.h)
 	for d := a.xlo; d <= a.xhi; d++ {
 		x := a.px(math.Pow(10, d))
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+panelH)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+panelH+16, esc(fmtCount(math.Pow(10, d))))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, y0, x, y0+a.h)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, y0+a.h+16, esc(fmtCount(math.Pow(10, d))))
 	}
 	for d := a.ylo; d <= a.yhi; d++ {
 		y := a.py(math.Pow(10, d))
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+panelW, y)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+a.w, y)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-6, y+4, esc(axisLabel(p.Unit, math.Pow(10, d))))
 	}
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+panelW/2, y0+panelH+36)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">clusters N (log scale)</text>`+"\n", x0+a.w/2, y0+a.h+36)
 	for _, s := range names {
 		if pts := r.points(w, s, p.Metric); len(pts) > 0 {
 			a.drawSeries(b, w, p, s, pts, colors[s])
@@ -342,4 +342,39 @@ func seriesColorMap(names []string) map[string]string {
 		}
 	}
 	return colors
+}
+
+// BytesSVG draws one log-log panel per workload, side by side, each pw x ph: the bytes
+// each series sent per change against N. It is the main report's scale chart (lab
+// compare with a scale sweep), drawn by the same code as bench.svg's bytes panels.
+func (r *Report) BytesSVG(pw, ph float64) []byte {
+	workloads := r.workloads()
+	if len(workloads) == 0 {
+		workloads = []string{WorkloadEndpoint}
+	}
+	w := marginL + float64(len(workloads))*(pw+gapX+marginL) - gapX - marginL + 20
+	var b bytes.Buffer
+	svgOpen(&b, w, marginT+ph+marginB+legendH, "bytes sent per change against the number of clusters N ("+strings.Join(workloads, ", ")+")")
+	names := r.SeriesNames()
+	colors := seriesColorMap(names)
+	var ns []float64
+	for _, c := range r.Configs {
+		ns = append(ns, float64(c.N))
+	}
+	xlo, xhi := logRange(ns)
+	for i, wl := range workloads {
+		p := r.Panels(wl)[0]
+		var vals []float64
+		for _, s := range names {
+			for _, pt := range r.points(wl, s, p.Metric) {
+				vals = append(vals, pt.min, pt.max, pt.med)
+			}
+		}
+		a := logArea{x0: marginL + float64(i)*(pw+gapX+marginL), y0: marginT, w: pw, h: ph, xlo: xlo, xhi: xhi}
+		a.ylo, a.yhi = logRange(vals)
+		r.drawPanel(&b, a, wl, p, names, colors)
+	}
+	seriesLegend(&b, names, colors, marginL, marginT+ph+marginB+10)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
 }

@@ -37,6 +37,12 @@ var (
 		Says: "an incremental server names a subscribed resource that does not exist in removed_resources"}
 	SpecVHDSDeltaOnly = Source{Kind: Protocol, Section: "RPC Services and Methods for Each Variant",
 		Says: "VirtualHost (VHDS) has no SotW method (\"N/A\"), only VirtualHostDiscoveryService.DeltaVirtualHosts"}
+	SpecSotwNames = Source{Kind: Protocol, Section: "Unsubscribing From Resources",
+		Says: "in SotW every request carries the full list of names subscribed to, so each ACK repeats them; delta subscribes and unsubscribes by name"}
+	SpecVersionScope = Source{Kind: Protocol, Section: "ACK/NACK and resource type instance version",
+		Says: "SotW's version_info is the version of the whole type; in the incremental variants it is not used to say which resources are valid, which delta does per resource"}
+	SpecReconnect = Source{Kind: Protocol, Section: "Incremental xDS",
+		Says: `on reconnect a delta client may list what it holds in initial_resource_versions, one version per resource; a SotW client's first request carries the type's version_info (xDS protocol, "ACK/NACK and resource type instance version")`}
 	SpecIncremental = Source{Kind: Protocol, Section: "Incremental xDS",
 		Says: "incremental xDS is for scalability of updates first, and lets a client request resources lazily, on demand, second"}
 )
@@ -150,7 +156,7 @@ func All() []Source {
 	return []Source{
 		SpecGrouping, SpecDeleting, SpecOverview, SpecMoreResponses, SpecNonce, SpecAckNack, SpecReconnectVersion,
 		SpecErrorDetail, SpecNackVersion, SpecWhenToSend, SpecWildcard, SpecResourceUpdates, SpecSotwDoesNotExist,
-		SpecDeltaDoesNotExist, SpecVHDSDeltaOnly, SpecIncremental,
+		SpecDeltaDoesNotExist, SpecVHDSDeltaOnly, SpecSotwNames, SpecVersionScope, SpecReconnect, SpecIncremental,
 		SnapshotUniformAnswer, SnapshotLabelNotContent, SnapshotWholeType, SnapshotNewStream, SnapshotNack, DeltaSent,
 		DeltaInitial, DeltaVersions, StaleDropped, LinearReturned, LinearNewStream, LinearNack, LinearSotwVersions,
 		LinearDeltaVersions, LinearDeltaInitial, CacheAxis,

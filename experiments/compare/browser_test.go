@@ -59,7 +59,8 @@ func TestMatrixHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	m := matrix(t, teaching4, Options{})
 	dom := renderedDOM(t, bin, renderMatrix(t, m, "html"))
-	require.Contains(t, dom, "<h1>lab compare: A: sotw · snapshot · uniform · nack resend, B: delta · snapshot, C: sotw · linear · per-type · nack hold, D: delta · linear</h1>")
+	require.Contains(t, dom, "<h1>lab compare: SotW vs delta over 4 runs</h1>")
+	require.Contains(t, dom, "The runs: A sotw · snapshot · uniform · nack resend; B delta · snapshot; C sotw · linear · per-type · nack hold; D delta · linear.")
 	for _, r := range m.Runs {
 		title := r.Label + ": " + r.Axes
 		assert.Contains(t, dom, `<th class="group" colspan="12">`+title+`</th>`, "the step table has a column group for %s", title)
@@ -84,7 +85,7 @@ func TestMatrixHTMLInBrowser(t *testing.T) {
 	pc := matrixFinding(t, m, "port-change", "redundant", "LDS")
 	assert.Contains(t, findings, `<li class="finding" data-step="port-change" data-kind="redundant" data-types="LDS,RDS,CDS">`)
 	assert.Contains(t, findings, `<span class="attr attr-implementation">implementation</span>`+pc.Basis)
-	assert.Contains(t, findings, "pkg/cache/v3/linear.go")
+	assert.Contains(t, dom[strings.Index(dom, `<section id="sources">`):], "pkg/cache/v3/linear.go", "the sources are notes")
 	assert.Equal(t, 2*len(m.Findings), strings.Count(findings, "<li>"), "every finding lists both pairs' own findings")
 }
 

@@ -340,7 +340,8 @@ func TestFindingAttribution(t *testing.T) {
 		assert.Equal(t, rep.Findings[i].Source, f.Source)
 	}
 	html := string(render(t, rep, "html"))
-	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(removal.cited()))
+	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(removal.extra())+` <a class="ref" href="#note-`)
+	assert.Contains(t, html, `<span class="kind">protocol</span> `+template.HTMLEscapeString(cite.SpecDeleting.String()), "the removal's source is a numbered note")
 	assert.Equal(t, len(rep.Findings), strings.Count(html, `<span class="attr attr-`))
 }
 
@@ -394,10 +395,12 @@ func TestHeadline(t *testing.T) {
 
 	// Every format opens with it, followed by the legend of n= and v=.
 	text := string(render(t, rep, "text"))
-	assert.True(t, strings.HasPrefix(text, "lab compare: A sotw vs B delta\n\nNACKs differed most: "), text[:200])
+	assert.True(t, strings.HasPrefix(text, "lab compare: A sotw vs B delta\n\nWHAT DIFFERS BETWEEN SOTW AND DELTA"), text[:200])
+	assert.Contains(t, text, "\nNACKs differed most: ", "the headline follows the answer")
 	assert.Contains(t, text, "\nIn the diagrams, n= is a nonce")
 	md := string(render(t, rep, "markdown"))
-	assert.True(t, strings.HasPrefix(md, "# lab compare: A sotw vs B delta\n\nNACKs differed most: "))
+	assert.True(t, strings.HasPrefix(md, "# lab compare: A sotw vs B delta\n\n## What differs between SotW and delta"))
+	assert.Contains(t, md, "\nNACKs differed most: ")
 	html := string(render(t, rep, "html"))
 	assert.Less(t, strings.Index(html, `<p class="headline" id="headline">NACKs differed most`), strings.Index(html, `<section id="runs">`))
 	assert.Contains(t, html, `<p class="note" id="legend">In the diagrams, n= is a nonce`)
@@ -713,7 +716,7 @@ func TestHTMLCodeSpans(t *testing.T) {
 	removal := finding(rep, "remove-cluster", "removal").Text
 	require.Contains(t, removal, "`inventory`")
 	html := string(render(t, rep, "html"))
-	findingsHTML := html[strings.Index(html, `<section id="findings">`):strings.Index(html, `<section id="diagrams">`)]
+	findingsHTML := html[strings.Index(html, `<section id="findings">`):strings.Index(html, `<section id="sources">`)]
 	assert.NotContains(t, findingsHTML, "`")
 	assert.Contains(t, findingsHTML, "remove-cluster: A sotw removed <code>inventory</code> by absence (CDS); B delta removed <code>inventory</code> explicitly (CDS, EDS)")
 	md := string(render(t, rep, "markdown"))

@@ -174,7 +174,11 @@ func emptyNote(d Diagram) string {
 // the template "top" draws it from the title down to the data plane and the traffic,
 // "versions" and "diagrams" its sections of those names.
 type htmlPage struct {
-	Title     string
+	Title string
+	// Answer is the first screen; Sources the numbered notes that it and the findings
+	// cite (answer_html.go).
+	Answer    answerView
+	Sources   []sourceNote
 	Headline  string // the two-run report's headline, the matrix's summary
 	Legend    string
 	Simulated bool
@@ -216,7 +220,10 @@ type htmlView struct {
 type htmlFinding struct {
 	Segments    []textSegment
 	Attribution string
-	Source      string
+	// Extra is why a finding is not attributed, or what a protocol finding was observed
+	// with; Notes are its sources' note numbers.
+	Extra string
+	Notes []int
 }
 
 type textSegment struct {
@@ -259,15 +266,18 @@ func renderHTML(w io.Writer, rep *Report) error {
 		ProbeNone: upperFirst(probeNone) + ".",
 		Grid:      "pair",
 	}, OnDemand: htmlOnDemand(runLabels(rep.Runs[:]), rows)}
+	nb := &noteBook{}
+	v.Answer = answerHTML(rep.answer(), "The runs: A "+runTitle(rep.Runs[0])+"; B "+runTitle(rep.Runs[1])+".", nb)
 	for _, f := range rep.Findings {
-		v.Findings = append(v.Findings, newHTMLFinding(f.Text, f.Attribution, f.cited()))
+		v.Findings = append(v.Findings, findingNotes(f.Text, f.Attribution, f.extra(), f.verdict.srcs, nb))
 	}
 	if c := rep.Clients; c != nil {
 		v.ClientsIntro = clientsIntro(c)
 		for _, d := range c.Differences {
-			v.Clients = append(v.Clients, newHTMLFinding(d.Text, d.Attribution, d.Source))
+			v.Clients = append(v.Clients, findingNotes(d.Text, d.Attribution, d.verdict.why, d.verdict.srcs, nb))
 		}
 	}
+	v.Sources = nb.notes()
 	for _, h := range rep.Runs {
 		v.Simulated = v.Simulated || h.Client == "simulated"
 	}
@@ -284,10 +294,13 @@ func renderHTML(w io.Writer, rep *Report) error {
 	return htmlTemplate.Execute(w, v)
 }
 
-// newHTMLFinding is a finding (or a difference of the clients) as the template
-// "finding" draws it.
-func newHTMLFinding(text, attribution, source string) htmlFinding {
-	return htmlFinding{Segments: codeSegments(sanitize(text)), Attribution: attribution, Source: sanitize(source)}
+// extra is what a finding says beside its notes: why it is not attributed, or what a
+// protocol finding was observed with.
+func (f Finding) extra() string {
+	if f.ObservedWith != "" {
+		return "observed with " + f.ObservedWith
+	}
+	return f.verdict.why
 }
 
 // The HTML pieces both reports share: the head up to the style sheet, the style sheet,
@@ -370,15 +383,14 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 <line class="life" x1="{{.X}}" y1="28" x2="{{.X}}" y2="{{$h}}"></line>
 {{end}}{{range .Rows}}<g class="{{.Class}}"><title>{{.Full}}</title>{{if .Note}}<rect x="{{.NoteX}}" y="{{.NoteY}}" width="{{.NoteW}}" height="{{.NoteH}}" rx="2"></rect>{{else}}<line x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}"></line><polygon points="{{.Arrow}}"></polygon>{{end}}<text class="time" x="4" y="{{.TimeY}}">{{.Time}}</text>{{range .Lines}}<text x="{{.X}}" y="{{.Y}}"{{if .End}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{if .Removal}}<text class="rm" x="{{.RemovalX}}" y="{{.RemovalY}}">✕</text>{{end}}</g>
 {{end}}</svg>
-</figure>{{end}}` + htmlPageTemplates + htmlTrafficTemplates
+</figure>{{end}}` + htmlPageTemplates + htmlTrafficTemplates + htmlAnswerTemplates
 )
 
 // htmlPageTemplates defines the sections both reports have (htmlPage): "top", from the
 // title down to the data plane and the traffic; "versions"; "diagrams"; and "finding",
 // a finding's list item, with "segments", its text with code spans. Nothing outside the
 // definitions: a report's last bytes are what they were.
-const htmlPageTemplates = `{{define "top"}}<h1>{{.Title}}</h1>
-<p class="headline" id="headline">{{.Headline}}</p>
+const htmlPageTemplates = `{{define "top"}}<p class="headline" id="headline">{{.Headline}}</p>
 <p class="note" id="legend">{{.Legend}}</p>
 {{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
 <section id="runs">
@@ -410,7 +422,7 @@ const htmlPageTemplates = `{{define "top"}}<h1>{{.Title}}</h1>
 </div>
 {{end}}
 </section>
-{{end}}{{define "finding"}}<li>{{template "segments" .Segments}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Source}}</span></li>{{end}}` +
+{{end}}{{define "finding"}}<li>{{template "segments" .Segments}}<br><span class="src"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Extra}}{{template "refs" .Notes}}</span></li>{{end}}` +
 	`{{define "segments"}}{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}{{end}}`
 
 // htmlTrafficTemplates defines "traffic", the traffic section (trafficView), and "timeline", one
@@ -458,20 +470,24 @@ const onDemandCSSIf = `{{if .OnDemand}}svg .k-on_demand line, svg .k-on_demand p
 svg .k-on_demand text { fill: #6639ba; font-weight: bold; }
 {{end}}`
 
-var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + trafficCSSIf + onDemandCSSIf + `</style>
+var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS + answerCSS + trafficCSSIf + onDemandCSSIf + `</style>
 </head>
 <body>
+<h1>{{.Title}}</h1>
+{{template "answer" .Answer}}{{template "diagrams" .}}<details class="box" id="tables"><summary>Per-step tables: what each run sent, how its client answered, the data plane, the versions</summary>
 {{template "top" .}}{{with .OnDemand}}<section id="ondemand">
 <h2>On-demand</h2>
 {{template "table" .Table}}
 <p class="note">{{.Legend}}</p>
 </section>
-{{end}}{{template "versions" .}}<section id="findings">
-<h2>Findings</h2>
+{{end}}{{template "versions" .}}</details>
+<details class="box" id="findings-box" open><summary>Findings ({{len .Findings}}), each with its label and sources</summary>
+<section id="findings">
 {{if .Findings}}<ol>{{range .Findings}}
 {{template "finding" .}}{{end}}
 </ol>{{else}}<p>None: the figures show no difference worth stating.</p>{{end}}
 </section>
+</details>
 {{if .ClientsIntro}}<section id="clients">
 <h2>Clients</h2>
 <p>{{.ClientsIntro}}</p>
@@ -479,6 +495,6 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 {{template "finding" .}}{{end}}
 </ol>{{else}}<p>None: the compared steps show no client behaviour to set side by side.</p>{{end}}
 </section>
-{{end}}{{template "diagrams" .}}</body>
+{{end}}{{template "sources" .Sources}}</body>
 </html>
 ` + htmlShared))

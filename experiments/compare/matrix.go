@@ -36,6 +36,11 @@ type Matrix struct {
 	Versions []MatrixCheckpoint `json:"versions"`
 	Total    []Figures          `json:"total"`
 	Findings []MatrixFinding    `json:"findings"`
+	// ProtocolDifferences and ConfigDifferences are as in Report, over every pair;
+	// Scale is the scale sweep shown beside the runs.
+	ProtocolDifferences []ProtocolDifference `json:"protocol_differences"`
+	ConfigDifferences   []ConfigDifference   `json:"configuration_differences"`
+	Scale               *Scale               `json:"scale,omitempty"`
 	// Notes are what concerns one run (stale requests, anomalies) or the data planes'
 	// answers, with the two-run report's attribution.
 	Notes    []Finding `json:"notes"`
@@ -88,6 +93,7 @@ type MatrixFinding struct {
 	// Source is the protocol section or the implementations' code ("" when unattributed).
 	Source string            `json:"source,omitempty"`
 	Pairs  []PairObservation `json:"pairs"`
+	srcs   []cite.Source
 }
 
 // PairObservation is what one pair shows of a matrix finding.
@@ -239,7 +245,27 @@ func CompareMatrix(runs []*Run, opt Options) (*Matrix, error) {
 		n.Attribution, n.Source = n.verdict.attr, n.verdict.source()
 	}
 	m.Summary = matrixSummary(m)
+	m.Scale = opt.Scale
+	m.ProtocolDifferences = protocolDifferences(matrixPairs(runs, pairs, steps), opt.Scale)
+	var sf []sourcedFinding
+	for _, f := range m.Findings {
+		sf = append(sf, sourcedFinding{step: f.Step, attr: f.Attribution, srcs: f.srcs})
+	}
+	m.ConfigDifferences = configurationDifferences(sf)
 	return m, nil
+}
+
+// matrixPairs are the matrix's SotW/delta pairs as runs.
+func matrixPairs(runs []*Run, pairs []pairRef, steps []string) []diffPair {
+	byLabel := map[string]*Run{}
+	for _, r := range runs {
+		byLabel[r.Label] = r
+	}
+	var out []diffPair
+	for _, p := range pairs {
+		out = append(out, diffPair{name: p.Name, sotw: byLabel[p.Sotw], delta: byLabel[p.Delta], steps: steps})
+	}
+	return out
 }
 
 // sotwDeltaPairs are the pairs of a SotW run and a delta run with the same cache, in the
@@ -390,7 +416,7 @@ func crossFindings(step string, pairs []pairRef, reports []*Report, cov, uncheck
 				continue
 			}
 			merged[signature] = len(out)
-			mf := MatrixFinding{Step: step, Kind: kind, Attribution: v.attr, Basis: v.basis, Source: cite.Join(v.srcs)}
+			mf := MatrixFinding{Step: step, Kind: kind, Attribution: v.attr, Basis: v.basis, Source: cite.Join(v.srcs), srcs: v.srcs}
 			if key != "" {
 				mf.Types = []string{key}
 			}

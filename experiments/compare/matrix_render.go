@@ -107,6 +107,7 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	runs, steps, versions := m.tables()
 	b.WriteString(wrap(sanitize(m.title()), pw, "", "  "))
 	b.WriteString("\n")
+	writeTextAnswer(&b, m.answer(), pw)
 	b.WriteString(wrap(sanitize(m.Summary), pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
@@ -165,6 +166,7 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	var b strings.Builder
 	runs, steps, versions := m.tables()
 	fmt.Fprintf(&b, "# %s\n\n", mdEscape(m.title()))
+	writeMDAnswer(&b, m.answer())
 	b.WriteString(mdEscape(sanitize(m.Summary)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
 	writeMDTable(&b, runs)
@@ -242,7 +244,7 @@ type matrixView struct {
 type matrixFindingView struct {
 	Segments            []textSegment
 	Attribution, Basis  string
-	Source              string
+	Notes               []int
 	Pairs               [][]textSegment
 	Kind, Step, TypeKey string
 }
@@ -250,7 +252,7 @@ type matrixFindingView struct {
 func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	runs, steps, versions := m.tables()
 	rows := matrixStepRows(m)
-	v := matrixView{htmlPage: htmlPage{Title: m.title(), Headline: m.Summary, Legend: labelLegend,
+	v := matrixView{htmlPage: htmlPage{Title: fmt.Sprintf("lab compare: SotW vs delta over %d runs", len(m.Runs)), Headline: m.Summary, Legend: labelLegend,
 		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(rows), VerNote: m.versionNote(),
 		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + ".",
 		Grid: "runs-grid"}, MatrixLegend: matrixLegend, NotesLegend: notesLegend}
@@ -260,17 +262,20 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	v.Probes = htmlProbes(m.titles(), rows)
 	v.Simulated = v.Simulated || anySimulatedProbes(rows)
 	v.Traffic = htmlTraffic(m.titles(), rows, v.Grid)
+	nb := &noteBook{}
+	v.Answer = answerHTML(m.answer(), m.key(), nb)
 	for _, f := range m.Findings {
 		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
-			Source: sanitize(f.Source), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
+			Notes: nb.refs(f.srcs), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
 		for _, p := range f.Pairs {
 			fv.Pairs = append(fv.Pairs, codeSegments(sanitize(pairLine(p))))
 		}
 		v.Findings = append(v.Findings, fv)
 	}
 	for _, f := range m.Notes {
-		v.Notes = append(v.Notes, newHTMLFinding(f.Text, f.Attribution, f.Source))
+		v.Notes = append(v.Notes, findingNotes(f.Text, f.Attribution, f.verdict.why, f.verdict.srcs, nb))
 	}
+	v.Sources = nb.notes()
 	for _, d := range m.Diagrams {
 		sd := layoutDiagram(d)
 		sd.Caption = sanitize(d.Run + ": " + m.axesOf(d.Run))
@@ -283,6 +288,25 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	return matrixTemplate.Execute(w, v)
 }
 
+// key is the one line that says which run is which and why there are several: each
+// SotW/delta pair with one cache is compared, and runs that differ in one option or
+// the cache show what that option or cache adds.
+func (m *Matrix) key() string {
+	var runs, pairs []string
+	for _, r := range m.Runs {
+		runs = append(runs, r.Label+" "+r.Axes)
+	}
+	for _, p := range m.Pairs {
+		pairs = append(pairs, p.Name+" ("+p.Cache+")")
+	}
+	k := "The runs: " + strings.Join(runs, "; ") + "."
+	if len(pairs) > 0 {
+		k += fmt.Sprintf(" Why %d runs: each SotW/delta pair with one cache (%s) shows the protocols' differences, which must hold in "+
+			"every pair; runs that differ only in an option or the cache show what that option or cache adds.", len(m.Runs), strings.Join(pairs, ", "))
+	}
+	return k
+}
+
 // matrixCSS is what the matrix adds to the shared style sheet: the third label and a
 // grid of one diagram per run.
 const matrixCSS = `.basis { font-size: 12px; }
@@ -290,14 +314,17 @@ ul.pairs { margin: 2px 0 6px; padding-left: 20px; font-size: 12px; color: #3d444
 .runs-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
 `
 
-var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + matrixCSS + trafficCSSIf + `</style>
+var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlCSS + answerCSS + matrixCSS + trafficCSSIf + `</style>
 </head>
 <body>
-{{template "top" .}}{{template "versions" .}}<section id="findings">
-<h2>Findings</h2>
+<h1>{{.Title}}</h1>
+{{template "answer" .Answer}}{{template "diagrams" .}}<details class="box" id="tables"><summary>Per-step tables: what each run sent, how its client answered, the data plane, the versions</summary>
+{{template "top" .}}{{template "versions" .}}</details>
+<details class="box" id="findings-box" open><summary>Findings ({{len .Findings}}), each with its label, how the pairs decided it, and its sources</summary>
+<section id="findings">
 <p class="note">{{.MatrixLegend}}</p>
 {{if .Findings}}<ol>{{range .Findings}}
-<li class="finding" data-step="{{.Step}}" data-kind="{{.Kind}}"{{if .TypeKey}} data-types="{{.TypeKey}}"{{end}}>{{template "segments" .Segments}}<br><span class="src basis"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Basis}}</span>{{if .Source}}<br><span class="src">{{.Source}}</span>{{end}}
+<li class="finding" data-step="{{.Step}}" data-kind="{{.Kind}}"{{if .TypeKey}} data-types="{{.TypeKey}}"{{end}}>{{template "segments" .Segments}}<br><span class="src basis"><span class="attr attr-{{.Attribution}}">{{.Attribution}}</span>{{.Basis}}{{template "refs" .Notes}}</span>
 <ul class="pairs">{{range .Pairs}}<li>{{template "segments" .}}</li>{{end}}</ul></li>{{end}}
 </ol>{{else}}<p>None: no pair shows a SotW-vs-delta difference worth stating.</p>{{end}}
 </section>
@@ -308,6 +335,7 @@ var matrixTemplate = template.Must(template.New("matrix").Parse(htmlHead + htmlC
 {{template "finding" .}}{{end}}
 </ol>{{else}}<p>None.</p>{{end}}
 </section>
-{{template "diagrams" .}}</body>
+</details>
+{{template "sources" .Sources}}</body>
 </html>
 ` + htmlShared))

@@ -450,6 +450,7 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	var b strings.Builder
 	pw := proseWidth(width)
 	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	writeTextAnswer(&b, rep.answer(), pw)
 	b.WriteString(wrap(sanitize(rep.Headline.Text), pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
@@ -808,6 +809,7 @@ func wrap(text string, width int, first, indent string) string {
 func renderMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
+	writeMDAnswer(&b, rep.answer())
 	b.WriteString(mdEscape(sanitize(rep.Headline.Text)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
 	writeMDTable(&b, headerTable(rep))

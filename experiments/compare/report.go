@@ -21,6 +21,13 @@ type Report struct {
 	SharedSteps []string `json:"shared_steps"`
 	// Step is the step selected with --step ("" for all).
 	Step string `json:"step,omitempty"`
+	// ProtocolDifferences are what differs between SotW and delta by the protocol, in
+	// these runs (none when A and B speak the same protocol); ConfigDifferences what this
+	// configuration adds, each naming its option or component (differences.go).
+	ProtocolDifferences []ProtocolDifference `json:"protocol_differences"`
+	ConfigDifferences   []ConfigDifference   `json:"configuration_differences"`
+	// Scale is the scale sweep shown beside the runs (Options.Scale); absent without one.
+	Scale *Scale `json:"scale,omitempty"`
 	// Headline says in one paragraph what differed most between A and B, computed from
 	// the totals, and whether that is the protocol or an implementation.
 	Headline Headline `json:"headline"`
@@ -197,6 +204,8 @@ type Options struct {
 	// Step restricts the report to one shared step ("" for all), by its shown name:
 	// NoStep for the events recorded before the first step.
 	Step string
+	// Scale is a scale sweep to show beside the runs (LoadScale); nil for none.
+	Scale *Scale
 }
 
 // Tracked are the teaching resources whose versions the checkpoints show.
@@ -235,7 +244,24 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 	rep.Findings = findings(runs, rep, steps, [2]map[string]*analysis.Step{cols.summary[0], cols.summary[1]})
 	rep.Clients = compareClients(runs, steps)
 	rep.Headline = headline(runs, rep)
+	rep.Scale = opt.Scale
+	rep.ProtocolDifferences = protocolDifferences(twoRunPair(runs, steps), opt.Scale)
+	var sf []sourcedFinding
+	for _, f := range rep.Findings {
+		sf = append(sf, sourcedFinding{step: f.Step, attr: f.Attribution, srcs: f.verdict.srcs})
+	}
+	rep.ConfigDifferences = configurationDifferences(sf)
 	return rep, nil
+}
+
+// twoRunPair is A and B as a SotW/delta pair, or none when they speak one protocol.
+func twoRunPair(runs [2]*Run, steps []string) []diffPair {
+	for i, r := range runs {
+		if r.Mode == xdslog.ModeSotW && runs[1-i].Mode == xdslog.ModeDelta {
+			return []diffPair{{name: runs[0].Label + " vs " + runs[1].Label, sotw: r, delta: runs[1-i], steps: steps}}
+		}
+	}
+	return nil
 }
 
 // runSteps are the names of a run's steps, in log order.

@@ -1,0 +1,158 @@
+package compare
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+
+	"github.com/xds-workbench/lab/experiments/bench"
+)
+
+// Scale is the scale sweep a report shows beside the runs (lab compare --scale, or
+// scale.json in a folder of runs): `lab bench` figures of one change against the number
+// of clusters N, per workload and series. The teaching runs have one resource per type,
+// so what grows with N (SotW re-sending a whole type) shows only here.
+type Scale struct {
+	Path string `json:"path"`
+	// Client is the bench's client ("sim" for the simulated client); Simulated says the
+	// figures were not Envoy's.
+	Client    string       `json:"client"`
+	Simulated bool         `json:"simulated"`
+	Points    []ScalePoint `json:"points"`
+	report    *bench.Report
+}
+
+// ScalePoint is one configuration's median change: bytes and resources sent, and the
+// resources of the full-state type the change touched (CDS for a cluster add).
+type ScalePoint struct {
+	Workload  string  `json:"workload"`
+	Series    string  `json:"series"`
+	Cache     string  `json:"cache"`
+	Mode      string  `json:"mode"`
+	N         int     `json:"clusters"`
+	Bytes     float64 `json:"bytes"`
+	Resources float64 `json:"resources"`
+	// CDS is the CDS resources of the first change (0 when it sent none).
+	CDS int `json:"cds_resources"`
+}
+
+// LoadScale reads a bench.json (or the scale.json copy of one).
+func LoadScale(path string) (*Scale, error) {
+	r, err := bench.ReadReport(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scale{Path: path, Client: r.Options.Client, Simulated: r.Options.Client != "envoy", report: r}
+	for _, c := range r.Configs {
+		if c.Error != "" {
+			continue
+		}
+		p := ScalePoint{Workload: c.Workload, Series: c.Series, Cache: c.Cache, Mode: c.Mode, N: c.N,
+			Bytes: c.Summary["bytes"].Median, Resources: c.Summary["resources"].Median}
+		if len(c.Updates) > 0 {
+			p.CDS = c.Updates[0].ByType["CDS"].Resources
+		}
+		s.Points = append(s.Points, p)
+	}
+	if len(s.Points) == 0 {
+		return nil, fmt.Errorf("scale %s: no configuration finished", path)
+	}
+	return s, nil
+}
+
+// point finds the configuration of workload, mode and cache at N (nil when absent).
+func (s *Scale) point(workload, mode, cache string, n int) *ScalePoint {
+	for i, p := range s.Points {
+		if p.Workload == workload && p.Mode == mode && p.Cache == cache && p.N == n {
+			return &s.Points[i]
+		}
+	}
+	return nil
+}
+
+// maxN is the largest N of workload in the sweep.
+func (s *Scale) maxN(workload string) int {
+	n := 0
+	for _, p := range s.Points {
+		if p.Workload == workload {
+			n = max(n, p.N)
+		}
+	}
+	return n
+}
+
+// clientWord names the sweep's client in a caption.
+func (s *Scale) clientWord() string {
+	if s.Simulated {
+		return "simulated client"
+	}
+	return "Envoy"
+}
+
+// changeAtScale is the cluster add at the sweep's largest N, for the "change" row: what
+// SotW sent under each cache against delta, in CDS resources and bytes.
+func (s *Scale) changeAtScale() (sotw, delta string, ok bool) {
+	n := s.maxN(bench.WorkloadClusterAdd)
+	d := s.point(bench.WorkloadClusterAdd, "delta", cacheSnapshot, n)
+	if n == 0 || d == nil {
+		return "", "", false
+	}
+	var cds int
+	var sizes []string
+	for _, c := range []string{cacheSnapshot, cacheLinear} {
+		if p := s.point(bench.WorkloadClusterAdd, "sotw", c, n); p != nil {
+			cds = p.CDS
+			sizes = append(sizes, fmt.Sprintf("%s (%s)", bytesText(p.Bytes), c))
+		}
+	}
+	if len(sizes) == 0 {
+		return "", "", false
+	}
+	at := fmt.Sprintf("a cluster add at N = %s (scale sweep): ", fmtInt(n))
+	return at + fmt.Sprintf("%s clusters in CDS, %s in all", fmtInt(cds), strings.Join(sizes, ", ")),
+		at + fmt.Sprintf("%s in CDS, %s in all", count(d.CDS, "cluster"), bytesText(d.Bytes)), true
+}
+
+// chart is the bytes-per-change chart, inline in HTML: bench's BytesSVG without its
+// XML declaration.
+func (s *Scale) chart() template.HTML {
+	b := s.report.BytesSVG(470, 120)
+	if i := bytes.Index(b, []byte("<svg")); i > 0 {
+		b = b[i:]
+	}
+	// Drawn by bench from numbers and XML-escaped names: safe to inline as is.
+	return template.HTML(b)
+}
+
+// series are the sweep's series in report order.
+func (s *Scale) series() []string {
+	var out []string
+	for _, p := range s.Points {
+		if !slices.Contains(out, p.Series) {
+			out = append(out, p.Series)
+		}
+	}
+	return out
+}
+
+// bytesText is 1234567 as "1.2 MB", 2345 as "2.3 kB", 512 as "512 B".
+func bytesText(b float64) string {
+	switch {
+	case b >= 1e6:
+		return fmt.Sprintf("%.1f MB", b/1e6)
+	case b >= 1e3:
+		return fmt.Sprintf("%.1f kB", b/1e3)
+	}
+	return fmt.Sprintf("%.0f B", b)
+}
+
+// fmtInt is 1001 as "1,001".
+func fmtInt(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
