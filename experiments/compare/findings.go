@@ -229,11 +229,11 @@ func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*an
 	}
 	one := func(shape string, a attribution) []facet { return []facet{{shape: shape, attr: a}} }
 
-	// Versions: which tracked resources moved at this checkpoint.
-	if mv := [2][]string{movedTypes(cp.Runs[0]), movedTypes(cp.Runs[1])}; !slices.Equal(mv[0], mv[1]) {
+	// Versions: which tracked resources (the versions table's) moved at this checkpoint.
+	if mv := [2][]string{movedLabels(cp.Runs[0]), movedLabels(cp.Runs[1])}; movedApart(runs, cp, st) {
 		a := attributeVersions(runs)
-		add("versions", a, one(versionsShape(runs, mv), a), "%s moved %s; %s moved %s",
-			runs[0].Name(), movedText(mv[0], len(Tracked)), runs[1].Name(), movedText(mv[1], len(Tracked)))
+		add("versions", a, one(versionsShape(runs, cp, mv), a), "%s moved %s; %s moved %s",
+			runs[0].Name(), movedText(cp.Runs[0], mv[0]), runs[1].Name(), movedText(cp.Runs[1], mv[1]))
 	}
 
 	// Redundant pushes.
@@ -383,12 +383,14 @@ func noneShape(kind string) string {
 	return "no such finding"
 }
 
-func versionsShape(runs [2]*Run, mv [2][]string) string {
+// versionsShape is what a versions finding shows in a matrix: what each side moved at
+// checkpoint cp, mv its labels (movedList).
+func versionsShape(runs [2]*Run, cp Checkpoint, mv [2][]string) string {
 	side := func(i int) string {
 		if len(mv[i]) == 0 {
 			return runs[i].Mode + " moved no tracked version"
 		}
-		return runs[i].Mode + " moved " + strings.Join(mv[i], ", ")
+		return runs[i].Mode + " moved " + movedList(cp.Runs[i], mv[i])
 	}
 	return side(0) + "; " + side(1)
 }
@@ -541,23 +543,6 @@ func staleText(r *Run, stale []xdslog.Event) string {
 	}
 	return fmt.Sprintf("%s got %s, skipped by the server, so its subscription did not change: %s",
 		r.Name(), count(len(stale), "stale request"), strings.Join(parts, ", "))
-}
-
-func movedTypes(vs VersionSet) []string {
-	var out []string
-	for _, r := range vs.Resources {
-		if r.Moved {
-			out = append(out, r.Type)
-		}
-	}
-	return out
-}
-
-func movedText(types []string, of int) string {
-	if len(types) == 0 {
-		return "no tracked version"
-	}
-	return fmt.Sprintf("%d of %d tracked versions (%s)", len(types), of, strings.Join(types, ", "))
 }
 
 func redundantText(r *Run, f Figures) string {

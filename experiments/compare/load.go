@@ -70,6 +70,8 @@ type Run struct {
 
 	// replayed caches the findings' and diagrams' pass over Events (see replay).
 	replayed *replayed
+	// named caches the resources the log names (see resources).
+	named map[resourceKey]bool
 }
 
 // Name is how findings and diagrams refer to the run: its label and mode ("A sotw").

@@ -314,15 +314,17 @@ type stepVersions struct {
 	runs []VersionSet
 }
 
-// versionsTable is the checkpoint table, a column group per run titled by titles; with
-// client views (hasViews), each group ends with the "own view" column.
+// versionsTable is the checkpoint table, a column group per run titled by titles, a
+// column per resource the runs name (versionColumns: whole types folded into one when
+// they are many); with client views (hasViews), each group ends with the "own view" column.
 func versionsTable(titles []string, cps []stepVersions) table {
 	views := hasViews(cps)
+	cols := versionColumns(firstResources(cps))
 	t := table{Groups: []group{{"", 1}}, Head: []string{"end of step"}}
 	for _, title := range titles {
-		span := len(Tracked) + 1
-		for _, tr := range Tracked {
-			t.Head = append(t.Head, tr.Type+" "+tr.Name)
+		span := len(cols) + 1
+		for _, c := range cols {
+			t.Head = append(t.Head, c.head)
 		}
 		t.Head = append(t.Head, "moved")
 		if views {
@@ -334,16 +336,8 @@ func versionsTable(titles []string, cps []stepVersions) table {
 	for _, cp := range cps {
 		r := []cell{{Text: stepName(cp.step)}}
 		for _, vs := range cp.runs {
-			for _, v := range vs.Resources {
-				c := cell{Text: "-", Title: v.Version}
-				if v.Version != "" {
-					c.Text = sanitize(short(v.Version))
-				}
-				if v.Moved {
-					c.Text += "*"
-					c.Class = "moved"
-				}
-				r = append(r, c)
+			for _, c := range cols {
+				r = append(r, versionCell(vs, c))
 			}
 			r = append(r, cell{Text: fmt.Sprintf("%d/%d", vs.Moved, len(vs.Resources)), Right: true})
 			if views {
@@ -353,6 +347,17 @@ func versionsTable(titles []string, cps []stepVersions) table {
 		t.Rows = append(t.Rows, r)
 	}
 	return t
+}
+
+// firstResources is the resources of the checkpoints' first version set (every set of a
+// report or a matrix lists the same), nil when there is none.
+func firstResources(cps []stepVersions) []ResourceVersion {
+	for _, cp := range cps {
+		if len(cp.runs) > 0 {
+			return cp.runs[0].Resources
+		}
+	}
+	return nil
 }
 
 func hasViews(cps []stepVersions) bool {
@@ -386,8 +391,12 @@ const maxNoteFindings = 8
 // versionNote is the versions legend; with client views it says what the "own view"
 // column is and lists the findings, each with its run and step.
 func versionNote(labels []string, cps []stepVersions) string {
+	legend := versionLegend
+	if folds(versionColumns(firstResources(cps))) {
+		legend += "; " + foldLegend
+	}
 	if !hasViews(cps) {
-		return versionLegend
+		return legend
 	}
 	var lines []string
 	total := 0
@@ -404,7 +413,7 @@ func versionNote(labels []string, cps []stepVersions) string {
 			}
 		}
 	}
-	note := versionLegend + "; " + viewLegend
+	note := legend + "; " + viewLegend
 	if total == 0 {
 		return note + ". Every client view agrees."
 	}

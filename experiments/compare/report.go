@@ -135,7 +135,8 @@ type Checkpoint struct {
 	Runs [2]VersionSet `json:"runs"`
 }
 
-// VersionSet is one run's versions of the teaching resources at a checkpoint.
+// VersionSet is one run's versions at a checkpoint of every resource the compared runs'
+// logs name (versionResources: published, sent or held), the same list in every run.
 type VersionSet struct {
 	Resources []ResourceVersion `json:"resources"`
 	// Moved counts the resources whose version changed since the run's previous
@@ -208,7 +209,9 @@ type Options struct {
 	Scale *Scale
 }
 
-// Tracked are the teaching resources whose versions the checkpoints show.
+// Tracked are the teaching scenario's resources, one per type: what a NACK's client view
+// looks up (clients_evidence.go). The versions table covers every resource the runs'
+// logs name instead (versionResources).
 var Tracked = []struct{ Type, Name string }{
 	{"LDS", resources.ListenerName},
 	{"RDS", resources.RouteName},
@@ -294,8 +297,9 @@ func runColumns(runs []*Run, steps []string) columns {
 	versions := make([]map[string]VersionSet, n)
 	byStep := make([]map[string][]xdslog.Event, n)
 	client := make([]string, n)
+	tracked := versionResources(runs)
 	for i, r := range runs {
-		versions[i] = checkpoints(r)
+		versions[i] = checkpoints(r, tracked)
 		byStep[i], c.summary[i], client[i] = map[string][]xdslog.Event{}, map[string]*analysis.Step{}, clientName(r)
 		for _, e := range r.Events {
 			byStep[i][e.Step] = append(byStep[i][e.Step], e)
@@ -455,18 +459,17 @@ func dataPlaneText(d *DataPlaneResult, r *Run) string {
 	return s
 }
 
-// checkpoints returns, per step of the run, the tracked resources' versions at the end
-// of that step and which moved since the run's previous step.
-func checkpoints(r *Run) map[string]VersionSet {
+// checkpoints returns, per step of the run, the versions of the tracked resources at
+// the end of that step and which moved since the run's previous step.
+func checkpoints(r *Run, tracked []resourceKey) map[string]VersionSet {
 	out := map[string]VersionSet{}
-	prev := map[string]string{}
+	prev := make([]string, len(tracked)) // each resource's version at the previous step
 	for _, st := range r.Summary.Steps {
-		vs := VersionSet{Resources: make([]ResourceVersion, 0, len(Tracked))}
-		for _, t := range Tracked {
+		vs := VersionSet{Resources: make([]ResourceVersion, 0, len(tracked))}
+		for i, t := range tracked {
 			v := st.Versions[t.Type][t.Name]
-			key := t.Type + "/" + t.Name
-			moved := v != prev[key]
-			prev[key] = v
+			moved := v != prev[i]
+			prev[i] = v
 			if moved {
 				vs.Moved++
 			}
