@@ -27,6 +27,7 @@ func newRootCmd() *cobra.Command {
 		newInventoryCmd(),
 		newCompareCmd(),
 		newRunCmd(),
+		newReportCmd(),
 		newScenariosCmd(),
 		newBenchCmd(),
 		newSweepCmd(),

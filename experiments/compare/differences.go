@@ -24,9 +24,11 @@ type ProtocolDifference struct {
 	Key string `json:"key"`
 	// Property is the property in words ("What one change sends").
 	Property string `json:"property"`
-	// SotW and Delta are what each did in these runs: the step and its figures.
-	SotW  string `json:"sotw"`
-	Delta string `json:"delta"`
+	// SotW and Delta are what each did in these runs: the step and its figures;
+	// Summary is both in one short line (a terminal's).
+	SotW    string `json:"sotw"`
+	Delta   string `json:"delta"`
+	Summary string `json:"summary"`
 	// Source is the protocol section that makes it so (package cite).
 	Source string `json:"source"`
 	// ObservedWith names the SotW/delta pairs, with their caches and clients, that
@@ -98,25 +100,32 @@ func observedText(pairs []diffPair) string {
 }
 
 // property is one row's rule: its key, words and section, and how a pair shows it
-// (sotw and delta texts, and a shape that pairs showing it alike share; ok false when
-// the pair's steps do not exercise it).
+// (ok false when the pair's steps do not exercise it).
 type property struct {
 	key, words string
 	src        cite.Source
-	show       func(p diffPair) (sotw, delta, shape string, ok bool)
-	// absent is what the row says when no pair exercises it.
-	absent string
+	show       func(p diffPair) (shown, bool)
+	// absent is what the row says when no pair exercises it, in full and in short.
+	absent, absentShort string
+}
+
+// shown is what a pair shows of a property: each protocol's text, both in one line, and
+// a shape that pairs showing it alike share.
+type shown struct {
+	sotw, delta, summary, shape string
 }
 
 var properties = []property{
 	{"change", "What one change sends", cite.SpecGrouping, showChange,
-		"LDS and CDS responses carry every resource of the type in SotW, one changed resource in delta; with one resource per type the runs cannot show it (the scale chart does)"},
-	{"removal", "How a removal is said", cite.SpecDeleting, showRemoval, "no step of these runs removes a resource"},
-	{"reconnect", "What a reconnect presents", cite.SpecReconnect, showReconnect, "no step of these runs reconnects with state"},
-	{"ack", "What an ACK carries", cite.SpecSotwNames, showAck, "no ACK in these runs"},
-	{"versions", "What a version names", cite.SpecVersionScope, showVersions, "no ACK in these runs"},
+		"LDS and CDS responses carry every resource of the type in SotW, one changed resource in delta; with one resource per type the runs cannot show it (the scale chart does)",
+		"SotW re-sends every LDS/CDS resource, delta the changed one (not visible with one per type)"},
+	{"removal", "How a removal is said", cite.SpecDeleting, showRemoval, "no step of these runs removes a resource", "not in these runs"},
+	{"reconnect", "What a reconnect presents", cite.SpecReconnect, showReconnect, "no step of these runs reconnects with state", "not in these runs"},
+	{"ack", "What an ACK carries", cite.SpecSotwNames, showAck, "no ACK in these runs", "not in these runs"},
+	{"versions", "What a version names", cite.SpecVersionScope, showVersions, "no ACK in these runs", "not in these runs"},
 	{"on-demand", "On-demand loading", cite.SpecVHDSDeltaOnly, showOnDemand,
-		"not exercised in these runs: VHDS has no SotW variant, so only delta can fetch virtual hosts on demand"},
+		"not exercised in these runs: VHDS has no SotW variant, so only delta can fetch virtual hosts on demand",
+		"delta only: VHDS has no SotW variant (not in these runs)"},
 }
 
 // protocolDifferences are the properties, each shown by the first pair that exercises
@@ -132,14 +141,14 @@ func protocolDifferences(pairs []diffPair, scale *Scale) []ProtocolDifference {
 		first := ""
 		var alike []diffPair
 		for _, p := range pairs {
-			s, dl, shape, ok := pr.show(p)
+			sh, ok := pr.show(p)
 			if !ok {
 				continue
 			}
 			if first == "" {
-				first, d.SotW, d.Delta = shape, s, dl
+				first, d.SotW, d.Delta, d.Summary = sh.shape, sh.sotw, sh.delta, sh.summary
 			}
-			if shape == first {
+			if sh.shape == first {
 				alike = append(alike, p)
 			}
 		}
@@ -148,11 +157,12 @@ func protocolDifferences(pairs []diffPair, scale *Scale) []ProtocolDifference {
 			seen = append(seen, observedText(alike))
 		}
 		if first == "" {
-			d.SotW = pr.absent // about both protocols: Delta stays empty
+			d.SotW, d.Summary = pr.absent, pr.absentShort // about both protocols: Delta stays empty
 		}
 		if pr.key == "change" && scale != nil {
-			if s, dl, ok := scale.changeAtScale(); ok {
-				d.SotW, d.Delta = joinEvidence(first != "", d.SotW, s), joinEvidence(first != "", d.Delta, dl)
+			if sh, ok := scale.changeAtScale(); ok {
+				d.SotW, d.Delta = joinEvidence(first != "", d.SotW, sh.sotw), joinEvidence(first != "", d.Delta, sh.delta)
+				d.Summary = sh.summary
 				seen = append(seen, "the scale sweep ("+scale.clientWord()+")")
 			}
 		}
@@ -185,18 +195,19 @@ func stepsWith(p diffPair, ok func(s, d *detail) bool) []string {
 
 // showChange: a step in which a full-state type (LDS, CDS) changed: SotW sent every
 // resource of the type, delta the changed ones.
-func showChange(p diffPair) (string, string, string, bool) {
+func showChange(p diffPair) (shown, bool) {
 	for _, st := range p.steps {
 		for _, typ := range []string{"CDS", "LDS"} {
 			s, d := stepTypeFigures(p.sotw, st, typ), stepTypeFigures(p.delta, st, typ)
 			if s == nil || d == nil || s.Resources <= d.Resources || d.Resources == 0 {
 				continue
 			}
-			return fmt.Sprintf("%s: %s in its %s responses (every %s it has)", stepName(st), count(s.Resources, "resource"), typ, typ),
-				fmt.Sprintf("%s: %s, the changed ones", stepName(st), count(d.Resources, typ+" resource")), typ, true
+			return shown{sotw: fmt.Sprintf("%s: %s in its %s responses (every %s it has)", stepName(st), count(s.Resources, "resource"), typ, typ),
+				delta:   fmt.Sprintf("%s: %s, the changed ones", stepName(st), count(d.Resources, typ+" resource")),
+				summary: fmt.Sprintf("%s: SotW sent %d %s resources, delta %d", stepName(st), s.Resources, typ, d.Resources), shape: typ}, true
 		}
 	}
-	return "", "", "", false
+	return shown{}, false
 }
 
 // stepTypeFigures are run r's figures of type typ in step st (nil when it sent none).
@@ -213,16 +224,19 @@ func stepTypeFigures(r *Run, st, typ string) *analysis.TypeFigures {
 
 // showRemoval: the first step in which the SotW run removed by absence and the delta
 // run explicitly.
-func showRemoval(p diffPair) (string, string, string, bool) {
+func showRemoval(p diffPair) (shown, bool) {
 	st := stepsWith(p, func(s, d *detail) bool { return len(s.absence) > 0 && len(d.explicit) > 0 })
 	if len(st) == 0 {
-		return "", "", "", false
+		return shown{}, false
 	}
 	s, d := details(p.sotw)[st[0]], details(p.delta)[st[0]]
-	sotw := stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.sotw, s), p.sotw.Name()+" ") +
-		"; RDS and EDS have no removal: a parent stops naming them"
-	delta := stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.delta, d), p.delta.Name()+" ") + " in removed_resources"
-	return sotw, delta, strings.Join(namedTypes(s.absence), ",") + "/" + strings.Join(namedTypes(d.explicit), ","), true
+	at, dt := strings.Join(namedTypes(s.absence), ", "), strings.Join(namedTypes(d.explicit), ", ")
+	return shown{
+		sotw: stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.sotw, s), p.sotw.Name()+" ") +
+			"; RDS and EDS have no removal: a parent stops naming them",
+		delta:   stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.delta, d), p.delta.Name()+" ") + " in removed_resources",
+		summary: fmt.Sprintf("SotW leaves the name out of the next %s response; delta lists it in removed_resources (%s)", at, dt),
+		shape:   at + "/" + dt}, true
 }
 
 // namedTypes are the types of m with names, in display order.
@@ -237,26 +251,29 @@ func namedTypes(m map[string][]string) []string {
 }
 
 // showReconnect: the first step in which both clients reconnected declaring state.
-func showReconnect(p diffPair) (string, string, string, bool) {
+func showReconnect(p diffPair) (shown, bool) {
 	st := stepsWith(p, func(s, d *detail) bool {
 		return s.re != nil && d.re != nil && len(s.re.Resume) > 0 && d.re.InitialVersions > 0
 	})
 	if len(st) == 0 {
-		return "", "", "", false
+		return shown{}, false
 	}
 	s, d := details(p.sotw)[st[0]].re, details(p.delta)[st[0]].re
-	sotw := fmt.Sprintf("%s: each type's first request carried version_info %s and its names; the version names the type, "+
-		"not what the client holds of it", stepName(st[0]), strings.Join(s.Resume, ", "))
-	delta := fmt.Sprintf("%s: %d initial_resource_versions entries, one version per resource the client holds",
-		stepName(st[0]), d.InitialVersions)
-	return sotw, delta, "resume/initial", true
+	return shown{
+		sotw: fmt.Sprintf("%s: each type's first request carried version_info %s and its names; the version names the type, "+
+			"not what the client holds of it", stepName(st[0]), strings.Join(s.Resume, ", ")),
+		delta: fmt.Sprintf("%s: %d initial_resource_versions entries, one version per resource the client holds",
+			stepName(st[0]), d.InitialVersions),
+		summary: fmt.Sprintf("SotW presents a version per type (%s); delta one per resource (%d initial_resource_versions)",
+			strings.Join(s.Resume, ", "), d.InitialVersions),
+		shape: "resume/initial"}, true
 }
 
 // showAck: SotW ACKs repeat the type's names; delta ACKs carry the nonce alone.
-func showAck(p diffPair) (string, string, string, bool) {
+func showAck(p diffPair) (shown, bool) {
 	names, acks := subscribedNames(p.sotw), p.sotw.Summary.Total.Acks
 	if acks == 0 || p.delta.Summary.Total.Acks == 0 {
-		return "", "", "", false
+		return shown{}, false
 	}
 	var parts []string
 	for _, t := range analysis.Types {
@@ -267,7 +284,8 @@ func showAck(p diffPair) (string, string, string, bool) {
 	sotw := fmt.Sprintf("%s, each repeating every name subscribed of its type (most at once: %s; wildcard LDS/CDS: none)",
 		count(acks, "ACK"), orDash(strings.Join(parts, ", ")))
 	delta := fmt.Sprintf("%s, each the nonce alone: names change only by subscribe and unsubscribe", count(p.delta.Summary.Total.Acks, "ACK"))
-	return sotw, delta, "names/nonce", true
+	return shown{sotw: sotw, delta: delta, shape: "names/nonce",
+		summary: "a SotW ACK repeats every subscribed name of its type; a delta ACK carries the nonce alone"}, true
 }
 
 // subscribedNames is, per type, the most names a SotW request of the run carried.
@@ -283,14 +301,15 @@ func subscribedNames(r *Run) map[string]int {
 
 // showVersions: the last version each run's client accepted, per type (SotW) or per
 // resource (delta).
-func showVersions(p diffPair) (string, string, string, bool) {
+func showVersions(p diffPair) (shown, bool) {
 	sv, dv := lastAccepted(p.sotw), lastSentResourceVersions(p.delta)
 	if len(sv) == 0 || len(dv) == 0 {
-		return "", "", "", false
+		return shown{}, false
 	}
-	sotw := "one version_info per type, whatever changed in it: " + strings.Join(sv, ", ")
-	delta := "one version per resource, its content hash: " + strings.Join(dv, ", ")
-	return sotw, delta, "type/resource", true
+	return shown{sotw: "one version_info per type, whatever changed in it: " + strings.Join(sv, ", "),
+		delta:   "one version per resource, its content hash: " + strings.Join(dv, ", "),
+		summary: "SotW versions a whole type; delta versions each resource",
+		shape:   "type/resource"}, true
 }
 
 // lastAccepted is "LDS 6" for each type the run's client ACKed, in display order.
@@ -339,17 +358,18 @@ func lastSentResourceVersions(r *Run) []string {
 
 // showOnDemand: a delta run that fetched on demand, against what its SotW partner could
 // do.
-func showOnDemand(p diffPair) (string, string, string, bool) {
+func showOnDemand(p diffPair) (shown, bool) {
 	for _, st := range p.steps {
 		s := p.delta.Summary.Step(st)
 		if s == nil || s.OnDemand == nil || len(s.OnDemand.Fetches) == 0 {
 			continue
 		}
-		delta := fmt.Sprintf("%s: %s", stepName(st), strings.TrimPrefix(onDemandText(p.delta, s.OnDemand), p.delta.Name()+" on-demand: "))
-		sotw := "cannot: VHDS has no SotW method, and Envoy NACKs a VHDS route configuration over SotW ADS"
-		return sotw, delta, "on-demand", true
+		return shown{sotw: "cannot: VHDS has no SotW method, and Envoy NACKs a VHDS route configuration over SotW ADS",
+			delta:   fmt.Sprintf("%s: %s", stepName(st), strings.TrimPrefix(onDemandText(p.delta, s.OnDemand), p.delta.Name()+" on-demand: ")),
+			summary: fmt.Sprintf("delta fetched %s on demand; SotW has no VHDS", count(len(s.OnDemand.Fetches), "name")),
+			shape:   "on-demand"}, true
 	}
-	return "", "", "", false
+	return shown{}, false
 }
 
 // configurationDifferences are the implementation sources of the findings, once each,

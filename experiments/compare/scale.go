@@ -93,11 +93,11 @@ func (s *Scale) clientWord() string {
 
 // changeAtScale is the cluster add at the sweep's largest N, for the "change" row: what
 // SotW sent under each cache against delta, in CDS resources and bytes.
-func (s *Scale) changeAtScale() (sotw, delta string, ok bool) {
+func (s *Scale) changeAtScale() (shown, bool) {
 	n := s.maxN(bench.WorkloadClusterAdd)
 	d := s.point(bench.WorkloadClusterAdd, "delta", cacheSnapshot, n)
 	if n == 0 || d == nil {
-		return "", "", false
+		return shown{}, false
 	}
 	var cds int
 	var sizes []string
@@ -108,11 +108,13 @@ func (s *Scale) changeAtScale() (sotw, delta string, ok bool) {
 		}
 	}
 	if len(sizes) == 0 {
-		return "", "", false
+		return shown{}, false
 	}
 	at := fmt.Sprintf("a cluster add at N = %s (scale sweep): ", fmtInt(n))
-	return at + fmt.Sprintf("%s clusters in CDS, %s in all", fmtInt(cds), strings.Join(sizes, ", ")),
-		at + fmt.Sprintf("%s in CDS, %s in all", count(d.CDS, "cluster"), bytesText(d.Bytes)), true
+	return shown{sotw: at + fmt.Sprintf("%s clusters in CDS, %s in all", fmtInt(cds), strings.Join(sizes, ", ")),
+		delta: at + fmt.Sprintf("%s in CDS, %s in all", count(d.CDS, "cluster"), bytesText(d.Bytes)),
+		summary: fmt.Sprintf("a cluster add at N = %s: SotW sent %s clusters, delta %d (%s sweep)",
+			fmtInt(n), fmtInt(cds), d.CDS, s.clientWord())}, true
 }
 
 // chart is the bytes-per-change chart, inline in HTML: bench's BytesSVG without its
