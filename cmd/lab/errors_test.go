@@ -35,7 +35,7 @@ func TestErrorsNameTheCommand(t *testing.T) {
 		{[]string{"bench", "--clusters", "abc"}, "lab bench: --clusters abc: not a whole number (want a comma list of cluster counts >= 1, e.g. 10,100)"},
 		{[]string{"bench", "--repeat", "0"}, "lab bench: --repeat 0: outside 1-1000"},
 		{[]string{"bench", "--modes", "grpc"}, "lab bench: --modes grpc: unknown protocol (want sotw or delta)"},
-		{[]string{"compare"}, "lab compare: want two or more runs (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
+		{[]string{"compare"}, "lab compare: want two or more runs, or a folder of runs (usage: lab compare (RUN_A RUN_B [RUN...] | FOLDER) [flags])"},
 		{[]string{"compare", "a", "b", "--format", "pdf"}, "lab compare: --format pdf: unknown format (want text, markdown, json or html)"},
 		{[]string{"bootstrap", "--admin-port", "70000"}, "lab bootstrap: --admin-port 70000: outside 0-65535"},
 		{[]string{"bootstrap", "--mode", "grpc"}, "lab bootstrap: --mode grpc: unknown protocol (want sotw or delta)"},
