@@ -136,7 +136,9 @@ type waitAction struct{}
 func (waitAction) budget(_ *Run, st scenario.Step) time.Duration { return st.Duration }
 
 func (waitAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	r.out.say("  waiting %s", s.st.Duration)
+	if s.st.Duration > 0 { // "wait: 0s" is a step of expectations only: nothing to say
+		r.out.say("  waiting %s", s.st.Duration)
+	}
 	return sleepCtx(ctx, s.st.Duration)
 }
 
