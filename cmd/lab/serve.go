@@ -107,7 +107,7 @@ a content with its reason, refused streams with the fix, stale and unsubscribe r
 a stream closed with the sends it never answered, and NACK storm summaries. --quiet keeps
 publishes, refusals, storm warnings and errors only.
 
-` + serveHelp,
+` + serveHelpFor(""),
 		Example: `  # SotW, then Envoy with the bootstrap lab bootstrap renders (bootstrap/*.yaml are
   # templates Envoy cannot load)
   lab serve --mode sotw
@@ -525,7 +525,7 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 	case verbNone:
 		return
 	case verbHelp:
-		fmt.Fprintln(sv.out, serveHelp)
+		fmt.Fprintln(sv.out, serveHelpFor(sv.o.client))
 		return
 	case verbRequest:
 		sv.step(cmd)

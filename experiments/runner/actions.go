@@ -117,7 +117,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	if a.kill {
 		how = "killed (SIGKILL) and started again"
 	}
-	r.out.say("  %s %s", r.data.proxy.Kind(), how)
+	r.out.say("  %s %s", clientNoun(r.data.proxy.Kind()), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
 		o, _ := r.track.streams(r.host.server)
 		return o > opened, nil
