@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -68,7 +69,9 @@ another option changes it, and unattributed, in one line saying why, when the ru
 do not cover both caches or nothing explains the difference.
 
 A RUN is a run directory (xds.log, optionally run.json and envoy.result) or an xds.log file;
-each run is given once. Runs with different steps are compared on the steps all of them
+each run is given once. A FOLDER of runs, as make lab writes (experiments/evidence/lab-<UTC
+time>/), stands for every subdirectory of it that holds an xds.log, in name order; which
+runs it took is said on stderr. Runs with different steps are compared on the steps all of them
 share. A log that several lab serve sessions appended to is never merged: give it as
 RUN_A or RUN_B and choose one with --session-a/--session-b. A run given as both RUN_A and
 RUN_B is compared with a warning: every difference will be zero.
@@ -82,8 +85,9 @@ const compareExample = `  # the runs this repository commits, to try it without 
   lab compare experiments/compare/testdata/sotw experiments/compare/testdata/delta
 
   # "make lab" writes its runs into experiments/evidence/lab-<UTC time>/ (its last line
-  # names them): SotW and delta with each cache, one text matrix
+  # names them): all five in name order, or SotW and delta with each cache, one text matrix
   run=experiments/evidence/lab-20261201T170000Z
+  lab compare $run
   lab compare $run/sotw $run/delta $run/sotw-linear $run/delta-linear
 
   # the same as one self-contained HTML report (no script, no network)
@@ -104,11 +108,11 @@ func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
 	o := &compareOptions{Format: "text"}
 	var wide bool
 	cmd := &cobra.Command{
-		Use:     "compare RUN_A RUN_B [RUN...]",
+		Use:     compareUse,
 		Short:   "Compare runs side by side: step table, versions, findings, sequence diagrams",
 		Long:    compareLong,
 		Example: compareExample,
-		Args:    atLeastTwoRuns,
+		Args:    atLeastOneRun,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Runs, o.Stdout, o.Stderr = args, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			switch width := cmd.Flags().Changed("width"); {
@@ -155,23 +159,28 @@ func defaultWidth(out io.Writer, columns string) int {
 	return 100
 }
 
-// atLeastTwoRuns wants two or more runs to compare.
-func atLeastTwoRuns(cmd *cobra.Command, args []string) error {
-	switch {
-	case len(args) >= 2:
-		return nil
-	case len(args) == 0:
-		return fmt.Errorf("want two or more runs (usage: %s)", cmd.UseLine())
+// compareUse is compare's usage: runs, or one folder of them.
+const compareUse = "compare (RUN_A RUN_B [RUN...] | FOLDER)"
+
+// atLeastOneRun wants runs, or a folder of them (runCompare counts the runs).
+func atLeastOneRun(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("want two or more runs, or a folder of runs (usage: %s)", cmd.UseLine())
 	}
-	return fmt.Errorf("want two or more runs, got %d (usage: %s)", len(args), cmd.UseLine())
+	return nil
 }
 
 // runCompare loads the runs, compares them (two: the two-run report; more: the matrix)
 // and writes the report. Nothing is written unless every run loads and compares.
 func runCompare(o *compareOptions) error {
+	paths, folders, err := expandRunFolders(o.Runs)
+	if err != nil {
+		return err
+	}
+	o.Runs = paths
 	switch {
 	case len(o.Runs) < 2:
-		return fmt.Errorf("want two or more runs, got %d (usage: lab compare RUN_A RUN_B [RUN...])", len(o.Runs))
+		return fmt.Errorf("want two or more runs, got %d (usage: lab %s)", len(o.Runs), compareUse)
 	case len(o.Runs) > compare.MaxRuns:
 		return fmt.Errorf("want at most %d runs, got %d", compare.MaxRuns, len(o.Runs))
 	}
@@ -212,9 +221,12 @@ func runCompare(o *compareOptions) error {
 			return err
 		}
 	}
+	// Said once the report is ready (nothing is said for a comparison that fails), and
+	// on stderr so that the report itself stays what was asked.
+	for _, f := range folders {
+		fmt.Fprintf(o.Stderr, "lab compare: %s\n", f)
+	}
 	if same != "" {
-		// Said once the report is ready (nothing is said for a comparison that fails), and
-		// on stderr so that the report itself stays what was asked.
 		fmt.Fprintf(o.Stderr, "lab compare: warning: A and B are the same run (%s): every difference will be zero\n", same)
 	}
 	if o.Out == "" {
@@ -262,4 +274,53 @@ func checkDistinctRuns(o *compareOptions, runs []*compare.Run) (same string, err
 		}
 	}
 	return "", nil
+}
+
+// expandRunFolders replaces each folder of runs among paths by its runs (runFolder), and
+// says for each folder which runs it took, with their labels ("FOLDER: 5 runs, in name
+// order: A delta, B delta-linear, ..."). Other paths are left to compare.LoadSession.
+func expandRunFolders(paths []string) (runs, folders []string, err error) {
+	for _, p := range paths {
+		sub, ok, err := runFolder(p)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case !ok:
+			runs = append(runs, p)
+			continue
+		case len(sub) == 0:
+			return nil, nil, fmt.Errorf("%s: no xds.log, and no subdirectory with one (want a run directory, an xds.log, or a folder of runs)", p)
+		}
+		took := make([]string, len(sub))
+		for i, s := range sub {
+			took[i] = compare.RunLabel(len(runs)+i) + " " + filepath.Base(s)
+		}
+		folders = append(folders, fmt.Sprintf("%s: %d runs, in name order: %s", p, len(sub), strings.Join(took, ", ")))
+		runs = append(runs, sub...)
+	}
+	return runs, folders, nil
+}
+
+// runFolder lists the runs in dir when it is a folder of runs, as make lab writes: a
+// directory without an xds.log, whose subdirectories with an xds.log are its runs, in
+// name order (os.ReadDir's). ok is false for anything else: a run, a file, a path that
+// does not exist.
+func runFolder(dir string) (runs []string, ok bool, err error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, false, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "xds.log")); err == nil {
+		return nil, false, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the folder of runs: %w", err)
+	}
+	for _, e := range ents {
+		sub := filepath.Join(dir, e.Name())
+		if fi, err := os.Stat(filepath.Join(sub, "xds.log")); err == nil && fi.Mode().IsRegular() {
+			runs = append(runs, sub)
+		}
+	}
+	return runs, true, nil
 }

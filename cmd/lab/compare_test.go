@@ -79,8 +79,8 @@ func TestCompareBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"compare"}, "want two or more runs (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
-		{[]string{"compare", sotwRunDir}, "want two or more runs, got 1 (usage: lab compare RUN_A RUN_B [RUN...] [flags])"},
+		{[]string{"compare"}, "want two or more runs, or a folder of runs (usage: lab compare (RUN_A RUN_B [RUN...] | FOLDER) [flags])"},
+		{[]string{"compare", sotwRunDir}, "want two or more runs, got 1 (usage: lab compare (RUN_A RUN_B [RUN...] | FOLDER))"},
 		{[]string{"compare", sotwRunDir, deltaRunDir, deltaRunDir}, "run C (" + deltaRunDir + ") is run B (" + deltaRunDir + ") again: give each run once"},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", "pdf"}, `--format pdf: unknown format (want text, markdown, json or html)`},
 		{[]string{"compare", sotwRunDir, deltaRunDir, "--format", ""}, `--format "": unknown format (want text, markdown, json or html)`},
@@ -271,7 +271,7 @@ func TestRunCompareBadInput(t *testing.T) {
 		runs []string
 		want string
 	}{
-		{"one run", []string{sotwRunDir}, "want two or more runs, got 1 (usage: lab compare RUN_A RUN_B [RUN...])"},
+		{"one run", []string{sotwRunDir}, "want two or more runs, got 1 (usage: lab compare (RUN_A RUN_B [RUN...] | FOLDER))"},
 		{"missing directory", []string{sotwRunDir, deltaRunDir, missing}, "run C (" + missing + "): no such file or directory"},
 		{"a run twice", []string{sotwRunDir, deltaRunDir, sotwRunDir}, "run C (" + sotwRunDir + ") is run A (" + sotwRunDir + ") again: give each run once"},
 		{"a run and its xds.log in a matrix", []string{sotwRunDir, deltaRunDir, filepath.Join(sotwRunDir, "xds.log")},
@@ -288,10 +288,45 @@ func TestRunCompareBadInput(t *testing.T) {
 			// Through the command and main's execute: one line, exit code 1.
 			code, stdout, stderr := execLab(append([]string{"compare"}, c.runs...)...)
 			assert.Equal(t, 1, code)
-			assert.Equal(t, "lab compare: "+strings.Replace(c.want, " (usage: lab compare RUN_A RUN_B [RUN...])", " (usage: lab compare RUN_A RUN_B [RUN...] [flags])", 1)+"\n", stderr)
+			assert.Equal(t, "lab compare: "+c.want+"\n", stderr)
 			assert.Empty(t, stdout)
 		})
 	}
+}
+
+// TestCompareFolderOfRuns: a folder whose subdirectories are runs (as make lab writes)
+// stands for those runs in name order, and stderr says which it took; the report is the
+// one for the runs given one by one. A folder with no run in it is one clear line.
+func TestCompareFolderOfRuns(t *testing.T) {
+	folder := t.TempDir()
+	for name, run := range map[string]string{"sotw": sotwRunDir, "delta": deltaRunDir} {
+		abs, err := filepath.Abs(run)
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(abs, filepath.Join(folder, name)))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "report.html"), nil, 0o644)) // not a run
+	require.NoError(t, os.Mkdir(filepath.Join(folder, "not-applicable"), 0o755))       // no xds.log
+
+	out, errOut, err := compareRun(t, compareOptions{Runs: []string{folder}})
+	require.NoError(t, err)
+	assert.Equal(t, "lab compare: "+folder+": 2 runs, in name order: A delta, B sotw\n", errOut)
+	want, _, err := compareRun(t, compareOptions{Runs: []string{filepath.Join(folder, "delta"), filepath.Join(folder, "sotw")}})
+	require.NoError(t, err)
+	assert.Equal(t, want, out)
+
+	// Beside another run, the folder's runs take the next labels.
+	_, errOut, err = compareRun(t, compareOptions{Runs: []string{filepath.Join(sotwRunDir, "..", "sotw-linear"), folder}})
+	require.NoError(t, err)
+	assert.Equal(t, "lab compare: "+folder+": 2 runs, in name order: B delta, C sotw\n", errOut)
+
+	// Through the command line: one argument is enough.
+	code, stdout, stderr := execLab("compare", "--format", "json", folder)
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `"shared_steps"`)
+
+	empty := t.TempDir()
+	_, _, err = compareRun(t, compareOptions{Runs: []string{empty}})
+	assert.EqualError(t, err, empty+": no xds.log, and no subdirectory with one (want a run directory, an xds.log, or a folder of runs)")
 }
 
 // TestCompareCmdParsesOnly: the command only turns the command line into options.
@@ -422,6 +457,8 @@ func TestCompareExamplesNameRealPaths(t *testing.T) {
 			case strings.HasPrefix(w, "experiments/compare/testdata/"):
 				_, err := os.Stat(filepath.Join("..", "..", w))
 				assert.NoError(t, err, "committed run %s", w)
+			case w == run[1]:
+				// make lab's folder of runs: one argument
 			case strings.HasPrefix(w, run[1]+"/"):
 				assert.Contains(t, strings.Fields(string(labRuns[1])), strings.TrimPrefix(w, run[1]+"/"), "a run of make lab: %s", w)
 			case strings.HasPrefix(w, "experiments/"):

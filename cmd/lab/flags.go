@@ -19,6 +19,7 @@ import (
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/suggest"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -99,11 +100,27 @@ func rewordFlagError(cmd *cobra.Command, err error) error {
 	case errors.As(err, &required):
 		return fmt.Errorf("%s: needs a value (see %s --help)", dashed(required.GetSpecifiedName(), required.GetSpecifiedShortnames()), cmd.CommandPath())
 	case errors.As(err, &unknown):
-		return fmt.Errorf("%s: unknown flag (see %s --help)", dashed(unknown.GetSpecifiedName(), unknown.GetSpecifiedShortnames()), cmd.CommandPath())
+		typed := dashed(unknown.GetSpecifiedName(), unknown.GetSpecifiedShortnames())
+		return fmt.Errorf("%s: unknown flag%s (see %s --help)", typed, flagSuggestion(cmd, unknown.GetSpecifiedName(), unknown.GetSpecifiedShortnames()), cmd.CommandPath())
 	case errors.As(err, &syntax):
 		return fmt.Errorf("%s: bad flag syntax (want --flag or --flag=VALUE)", syntax.GetSpecifiedFlag())
 	}
 	return err
+}
+
+// flagSuggestion is "; did you mean --NAME?" for the command's flag nearest to a
+// mistyped long one (suggest.Closest), or "".
+func flagSuggestion(cmd *cobra.Command, name, shorthands string) string {
+	if shorthands != "" {
+		return "" // a letter in a shorthand group: every other letter is as near
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	return suggest.Hint(name, names, "--")
 }
 
 // dashed is a flag as it was typed: --name, or -n when it came in a shorthand group.

@@ -23,13 +23,18 @@ func main() {
 	// (os/signal, "SIGPIPE"). The channel is never read: Notify does not block on it. A
 	// handler, unlike an ignored signal, is reset on exec, so Envoy is unaffected.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	os.Exit(execute(newRootCmd(), os.Stderr))
+	os.Exit(execute(newRootCmd(), os.Args[1:], os.Stderr))
 }
 
-// execute runs root and prints its error as one line naming the command that failed,
-// "lab <command>: ...". It returns the exit code: 130 for an interrupted run (like a
-// shell's SIGINT, matching its run.exit), 1 for any other error.
-func execute(root *cobra.Command, stderr io.Writer) int {
+// execute runs root on args and prints its error as one line naming the command that
+// failed, "lab <command>: ...". It returns the exit code: 130 for an interrupted run
+// (like a shell's SIGINT, matching its run.exit), 1 for any other error.
+func execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	if err := unknownCommand(root, args); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", root.CommandPath(), err)
+		return 1
+	}
+	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0

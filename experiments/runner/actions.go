@@ -117,7 +117,7 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	if a.kill {
 		how = "killed (SIGKILL) and started again"
 	}
-	r.out.say("  %s %s", r.data.proxy.Kind(), how)
+	r.out.say("  %s %s", clientNoun(r.data.proxy.Kind()), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
 		o, _ := r.track.streams(r.host.server)
 		return o > opened, nil
@@ -136,7 +136,9 @@ type waitAction struct{}
 func (waitAction) budget(_ *Run, st scenario.Step) time.Duration { return st.Duration }
 
 func (waitAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	r.out.say("  waiting %s", s.st.Duration)
+	if s.st.Duration > 0 { // "wait: 0s" is a step of expectations only: nothing to say
+		r.out.say("  waiting %s", s.st.Duration)
+	}
 	return sleepCtx(ctx, s.st.Duration)
 }
 

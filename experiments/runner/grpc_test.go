@@ -50,6 +50,30 @@ func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
 	assert.NoDirExists(t, dir, "nothing is created")
 }
 
+// A listener written in Envoy's v3 form as a socket listener is refused for the grpc
+// client before anything starts, in one line naming grpc-go's source; grpc-go would ACK
+// it as a server's listener and never ask for its route. The same file runs with the
+// simulated client, for which a socket listener is what Envoy takes.
+func TestGRPCClientRefusesASocketListener(t *testing.T) {
+	sc, err := scenario.ParseFile(filepath.Join("testdata", "socket-listener.yaml"))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "run")
+	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, Scenario: sc})
+	require.ErrorIs(t, err, resources.ErrNotAPIListener)
+	assert.True(t, scenario.IsNotApplicable(err))
+	assert.EqualError(t, err, `scenario socket-listener does not apply to the grpc client: resource "l": listener "quote-listener" is a socket listener (an address, no api_listener): `+
+		resources.ErrNotAPIListener.Error())
+	assert.Contains(t, err.Error(), "internal/xds/xdsclient/xdsresource/unmarshal_lds.go, processListener")
+	assert.NotContains(t, err.Error(), "\n")
+	assert.NoDirExists(t, dir, "nothing is created")
+
+	_, err = scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientSim, StepTimeout: 20 * time.Second})
+	require.NoError(t, err, "the file itself is a good scenario")
+	teaching, err := scenario.Builtin("teaching")
+	require.NoError(t, err)
+	assert.NoError(t, teaching.CheckProxyless(), "a short-form listener is built as an api_listener for grpc")
+}
+
 // The teaching scenario's steps up to the control-plane restart (port change, invalid
 // route, recovery, client restart, server restart) with grpc-go's own xDS client as the
 // data plane: every step passes on its evidence (the backend named by the answer and by

@@ -47,6 +47,9 @@ func grpcCommand(o Options, sc *scenario.Scenario) (grpcclient.Command, error) {
 		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client",
 			Reason: fmt.Errorf("the grpc client dials one listener (xds:///<name>); the scenario has %d: %v", len(names), names)}
 	}
+	if err := sc.CheckProxyless(); err != nil {
+		return grpcclient.Command{}, &scenario.NotApplicableError{Scenario: sc.Name, Where: "the grpc client", Reason: err}
+	}
 	if o.GRPCCommand.Path != "" {
 		return o.GRPCCommand, nil
 	}

@@ -629,7 +629,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
-	r.out.say("step %d/%d %s", i+1, n, st.Name)
+	r.out.say("%s", stepHeader(st, i, n, r.data.proxy.Kind()))
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
 			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
@@ -661,7 +661,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 	if q, ok := r.expects.firstRequest(st); ok {
 		r.steps.lastGood = q
 	}
-	r.out.say("  %s ok (%.0f ms): %s", st.Name, dur, st.Proves)
+	r.out.say("  %s", passedLine(st, dur, cp))
 	return r.afterStep(ctx, st, cp)
 }
 

@@ -151,3 +151,32 @@ func TestProxylessConsistency(t *testing.T) {
 	_, err = set.Snapshot(UniformVersions("1"))
 	assert.ErrorContains(t, err, `EDS`)
 }
+
+// CheckProxyless takes the proxyless shape and refuses a socket listener, a listener
+// without either, and an api_listener holding something else, each naming grpc-go's
+// source.
+func TestCheckProxyless(t *testing.T) {
+	t.Parallel()
+	ok := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true}).ByType[LDS][0].Resource.(*listener.Listener)
+	require.NoError(t, CheckProxyless(ok))
+
+	socket := build(t, State{Version: "1", InventoryPort: 18080, ListenerPort: 19000}).ByType[LDS][0].Resource.(*listener.Listener)
+	other, err := deterministicAny(&route.RouteConfiguration{Name: "r"})
+	require.NoError(t, err)
+	for name, c := range map[string]struct {
+		l    *listener.Listener
+		want string
+	}{
+		"socket":     {socket, `listener "quote-listener" is a socket listener (an address, no api_listener): a proxyless gRPC client needs an api_listener holding an HttpConnectionManager (grpc-go ACKs`},
+		"neither":    {&listener.Listener{Name: "bare"}, `listener "bare" has no api_listener: `},
+		"not an HCM": {&listener.Listener{Name: "l", ApiListener: &listener.ApiListener{ApiListener: other}}, `listener "l": its api_listener holds type.googleapis.com/envoy.config.route.v3.RouteConfiguration: `},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := CheckProxyless(c.l)
+			require.ErrorIs(t, err, ErrNotAPIListener)
+			assert.ErrorContains(t, err, c.want)
+			assert.ErrorContains(t, err, "unmarshal_lds.go, processListener")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}

@@ -3,10 +3,12 @@ package scenario
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
 	"github.com/xds-workbench/lab/shared/resources"
@@ -148,4 +150,33 @@ func (d *Desired) Set(version string, env Env) (*resources.Set, error) {
 		}
 	}
 	return resources.NewSet(version, rs, invalid)
+}
+
+// CheckProxyless refuses a scenario whose listeners a proxyless gRPC client cannot use:
+// each listener, built as a grpc run builds it (Env.Proxyless: a short-form listener is
+// an api_listener), must pass resources.CheckProxyless. A listener written in Envoy's v3
+// form as a socket listener does not, and would leave the client waiting for a route it
+// never asks for. Resources marked invalid are published to be rejected and are not
+// checked.
+func (sc *Scenario) CheckProxyless() error {
+	env := checkEnv(sc.Backends)
+	env.Proxyless, env.AccessLog = true, "" // as the runner builds for grpc: no access log
+	for _, id := range slices.Sorted(maps.Keys(sc.Resources)) {
+		r := sc.Resources[id]
+		for _, it := range r.Items {
+			if it.Type != resources.LDS || r.Invalid {
+				continue
+			}
+			m, err := it.Build(env)
+			if err != nil {
+				return fmt.Errorf("resource %q: %w", id, err)
+			}
+			if l, ok := m.(*listener.Listener); ok {
+				if err := resources.CheckProxyless(l); err != nil {
+					return fmt.Errorf("resource %q: %w", id, err)
+				}
+			}
+		}
+	}
+	return nil
 }

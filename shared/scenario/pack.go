@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/xds-workbench/lab/shared/suggest"
 )
 
 // The pack: the built-in scenarios, in the same format as a user's file.
@@ -40,7 +42,7 @@ func PackNames() []string { return slices.Clone(packOrder) }
 // BuiltinSource is a built-in scenario's file, as shipped (to copy and change).
 func BuiltinSource(name string) ([]byte, error) {
 	if !slices.Contains(packOrder, name) {
-		return nil, fmt.Errorf("no built-in scenario %q (built-in: %s)", name, strings.Join(packOrder, ", "))
+		return nil, noBuiltin(name, "")
 	}
 	return packFS.ReadFile(path.Join("pack", name+".yaml"))
 }
@@ -49,7 +51,7 @@ func BuiltinSource(name string) ([]byte, error) {
 func Builtin(name string) (*Scenario, error) {
 	b, err := packFS.ReadFile(path.Join("pack", name+".yaml"))
 	if err != nil {
-		return nil, fmt.Errorf("no built-in scenario %q (built-in: %s)", name, strings.Join(packOrder, ", "))
+		return nil, noBuiltin(name, "")
 	}
 	sc, err := Parse("builtin:"+name, b)
 	if err != nil {
@@ -73,7 +75,13 @@ func Load(ref string) (*Scenario, error) {
 	if _, err := os.Stat(ref); err == nil {
 		return ParseFile(ref)
 	}
-	return nil, fmt.Errorf("no built-in scenario %q and no such file (built-in: %s)", ref, strings.Join(packOrder, ", "))
+	return nil, noBuiltin(ref, " and no such file")
+}
+
+// noBuiltin refuses a name that is no built-in scenario, with the nearest built-in one
+// (shared/suggest) and the list.
+func noBuiltin(name, also string) error {
+	return fmt.Errorf("no built-in scenario %q%s%s (built-in: %s)", name, also, suggest.Hint(name, packOrder, ""), strings.Join(packOrder, ", "))
 }
 
 // Select keeps the named steps, in scenario order. An empty list keeps all. Unknown
@@ -93,8 +101,10 @@ func Select(steps []Step, names []string) ([]Step, error) {
 			delete(want, s.Name)
 		}
 	}
-	for n := range want {
-		return nil, fmt.Errorf("unknown step %q (known: %s)", n, strings.Join(Names(steps), ", "))
+	for _, n := range names { // in the order given, so the error names the first unknown
+		if want[n] {
+			return nil, fmt.Errorf("unknown step %q%s (known: %s)", n, suggest.Hint(n, Names(steps), ""), strings.Join(Names(steps), ", "))
+		}
 	}
 	if len(out) == 0 || out[0].Action != Publish {
 		return nil, fmt.Errorf("the first selected step must publish a state (start with %q)", steps[0].Name)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/suggest"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -102,9 +103,30 @@ func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlParserProblems are the problems go.yaml.in/yaml/v3's parser (parserc.go, as
+// opposed to its scanner) reports. For these the library prints its 0-based mark as the
+// line (decode.go, parser.fail, adds one for scanner errors only), so an unclosed "[a, b"
+// on line 3 reads "line 2": yamlError adds the missing one.
+var yamlParserProblems = []string{
+	"did not find expected <stream-start>",
+	"did not find expected <document start>",
+	"found undefined tag handle",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found duplicate %TAG directive",
+}
+
 func (p *parser) yamlError(err error) error {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if slices.Contains(yamlParserProblems, m[2]) {
+			line++
+		}
 		return &Error{File: p.file, Line: line, Msg: m[2]}
 	}
 	return fmt.Errorf("%s: %s", p.file, strings.TrimPrefix(err.Error(), "yaml: "))
@@ -151,17 +173,36 @@ func (f *fields) has(k string) bool {
 // done fails on the first key that was not read.
 func (f *fields) done() error {
 	for i := 0; i < len(f.n.Content); i += 2 {
-		k := f.n.Content[i].Value
-		if !f.used[k] {
-			known := make([]string, 0, len(f.known))
-			for u := range f.known {
-				known = append(known, u)
-			}
-			slices.Sort(known)
-			return f.p.errf(f.n.Content[i], "unknown field %q in %s (known: %s)", k, f.what, strings.Join(known, ", "))
+		if !f.used[f.n.Content[i].Value] {
+			return f.unknown(f.n.Content[i])
 		}
 	}
 	return nil
+}
+
+// only refuses, before anything is read, a key that is none of keys: a misspelled key
+// (backend: for backends:) is named as unknown, rather than its absence reported as
+// whatever it leaves missing. done still checks that every key was read.
+func (f *fields) only(keys ...string) error {
+	for _, k := range keys {
+		f.known[k] = true
+	}
+	for i := 0; i < len(f.n.Content); i += 2 {
+		if !f.known[f.n.Content[i].Value] {
+			return f.unknown(f.n.Content[i])
+		}
+	}
+	return nil
+}
+
+// unknown is the error for key, with the known key nearest to it (shared/suggest).
+func (f *fields) unknown(key *yaml.Node) error {
+	known := make([]string, 0, len(f.known))
+	for u := range f.known {
+		known = append(known, u)
+	}
+	slices.Sort(known)
+	return f.p.errf(key, "unknown field %q in %s%s (known: %s)", key.Value, f.what, suggest.Hint(key.Value, known, ""), strings.Join(known, ", "))
 }
 
 func (f *fields) str(k string, required bool) (string, error) {
@@ -262,11 +303,18 @@ func (f *fields) list(k string) ([]*yaml.Node, error) {
 	return n.Content, nil
 }
 
+// scenarioKeys are the keys of a scenario file's top level: every other key is refused
+// before the file is read further (fields.only).
+var scenarioKeys = []string{"name", "description", "sources", "backends", "on_demand", "modes", "bootstrap", "not_for", "load", "resources", "steps"}
+
 var safeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	f, err := p.fields(root, "the scenario")
 	if err != nil {
+		return nil, err
+	}
+	if err := f.only(scenarioKeys...); err != nil {
 		return nil, err
 	}
 	sc := &Scenario{Resources: map[string]*Resource{}}
@@ -1053,6 +1101,9 @@ func (p *parser) step(n *yaml.Node) (Step, error) {
 	}
 	what := fmt.Sprintf("step %q", st.Name)
 	f.what = what
+	if err := f.only(stepKeys()...); err != nil {
+		return st, err
+	}
 	if st.Checkpoint, err = f.str("checkpoint", false); err != nil {
 		return st, err
 	}
@@ -1077,6 +1128,15 @@ func (p *parser) step(n *yaml.Node) (Step, error) {
 		return st, err
 	}
 	return st, nil
+}
+
+// stepKeys are the keys of a step: its settings and the actions (fields.only).
+func stepKeys() []string {
+	keys := []string{"name", "checkpoint", "proves", "expect"}
+	for _, a := range Actions {
+		keys = append(keys, string(a))
+	}
+	return keys
 }
 
 // action reads the step's one action into st, with its settings.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strings"
 	"testing"
 
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -81,9 +82,24 @@ func TestSelect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"initial", "remove-cluster"}, Names(got), "scenario order, not argument order")
 	_, err = Select(all, []string{"initial", "teleport"})
-	assert.ErrorContains(t, err, `unknown step "teleport"`)
+	assert.ErrorContains(t, err, `unknown step "teleport" (known: initial,`, "no step is near: no guess")
+	_, err = Select(all, []string{"inital", "restore"})
+	assert.ErrorContains(t, err, `unknown step "inital"; did you mean initial? (known: `)
 	_, err = Select(all, []string{"envoy-restart"})
 	assert.ErrorContains(t, err, "must publish")
+}
+
+// TestMistypedScenarioName: a name near a built-in one is offered (shared/suggest),
+// wherever a scenario is named; a far one gets the list only.
+func TestMistypedScenarioName(t *testing.T) {
+	_, err := Load("teachnig")
+	assert.EqualError(t, err, `no built-in scenario "teachnig" and no such file; did you mean teaching? (built-in: `+strings.Join(PackNames(), ", ")+")")
+	_, err = Builtin("warming-ordr")
+	assert.ErrorContains(t, err, `no built-in scenario "warming-ordr"; did you mean warming-order? (built-in: `)
+	_, err = BuiltinSource("undr-load")
+	assert.ErrorContains(t, err, "; did you mean under-load? ")
+	_, err = Load("quux")
+	assert.ErrorContains(t, err, `no built-in scenario "quux" and no such file (built-in: `)
 }
 
 func typeOf(s string) resources.Type { return resources.Type(s) }
