@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/mainjob"
 )
 
 // compareOptions are what `lab compare` was asked: newCompareCmd only parses the
@@ -173,6 +175,9 @@ func atLeastOneRun(cmd *cobra.Command, args []string) error {
 // runCompare loads the runs, compares them (two: the two-run report; more: the matrix)
 // and writes the report. Nothing is written unless every run loads and compares.
 func runCompare(o *compareOptions) error {
+	if o.Scale == "" {
+		o.Scale = folderScale(o.Runs)
+	}
 	paths, folders, err := expandRunFolders(o.Runs)
 	if err != nil {
 		return err
@@ -295,7 +300,7 @@ func expandRunFolders(paths []string) (runs, folders []string, err error) {
 		for i, s := range sub {
 			took[i] = compare.RunLabel(len(runs)+i) + " " + filepath.Base(s)
 		}
-		folders = append(folders, fmt.Sprintf("%s: %d runs, in name order: %s", p, len(sub), strings.Join(took, ", ")))
+		folders = append(folders, fmt.Sprintf("%s: %d runs, in make lab's order, then by name: %s", p, len(sub), strings.Join(took, ", ")))
 		runs = append(runs, sub...)
 	}
 	return runs, folders, nil
@@ -322,5 +327,27 @@ func runFolder(dir string) (runs []string, ok bool, err error) {
 			runs = append(runs, sub)
 		}
 	}
+	// make lab's runs in its column order (A, B, ...), the others after them by name.
+	rank := func(p string) int {
+		if i := slices.IndexFunc(mainjob.Configs, func(c mainjob.Config) bool { return c.Name == filepath.Base(p) }); i >= 0 {
+			return i
+		}
+		return len(mainjob.Configs)
+	}
+	slices.SortStableFunc(runs, func(a, b string) int { return rank(a) - rank(b) })
 	return runs, true, nil
+}
+
+// folderScale is the scale.json of the first folder of runs given that has one ("" for
+// none): make lab's folder compares with its scale sweep without --scale.
+func folderScale(args []string) string {
+	for _, a := range args {
+		if _, ok, _ := runFolder(a); !ok {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(a, "scale.json")); err == nil && fi.Mode().IsRegular() {
+			return filepath.Join(a, "scale.json")
+		}
+	}
+	return ""
 }

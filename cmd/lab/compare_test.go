@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/xds-workbench/lab/experiments/mainjob"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -295,7 +296,7 @@ func TestRunCompareBadInput(t *testing.T) {
 }
 
 // TestCompareFolderOfRuns: a folder whose subdirectories are runs (as make lab writes)
-// stands for those runs in name order, and stderr says which it took; the report is the
+// stands for those runs in make lab's order (then by name), and stderr says which it took; the report is the
 // one for the runs given one by one. A folder with no run in it is one clear line.
 func TestCompareFolderOfRuns(t *testing.T) {
 	folder := t.TempDir()
@@ -309,15 +310,21 @@ func TestCompareFolderOfRuns(t *testing.T) {
 
 	out, errOut, err := compareRun(t, compareOptions{Runs: []string{folder}})
 	require.NoError(t, err)
-	assert.Equal(t, "lab compare: "+folder+": 2 runs, in name order: A delta, B sotw\n", errOut)
-	want, _, err := compareRun(t, compareOptions{Runs: []string{filepath.Join(folder, "delta"), filepath.Join(folder, "sotw")}})
+	assert.Equal(t, "lab compare: "+folder+": 2 runs, in make lab's order, then by name: A sotw, B delta\n", errOut)
+	want, _, err := compareRun(t, compareOptions{Runs: []string{filepath.Join(folder, "sotw"), filepath.Join(folder, "delta")}})
 	require.NoError(t, err)
 	assert.Equal(t, want, out)
 
 	// Beside another run, the folder's runs take the next labels.
 	_, errOut, err = compareRun(t, compareOptions{Runs: []string{filepath.Join(sotwRunDir, "..", "sotw-linear"), folder}})
 	require.NoError(t, err)
-	assert.Equal(t, "lab compare: "+folder+": 2 runs, in name order: B delta, C sotw\n", errOut)
+	assert.Equal(t, "lab compare: "+folder+": 2 runs, in make lab's order, then by name: B sotw, C delta\n", errOut)
+
+	// A scale.json in the folder is its scale sweep, shown without --scale.
+	assert.Equal(t, "", folderScale([]string{folder}))
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "scale.json"), nil, 0o644))
+	assert.Equal(t, filepath.Join(folder, "scale.json"), folderScale([]string{folder}))
+	require.NoError(t, os.Remove(filepath.Join(folder, "scale.json")))
 
 	// Through the command line: one argument is enough.
 	code, stdout, stderr := execLab("compare", "--format", "json", folder)
@@ -435,8 +442,11 @@ func TestCompareWidthFlags(t *testing.T) {
 func TestCompareExamplesNameRealPaths(t *testing.T) {
 	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
-	labRuns := regexp.MustCompile(`(?m)^LAB_RUNS := (.*)$`).FindSubmatch(mk)
-	require.NotNil(t, labRuns, "the Makefile names the runs of make lab")
+	var labRuns []string
+	for _, c := range mainjob.Configs {
+		labRuns = append(labRuns, c.Name)
+	}
+	require.Contains(t, string(mk), "$(LAB) report --out $(LAB_DIR)", "make lab is lab report")
 	require.Contains(t, string(mk), "LAB_DIR := $(EVIDENCE)/lab-$(shell date -u +%Y%m%dT%H%M%SZ)")
 	require.Contains(t, string(mk), "EVIDENCE  := experiments/evidence")
 	// lab run's default directory, as runner.DefaultOut makes it.
@@ -460,7 +470,7 @@ func TestCompareExamplesNameRealPaths(t *testing.T) {
 			case w == run[1]:
 				// make lab's folder of runs: one argument
 			case strings.HasPrefix(w, run[1]+"/"):
-				assert.Contains(t, strings.Fields(string(labRuns[1])), strings.TrimPrefix(w, run[1]+"/"), "a run of make lab: %s", w)
+				assert.Contains(t, labRuns, strings.TrimPrefix(w, run[1]+"/"), "a run of make lab: %s", w)
 			case strings.HasPrefix(w, "experiments/"):
 				assert.Regexp(t, labRun, strings.TrimSuffix(w, "/xds.log"), "a lab run directory: %s", w)
 			case w == "xds.log":

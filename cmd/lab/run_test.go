@@ -254,24 +254,6 @@ func TestRunFreePorts(t *testing.T) {
 	assert.Equal(t, [5]int{0, 19500, 0, 18500, 18501}, [5]int{mixed.XDSPort, mixed.ListenerPort, mixed.AdminPort, mixed.InventoryPorts[0], mixed.InventoryPorts[1]}, "ports given are kept")
 }
 
-// TestMakeLabUsesFreePorts: every run of `make lab` takes free ports, so it works while
-// the defaults are held (a lab serve in another terminal).
-func TestMakeLabUsesFreePorts(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
-	require.NoError(t, err)
-	_, target, ok := strings.Cut(string(b), "\nlab: ")
-	require.True(t, ok, "Makefile has a lab target")
-	target, _, _ = strings.Cut(target, "\n\n")
-	runs := 0
-	for _, line := range strings.Split(target, "\n") {
-		if strings.Contains(line, "$(LAB) run ") {
-			runs++
-			assert.Contains(t, line, " --free-ports", line)
-		}
-	}
-	assert.Equal(t, 5, runs, "SotW and delta with each cache, and SotW per-type/hold")
-}
-
 // TestRunPortInUse: a port already taken gives a one-line error naming the port, before
 // the run directory is created; so does a port given twice.
 func TestRunPortInUse(t *testing.T) {

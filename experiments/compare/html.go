@@ -111,7 +111,9 @@ func layoutDiagram(d Diagram) svgDiagram {
 			for i, l := range lines {
 				r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
 			}
-			top = y + (len(lines)-1)*svgLineH
+			// The next row starts below the box: its label, drawn above its arrow, would
+			// otherwise touch the box's lower edge (a publish and its first send).
+			top = r.NoteY + r.NoteH
 		} else {
 			r.X1, r.X2 = x[m.From], x[m.To]
 			// A label reads from just right of the left end of its arrow (clear of a
@@ -157,7 +159,7 @@ func layoutDiagram(d Diagram) svgDiagram {
 			r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
 		}
 		sd.Rows = append(sd.Rows, r)
-		top = y + (len(lines)-1)*svgLineH
+		top = r.NoteY + r.NoteH
 	}
 	sd.Height = top + svgRowH + 4
 	return sd

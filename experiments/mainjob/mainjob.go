@@ -165,10 +165,7 @@ func (j *job) run(ctx context.Context, i int, c Config) RunOutcome {
 		return out
 	}
 	start := time.Now()
-	res, err := runner.Execute(ctx, runner.Options{
-		Mode: c.Mode, Cache: c.Cache, Versions: c.Versions, NackPolicy: c.NackPolicy, Scenario: sc,
-		Client: j.o.Client, Out: out.Dir, StepTimeout: j.o.StepTimeout, Progress: j.log,
-	})
+	res, err := runner.Execute(ctx, j.runOptions(c, sc, out.Dir))
 	out.Took = time.Since(start)
 	switch {
 	case err != nil:
@@ -181,6 +178,15 @@ func (j *job) run(ctx context.Context, i int, c Config) RunOutcome {
 		j.sayf("    %s", firstLine(out.Result))
 	}
 	return out
+}
+
+// runOptions are config c's run: every port zero, which the runner takes as a free
+// loopback port, so the job works while the defaults are held (a lab serve elsewhere).
+func (j *job) runOptions(c Config, sc *scenario.Scenario, dir string) runner.Options {
+	return runner.Options{
+		Mode: c.Mode, Cache: c.Cache, Versions: c.Versions, NackPolicy: c.NackPolicy, Scenario: sc,
+		Client: j.o.Client, Out: dir, StepTimeout: j.o.StepTimeout, Progress: j.log,
+	}
 }
 
 // verdict is "passed" when every step's expectation held, else "FAILED" (envoy.result
