@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"github.com/xds-workbench/lab/experiments/chart"
 	"math"
 	"slices"
 	"strings"
@@ -395,9 +396,9 @@ func (r *Report) VersionsSVG() []byte {
 	cw := float64(min(perRow, max(len(keys), 1)))*(ml+w+gap) + 20
 	chH := float64(rows)*(mt+h+mb) + legendHt
 	var b bytes.Buffer
-	svgOpen(&b, cw, chH, fmt.Sprintf("lab bench: how many of %d Envoys ran the new version, against the time since the publish", k))
+	chart.Open(&b, cw, chH, fmt.Sprintf("lab bench: how many of %d Envoys ran the new version, against the time since the publish", k))
 	names := r.SeriesNames()
-	colors := seriesColorMap(names)
+	colors := chart.Colors(names)
 	for pi, pk := range keys {
 		cfgs, xmax := r.panelConfigs(pk)
 		a := plotArea{x0: ml + float64(pi%perRow)*(ml+w+gap), y0: float64(pi/perRow)*(mt+h+mb) + mt, w: w, h: h, xmax: xmax, k: k}
@@ -463,14 +464,14 @@ func (a plotArea) py(n float64) float64 { return a.y0 + a.h - n/float64(a.k)*a.h
 func (a plotArea) versionsPanel(b *bytes.Buffer, pk panelKey, cfgs []*Config, colors map[string]string) {
 	x0, y0, w, h, k := a.x0, a.y0, a.w, a.h, a.k
 	id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
-	fmt.Fprintf(b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", esc(id), esc(pk.workload), pk.n)
+	fmt.Fprintf(b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", chart.Esc(id), chart.Esc(pk.workload), pk.n)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+w/2, y0-20,
-		esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
+		chart.Esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, w, h)
 	for i := 0; i <= 4; i++ {
 		t := a.xmax * float64(i) / 4
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", a.px(t), y0, a.px(t), y0+h)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", a.px(t), y0+h+16, esc(fmtMS(t)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", a.px(t), y0+h+16, chart.Esc(fmtMS(t)))
 	}
 	for n := 0; n <= k; n++ {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, a.py(float64(n)), x0+w, a.py(float64(n)))
@@ -496,7 +497,7 @@ func (a plotArea) versionsCurve(b *bytes.Buffer, id string, c *Config, dp bool, 
 	if dp {
 		by, dash = "data-plane", ` stroke-dasharray="6 3"`
 	}
-	fmt.Fprintf(b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", esc(id), esc(SeriesID(c.Series)), by, esc(c.Series), by)
+	fmt.Fprintf(b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", chart.Esc(id), chart.Esc(SeriesID(c.Series)), by, chart.Esc(c.Series), by)
 	pts := []string{fmt.Sprintf("%.1f,%.1f", a.px(0), a.py(0))}
 	for i, t := range curve {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i))), fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i+1))))
@@ -505,7 +506,7 @@ func (a plotArea) versionsCurve(b *bytes.Buffer, id string, c *Config, dp bool, 
 	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), col, dash)
 	for i, t := range curve {
 		tip := fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, strings.ReplaceAll(by, "-", " "), i+1, a.k, strings.ReplaceAll(by, "-", " "), fmtMS(t))
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", a.px(t), a.py(float64(i+1)), col, esc(tip))
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", a.px(t), a.py(float64(i+1)), col, chart.Esc(tip))
 	}
 	b.WriteString("</g>\n")
 }
@@ -514,7 +515,7 @@ func (a plotArea) versionsCurve(b *bytes.Buffer, id string, c *Config, dp bool, 
 func versionsLegend(b *bytes.Buffer, names []string, colors map[string]string, lx, ly float64) {
 	for _, s := range names {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+28, ly, colors[s])
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, esc(s))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, chart.Esc(s))
 		lx += 34 + 7*float64(len(s)) + 20
 	}
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#555">solid: by ACK; dashed: by the data plane</text>`+"\n", lx+10, ly+4)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"github.com/xds-workbench/lab/experiments/chart"
 	"io"
 	"os"
 	"path/filepath"
@@ -393,13 +394,13 @@ func TestStatOf(t *testing.T) {
 }
 
 func TestLogRange(t *testing.T) {
-	lo, hi := logRange([]float64{12, 950})
+	lo, hi := chart.LogRange([]float64{12, 950})
 	assert.Equal(t, 1.0, lo)
 	assert.Equal(t, 3.0, hi)
-	lo, hi = logRange([]float64{100})
+	lo, hi = chart.LogRange([]float64{100})
 	assert.Equal(t, 2.0, lo)
 	assert.Equal(t, 3.0, hi, "a single decade still has a height")
-	lo, hi = logRange([]float64{0, -1})
+	lo, hi = chart.LogRange([]float64{0, -1})
 	assert.Less(t, lo, hi, "no positive value still gives a usable range")
 }
 

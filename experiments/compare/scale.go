@@ -2,13 +2,19 @@ package compare
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"os"
 	"slices"
 	"strings"
 
-	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/chart"
 )
+
+// workloadClusterAdd is bench's cluster-add workload, the change whose CDS response
+// shows SotW's full state growing with N.
+const workloadClusterAdd = "cluster-add"
 
 // Scale is the scale sweep a report shows beside the runs (lab compare --scale, or
 // scale.json in a folder of runs): `lab bench` figures of one change against the number
@@ -21,11 +27,11 @@ type Scale struct {
 	Client    string       `json:"client"`
 	Simulated bool         `json:"simulated"`
 	Points    []ScalePoint `json:"points"`
-	report    *bench.Report
 }
 
-// ScalePoint is one configuration's median change: bytes and resources sent, and the
-// resources of the full-state type the change touched (CDS for a cluster add).
+// ScalePoint is one configuration's median change: bytes (with the repeats' spread) and
+// resources sent, and the resources of the full-state type the change touched (CDS for a
+// cluster add).
 type ScalePoint struct {
 	Workload  string  `json:"workload"`
 	Series    string  `json:"series"`
@@ -33,24 +39,58 @@ type ScalePoint struct {
 	Mode      string  `json:"mode"`
 	N         int     `json:"clusters"`
 	Bytes     float64 `json:"bytes"`
+	BytesMin  float64 `json:"bytes_min"`
+	BytesMax  float64 `json:"bytes_max"`
 	Resources float64 `json:"resources"`
 	// CDS is the CDS resources of the first change (0 when it sent none).
 	CDS int `json:"cds_resources"`
 }
 
+// scaleFile is what a Scale needs of a bench.json (bench.Report's JSON, which compare
+// does not import: bench's tests import compare). bench's TestScaleReadsBenchJSON keeps
+// the two in step.
+type scaleFile struct {
+	Options struct {
+		Client string `json:"client"`
+	} `json:"options"`
+	Configs []struct {
+		Series   string `json:"series"`
+		Cache    string `json:"cache"`
+		Workload string `json:"workload"`
+		Mode     string `json:"mode"`
+		N        int    `json:"clusters"`
+		Error    string `json:"error"`
+		Summary  map[string]struct {
+			Median, Min, Max float64
+		} `json:"summary"`
+		Updates []struct {
+			ByType map[string]struct {
+				Resources int `json:"resources"`
+			} `json:"by_type"`
+		} `json:"updates"`
+	} `json:"configs"`
+}
+
 // LoadScale reads a bench.json (or the scale.json copy of one).
 func LoadScale(path string) (*Scale, error) {
-	r, err := bench.ReadReport(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read scale: %w", err)
 	}
-	s := &Scale{Path: path, Client: r.Options.Client, Simulated: r.Options.Client != "envoy", report: r}
-	for _, c := range r.Configs {
+	var f scaleFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("scale %s: %w", path, err)
+	}
+	s := &Scale{Path: path, Client: f.Options.Client, Simulated: f.Options.Client != "envoy"}
+	for _, c := range f.Configs {
 		if c.Error != "" {
 			continue
 		}
-		p := ScalePoint{Workload: c.Workload, Series: c.Series, Cache: c.Cache, Mode: c.Mode, N: c.N,
-			Bytes: c.Summary["bytes"].Median, Resources: c.Summary["resources"].Median}
+		// Reports from before the cache and workload axes measured the snapshot cache and
+		// the endpoint change (as bench.ReadReport reads them).
+		p := ScalePoint{Workload: orDefault(c.Workload, "endpoint"), Series: c.Series, Cache: orDefault(c.Cache, cacheSnapshot),
+			Mode: c.Mode, N: c.N, Bytes: c.Summary["bytes"].Median, BytesMin: c.Summary["bytes"].Min,
+			BytesMax: c.Summary["bytes"].Max, Resources: c.Summary["resources"].Median}
 		if len(c.Updates) > 0 {
 			p.CDS = c.Updates[0].ByType["CDS"].Resources
 		}
@@ -60,6 +100,13 @@ func LoadScale(path string) (*Scale, error) {
 		return nil, fmt.Errorf("scale %s: no configuration finished", path)
 	}
 	return s, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // point finds the configuration of workload, mode and cache at N (nil when absent).
@@ -94,15 +141,15 @@ func (s *Scale) clientWord() string {
 // changeAtScale is the cluster add at the sweep's largest N, for the "change" row: what
 // SotW sent under each cache against delta, in CDS resources and bytes.
 func (s *Scale) changeAtScale() (shown, bool) {
-	n := s.maxN(bench.WorkloadClusterAdd)
-	d := s.point(bench.WorkloadClusterAdd, "delta", cacheSnapshot, n)
+	n := s.maxN(workloadClusterAdd)
+	d := s.point(workloadClusterAdd, "delta", cacheSnapshot, n)
 	if n == 0 || d == nil {
 		return shown{}, false
 	}
 	var cds int
 	var sizes []string
 	for _, c := range []string{cacheSnapshot, cacheLinear} {
-		if p := s.point(bench.WorkloadClusterAdd, "sotw", c, n); p != nil {
+		if p := s.point(workloadClusterAdd, "sotw", c, n); p != nil {
 			cds = p.CDS
 			sizes = append(sizes, fmt.Sprintf("%s (%s)", bytesText(p.Bytes), c))
 		}
@@ -117,15 +164,54 @@ func (s *Scale) changeAtScale() (shown, bool) {
 			fmtInt(n), fmtInt(cds), d.CDS, s.clientWord())}, true
 }
 
-// chart is the bytes-per-change chart, inline in HTML: bench's BytesSVG without its
-// XML declaration.
+// chart is the bytes-per-change chart, inline in HTML: one log-log panel per workload,
+// a line per series, drawn by the chart kit without its XML declaration.
 func (s *Scale) chart() template.HTML {
-	b := s.report.BytesSVG(470, 120)
+	var panels []chart.Panel
+	for _, wl := range s.workloads() {
+		p := chart.Panel{ID: wl + "-bytes", Group: wl, Title: wl + ": " + bytesTitle(wl), Unit: "B"}
+		for _, name := range s.series() {
+			var pts []chart.Point
+			for _, pt := range s.Points {
+				if pt.Workload == wl && pt.Series == name && pt.Bytes > 0 {
+					pts = append(pts, chart.Point{N: pt.N, Med: pt.Bytes, Min: pt.BytesMin, Max: pt.BytesMax,
+						Tip: fmt.Sprintf("%s %s N=%d: median %s", wl, name, pt.N, bytesText(pt.Bytes))})
+				}
+			}
+			slices.SortFunc(pts, func(a, b chart.Point) int { return a.N - b.N })
+			p.Series = append(p.Series, chart.Series{Name: name, Points: pts})
+		}
+		panels = append(panels, p)
+	}
+	b := chart.Grid("bytes sent per change against the number of clusters N", panels, len(panels), 470, 120, s.series(),
+		"median of the repeats; whiskers: min–max")
 	if i := bytes.Index(b, []byte("<svg")); i > 0 {
 		b = b[i:]
 	}
-	// Drawn by bench from numbers and XML-escaped names: safe to inline as is.
+	// Drawn from numbers and XML-escaped names: safe to inline as is.
 	return template.HTML(b)
+}
+
+// bytesTitle is a workload's panel title.
+func bytesTitle(workload string) string {
+	switch workload {
+	case "endpoint":
+		return "bytes sent per endpoint change"
+	case "cluster-add":
+		return "bytes sent per cluster added"
+	}
+	return "bytes sent per change"
+}
+
+// workloads are the sweep's workloads in report order.
+func (s *Scale) workloads() []string {
+	var out []string
+	for _, p := range s.Points {
+		if !slices.Contains(out, p.Workload) {
+			out = append(out, p.Workload)
+		}
+	}
+	return out
 }
 
 // series are the sweep's series in report order.
