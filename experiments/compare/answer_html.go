@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"html/template"
+	"regexp"
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
@@ -52,7 +53,10 @@ func (nb *noteBook) notes() []sourceNote {
 
 // answerView is the first screen.
 type answerView struct {
-	Lead      string
+	Lead string
+	// ConfigLine says how many of the differences shown are options and components,
+	// naming the options, above their list.
+	ConfigLine string
 	Rows      []diffRowView
 	NoRows    string
 	Chart     template.HTML
@@ -99,11 +103,46 @@ func answerHTML(a answer, key string, nb *noteBook) answerView {
 			"with SotW on the SnapshotCache, which re-sends the whole EDS type (the cache, not the protocol: the LinearCache "+
 			"sends one).", a.scale.clientWord(), strings.Join(a.scale.series(), ", "))
 	}
+	v.ConfigLine = configLine(a.config)
 	for _, c := range a.config {
 		v.Config = append(v.Config, configView{Text: sanitize(fmt.Sprintf("%s: %s (in %s)", c.Who, c.What, listOrNone(c.Steps))),
 			Notes: nb.refs([]cite.Source{c.src})})
 	}
 	return v
+}
+
+// optionFlag finds the options a source names: "--sotw-versions uniform".
+var optionFlag = regexp.MustCompile(`--[a-z-]+(?: [a-z][a-z-]*)?`)
+
+// componentTitles name a component kind in prose.
+var componentTitles = map[string]string{string(cite.GoControlPlane): "go-control-plane", string(cite.Envoy): "Envoy", string(cite.GRPCGo): "grpc-go"}
+
+// configLine is "Beyond these rows, 9 differences the runs show come from options
+// chosen here (--sotw-versions uniform, --nack-policy hold) and 9 from components
+// (go-control-plane, Envoy): not the protocol."
+func configLine(cs []ConfigDifference) string {
+	var options, components []string
+	for _, c := range cs {
+		if c.Kind != string(cite.Workbench) {
+			components = appendNew(components, componentTitles[c.Kind])
+			continue
+		}
+		for _, flag := range optionFlag.FindAllString(c.Who, -1) {
+			options = appendNew(options, flag)
+		}
+	}
+	if len(cs) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("Beyond these rows, %s of the runs come from choices, not the protocol", count(len(cs), "difference"))
+	var parts []string
+	if len(options) > 0 {
+		parts = append(parts, "options chosen here ("+andList(options)+")")
+	}
+	if len(components) > 0 {
+		parts = append(parts, "components ("+andList(components)+")")
+	}
+	return line + ": " + andList(parts) + "."
 }
 
 // findingNotes is a finding's label, what it adds (why it is not attributed, or what a
@@ -122,7 +161,7 @@ const htmlAnswerTemplates = `{{define "answer"}}<section id="answer">
 {{end}}</table></div>{{end}}
 {{if .Chart}}<figure id="scale">{{.Chart}}<figcaption class="note">{{.ChartNote}}</figcaption></figure>{{end}}
 {{with .Key}}<p class="note" id="key">{{.}}</p>{{end}}
-{{if .Config}}<details id="config"><summary>What this configuration adds ({{len .Config}}): options and components, not the protocol</summary><ul>{{range .Config}}
+{{with .ConfigLine}}<p class="note" id="config-line">{{.}}</p>{{end}}{{if .Config}}<details id="config"><summary>What this configuration adds ({{len .Config}}): options and components, not the protocol</summary><ul>{{range .Config}}
 <li>{{.Text}}{{template "refs" .Notes}}</li>{{end}}
 </ul></details>{{end}}
 </section>

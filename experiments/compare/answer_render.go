@@ -58,6 +58,7 @@ func writeTextAnswer(b *strings.Builder, a answer, pw int) {
 	}
 	if len(a.config) > 0 {
 		b.WriteString("\n" + strings.ToUpper(configTitle) + "\n")
+		b.WriteString(wrap(configLine(a.config), pw, "  ", "  "))
 	}
 	for _, c := range a.config {
 		b.WriteString(wrap("- "+sanitize(c.text()), pw, "  ", "    "))
@@ -85,7 +86,7 @@ func writeMDAnswer(b *strings.Builder, a answer) {
 		b.WriteString("\n")
 	}
 	if len(a.config) > 0 {
-		b.WriteString("## " + configTitle + "\n\n")
+		b.WriteString("## " + configTitle + "\n\n" + mdEscape(configLine(a.config)) + "\n\n")
 		for _, c := range a.config {
 			b.WriteString("- " + mdEscape(sanitize(c.text())) + "\n")
 		}

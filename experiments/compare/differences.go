@@ -399,6 +399,9 @@ func configurationDifferences(fs []sourcedFinding) []ConfigDifference {
 			}
 		}
 	}
+	// The workbench's own options first (a reader chose them), then the components.
+	order := map[string]int{string(cite.Workbench): 0, string(cite.GoControlPlane): 1, string(cite.Envoy): 2, string(cite.GRPCGo): 3}
+	slices.SortStableFunc(out, func(a, b ConfigDifference) int { return order[a.Kind] - order[b.Kind] })
 	return out
 }
 

@@ -376,7 +376,7 @@ svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 	htmlShared = `{{define "table"}}<div class="scroll"><table>
 {{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
 {{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
-<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+<tr>{{range .HeadCells}}<th{{with .Tip}} title="{{.}}"{{end}}>{{.Text}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{with .Bar}}{{template "bar" .}}{{end}}{{.Text}}</td>{{end}}</tr>
 {{end}}</table></div>{{end}}{{define "bar"}}<svg class="bar" viewBox="0 0 {{.W}} 10" width="{{.W}}" height="10" role="img" aria-label="{{.Label}}"><rect class="axis" x="0" y="3" width="{{.W}}" height="4"></rect>{{if .FW}}<rect class="fail" x="{{.X}}" y="0" width="{{.FW}}" height="10"></rect>{{end}}</svg>{{end}}
 {{define "figure"}}<figure><figcaption>{{.Caption}}</figcaption>

@@ -364,8 +364,8 @@ func TestMatrixFormats(t *testing.T) {
 	m := matrix(t, teaching4, Options{})
 
 	md := string(renderMatrix(t, m, "markdown"))
-	assert.Contains(t, md, "| step | A sent | A res |")
-	assert.Contains(t, md, "| D sent | D res |")
+	assert.Contains(t, md, "| step | A responses | A resources |")
+	assert.Contains(t, md, "| D responses | D resources |")
 	assert.Contains(t, md, "A: sotw · snapshot · uniform · nack resend; B: delta · snapshot; C: sotw · linear · per-type · nack hold; D: delta · linear")
 	assert.Contains(t, md, "   - *protocol*: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D), with the simulated client\n")
 	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(md, "```mermaid\n"))

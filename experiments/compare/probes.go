@@ -18,6 +18,20 @@ import (
 // probeColumns are the per-run columns of the data-plane table; probeLegend explains them.
 var probeColumns = []string{"probes", "sent as", "ok", "failed", "failures", "err-first", "err-last", "err-ms", "backends", "answered by"}
 
+// probeTips are the data-plane table's hover texts.
+var probeTips = map[string]string{
+	"probes":      "data-plane probes sent in the step (a sampled success counts as the probes it stands for)",
+	"sent as":     "r = expectation requests (sent until answered), w = traffic-window probes, o = probes sent while the control plane was down",
+	"ok":          "2xx answers",
+	"failed":      "every other answer, expected or not",
+	"failures":    "failures by status and Envoy response flags (0 no-response: nothing answered)",
+	"err-first":   "ms from the step's start to the first failure",
+	"err-last":    "ms from the step's start to the last failure",
+	"err-ms":      "the error window: err-last minus err-first",
+	"backends":    "which backend answered the 2xx probes",
+	"answered by": "the real client (envoy, grpc), or SIMULATED when the simulated client computed the answers",
+}
+
 const probeLegend = "every data-plane probe of the step, weighted: probes = how many were sent (a sampled " +
 	"success counts as the probes it stands for); sent as = r expectation requests (sent until answered), " +
 	"w traffic-window probes (every few ms for the whole step), o probes sent while the control plane was down; " +
@@ -40,7 +54,9 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table {
 	if bars {
 		cols = slices.Insert(slices.Clone(cols), slices.Index(cols, "err-ms")+1, "window")
 	}
-	return perRunTable(titles, rows, cols, func(f Figures) []cell { return probeCells(f.Probes, bars) })
+	t := perRunTable(titles, rows, cols, func(f Figures) []cell { return probeCells(f.Probes, bars) })
+	t.Tips = probeTips
+	return t
 }
 
 // perRunTable is a table with a row per step and a group of cols per run, titled by titles;

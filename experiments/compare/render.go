@@ -65,7 +65,21 @@ type table struct {
 	// Groups label spans of columns (the first group is usually the row header).
 	Groups []group
 	Head   []string
-	Rows   [][]cell
+	// Tips are hover texts of columns by name (HTML only; nil for none).
+	Tips map[string]string
+	Rows [][]cell
+}
+
+// headCell is a column heading with its hover text.
+type headCell struct{ Text, Tip string }
+
+// HeadCells are the headings with their hover texts, for the HTML template.
+func (t table) HeadCells() []headCell {
+	out := make([]headCell, len(t.Head))
+	for i, h := range t.Head {
+		out[i] = headCell{h, t.Tips[h]}
+	}
+	return out
 }
 
 type group struct {
@@ -137,17 +151,34 @@ func runsTable(runs []RunHeader, labels []string) table {
 	return t
 }
 
-// stepColumns are the per-run columns of the step table; the legend explains them.
-var stepColumns = []string{"sent", "res", "unch", "rm-x", "rm-abs", "ack", "nack", "re-rej", "bytes", "ack-ms", "ok-ms", "data plane"}
+// stepColumns are the per-run columns of the step table, in plain words; stepTips says
+// what each counts (the HTML's hover text), and the legend says it all once.
+var stepColumns = []string{"responses", "resources", "unchanged", "removed", "absent", "ack", "nack", "re-rejected", "bytes",
+	"to ACK ms", "to OK ms", "data plane"}
 
-const stepLegend = "sent = responses per type (L=LDS R=RDS C=CDS E=EDS); res = resources sent; " +
-	"unch = redundant resources: the client already ran exactly this content (what it ACKed on that stream, " +
+var stepTips = map[string]string{
+	"responses":   "responses per type: L=LDS R=RDS C=CDS E=EDS",
+	"resources":   "resources sent",
+	"unchanged":   "resources sent that the client already ran with exactly this content (redundant)",
+	"removed":     "names removed explicitly, in delta removed_resources",
+	"absent":      "names removed by absence: a SotW LDS/CDS response without a name the previous one had",
+	"ack":         "ACKs from the client",
+	"nack":        "NACKs from the client",
+	"re-rejected": "re-sends of content the client had already rejected",
+	"bytes":       "proto.Size of each response, without gRPC's message prefix or HTTP/2 framing",
+	"to ACK ms":   "ms from the step's publish to each ACK, median",
+	"to OK ms":    "ms from the step's publish to the first correct data-plane request",
+	"data plane":  "the step's last data-plane request: status and backend (SIMULATED: the simulated client computed it)",
+}
+
+const stepLegend = "responses = responses per type (L=LDS R=RDS C=CDS E=EDS); resources = resources sent; " +
+	"unchanged = redundant resources: the client already ran exactly this content (what it ACKed on that stream, " +
 	"what a delta client declared in initial_resource_versions, or what a SotW resume label maps to when the server " +
-	"knows; not counted when unknown); rm-x = removed explicitly (removed_resources); " +
-	"rm-abs = removed by absence (a SotW LDS/CDS response without a name the previous one had); ack, nack = client answers; " +
-	"re-rej = re-sends of already rejected content; bytes = proto.Size of each response (the serialized " +
+	"knows; not counted when unknown); removed = removed explicitly (removed_resources); " +
+	"absent = removed by absence (a SotW LDS/CDS response without a name the previous one had); ack, nack = client answers; " +
+	"re-rejected = re-sends of already rejected content; bytes = proto.Size of each response (the serialized " +
 	"DiscoveryResponse or DeltaDiscoveryResponse, without gRPC's 5-byte message prefix or HTTP/2 framing); " +
-	"ack-ms = publish to ACK, median; ok-ms = publish to first correct data-plane request; " +
+	"to ACK ms = publish to ACK, median; to OK ms = publish to first correct data-plane request; " +
 	"data plane = last request of the step (SIMULATED = answered by the simulated client, no proxy involved)"
 
 // labelLegend explains the abbreviations of the diagram labels; every format shows it
@@ -192,7 +223,7 @@ func matrixStepRows(m *Matrix) []stepFigures {
 // figuresTable is the step table: a row per step and a total, a column group per run
 // titled by titles.
 func figuresTable(titles []string, rows []stepFigures, total []Figures) table {
-	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
+	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}, Tips: stepTips}
 	for _, title := range titles {
 		t.Groups = append(t.Groups, group{title, len(stepColumns)})
 		t.Head = append(t.Head, stepColumns...)
