@@ -57,6 +57,8 @@ type answerView struct {
 	// ConfigLine says how many of the differences shown are options and components,
 	// naming the options, above their list.
 	ConfigLine string
+	// Choosing is the decision guide's summary with the scale sweep's figures.
+	Choosing string
 	Rows      []diffRowView
 	NoRows    string
 	Chart     template.HTML
@@ -96,6 +98,7 @@ func answerHTML(a answer, key string, nb *noteBook) answerView {
 			"and the section of the xDS protocol document that makes it so.", len(a.protocol), shown)
 	}
 	if a.scale != nil {
+		v.Choosing = a.scale.choosing()
 		v.Chart = a.scale.chart()
 		v.ChartNote = fmt.Sprintf("Bytes sent per change against N: the scale sweep (%s; series %s). A cluster add grows "+
 			"with N in SotW under both caches: CDS is full state (the protocol). It grows in delta too, more slowly: the route "+
@@ -160,6 +163,7 @@ const htmlAnswerTemplates = `{{define "answer"}}<section id="answer">
 {{range .Rows}}<tr><th scope="row">{{.Property}}</th><td>{{template "segments" .SotW}}</td><td>{{template "segments" .Delta}}</td><td>{{.Section}}{{template "refs" .Notes}}</td><td>{{.Seen}}</td></tr>
 {{end}}</table></div>{{end}}
 {{if .Chart}}<figure id="scale">{{.Chart}}<figcaption class="note">{{.ChartNote}}</figcaption></figure>{{end}}
+{{with .Choosing}}<p id="choosing">{{.}}</p>{{end}}
 {{with .Key}}<p class="note" id="key">{{.}}</p>{{end}}
 {{with .ConfigLine}}<p class="note" id="config-line">{{.}}</p>{{end}}{{if .Config}}<details id="config"><summary>What this configuration adds ({{len .Config}}): options and components, not the protocol</summary><ul>{{range .Config}}
 <li>{{.Text}}{{template "refs" .Notes}}</li>{{end}}

@@ -56,6 +56,9 @@ func writeTextAnswer(b *strings.Builder, a answer, pw int) {
 			b.WriteString(wrap(line[0]+" "+sanitize(line[1]), pw, "     ", "            "))
 		}
 	}
+	if a.scale != nil && a.scale.choosing() != "" {
+		b.WriteString("\n" + wrap(a.scale.choosing(), pw, "  ", "  "))
+	}
 	if len(a.config) > 0 {
 		b.WriteString("\n" + strings.ToUpper(configTitle) + "\n")
 		b.WriteString(wrap(configLine(a.config), pw, "  ", "  "))
@@ -84,6 +87,9 @@ func writeMDAnswer(b *strings.Builder, a answer) {
 				mdCell(sanitize(orDash(d.Delta))), mdCell(d.Source), mdCell(orDash(d.ObservedWith)))
 		}
 		b.WriteString("\n")
+	}
+	if a.scale != nil && a.scale.choosing() != "" {
+		b.WriteString(mdEscape(a.scale.choosing()) + "\n\n")
 	}
 	if len(a.config) > 0 {
 		b.WriteString("## " + configTitle + "\n\n" + mdEscape(configLine(a.config)) + "\n\n")

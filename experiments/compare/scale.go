@@ -244,3 +244,26 @@ func fmtInt(n int) string {
 	}
 	return s
 }
+
+// choosing is the decision guide's summary (docs/choosing.md) with this sweep's figures
+// at its largest N: what a cluster add and an endpoint change cost each protocol under
+// each cache ("" when the sweep lacks them).
+func (s *Scale) choosing() string {
+	n := s.maxN(workloadClusterAdd)
+	get := func(wl, mode, cache string) string {
+		if p := s.point(wl, mode, cache, n); p != nil {
+			return bytesText(p.Bytes)
+		}
+		return "-"
+	}
+	if n == 0 || s.point("endpoint", "delta", cacheSnapshot, n) == nil {
+		return ""
+	}
+	return fmt.Sprintf("Choosing (docs/choosing.md): at N = %s in this sweep a cluster add cost SotW %s (SnapshotCache) or %s "+
+		"(LinearCache) against delta's %s, the protocol's full-state CDS; an endpoint change cost SotW %s or %s against delta's "+
+		"%s, the SnapshotCache's whole-type EDS. Delta pays where clusters or listeners change often at large N; the "+
+		"LinearCache alone removes SotW's endpoint cost; on-demand loading needs delta; proxyless grpc-go speaks SotW only.",
+		fmtInt(n), get(workloadClusterAdd, "sotw", cacheSnapshot), get(workloadClusterAdd, "sotw", cacheLinear),
+		get(workloadClusterAdd, "delta", cacheSnapshot), get("endpoint", "sotw", cacheSnapshot), get("endpoint", "sotw", cacheLinear),
+		get("endpoint", "delta", cacheSnapshot))
+}
