@@ -111,33 +111,36 @@ func (r *Report) chartPanel(p Panel, names []string) chart.Panel {
 // SVG draws bench.svg: for each workload a row of two log-log panels, one line per
 // series, with min–max whiskers.
 func (r *Report) SVG() []byte {
-	workloads := r.workloads()
-	if len(workloads) == 0 {
-		workloads = []string{WorkloadEndpoint}
-	}
-	names := r.SeriesNames()
-	var panels []chart.Panel
-	for _, w := range workloads {
-		for _, p := range r.Panels(w) {
-			panels = append(panels, r.chartPanel(p, names))
-		}
-	}
-	title := fmt.Sprintf("lab bench: bytes and time to converge against the number of clusters, per workload (%s)", strings.Join(workloads, ", "))
-	return chart.Grid(title, panels, 2, panelW, panelH, names, "median of the repeats; whiskers: min–max")
+	return r.grid("lab bench: bytes and time to converge against the number of clusters, per workload",
+		func(w string) []Panel { p := r.Panels(w); return p[:] }, 2, panelW, panelH)
 }
 
 // BytesSVG draws one log-log panel per workload, side by side, each pw x ph: the bytes
 // each series sent per change against N (the bytes panels of bench.svg in one row).
 func (r *Report) BytesSVG(pw, ph float64) []byte {
-	workloads := r.workloads()
-	if len(workloads) == 0 {
-		workloads = []string{WorkloadEndpoint}
-	}
+	return r.grid("bytes sent per change against the number of clusters N",
+		func(w string) []Panel { p := r.Panels(w); return p[:1] }, len(r.workloadsOrEndpoint()), pw, ph)
+}
+
+// grid draws the panels of each workload (panelsOf) with the chart kit, perRow a row.
+func (r *Report) grid(title string, panelsOf func(workload string) []Panel, perRow int, pw, ph float64) []byte {
+	workloads := r.workloadsOrEndpoint()
 	names := r.SeriesNames()
 	var panels []chart.Panel
 	for _, w := range workloads {
-		panels = append(panels, r.chartPanel(r.Panels(w)[0], names))
+		for _, p := range panelsOf(w) {
+			panels = append(panels, r.chartPanel(p, names))
+		}
 	}
-	title := "bytes sent per change against the number of clusters N (" + strings.Join(workloads, ", ") + ")"
-	return chart.Grid(title, panels, len(panels), pw, ph, names, "median of the repeats; whiskers: min–max")
+	title += " (" + strings.Join(workloads, ", ") + ")"
+	return chart.Grid(title, panels, perRow, pw, ph, names, "median of the repeats; whiskers: min–max")
+}
+
+// workloadsOrEndpoint are the report's workloads, or the endpoint workload of a report
+// without any (one written before the workload axis).
+func (r *Report) workloadsOrEndpoint() []string {
+	if w := r.workloads(); len(w) > 0 {
+		return w
+	}
+	return []string{WorkloadEndpoint}
 }
