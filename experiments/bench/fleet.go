@@ -3,10 +3,11 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"github.com/xds-workbench/lab/experiments/chart"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/chart"
 )
 
 // MaxEnvoys bounds --envoys: ten Envoys at N = 1,000 fit a 2-core, 24 GB machine

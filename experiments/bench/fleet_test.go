@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -398,7 +399,7 @@ func TestValidateEnvoys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tc.o
-			o.Clusters, o.Modes, o.Repeat = []int{10}, []string{"delta"}, 1
+			o.Clusters, o.Modes, o.Repeat = []int{10}, []protocol.Mode{"delta"}, 1
 			err := o.Validate()
 			var oe *OptionError
 			require.ErrorAs(t, err, &oe)
@@ -409,7 +410,7 @@ func TestValidateEnvoys(t *testing.T) {
 			}
 		})
 	}
-	o := Options{Clusters: []int{10}, Modes: []string{"delta"}, Repeat: 1, Client: ClientEnvoy}
+	o := Options{Clusters: []int{10}, Modes: []protocol.Mode{"delta"}, Repeat: 1, Client: ClientEnvoy}
 	require.NoError(t, o.Validate())
 	assert.Equal(t, 1, o.Envoys, "one Envoy by default")
 	o.Envoys = MaxEnvoys

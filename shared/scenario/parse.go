@@ -21,9 +21,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/suggest"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Bounds of the durations a file may ask for.
@@ -476,23 +476,26 @@ func (p *parser) onDemand(f *fields) error {
 			return p.errf(n, "on_demand: %v", err)
 		}
 	}
-	modes, err := f.strings("modes")
+	names, err := f.strings("modes")
 	if err != nil {
 		return err
 	}
-	for i, m := range modes {
-		if !slices.Contains(xdslog.Modes, m) {
-			return p.errf(f.keys["modes"], "modes: %q (want sotw or delta)", m)
+	var modes []protocol.Mode
+	for _, name := range names {
+		m, err := protocol.ParseMode(name)
+		if err != nil {
+			return p.errf(f.keys["modes"], "modes: %q (want sotw or delta)", name)
 		}
-		if slices.Contains(modes[:i], m) {
+		if slices.Contains(modes, m) {
 			return p.errf(f.keys["modes"], "modes: %q is listed twice", m)
 		}
-		if err := p.sc.OnDemand.CheckMode(m == "sotw"); err != nil {
+		if err := p.sc.OnDemand.CheckMode(m == protocol.SotW); err != nil {
 			return p.errf(f.keys["modes"], "modes: on_demand %s cannot run in %s: %v", p.sc.OnDemand, m, err)
 		}
+		modes = append(modes, m)
 	}
 	if len(modes) == 0 && p.sc.OnDemand.Any() {
-		modes = []string{"delta"}
+		modes = []protocol.Mode{protocol.Delta}
 	}
 	p.sc.Modes = modes
 	return nil
@@ -1059,12 +1062,14 @@ func (p *parser) notFor(f *fields) (map[string]string, error) {
 
 func (p *parser) filter(f *fields) (Filter, error) {
 	var flt Filter
-	var err error
-	if flt.Mode, err = f.str("mode", false); err != nil {
+	mode, err := f.str("mode", false)
+	if err != nil {
 		return flt, err
 	}
-	if flt.Mode != "" && !slices.Contains(xdslog.Modes, flt.Mode) {
-		return flt, p.errf(f.keys["mode"], "%s: mode %q (want sotw or delta)", f.what, flt.Mode)
+	if mode != "" {
+		if flt.Mode, err = protocol.ParseMode(mode); err != nil {
+			return flt, p.errf(f.keys["mode"], "%s: mode %q (want sotw or delta)", f.what, mode)
+		}
 	}
 	if flt.Cache, err = f.str("cache", false); err != nil {
 		return flt, err
