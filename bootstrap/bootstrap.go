@@ -14,20 +14,15 @@ import (
 	"text/template"
 
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-)
-
-// Modes accepted by Render.
-const (
-	ModeSotW  = "sotw"
-	ModeDelta = "delta"
 )
 
 // Defaults used by the CLI and filled in by Render for empty fields.
 const (
 	DefaultNodeID      = resources.NodeID
 	DefaultNodeCluster = "teaching-cluster"
-	DefaultXDSAddr     = "127.0.0.1:18000"
+	DefaultXDSAddr     = loopback.DefaultXDSAddr
 	DefaultAdminPort   = 9901
 )
 
@@ -89,20 +84,20 @@ var templates, templatesErr = template.New("bootstrap").
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Render returns the bootstrap for mode ("sotw" or "delta") filled with p.
-func Render(mode string, p Params) ([]byte, error) {
+func Render(mode protocol.Mode, p Params) ([]byte, error) {
 	if templatesErr != nil {
 		return nil, fmt.Errorf("parse embedded bootstrap templates: %w", templatesErr)
 	}
 	var file string
 	switch mode {
-	case ModeSotW:
+	case protocol.SotW:
 		file = "sotw.yaml"
-	case ModeDelta:
+	case protocol.Delta:
 		file = "delta.yaml"
 	default:
-		return nil, fmt.Errorf("bootstrap mode %q: must be %q or %q", mode, ModeSotW, ModeDelta)
+		return nil, fmt.Errorf("bootstrap mode %q: must be %q or %q", mode, protocol.SotW, protocol.Delta)
 	}
-	if err := (resources.OnDemand{Clusters: p.OnDemandClusters}).CheckMode(mode == ModeSotW); err != nil {
+	if err := (resources.OnDemand{Clusters: p.OnDemandClusters}).CheckMode(mode == protocol.SotW); err != nil {
 		return nil, err
 	}
 	if err := CheckStats(p.Stats); err != nil {

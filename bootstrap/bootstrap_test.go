@@ -17,15 +17,16 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
 var params = bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: 9901}
 
 func TestModesDifferOnlyInAPIType(t *testing.T) {
-	sotw, err := bootstrap.Render(bootstrap.ModeSotW, params)
+	sotw, err := bootstrap.Render(protocol.SotW, params)
 	require.NoError(t, err)
-	delta, err := bootstrap.Render(bootstrap.ModeDelta, params)
+	delta, err := bootstrap.Render(protocol.Delta, params)
 	require.NoError(t, err)
 
 	s := strings.Split(string(sotw), "\n")
@@ -41,7 +42,7 @@ func TestModesDifferOnlyInAPIType(t *testing.T) {
 }
 
 func TestRenderContent(t *testing.T) {
-	out, err := bootstrap.Render(bootstrap.ModeDelta, params)
+	out, err := bootstrap.Render(protocol.Delta, params)
 	require.NoError(t, err)
 	y := string(out)
 	assert.True(t, strings.HasPrefix(y, "node:\n"), "template comment is stripped:\n%s", y)
@@ -63,7 +64,7 @@ func TestRenderContent(t *testing.T) {
 	assert.NotContains(t, y, "0.0.0.0")
 	assert.NotContains(t, y, "<no value>")
 
-	custom, err := bootstrap.Render(bootstrap.ModeSotW, bootstrap.Params{NodeID: "n-2", NodeCluster: "c.2", XDSAddr: "127.0.0.1:18001", AdminPort: 0})
+	custom, err := bootstrap.Render(protocol.SotW, bootstrap.Params{NodeID: "n-2", NodeCluster: "c.2", XDSAddr: "127.0.0.1:18001", AdminPort: 0})
 	require.NoError(t, err)
 	assert.Contains(t, string(custom), `id: "n-2"`)
 	assert.Contains(t, string(custom), `cluster: "c.2"`)
@@ -73,24 +74,24 @@ func TestRenderContent(t *testing.T) {
 
 func TestRenderRejectsBadInput(t *testing.T) {
 	cases := map[string]struct {
-		mode string
+		mode protocol.Mode
 		p    bootstrap.Params
 		want string
 	}{
 		"bad mode":        {"xds", params, `mode "xds"`},
 		"empty mode":      {"", params, `must be "sotw" or "delta"`},
-		"non-loopback":    {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
-		"host name":       {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "example.com:18000"}, "not loopback"},
-		"wildcard":        {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
-		"no port":         {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1"}, "xds address"},
-		"empty addr":      {bootstrap.ModeSotW, bootstrap.Params{}, "xds address"},
-		"xds port 0":      {bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1:0"}, "outside 1-65535"},
-		"admin too big":   {bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: 65536}, "admin port"},
-		"admin negative":  {bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: -1}, "admin port"},
-		"yaml injection":  {bootstrap.ModeDelta, bootstrap.Params{NodeID: "x\nadmin: {}", XDSAddr: "127.0.0.1:18000"}, "node id"},
-		"bad cluster":     {bootstrap.ModeDelta, bootstrap.Params{NodeCluster: "a b", XDSAddr: "127.0.0.1:18000"}, "node cluster"},
-		"leading hyphen":  {bootstrap.ModeDelta, bootstrap.Params{NodeID: "-x", XDSAddr: "127.0.0.1:18000"}, "node id"},
-		"over 128 bytes ": {bootstrap.ModeDelta, bootstrap.Params{NodeID: strings.Repeat("a", 129), XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"non-loopback":    {protocol.SotW, bootstrap.Params{XDSAddr: "10.0.0.1:18000"}, "not loopback"},
+		"host name":       {protocol.SotW, bootstrap.Params{XDSAddr: "example.com:18000"}, "not loopback"},
+		"wildcard":        {protocol.SotW, bootstrap.Params{XDSAddr: "0.0.0.0:18000"}, "not loopback"},
+		"no port":         {protocol.SotW, bootstrap.Params{XDSAddr: "127.0.0.1"}, "xds address"},
+		"empty addr":      {protocol.SotW, bootstrap.Params{}, "xds address"},
+		"xds port 0":      {protocol.SotW, bootstrap.Params{XDSAddr: "127.0.0.1:0"}, "outside 1-65535"},
+		"admin too big":   {protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: 65536}, "admin port"},
+		"admin negative":  {protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: -1}, "admin port"},
+		"yaml injection":  {protocol.Delta, bootstrap.Params{NodeID: "x\nadmin: {}", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"bad cluster":     {protocol.Delta, bootstrap.Params{NodeCluster: "a b", XDSAddr: "127.0.0.1:18000"}, "node cluster"},
+		"leading hyphen":  {protocol.Delta, bootstrap.Params{NodeID: "-x", XDSAddr: "127.0.0.1:18000"}, "node id"},
+		"over 128 bytes ": {protocol.Delta, bootstrap.Params{NodeID: strings.Repeat("a", 129), XDSAddr: "127.0.0.1:18000"}, "node id"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 // TestEnvoyValidates runs the real Envoy in validate mode on both rendered files.
 func TestEnvoyValidates(t *testing.T) {
 	bin := envoytest.Require(t)
-	for _, mode := range []string{bootstrap.ModeSotW, bootstrap.ModeDelta} {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		for _, adminPort := range []int{0, 9901} {
 			out, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: "127.0.0.1:18000", AdminPort: adminPort})
 			require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestEnvoyValidates(t *testing.T) {
 // TestEnvoyRejectsBrokenBootstrap proves validate mode is a real check, not a rubber stamp.
 func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
 	bin := envoytest.Require(t)
-	out, err := bootstrap.Render(bootstrap.ModeSotW, params)
+	out, err := bootstrap.Render(protocol.SotW, params)
 	require.NoError(t, err)
 	broken := strings.Replace(string(out), "api_type: GRPC", "api_type: NOT_A_TYPE", 1)
 	path := filepath.Join(t.TempDir(), "broken.yaml")
@@ -134,11 +135,11 @@ func TestEnvoyRejectsBrokenBootstrap(t *testing.T) {
 // TestOnDemandClustersBootstrap: clusters on demand leave out cds_config (Envoy then
 // never subscribes to CDS by wildcard), Envoy accepts the file, and SotW is refused.
 func TestOnDemandClustersBootstrap(t *testing.T) {
-	out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	out, err := bootstrap.Render(protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.NoError(t, err)
 	assert.NotContains(t, string(out), "cds_config")
 	assert.Contains(t, string(out), "lds_config")
-	_, err = bootstrap.Render(bootstrap.ModeSotW, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
+	_, err = bootstrap.Render(protocol.SotW, bootstrap.Params{XDSAddr: "127.0.0.1:18000", OnDemandClusters: true})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
 	res, err := validate(t, envoytest.Require(t), out)
@@ -190,7 +191,7 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 		"GRPC":       "vhds: only 'DELTA_GRPC' or 'ADS' (which uses Delta xDS) is supported as a config source.",
 		"DELTA_GRPC": "OK",
 	} {
-		out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000"})
+		out, err := bootstrap.Render(protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000"})
 		require.NoError(t, err)
 		res, err := validate(t, bin, append(out, fmt.Sprintf(vhdsListener, apiType)...))
 		assert.Equal(t, apiType == "DELTA_GRPC", err == nil, "%s: %s", apiType, res)
@@ -204,21 +205,21 @@ func TestEnvoyRefusesVHDSOverSotW(t *testing.T) {
 func TestStatsSettingBootstrap(t *testing.T) {
 	bin := envoytest.Require(t)
 	p := bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: bootstrap.StatsNoScaledClusters}
-	sotw, err := bootstrap.Render(bootstrap.ModeSotW, p)
+	sotw, err := bootstrap.Render(protocol.SotW, p)
 	require.NoError(t, err)
-	delta, err := bootstrap.Render(bootstrap.ModeDelta, p)
+	delta, err := bootstrap.Render(protocol.Delta, p)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(string(sotw), "api_type: GRPC", "api_type: DELTA_GRPC", 1), string(delta))
-	for mode, out := range map[string][]byte{bootstrap.ModeSotW: sotw, bootstrap.ModeDelta: delta} {
+	for mode, out := range map[protocol.Mode][]byte{protocol.SotW: sotw, protocol.Delta: delta} {
 		assert.Contains(t, string(out), `- prefix: "cluster.`+resources.ScaledClusterPrefix+`"`, mode)
 		res, err := validate(t, bin, out)
 		require.NoError(t, err, "%s: envoy --mode validate:\n%s", mode, res)
 	}
 	for _, s := range []string{"", bootstrap.StatsAll} {
-		out, err := bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: s})
+		out, err := bootstrap.Render(protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: s})
 		require.NoError(t, err)
 		assert.NotContains(t, string(out), "stats_config", "stats %q", s)
 	}
-	_, err = bootstrap.Render(bootstrap.ModeDelta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: "none"})
+	_, err = bootstrap.Render(protocol.Delta, bootstrap.Params{XDSAddr: "127.0.0.1:18000", Stats: "none"})
 	require.EqualError(t, err, `unknown Envoy stats setting "none" (want all or no-scaled-clusters)`)
 }

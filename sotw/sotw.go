@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -216,7 +217,7 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 }
 
 // Mode implements frontend.FrontEnd.
-func (f *FrontEnd) Mode() string { return xdslog.ModeSotW }
+func (f *FrontEnd) Mode() protocol.Mode { return protocol.SotW }
 
 // Register implements frontend.FrontEnd.
 func (f *FrontEnd) Register(s *grpc.Server) { discovery.RegisterAggregatedDiscoveryServiceServer(s, f) }

@@ -19,6 +19,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -58,7 +59,7 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{t: t, ctx: ctx, stopServer: cancel, changed: make(chan struct{})}
 	var fe atomic.Pointer[FrontEnd]
-	r.rec = xdslog.NewRecorder(log, xdslog.ModeSotW, xdslog.WithObserver(func(e xdslog.Event) {
+	r.rec = xdslog.NewRecorder(log, protocol.SotW, xdslog.WithObserver(func(e xdslog.Event) {
 		s := seen{at: time.Now(), e: e}
 		if f := fe.Load(); f != nil && e.Event == xdslog.EventNack {
 			// The observer runs before the transport counts this NACK.
@@ -164,7 +165,7 @@ func waitClient(t *testing.T, c *simclient.Client, what string, cond func(simcli
 // is recorded.
 func startInvalid(t *testing.T, r *rig) *simclient.Client {
 	t.Helper()
-	c, err := simclient.New(xdslog.ModeSotW, "")
+	c, err := simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	r.connect(c)
@@ -285,7 +286,7 @@ func TestBackoffFarFewerSendsThanResend(t *testing.T) {
 // wait, and its stream closes at once rather than after the delay.
 func TestBackoffWaitEndsWithStream(t *testing.T) {
 	r := newRig(t, io.Discard, Config{NackPolicy: Backoff, BackoffBase: time.Hour})
-	c, err := simclient.New(xdslog.ModeSotW, "")
+	c, err := simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	stop := r.connect(c)

@@ -19,7 +19,7 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/shared/frontend"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Ranges of `lab bench`'s counts and durations.
@@ -38,6 +38,7 @@ var (
 // benchOptions are the flags of `lab bench`; benchRunOptions turns them into bench.Options.
 type benchOptions struct {
 	bench    bench.Options
+	modes    []string
 	versions []string
 	caches   []string
 	onDemand []string               // --on-demand shapes, as typed
@@ -53,13 +54,13 @@ func defaultBenchOptions() benchOptions {
 			Clients:   1,
 			Envoys:    1,
 			Client:    bench.ClientEnvoy,
-			Modes:     bench.DefaultModes,
 			Workloads: bench.DefaultWorkloads,
 			Repeat:    bench.DefaultRepeat,
 			Timeout:   bench.DefaultTimeout,
 			Through:   bench.DefaultThrough,
 			ColdHosts: bench.DefaultColdHosts,
 		},
+		modes:    modeNames(bench.DefaultModes),
 		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
 		caches:   []string{string(frontend.SnapshotCache)},
 		given:    func(string) bool { return false },
@@ -199,7 +200,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(intValue{&o.bench.StuckClients, benchStuckRange}, "stuck-clients", "clients beside --clients, each on its own connection with a fixed 64 KiB window, that take the initial state and then stop reading, "+benchStuckRange.String()+" (needs --client sim; docs/reliability.md, \"A stuck client\")")
 	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
-	f.Var(choiceListValue{&o.bench.Modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
+	f.Var(choiceListValue{&o.modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
 	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
 	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, linear, indexed")
 	f.Var(choiceListValue{&o.bench.Workloads, parseWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
@@ -227,7 +228,7 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	if err := check.Validate(); err != nil {
 		return b, benchRefusal(err, b, o.typed)
 	}
-	if o.given("sotw-versions") && !slices.Contains(b.Modes, xdslog.ModeSotW) {
+	if o.given("sotw-versions") && !slices.Contains(b.Modes, protocol.SotW) {
 		return b, badFlag("sotw-versions", strings.Join(o.versions, ","), "SotW only (want sotw in --modes, or no --sotw-versions)")
 	}
 	// A second bench in the same directory would leave the first one's logs beside its own.
@@ -251,6 +252,10 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 // --modes or --workload say otherwise (the bench then refuses them).
 func (o *benchOptions) convert() bench.Options {
 	b := o.bench
+	b.Modes = nil
+	for _, m := range o.modes {
+		b.Modes = append(b.Modes, protocol.Mode(m)) // parseMode checked it
+	}
 	b.SotWVersions = nil
 	for _, v := range o.versions {
 		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
@@ -266,14 +271,14 @@ func (o *benchOptions) convert() bench.Options {
 	}
 	if b.Client == bench.ClientGRPC {
 		if !o.given("modes") {
-			b.Modes = []string{xdslog.ModeSotW} // grpc-go has no delta client
+			b.Modes = []protocol.Mode{protocol.SotW} // grpc-go has no delta client
 		}
 		if !o.given("workload") {
 			b.Workloads = []string{bench.WorkloadEndpoint}
 		}
 	}
 	if len(b.OnDemand) > 0 && !o.given("modes") {
-		b.Modes = []string{xdslog.ModeDelta} // on demand is delta only
+		b.Modes = []protocol.Mode{protocol.Delta} // on demand is delta only
 	}
 	return b
 }

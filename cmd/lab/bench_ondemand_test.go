@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // TestBenchOnDemandFlagsRefused: every bad --on-demand combination is refused before
@@ -42,10 +42,10 @@ func TestBenchOnDemandFlags(t *testing.T) {
 
 	o = parseBench(t, "--on-demand", "none,vhds,vhds+cds", "--cold-hosts", "50")
 	assert.Equal(t, []resources.OnDemand{{}, {VirtualHosts: true}, {VirtualHosts: true, Clusters: true}}, o.OnDemand)
-	assert.Equal(t, []string{xdslog.ModeDelta}, o.Modes, "on demand is delta only")
+	assert.Equal(t, []protocol.Mode{protocol.Delta}, o.Modes, "on demand is delta only")
 	assert.Equal(t, 50, o.ColdHosts)
 
 	// Wildcard alone may run SotW (today's shape in the on-demand sequence).
 	o = parseBench(t, "--on-demand", "none", "--modes", "sotw", "--sotw-versions", "per-type")
-	assert.Equal(t, []string{xdslog.ModeSotW}, o.Modes)
+	assert.Equal(t, []protocol.Mode{protocol.SotW}, o.Modes)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 func execBench(t *testing.T, args ...string) (string, error) {
@@ -296,7 +297,7 @@ func TestRunBenchRefusesFleetWithoutEnvoy(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		var progress bytes.Buffer
 		o := tc.o
-		o.Clusters, o.Modes, o.Repeat, o.Out = []int{5}, []string{"delta"}, 1, out
+		o.Clusters, o.Modes, o.Repeat, o.Out = []int{5}, []protocol.Mode{"delta"}, 1, out
 		err := runBench(context.Background(), o, &progress)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), tc.want)

@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
 // bootstrapOptions are the flags of `lab bootstrap`.
 type bootstrapOptions struct {
-	mode     string
+	mode     protocol.Mode
 	p        bootstrap.Params
 	onDemand resources.OnDemand
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -26,8 +27,8 @@ func runLabArgs(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBootstrapCommand(t *testing.T) {
-	for _, mode := range []string{"sotw", "delta"} {
-		out, _, err := runLabArgs(t, "bootstrap", "--mode="+mode, "--xds-addr", "127.0.0.1:18001",
+	for _, mode := range protocol.Modes {
+		out, _, err := runLabArgs(t, "bootstrap", "--mode="+mode.String(), "--xds-addr", "127.0.0.1:18001",
 			"--admin-port", "0", "--node-id", "n1")
 		require.NoError(t, err, mode)
 		want, err := bootstrap.Render(mode, bootstrap.Params{NodeID: "n1", XDSAddr: "127.0.0.1:18001", AdminPort: 0})

@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/xds-workbench/lab/experiments/mainjob"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xds-workbench/lab/experiments/mainjob"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -23,7 +24,7 @@ import (
 // completionModes, completionCaches, completionVersions are the protocol, cache and SotW
 // version-strategy names.
 var (
-	completionModes    = []string{xdslog.ModeSotW, xdslog.ModeDelta}
+	completionModes    = modeNames(protocol.Modes)
 	completionCaches   = []string{string(frontend.SnapshotCache), string(frontend.LinearCache), string(frontend.IndexedCache)}
 	completionVersions = []string{string(frontend.Uniform), string(frontend.PerType)}
 )

@@ -18,9 +18,9 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/suggest"
-	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -151,19 +151,29 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 // parseMode is the one reading of a protocol name, shared by run, serve, bootstrap and
-// bench. Its error is the problem alone; callers add the flag.
-func parseMode(s string) (string, error) {
-	switch s {
-	case xdslog.ModeSotW, xdslog.ModeDelta:
-		return s, nil
+// bench: protocol.ParseMode worded for a flag. Its error is the problem alone; callers
+// add the flag.
+func parseMode(s string) (protocol.Mode, error) {
+	m, err := protocol.ParseMode(s)
+	if err != nil {
+		return "", errors.New("unknown protocol (want sotw or delta)")
 	}
-	return "", errors.New("unknown protocol (want sotw or delta)")
+	return m, nil
+}
+
+// modeNames are modes as the strings a comma-list flag holds and completes.
+func modeNames(modes []protocol.Mode) []string {
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = m.String()
+	}
+	return out
 }
 
 // modeValue is --mode.
-type modeValue struct{ p *string }
+type modeValue struct{ p *protocol.Mode }
 
-func (v modeValue) String() string { return *v.p }
+func (v modeValue) String() string { return v.p.String() }
 func (modeValue) Type() string     { return "sotw|delta" }
 func (v modeValue) Set(s string) error {
 	m, err := parseMode(s)
@@ -207,7 +217,7 @@ const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a Linear
 // checkCache words as flags, in one line, the refusal of the SotW options the cache
 // cannot honour (flag values as given; "" is the default). The rule is
 // controlplane.CheckCacheOptions'; only the wording is here.
-func checkCache(cache frontend.Cache, mode, versions, nackPolicy string) error {
+func checkCache(cache frontend.Cache, mode protocol.Mode, versions, nackPolicy string) error {
 	if _, err := frontend.ParseCache(string(cache)); err != nil {
 		return badFlag("cache", string(cache), "unknown cache (want snapshot, linear or indexed)")
 	}
@@ -269,20 +279,20 @@ func (v onDemandValue) Set(s string) error {
 }
 
 // checkOnDemand refuses an on-demand shape with --mode sotw, naming the flag.
-func checkOnDemand(o resources.OnDemand, mode string) error {
-	if err := o.CheckMode(mode == xdslog.ModeSotW); err != nil {
+func checkOnDemand(o resources.OnDemand, mode protocol.Mode) error {
+	if err := o.CheckMode(mode == protocol.SotW); err != nil {
 		return &flagError{flag: "on-demand", value: o.String(), err: err}
 	}
 	return nil
 }
 
 // checkMode is --mode for callers that bypass the flag (tests of a run function).
-func checkMode(mode string) error {
+func checkMode(mode protocol.Mode) error {
 	if mode == "" {
 		return missingFlag("mode", "sotw or delta")
 	}
-	if _, err := parseMode(mode); err != nil {
-		return &flagError{flag: "mode", value: mode, err: err}
+	if _, err := parseMode(mode.String()); err != nil {
+		return &flagError{flag: "mode", value: mode.String(), err: err}
 	}
 	return nil
 }

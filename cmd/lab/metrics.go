@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdsmetrics"
 )
 
@@ -15,7 +16,7 @@ const metricsAddrHelp = "serve Prometheus metrics of the xDS exchange at http://
 // says where on out. The metrics observe the recorder's events (give Observe to
 // xdslog.WithObserver); with addr empty they are nil, which observes nothing. stop ends
 // the serving.
-func startMetrics(addr, mode string, cache frontend.Cache, out io.Writer, prefix string) (m *xdsmetrics.Metrics, stop func(), err error) {
+func startMetrics(addr string, mode protocol.Mode, cache frontend.Cache, out io.Writer, prefix string) (m *xdsmetrics.Metrics, stop func(), err error) {
 	if addr == "" {
 		return nil, func() {}, nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdsmetrics/xdsmetricstest"
@@ -28,8 +29,8 @@ import (
 // equals the count of its events in xds.log, storm summaries counted as their sends and
 // NACKs, and the RDS NACKs are there.
 func TestServeMetrics(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			o.metricsAddr = "127.0.0.1:0"
 			o.maxLogSize = 64 << 10
@@ -46,7 +47,7 @@ func TestServeMetrics(t *testing.T) {
 					return false
 				}
 				for _, e := range ev {
-					if (mode == xdslog.ModeSotW && e.Event == xdslog.EventStorm) || (mode == xdslog.ModeDelta && e.Event == xdslog.EventNack) {
+					if (mode == protocol.SotW && e.Event == xdslog.EventStorm) || (mode == protocol.Delta && e.Event == xdslog.EventNack) {
 						return true
 					}
 				}
@@ -54,7 +55,7 @@ func TestServeMetrics(t *testing.T) {
 			})
 			send("valid")
 			rds := func(s xdsmetricstest.Samples, name string) float64 {
-				return s[xdsmetricstest.Series(name, map[string]string{"type": "RDS", "mode": mode, "cache": "snapshot"})]
+				return s[xdsmetricstest.Series(name, map[string]string{"type": "RDS", "mode": mode.String(), "cache": "snapshot"})]
 			}
 			// Quiet once the recovery's RDS ACK is in the log: nothing follows it.
 			var got, want xdsmetricstest.Samples
@@ -72,7 +73,7 @@ func TestServeMetrics(t *testing.T) {
 			assert.Positive(t, rds(got, "lab_xds_nack_total"))
 			assert.Positive(t, rds(got, "lab_xds_publish_to_ack_seconds_count"))
 			assert.Positive(t, rds(got, "lab_xds_sent_bytes_total"))
-			assert.Equal(t, 1.0, got[xdsmetricstest.Series("lab_xds_connected_streams", map[string]string{"mode": mode, "cache": "snapshot"})])
+			assert.Equal(t, 1.0, got[xdsmetricstest.Series("lab_xds_connected_streams", map[string]string{"mode": mode.String(), "cache": "snapshot"})])
 			require.NoError(t, stop())
 		})
 	}
@@ -117,8 +118,8 @@ func TestRunMetricsAddr(t *testing.T) {
 		if m == nil {
 			return fmt.Errorf("no metrics line in %q", out.String())
 		}
-		o.Observer(xdslog.Event{Event: xdslog.EventSend, Mode: xdslog.ModeDelta, Type: "CDS", Resources: make(xdslog.Resources, 2), Bytes: 70})
-		o.Observer(xdslog.Event{Event: xdslog.EventNack, Mode: xdslog.ModeDelta, Type: "CDS"})
+		o.Observer(xdslog.Event{Event: xdslog.EventSend, Mode: protocol.Delta, Type: "CDS", Resources: make(xdslog.Resources, 2), Bytes: 70})
+		o.Observer(xdslog.Event{Event: xdslog.EventNack, Mode: protocol.Delta, Type: "CDS"})
 		var err error
 		scraped, err = xdsmetricstest.Scrape(m[1])
 		return err

@@ -18,8 +18,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
-	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -58,7 +58,7 @@ func defaultRunOptions() runOptions {
 			InventoryPorts: [2]int{18080, 18081},
 			StepTimeout:    45 * time.Second,
 		},
-		xdsAddr:  "127.0.0.1:18000",
+		xdsAddr:  controlplane.DefaultAddr,
 		scenario: "teaching",
 		given:    func(string) bool { return false },
 	}
@@ -153,7 +153,7 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			progress := newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
-			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, progress, "["+ro.Mode+"] ")
+			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, progress, "["+ro.Mode.String()+"] ")
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 	if err := checkMode(r.Mode); err != nil {
 		return r, err
 	}
-	if r.Client == runner.ClientGRPC && r.Mode != xdslog.ModeSotW {
+	if r.Client == runner.ClientGRPC && r.Mode != protocol.SotW {
 		return r, errGRPCDelta
 	}
 	_, port, err := loopback.ParseAddr(o.xdsAddr)
@@ -223,7 +223,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 	if o.freePorts {
 		o.freeUnsetPorts(&r)
 	}
-	if r.Mode == xdslog.ModeSotW {
+	if r.Mode == protocol.SotW {
 		// The flags accept only known names; "" is the default.
 		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
 		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)

@@ -21,6 +21,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -28,7 +29,7 @@ import (
 
 // serveOptions are the flags of `lab serve`.
 type serveOptions struct {
-	mode          string
+	mode          protocol.Mode
 	xdsAddr       string
 	nodeID        string
 	inventoryPort int
@@ -223,7 +224,7 @@ func (o *serveOptions) validate() error {
 	if err := o.checkClient(); err != nil {
 		return err
 	}
-	if o.mode == xdslog.ModeDelta {
+	if o.mode == protocol.Delta {
 		if err := sotwOnly("sotw-versions", o.sotwVersions); err != nil {
 			return err
 		}
@@ -255,7 +256,7 @@ func (o *serveOptions) checkClient() error {
 		return badFlag("client", o.client, "unknown client (want envoy or grpc)")
 	}
 	switch {
-	case o.mode != xdslog.ModeSotW:
+	case o.mode != protocol.SotW:
 		return errGRPCDelta
 	case o.withEnvoy:
 		return badFlag("client", o.client, "--with-envoy runs Envoy; --client grpc runs grpc-go's client instead: give one")

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -17,8 +18,8 @@ import (
 // under the recorder's lock, so it only formats and queues; run prints.
 type serveConsole struct {
 	out   io.Writer
-	quiet bool   // --quiet: only refusals (errors) are printed
-	mode  string // the protocol served
+	quiet bool          // --quiet: only refusals (errors) are printed
+	mode  protocol.Mode // the protocol served
 	// servesNode reports whether the control plane has a state for a node ID.
 	servesNode func(node string) bool
 	served     string // the node ID published to, for the wrong-node hint
@@ -29,7 +30,7 @@ type serveConsole struct {
 	wake  chan struct{}
 }
 
-func newServeConsole(out io.Writer, quiet bool, mode, served string, cache frontend.Cache) *serveConsole {
+func newServeConsole(out io.Writer, quiet bool, mode protocol.Mode, served string, cache frontend.Cache) *serveConsole {
 	return &serveConsole{out: out, quiet: quiet, mode: mode, served: served,
 		servesNode: func(n string) bool { return serveHasState(cache, served, n) },
 		peers:      map[int64]string{}, wake: make(chan struct{}, 1)}

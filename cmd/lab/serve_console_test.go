@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -164,11 +165,11 @@ func typeState(st serveStatus, stream int, typ string) string {
 // each ACK with its version, the stream closing, and a delta client refused by a SotW
 // server with the fix; status --json says SYNCED.
 func TestServeConsoleEvents(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	s := startServeSession(t, o)
 	ctx, stopClient := context.WithCancel(t.Context())
 	defer stopClient()
-	serveClient(t, ctx, s.addr, xdslog.ModeSotW)
+	serveClient(t, ctx, s.addr, protocol.SotW)
 	s.waitLine(10*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\)$`)
 	s.waitLine(10*time.Second, `^out: stream 1 CDS ACK version 1$`)
 	s.waitLine(10*time.Second, `^out: stream 1 EDS ACK version 1$`)
@@ -204,13 +205,13 @@ func TestServeConsoleEvents(t *testing.T) {
 func TestServeConsoleQuietAndWrongNode(t *testing.T) {
 	for _, quiet := range []bool{false, true} {
 		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) {
-			o := serveTestOptions(t, xdslog.ModeSotW)
+			o := serveTestOptions(t, protocol.SotW)
 			o.nodeID = "other"
 			o.quiet = quiet
 			s := startServeSession(t, o)
 			ctx, stopClient := context.WithCancel(t.Context())
 			defer stopClient()
-			serveClient(t, ctx, s.addr, xdslog.ModeSotW)
+			serveClient(t, ctx, s.addr, protocol.SotW)
 			st := s.waitStatus(10*time.Second, "the stream's node", func(st serveStatus) bool {
 				return len(st.Streams) == 1 && st.Streams[0].Node != ""
 			})

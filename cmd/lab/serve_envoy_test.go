@@ -12,13 +12,14 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // serveEnvoyOptions: serve --with-envoy --with-inventory on free ports.
 func serveEnvoyOptions(t *testing.T, bin envoy.Binary) serveOptions {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	ports := freePorts(t, 3)
 	o.withEnvoy, o.withInventory, o.envoyBin = true, true, bin.Path
 	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]
@@ -153,8 +154,8 @@ func TestServeWithEnvoyWrongNode(t *testing.T) {
 // sent a newer EDS response by then), and a request gets Envoy's 503 NC with no backend.
 func TestServeWithEnvoyRemove(t *testing.T) {
 	bin := envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			o := serveEnvoyOptions(t, bin)
 			o.mode = mode
 			s := startServeSession(t, o)
@@ -175,7 +176,7 @@ func TestServeWithEnvoyRemove(t *testing.T) {
 func TestServeOnDemandWithEnvoy(t *testing.T) {
 	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
-	o.mode = xdslog.ModeDelta
+	o.mode = protocol.Delta
 	o.onDemand = resources.OnDemand{VirtualHosts: true, Clusters: true}
 	s := startServeSession(t, o)
 	for _, typ := range []string{"LDS", "RDS", "VHDS"} {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -15,7 +16,7 @@ import (
 // client is served the proxyless shape, ACKs every type, and its RPCs reach v1, then v2
 // after port; invalid is NACKed with grpc-go's reason while v2 keeps answering.
 func TestServeWithGRPCClient(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	ports := freePorts(t, 3)
 	o.client, o.withInventory, o.grpcCommand = serveClientGRPC, true, grpcclienttest.Command(t)
 	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -22,7 +23,7 @@ type serveStatus struct {
 	Version      string                `json:"version"`
 	TypeVersions map[string]string     `json:"type_versions"`
 	Node         string                `json:"node"`
-	Mode         string                `json:"mode"`
+	Mode         protocol.Mode         `json:"mode"`
 	Cache        string                `json:"cache"`
 	Streams      []xdslog.StreamStatus `json:"streams"`
 	Notes        []string              `json:"notes,omitempty"`

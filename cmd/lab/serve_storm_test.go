@@ -18,6 +18,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -31,7 +32,7 @@ func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLine
 }
 
 // connectSim runs a simulated Envoy against addr until the test ends.
-func connectSim(t *testing.T, addr, mode string) *simclient.Client {
+func connectSim(t *testing.T, addr string, mode protocol.Mode) *simclient.Client {
 	t.Helper()
 	c, err := simclient.New(mode, "")
 	require.NoError(t, err)
@@ -51,11 +52,11 @@ func connectSim(t *testing.T, addr, mode string) *simclient.Client {
 // of two lines per re-send, stays readable, and its figures count every send and NACK the
 // client saw.
 func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	o.maxLogSize = 64 << 10
 	o.stormEvery = 300 * time.Millisecond
 	send, out, addr, stop := startServe(t, o)
-	c := connectSim(t, addr, xdslog.ModeSotW)
+	c := connectSim(t, addr, protocol.SotW)
 	_, err := c.WaitFor(t.Context(), func(s simclient.State) bool { return len(s.Accepted[resources.RDS]) == 1 })
 	require.NoError(t, err)
 
@@ -116,7 +117,7 @@ func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
 // says so on the console, each starts with a session line, and lab compare refuses the
 // log until one session is chosen.
 func TestServeSessionsDoNotMerge(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeDelta)
+	o := serveTestOptions(t, protocol.Delta)
 	for i, script := range []string{"port 18081\n", "port 18082\nport 18083\n"} {
 		out := newServeLines()
 		require.NoError(t, runServe(t.Context(), o, strings.NewReader(script), out.writer("out"), out.writer("err")))
@@ -154,7 +155,7 @@ func TestServeHeldPortTouchesNoLog(t *testing.T) {
 	l, err := loopback.Listen(0)
 	require.NoError(t, err)
 	defer l.Close()
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	o.xdsAddr = l.Addr().String()
 	err = runServe(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
 	require.Error(t, err)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -71,7 +72,7 @@ func (s *serveLines) all() []string {
 
 func (s *serveLines) text() string { return strings.Join(s.all(), "\n") }
 
-func serveTestOptions(t *testing.T, mode string) serveOptions {
+func serveTestOptions(t *testing.T, mode protocol.Mode) serveOptions {
 	o := defaultServeOptions()
 	o.mode = mode
 	o.xdsAddr = "127.0.0.1:0"
@@ -122,8 +123,8 @@ status
 `
 
 func TestServeScript(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			// The log is appended to, never truncated.
 			require.NoError(t, os.WriteFile(o.logPath, []byte("line from an earlier run\n"), 0o644))
@@ -135,7 +136,7 @@ func TestServeScript(t *testing.T) {
 			version := `^out: version %d: `
 			err := `^err: error: `
 			want := []string{
-				`^out: serving ` + mode + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.logPath) + ` \(type help for commands\)$`,
+				`^out: serving ` + mode.String() + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.logPath) + ` \(type help for commands\)$`,
 				`^out: xds\.log already held 0\.0 MiB: this serve appends a new session after a session line; lab compare --session picks one$`,
 				fmt.Sprintf(version, 1) + `CDS \+inventory; EDS \+inventory; LDS \+quote-listener; RDS \+quote-route$`,
 				fmt.Sprintf(version, 2) + `EDS ~inventory$`,
@@ -153,7 +154,7 @@ func TestServeScript(t *testing.T) {
 				err + `invalid takes no arguments`,
 				err + `port needs the endpoint port`,
 				`^out: version 6 published to node teaching-envoy; no stream connected$`,
-				`^out: no stream for node teaching-envoy, the node this server publishes to: nothing receives version 6 \(start Envoy with the bootstrap lab bootstrap --mode ` + mode + ` prints\)$`,
+				`^out: no stream for node teaching-envoy, the node this server publishes to: nothing receives version 6 \(start Envoy with the bootstrap lab bootstrap --mode ` + mode.String() + ` prints\)$`,
 				`^out: stopping: end of input$`,
 			}
 			got := out.all()
@@ -200,7 +201,7 @@ func TestServeScript(t *testing.T) {
 }
 
 func TestServeHelpAndQuit(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	out := newServeLines()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -216,7 +217,7 @@ func TestServeHelpAndQuit(t *testing.T) {
 }
 
 func TestServeLongLineIgnored(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeDelta)
+	o := serveTestOptions(t, protocol.Delta)
 	out := newServeLines()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -230,7 +231,7 @@ func TestServeLongLineIgnored(t *testing.T) {
 }
 
 func TestServeStopsOnSignalContext(t *testing.T) {
-	o := serveTestOptions(t, xdslog.ModeSotW)
+	o := serveTestOptions(t, protocol.SotW)
 	out := newServeLines()
 	inR, inW := io.Pipe()
 	defer inW.Close()
@@ -268,7 +269,7 @@ func TestServeRefusesBadOptions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := serveTestOptions(t, xdslog.ModeSotW)
+			o := serveTestOptions(t, protocol.SotW)
 			tc.edit(&o)
 			out := newServeLines()
 			err := runServe(context.Background(), o, strings.NewReader("port 18081\n"), out.writer("out"), out.writer("err"))
@@ -304,7 +305,7 @@ func TestServeCommandFlags(t *testing.T) {
 
 // serveClient is a raw ADS client that subscribes to CDS (wildcard) then EDS for the
 // clusters it got, and ACKs every response.
-func serveClient(t *testing.T, ctx context.Context, addr, mode string) {
+func serveClient(t *testing.T, ctx context.Context, addr string, mode protocol.Mode) {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -312,7 +313,7 @@ func serveClient(t *testing.T, ctx context.Context, addr, mode string) {
 	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
 	node := &core.Node{Id: resources.NodeID, Cluster: "test"}
 	edsNames := []string{resources.ClusterName}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		s, err := c.StreamAggregatedResources(ctx)
 		require.NoError(t, err)
 		require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: rsrc.ClusterType}))
@@ -361,8 +362,8 @@ func serveClient(t *testing.T, ctx context.Context, addr, mode string) {
 }
 
 func TestServeStatusShowsAcceptedVersions(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			srv := startServeSession(t, o)
 			out, send, addr := srv.out, srv.send, srv.addr
@@ -375,7 +376,7 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 			// it is the content hash, so only the hash is shown, and the label the type
 			// runs is system_version_info.
 			resVersion := func(v string) string {
-				if mode == xdslog.ModeSotW {
+				if mode == protocol.SotW {
 					return v + `\s+`
 				}
 				return ""
@@ -386,14 +387,14 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 			statusShows := srv.statusShows
 			serveWaitFor(t, 10*time.Second, "status rows for version 1", statusShows(row("CDS", "1"), row("EDS", "1")))
 			assert.Contains(t, out.text(), "out: version 1 published to node teaching-envoy; 1 stream connected")
-			assert.Regexp(t, `(?m)^out: stream 1: node teaching-envoy, peer 127\.0\.0\.1:\d+, `+mode+` ADS, snapshot cache, connected since \d\d:\d\d:\d\d \(\S+\)$`, out.text())
+			assert.Regexp(t, `(?m)^out: stream 1: node teaching-envoy, peer 127\.0\.0\.1:\d+, `+mode.String()+` ADS, snapshot cache, connected since \d\d:\d\d:\d\d \(\S+\)$`, out.text())
 			assert.Regexp(t, `(?m)^out:   TYPE\s+STATE\s+RUNS\s+DETAIL$`, out.text())
 
 			// A port change moves EDS; the client ACKs it and status follows. SotW with
 			// uniform versions re-sends CDS too (accepted as 2); delta leaves CDS at 1.
 			send("port 18081")
 			cdsLabel := "2"
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				cdsLabel = "1"
 			}
 			serveWaitFor(t, 10*time.Second, "status rows for version 2", statusShows(row("EDS", "2"), row("CDS", cdsLabel)))
@@ -427,8 +428,8 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 // status shows each type at its own cache's version (prefix of this start, then the
 // number of updates): after a port change EDS is at .2 and CDS still at .1.
 func TestServeLinear(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			o.cache = frontend.LinearCache
 			srv := startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)

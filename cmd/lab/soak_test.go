@@ -28,6 +28,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -217,7 +218,7 @@ func (o *soakOutput) waitVersion(t *testing.T, want int, timeout time.Duration, 
 
 // soakResult is what one mode's soak measured.
 type soakResult struct {
-	mode            string
+	mode            protocol.Mode
 	publishes       int // soak publishes through stdin (version 1 excluded)
 	logPublishes    int // publish events in xds.log (version 1 included)
 	sends           map[string]int
@@ -240,8 +241,8 @@ func TestSoak(t *testing.T) {
 	bin := envoytest.Require(t)
 	n := soakPublishes(t)
 	var results []soakResult
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			results = append(results, runSoak(t, bin, mode, n))
 		})
 	}
@@ -253,20 +254,20 @@ func TestSoak(t *testing.T) {
 // soakStats are the Envoy subscription stats that carry the last label: in SotW with
 // uniform versions every publish moves all four types; in delta only EDS moves (the
 // endpoint is all that changes), and the other subscriptions stay on version 1.
-func soakStats(mode string) (moving, still []string) {
+func soakStats(mode protocol.Mode) (moving, still []string) {
 	eds := "cluster." + resources.ClusterName + ".version_text"
 	others := []string{
 		"cluster_manager.cds.version_text",
 		"listener_manager.lds.version_text",
 		"http." + resources.StatPrefix + ".rds." + resources.RouteName + ".version_text",
 	}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		return append([]string{eds}, others...), nil
 	}
 	return []string{eds}, others
 }
 
-func runSoak(t *testing.T, bin envoy.Binary, mode string, n int) soakResult {
+func runSoak(t *testing.T, bin envoy.Binary, mode protocol.Mode, n int) soakResult {
 	// Registered first, so it runs after every cleanup below: serve, Envoy, the backends
 	// and their connections must all be gone when the soak is.
 	testenv.VerifyNoLeaks(t)
@@ -405,7 +406,7 @@ func runSoak(t *testing.T, bin envoy.Binary, mode string, n int) soakResult {
 			return false
 		}
 		want := last
-		if mode == xdslog.ModeDelta {
+		if mode == protocol.Delta {
 			if conv.lastEDSSendHash != conv.lastPublishEDSHash {
 				return false // the last content is still to be sent
 			}
@@ -425,7 +426,7 @@ func runSoak(t *testing.T, bin envoy.Binary, mode string, n int) soakResult {
 	}, 60*time.Second, 100*time.Millisecond, "Envoy's %v reach version %s (or, in delta, the last EDS send carrying its content) and every send in xds.log is answered", moving, last)
 	res.settle = time.Since(start) - res.wall
 	res.envoyEDSVersion = stats[moving[0]]
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		assert.Equal(t, last, conv.lastEDSSend, "SotW's last EDS send is the last label")
 	}
 	for _, name := range still {

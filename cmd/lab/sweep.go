@@ -17,8 +17,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // sweepOptions are the flags of `lab sweep`.
@@ -27,7 +27,7 @@ type sweepOptions struct {
 	rates       []int
 	connections int
 	protocol    string
-	mode        string
+	mode        protocol.Mode
 	cache       frontend.Cache
 	repeat      int
 	out         string
@@ -45,7 +45,7 @@ func newSweepCmd() *cobra.Command { return newSweepCmdWith(runSweep) }
 // newSweepCmdWith only parses flags; run does the work (tests pass their own).
 func newSweepCmdWith(run func(ctx context.Context, o sweep.Options, out io.Writer) error) *cobra.Command {
 	o := sweepOptions{scenario: "under-load", rates: defaultSweepRates, connections: 4, protocol: string(load.HTTP2),
-		mode: xdslog.ModeSotW, cache: frontend.SnapshotCache, repeat: 1}
+		mode: protocol.SotW, cache: frontend.SnapshotCache, repeat: 1}
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Find the highest load one Envoy sustains while changes land, and what load adds to publish-to-ACK",

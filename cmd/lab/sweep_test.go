@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // TestSweepFlags: the flags become the sweep's options; the defaults are the documented
@@ -28,7 +29,7 @@ func TestSweepFlags(t *testing.T) {
 	assert.Equal(t, []int{200, 1000, 2000, 5000, 8000, 12000}, got.Rates)
 	assert.Equal(t, 4, got.Connections)
 	assert.Equal(t, load.HTTP2, got.Protocol)
-	assert.Equal(t, "sotw", got.Mode)
+	assert.Equal(t, protocol.SotW, got.Mode)
 	assert.Equal(t, 1, got.Repeat)
 	assert.Contains(t, got.Out, "experiments/evidence/sweep/")
 

@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/tap"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -168,12 +169,12 @@ type tapLogs struct {
 }
 
 // pathFor is the log of a mode that came second: xds.log -> xds.delta.log.
-func tapSecondPath(path, mode string) string {
+func tapSecondPath(path string, mode protocol.Mode) string {
 	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "." + mode + ext
+	return strings.TrimSuffix(path, ext) + "." + mode.String() + ext
 }
 
-func (l *tapLogs) recorder(mode string) *xdslog.Recorder {
+func (l *tapLogs) recorder(mode protocol.Mode) *xdslog.Recorder {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	path := l.path

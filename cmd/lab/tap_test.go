@@ -24,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -111,10 +112,10 @@ type tapRun struct {
 	stop                func() error
 }
 
-func startTapRun(t *testing.T, mode string) *tapRun { return startTapRunOn(t, mode, 0) }
+func startTapRun(t *testing.T, mode protocol.Mode) *tapRun { return startTapRunOn(t, mode, 0) }
 
 // startTapRunOn is startTapRun with Envoy's listener on listenerPort (0: the default).
-func startTapRunOn(t *testing.T, mode string, listenerPort int) *tapRun {
+func startTapRunOn(t *testing.T, mode protocol.Mode, listenerPort int) *tapRun {
 	t.Helper()
 	dir := t.TempDir()
 	r := &tapRun{tapLog: filepath.Join(dir, "tap.log"), cpLog: filepath.Join(dir, "cp.log"), out: &syncbuf.Buffer{}}
@@ -188,7 +189,7 @@ func waitLog(t *testing.T, path, what string, ok func(xdslog.Event) bool) {
 // lab compare renders every format of the tap log beside the control plane's log with
 // the same ACK and NACK counts.
 func TestTapRecordsAndCompares(t *testing.T) {
-	r := startTapRun(t, xdslog.ModeSotW)
+	r := startTapRun(t, protocol.SotW)
 	_, err := io.WriteString(r.steps, "exchange\n")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return strings.Contains(r.out.String(), "step exchange\n") }, 10*time.Second, 5*time.Millisecond)
@@ -248,7 +249,7 @@ func TestTapRecordsAndCompares(t *testing.T) {
 // TestTapAppendsASession: a second tap on the same log starts a new session, which lab
 // compare tells apart.
 func TestTapAppendsASession(t *testing.T) {
-	r := startTapRun(t, xdslog.ModeSotW)
+	r := startTapRun(t, protocol.SotW)
 	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -265,7 +266,7 @@ func TestTapAppendsASession(t *testing.T) {
 	cpFile, err := os.OpenFile(r.cpLog, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	defer cpFile.Close()
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(cpFile, xdslog.ModeSotW)})
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(cpFile, protocol.SotW)})
 	require.NoError(t, err)
 	defer cp.Stop()
 	_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
@@ -374,7 +375,7 @@ func TestTapWindows(t *testing.T) {
 // TestTapSecondProtocol: a delta stream after a SotW one is recorded beside the log, and
 // the SotW control plane's refusal reaches the client as its status.
 func TestTapSecondProtocol(t *testing.T) {
-	r := startTapRun(t, xdslog.ModeSotW)
+	r := startTapRun(t, protocol.SotW)
 	conn, err := grpc.NewClient(r.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -391,11 +392,11 @@ func TestTapSecondProtocol(t *testing.T) {
 	require.NoError(t, r.stop())
 	assert.Contains(t, r.out.String(), "a delta stream: recorded in "+tapSecondPath(r.tapLog, "delta"))
 	for _, e := range readLog(t, r.tapLog) {
-		assert.Equal(t, xdslog.ModeSotW, e.Mode)
+		assert.Equal(t, protocol.SotW, e.Mode)
 	}
 	ev := readLog(t, tapSecondPath(r.tapLog, "delta"))
 	require.Len(t, ev, 3, "session, stream_open, stream_close")
 	assert.Equal(t, xdslog.SourceTap, ev[0].Source)
-	assert.Equal(t, xdslog.ModeDelta, ev[2].Mode)
+	assert.Equal(t, protocol.Delta, ev[2].Mode)
 	assert.Contains(t, ev[2].Error, "upstream ended the stream: Unimplemented")
 }

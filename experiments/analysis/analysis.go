@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/stats"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -182,11 +183,11 @@ type SendInfo struct {
 
 // Summary is a whole log's figures.
 type Summary struct {
-	Mode    string      `json:"mode"`
-	Events  int         `json:"events"`
-	Skipped int         `json:"skipped_lines,omitempty"`
-	Steps   []*Step     `json:"steps"`
-	Total   TypeFigures `json:"total"`
+	Mode    protocol.Mode `json:"mode"`
+	Events  int           `json:"events"`
+	Skipped int           `json:"skipped_lines,omitempty"`
+	Steps   []*Step       `json:"steps"`
+	Total   TypeFigures   `json:"total"`
 }
 
 // Step returns the named step or nil.
@@ -442,7 +443,7 @@ func (a *Accumulator) send(st *Step, e xdslog.Event) {
 	for _, n := range e.Removed {
 		st.RemovedNames = addName(st.RemovedNames, e.Type, n)
 	}
-	if e.Mode == xdslog.ModeSotW && (e.Type == "LDS" || e.Type == "CDS") {
+	if e.Mode == protocol.SotW && (e.Type == "LDS" || e.Type == "CDS") {
 		info.Absent = a.absent(st, f, e, k)
 	}
 	if a.fresh[key{e.Server, e.Stream, ""}] == e.Step && st.Reconnect != nil {

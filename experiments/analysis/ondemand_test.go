@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -18,7 +19,7 @@ func onDemandLog() []xdslog.Event {
 	sent := func(ms int) *time.Time { ts := at(ms); return &ts }
 	ok := true
 	d := func(ms int, e xdslog.Event) xdslog.Event {
-		e.TS, e.Mode, e.Server = at(ms), xdslog.ModeDelta, 1
+		e.TS, e.Mode, e.Server = at(ms), protocol.Delta, 1
 		if e.Step == "" {
 			e.Step = "vhost"
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestStormSummaryCountsLikeTheLines(t *testing.T) {
 	figures := func(limit int64) (*Step, int) {
 		var buf bytes.Buffer
-		r := xdslog.NewRecorder(&buf, xdslog.ModeSotW, xdslog.WithMaxLogBytes(limit))
+		r := xdslog.NewRecorder(&buf, protocol.SotW, xdslog.WithMaxLogBytes(limit))
 		r.SetStep("invalid-route")
 		r.StreamOpen(1, "")
 		bad := []xdslog.Resource{{Name: "quote-route", Version: "3", Hash: "bad"}}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -20,7 +21,7 @@ func at(ms int) time.Time { return trafficT0.Add(time.Duration(ms) * time.Millis
 // event, whose timeline runs from 5 ms for 10 buckets of 10 ms (to 105 ms).
 func trafficStep(tr xdslog.Traffic) []xdslog.Event {
 	ev := func(ms int, e xdslog.Event) xdslog.Event {
-		e.TS, e.Mode, e.Step, e.Server = at(ms), xdslog.ModeSotW, "port-change", 1
+		e.TS, e.Mode, e.Step, e.Server = at(ms), protocol.SotW, "port-change", 1
 		return e
 	}
 	return []xdslog.Event{
@@ -100,11 +101,11 @@ func TestTrafficOfAStep(t *testing.T) {
 
 // TestTrafficMarksBounded: a step's marks stop at maxTrafficMarks; the rest are counted.
 func TestTrafficMarksBounded(t *testing.T) {
-	ev := []xdslog.Event{{TS: at(0), Event: xdslog.EventStep, Mode: xdslog.ModeSotW, Step: "s"}}
+	ev := []xdslog.Event{{TS: at(0), Event: xdslog.EventStep, Mode: protocol.SotW, Step: "s"}}
 	for i := range maxTrafficMarks + 500 {
-		ev = append(ev, xdslog.Event{TS: at(1).Add(time.Duration(i) * time.Microsecond), Event: xdslog.EventNack, Mode: xdslog.ModeSotW, Step: "s", Type: "RDS"})
+		ev = append(ev, xdslog.Event{TS: at(1).Add(time.Duration(i) * time.Microsecond), Event: xdslog.EventNack, Mode: protocol.SotW, Step: "s", Type: "RDS"})
 	}
-	ev = append(ev, xdslog.Event{TS: at(100), Event: xdslog.EventTraffic, Mode: xdslog.ModeSotW, Step: "s",
+	ev = append(ev, xdslog.Event{TS: at(100), Event: xdslog.EventTraffic, Mode: protocol.SotW, Step: "s",
 		Traffic: &xdslog.Traffic{Timeline: &xdslog.Timeline{Start: at(0), BucketMS: 10, Series: map[string][]int{"v1": make([]int, 10)}}}})
 	tr := Summarize(ev).Step("s").Traffic
 	require.NotNil(t, tr)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -26,7 +27,7 @@ import (
 // the same two cores as the control plane; this client keeps only names, so the time to
 // the last ACK measures the control plane and the wire.
 type ackClient struct {
-	mode   string
+	mode   protocol.Mode
 	nodeID string
 }
 

@@ -27,8 +27,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Client kinds (--client). With --clients > 1 the bench runs clientAckOnly clients.
@@ -60,7 +60,7 @@ const (
 // Defaults for the CLI.
 var (
 	DefaultClusters = []int{10, 100, 1000, 10000}
-	DefaultModes    = []string{xdslog.ModeSotW, xdslog.ModeDelta}
+	DefaultModes    = []protocol.Mode{protocol.SotW, protocol.Delta}
 	DefaultVersions = []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}
 )
 
@@ -94,7 +94,7 @@ type Options struct {
 	// (grpcclient.LabCommand from the CLI; tests pass grpcclient.ReexecCommand).
 	GRPCCommand grpcclient.Command
 	// Modes are "sotw" and/or "delta".
-	Modes []string
+	Modes []protocol.Mode
 	// SotWVersions are the SotW version strategies to measure (ignored without sotw).
 	// The LinearCache versions each type itself, so with it only per-type runs: uniform
 	// is skipped for it (a progress note says so), and refused when nothing else would
@@ -158,7 +158,7 @@ func DefaultOut() string {
 type series struct {
 	name     string
 	cache    frontend.Cache
-	mode     string
+	mode     protocol.Mode
 	versions frontend.VersionStrategy
 	// tap: the client connects through an ADS tap (the name ends in "+tap").
 	tap bool
@@ -167,9 +167,9 @@ type series struct {
 // file is the series name as it appears in file names ("sotw-per-type-linear").
 func (s series) file() string { return strings.ReplaceAll(s.name, "/", "-") }
 
-func seriesName(cache frontend.Cache, mode string, versions frontend.VersionStrategy) string {
-	name := mode
-	if mode == xdslog.ModeSotW {
+func seriesName(cache frontend.Cache, mode protocol.Mode, versions frontend.VersionStrategy) string {
+	name := mode.String()
+	if mode == protocol.SotW {
 		name += "-" + string(versions)
 	}
 	if cache != frontend.SnapshotCache {
@@ -204,7 +204,7 @@ func (o *Options) series() ([]series, []string) {
 	)
 	for _, c := range o.Caches {
 		for _, m := range o.Modes {
-			if m == xdslog.ModeDelta {
+			if m == protocol.Delta {
 				out = append(out, series{name: seriesName(c, m, ""), cache: c, mode: m})
 				continue
 			}

@@ -33,6 +33,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -109,7 +110,7 @@ func BenchmarkRecorder(b *testing.B) {
 	// The publish event lists every resource of the state with its hash.
 	pub := sendResources(2*benchN + 2)
 	b.Run(fmt.Sprintf("publish/resources=%d", len(pub)), func(b *testing.B) {
-		r := xdslog.NewRecorder(io.Discard, xdslog.ModeSotW)
+		r := xdslog.NewRecorder(io.Discard, protocol.SotW)
 		for b.Loop() {
 			r.Publish("2", pub, []string{"EDS"})
 		}
@@ -118,7 +119,7 @@ func BenchmarkRecorder(b *testing.B) {
 		res := sendResources(n)
 		bytes := n * 113 // about an EDS resource's share of a response
 		b.Run(fmt.Sprintf("send/resources=%d", n), func(b *testing.B) {
-			r := xdslog.NewRecorder(io.Discard, xdslog.ModeSotW)
+			r := xdslog.NewRecorder(io.Discard, protocol.SotW)
 			i := 0
 			for b.Loop() {
 				i++
@@ -126,7 +127,7 @@ func BenchmarkRecorder(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("ack/resources=%d", n), func(b *testing.B) {
-			r := xdslog.NewRecorder(io.Discard, xdslog.ModeSotW)
+			r := xdslog.NewRecorder(io.Discard, protocol.SotW)
 			i := 0
 			for b.Loop() {
 				b.StopTimer()
@@ -156,7 +157,7 @@ type scenario struct {
 // It wires the front end by hand rather than through controlplane.New: the Go
 // benchmarks measure the library's transport alone, with the recorder optional and no
 // stream limits, and need a hook on the stream's first read.
-func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
+func startScenario(tb testing.TB, mode protocol.Mode, rec *xdslog.Recorder) *scenario {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cache := frontend.NewSnapshotCache(nil)
@@ -166,7 +167,7 @@ func startScenario(tb testing.TB, mode string, rec *xdslog.Recorder) *scenario {
 		tb.Fatal(err)
 	}
 	var fe frontend.FrontEnd
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
 	} else {
 		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
@@ -268,7 +269,7 @@ func publishAndWait(b *testing.B, sc *scenario, set *resources.Set) (wall, cpu t
 	return wall, c1 - c0
 }
 
-func newRecorder(b *testing.B, mode string, real bool) (*xdslog.Recorder, func()) {
+func newRecorder(b *testing.B, mode protocol.Mode, real bool) (*xdslog.Recorder, func()) {
 	if !real {
 		return nil, func() {}
 	}
@@ -309,8 +310,8 @@ func (t *abTimes) report(b *testing.B) {
 // one endpoint of a client that runs the state (SotW with uniform versions re-sends
 // everything, delta one resource).
 func BenchmarkRecorderOverhead(b *testing.B) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		b.Run(mode+"/initial", func(b *testing.B) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		b.Run(mode.String()+"/initial", func(b *testing.B) {
 			set, err := resources.Build(scaledState("1", benchN, 10_001))
 			if err != nil {
 				b.Fatal(err)
@@ -336,7 +337,7 @@ func BenchmarkRecorderOverhead(b *testing.B) {
 			}
 			t.report(b)
 		})
-		b.Run(mode+"/update", func(b *testing.B) {
+		b.Run(mode.String()+"/update", func(b *testing.B) {
 			var scs [2]*scenario
 			for v := range scs {
 				rec, closeLog := newRecorder(b, mode, v == 0)

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -197,7 +198,7 @@ func (r *configRun) start(ctx context.Context) error {
 	// Default limits: 2,048 streams cover MaxClients, and every fan-out client has its own
 	// connection, so the per-connection stream limit never applies.
 	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache}
-	if r.s.mode == xdslog.ModeSotW {
+	if r.s.mode == protocol.SotW {
 		opts.Versions = r.s.versions
 	}
 	proxies, err := r.proxySpecs(&opts)

@@ -25,8 +25,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // identity is a loopback HTTP server that answers every request with its own name, so a
@@ -134,7 +134,7 @@ type proxy struct {
 type clientSpec struct {
 	kind    string
 	k       int
-	mode    string
+	mode    protocol.Mode
 	xdsAddr string
 	bin     envoy.Binary
 	dir     string
@@ -163,9 +163,9 @@ type clientSpec struct {
 // N = 100,000 (a pointer-chasing walk, so it depends on where Envoy's allocator put the
 // nodes). The grace allows 2e-8 s x N² (200 s more at N = 100,000); a SotW Envoy still
 // tearing down after it is killed and recorded as such (proxy.stop).
-func stopGrace(mode string, clusters int) time.Duration {
+func stopGrace(mode protocol.Mode, clusters int) time.Duration {
 	g := 10*time.Second + time.Duration(clusters/1000)*time.Second
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		n := float64(clusters)
 		g += time.Duration(2e-8 * n * n * float64(time.Second))
 	}
@@ -262,7 +262,7 @@ func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error)
 		return nil, fmt.Errorf("envoy %s: %w", orDefault(ps.node), err)
 	}
 	p := &proxy{
-		node: ps.node, listenerPort: ps.listenerPort, bootstrap: filepath.Base(bs), proc: proc, sotw: s.mode == xdslog.ModeSotW,
+		node: ps.node, listenerPort: ps.listenerPort, bootstrap: filepath.Base(bs), proc: proc, sotw: s.mode == protocol.SotW,
 		http:  &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableKeepAlives: s.freshConnections}},
 		admin: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 	}

@@ -8,23 +8,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // TestStopGraceCoversSotWQuadraticTeardown: the SotW grace grows with N² and leaves 3x
 // the teardown measured at N = 30,000 (12.3 s) up to there; delta keeps the linear grace.
 func TestStopGraceCoversSotWQuadraticTeardown(t *testing.T) {
-	assert.Equal(t, 20*time.Second, stopGrace(xdslog.ModeDelta, 10000))
-	assert.Equal(t, 110*time.Second, stopGrace(xdslog.ModeDelta, 100000))
+	assert.Equal(t, 20*time.Second, stopGrace(protocol.Delta, 10000))
+	assert.Equal(t, 110*time.Second, stopGrace(protocol.Delta, 100000))
 	measured := func(n int) time.Duration {
 		return time.Duration(12.3 * float64(n) * float64(n) / (30000 * 30000) * float64(time.Second))
 	}
 	for _, n := range []int{10, 1000, 30000} {
-		g := stopGrace(xdslog.ModeSotW, n)
-		assert.GreaterOrEqual(t, g, stopGrace(xdslog.ModeDelta, n), "N=%d", n)
+		g := stopGrace(protocol.SotW, n)
+		assert.GreaterOrEqual(t, g, stopGrace(protocol.Delta, n), "N=%d", n)
 		assert.GreaterOrEqual(t, g, 3*measured(n), "N=%d: grace %s", n, g)
 	}
-	assert.Equal(t, 310*time.Second, stopGrace(xdslog.ModeSotW, 100000))
+	assert.Equal(t, 310*time.Second, stopGrace(protocol.SotW, 100000))
 }
 
 // TestReportListsEnvoyExitTimes: bench.md names each configuration's exit times.

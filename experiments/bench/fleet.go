@@ -3,10 +3,12 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"github.com/xds-workbench/lab/experiments/chart"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/chart"
+	"github.com/xds-workbench/lab/shared/stats"
 )
 
 // MaxEnvoys bounds --envoys: ten Envoys at N = 1,000 fit a 2-core, 24 GB machine
@@ -104,22 +106,14 @@ func spread(v []float64) (float64, bool) {
 }
 
 // Percentiles are p50, p99 and max of one figure over the Envoys x the repeats. The
-// percentiles are nearest-rank: the smallest value at least p% of the values do not
-// exceed, always one of the values (p99 of fewer than 100 values is the max).
+// percentiles are stats.Percentile's nearest rank: the smallest value at least p% of the
+// values do not exceed, always one of the values (p99 of fewer than 100 values is the
+// max).
 type Percentiles struct {
 	P50   float64 `json:"p50"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
 	Count int     `json:"count"`
-}
-
-// percentile is the nearest-rank p-th percentile (0 < p <= 100) of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
 // percentilesOf is p50, p99 and max of v (false without values).
@@ -128,7 +122,7 @@ func percentilesOf(v []float64) (Percentiles, bool) {
 		return Percentiles{}, false
 	}
 	s := slices.Sorted(slices.Values(v))
-	return Percentiles{P50: percentile(s, 50), P99: percentile(s, 99), Max: s[len(s)-1], Count: len(s)}, true
+	return Percentiles{P50: stats.Percentile(s, 50), P99: stats.Percentile(s, 99), Max: s[len(s)-1], Count: len(s)}, true
 }
 
 // proxyMetric is one per-Envoy figure.

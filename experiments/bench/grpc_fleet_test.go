@@ -11,8 +11,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/syncbuf"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // TestSweepGRPCFleet: three grpc-go client processes (this test binary re-executed as
@@ -37,7 +37,7 @@ func sweepGRPCFleet(t *testing.T, unprobed string, versions []frontend.VersionSt
 	out := &syncbuf.Buffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
-		Modes: []string{xdslog.ModeSotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},
+		Modes: []protocol.Mode{protocol.SotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},
 		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 		Unprobed: unprobed,
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/progress"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // The on-demand axis (--on-demand): the same scaled state served wildcard (every
@@ -85,11 +85,11 @@ func (o *Options) checkShapes() error {
 			return &OptionError{Option: OptionOnDemand, Value: shapeNames(o.OnDemand), Item: ShapeName(od), Err: fmt.Errorf("%s is listed twice", ShapeName(od))}
 		}
 		seen[od] = true
-		if !slices.Contains(o.Modes, xdslog.ModeSotW) {
+		if !slices.Contains(o.Modes, protocol.SotW) {
 			continue
 		}
 		if err := od.CheckMode(true); err != nil {
-			return &OptionError{Option: OptionModes, Value: strings.Join(o.Modes, ","), Item: ShapeName(od), Err: fmt.Errorf("on-demand shape %s runs delta only: %w", ShapeName(od), err)}
+			return &OptionError{Option: OptionModes, Value: joinList(o.Modes), Item: ShapeName(od), Err: fmt.Errorf("on-demand shape %s runs delta only: %w", ShapeName(od), err)}
 		}
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // TestOnDemandSweepEnvoy: the on-demand axis against real Envoy at small N. Wildcard
@@ -26,7 +26,7 @@ func TestOnDemandSweepEnvoy(t *testing.T) {
 	wildcard, vhds, both := resources.OnDemand{}, resources.OnDemand{VirtualHosts: true}, resources.OnDemand{VirtualHosts: true, Clusters: true}
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Options{
-		Clusters: []int{n}, Client: ClientEnvoy, Modes: []string{xdslog.ModeDelta}, Repeat: 2, ColdHosts: 12,
+		Clusters: []int{n}, Client: ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 2, ColdHosts: 12,
 		OnDemand: []resources.OnDemand{wildcard, vhds, both}, Out: dir,
 	})
 	require.NoError(t, err)
@@ -72,14 +72,14 @@ func TestOnDemandSweepEnvoy(t *testing.T) {
 // TestOnDemandValidate: the axis' option refusals, each an *OptionError naming its option.
 func TestOnDemandValidate(t *testing.T) {
 	good := func() Options {
-		return Options{Clusters: []int{10}, Client: ClientEnvoy, Modes: []string{xdslog.ModeDelta}, Repeat: 1,
+		return Options{Clusters: []int{10}, Client: ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 1,
 			OnDemand: []resources.OnDemand{{}, {VirtualHosts: true, Clusters: true}}}
 	}
 	for name, tc := range map[string]struct {
 		edit         func(*Options)
 		option, want string
 	}{
-		"sotw":         {func(o *Options) { o.Modes = []string{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, OptionModes, "vhds+cds runs delta only"},
+		"sotw":         {func(o *Options) { o.Modes = []protocol.Mode{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, OptionModes, "vhds+cds runs delta only"},
 		"twice":        {func(o *Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, OptionOnDemand, "none is listed twice"},
 		"sim":          {func(o *Options) { o.Client = ClientSim }, OptionClient, "real Envoy only"},
 		"envoys":       {func(o *Options) { o.Envoys = 2 }, OptionEnvoys, "one Envoy"},
@@ -95,7 +95,7 @@ func TestOnDemandValidate(t *testing.T) {
 		})
 	}
 	o := good()
-	o.Modes = []string{"sotw"}
+	o.Modes = []protocol.Mode{"sotw"}
 	o.SotWVersions = DefaultVersions
 	err := o.Validate()
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
@@ -106,7 +106,7 @@ func TestOnDemandValidate(t *testing.T) {
 	assert.Equal(t, DefaultColdHosts, o.ColdHosts)
 	// SotW with nothing on demand is today's bench.
 	o = good()
-	o.Modes, o.SotWVersions, o.OnDemand = []string{"sotw"}, DefaultVersions, []resources.OnDemand{{}}
+	o.Modes, o.SotWVersions, o.OnDemand = []protocol.Mode{"sotw"}, DefaultVersions, []resources.OnDemand{{}}
 	require.NoError(t, o.Validate())
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // The option names an *OptionError carries: the Options fields in words. The bench
@@ -212,17 +212,12 @@ func (o *Options) checkUnprobed() error {
 
 // checkModes is the bench's one check of its protocols.
 func (o *Options) checkModes() error {
-	return checkList(OptionModes, o.Modes, "give sotw, delta or both", func(m string) error {
-		if err := xdslog.CheckMode(m); err != nil {
-			return err
-		}
-		return nil
-	})
+	return checkList(OptionModes, o.Modes, "give sotw, delta or both", protocol.Mode.Check)
 }
 
 // checkSotWVersions: the strategies matter with SotW only.
 func (o *Options) checkSotWVersions() error {
-	if !slices.Contains(o.Modes, xdslog.ModeSotW) {
+	if !slices.Contains(o.Modes, protocol.SotW) {
 		return nil
 	}
 	return checkList(OptionSotWVersions, o.SotWVersions, "give uniform, per-type or both", func(v frontend.VersionStrategy) error {
@@ -283,11 +278,11 @@ func (o *Options) checkTimeout() error {
 // cannot honour it (controlplane.CheckCacheOptions): nothing would measure SotW. With
 // another strategy or cache, series leaves the refused series out with a note.
 func (o *Options) checkUniformCache() error {
-	if !slices.Contains(o.Modes, xdslog.ModeSotW) || len(o.Caches) != 1 ||
+	if !slices.Contains(o.Modes, protocol.SotW) || len(o.Caches) != 1 ||
 		!slices.Equal(o.SotWVersions, []frontend.VersionStrategy{frontend.Uniform}) {
 		return nil
 	}
-	if controlplane.CheckCacheOptions(o.Caches[0], xdslog.ModeSotW, frontend.Uniform, "") == nil {
+	if controlplane.CheckCacheOptions(o.Caches[0], protocol.SotW, frontend.Uniform, "") == nil {
 		return nil
 	}
 	return refuse(OptionSotWVersions, string(frontend.Uniform), fmt.Errorf("%w (cache %s)", ErrUniformNeedsSnapshot, o.Caches[0]))
@@ -343,8 +338,8 @@ func (o *Options) validateGRPC() error {
 	if o.Client != ClientGRPC {
 		return nil
 	}
-	if slices.Contains(o.Modes, xdslog.ModeDelta) {
-		return refuse(OptionModes, strings.Join(o.Modes, ","), grpcclient.ErrNoDelta)
+	if slices.Contains(o.Modes, protocol.Delta) {
+		return refuse(OptionModes, joinList(o.Modes), grpcclient.ErrNoDelta)
 	}
 	for _, w := range o.Workloads {
 		if w != WorkloadEndpoint {

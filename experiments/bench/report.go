@@ -13,8 +13,8 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/stats"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Sample is one publish (the initial state or one change of the workload) in one
@@ -110,11 +110,11 @@ type Config struct {
 	Series string `json:"series"`
 	// Cache is the library cache (snapshot or linear); Workload the change measured.
 	// Reports written before both existed read as snapshot and endpoint (ReadReport).
-	Cache    string `json:"cache"`
-	Workload string `json:"workload"`
-	Mode     string `json:"mode"`
-	Versions string `json:"sotw_versions,omitempty"`
-	N        int    `json:"clusters"`
+	Cache    string        `json:"cache"`
+	Workload string        `json:"workload"`
+	Mode     protocol.Mode `json:"mode"`
+	Versions string        `json:"sotw_versions,omitempty"`
+	N        int           `json:"clusters"`
 	// Clients is how many clients the control plane served: --clients, or --envoys.
 	Clients int    `json:"clients"`
 	Client  string `json:"client"`
@@ -225,16 +225,16 @@ type Host struct {
 
 // RunOptions is what was asked for.
 type RunOptions struct {
-	Clusters     []int    `json:"clusters"`
-	Clients      int      `json:"clients"`
-	Envoys       int      `json:"envoys,omitempty"`
-	Client       string   `json:"client"`
-	Modes        []string `json:"modes"`
-	SotWVersions []string `json:"sotw_versions"`
-	Caches       []string `json:"caches"`
-	Workloads    []string `json:"workloads"`
-	Repeat       int      `json:"repeat"`
-	Through      []string `json:"through,omitempty"`
+	Clusters     []int           `json:"clusters"`
+	Clients      int             `json:"clients"`
+	Envoys       int             `json:"envoys,omitempty"`
+	Client       string          `json:"client"`
+	Modes        []protocol.Mode `json:"modes"`
+	SotWVersions []string        `json:"sotw_versions"`
+	Caches       []string        `json:"caches"`
+	Workloads    []string        `json:"workloads"`
+	Repeat       int             `json:"repeat"`
+	Through      []string        `json:"through,omitempty"`
 	// OnDemand are the shapes of the on-demand axis (none, vhds, vhds+cds) and
 	// ColdHosts how many services each requested cold.
 	OnDemand  []string `json:"on_demand,omitempty"`
@@ -293,7 +293,7 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))
 	}
-	if slices.Contains(o.Modes, "sotw") {
+	if slices.Contains(o.Modes, protocol.SotW) {
 		for _, v := range o.SotWVersions {
 			r.Options.SotWVersions = append(r.Options.SotWVersions, string(v))
 		}
@@ -427,10 +427,10 @@ func find(cfgs []*Config, workload, series string, n int) *Config {
 func ratios(cfgs []*Config) []Ratio {
 	var out []Ratio
 	for _, c := range cfgs {
-		if c.Mode != "sotw" || c.Error != "" {
+		if c.Mode != protocol.SotW || c.Error != "" {
 			continue
 		}
-		name := seriesName(frontend.Cache(c.Cache), xdslog.ModeDelta, "")
+		name := seriesName(frontend.Cache(c.Cache), protocol.Delta, "")
 		if c.Through == ThroughTap {
 			name += tapSuffix
 		}

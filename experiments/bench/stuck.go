@@ -10,6 +10,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -36,7 +37,7 @@ type stuckClients struct {
 }
 
 // startStuck connects k stuck clients to addr in mode; they read until stopReading.
-func startStuck(ctx context.Context, addr, mode string, k int) (*stuckClients, error) {
+func startStuck(ctx context.Context, addr string, mode protocol.Mode, k int) (*stuckClients, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	sc := &stuckClients{cancel: cancel}
 	for i := 0; i < k; i++ {

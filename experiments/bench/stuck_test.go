@@ -21,6 +21,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -65,9 +66,9 @@ func TestSweepStuckClient(t *testing.T) {
 func TestStuckSendParksInFlowControl(t *testing.T) {
 	for _, mode := range DefaultModes {
 		for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache} {
-			t.Run(mode+"-"+string(cache), func(t *testing.T) {
+			t.Run(mode.String()+"-"+string(cache), func(t *testing.T) {
 				o := controlplane.Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(io.Discard, mode)}
-				if mode == xdslog.ModeSotW {
+				if mode == protocol.SotW {
 					o.Versions, o.NackPolicy = controlplane.SotWDefaults(cache)
 				}
 				cp, err := controlplane.New(o)
@@ -102,14 +103,14 @@ func TestStuckSendParksInFlowControl(t *testing.T) {
 
 // neverReading opens a stream on its own connection with a static 64 KiB window, asks
 // for CDS and LDS, and never reads: its first response alone fills the window.
-func neverReading(t *testing.T, addr, mode string) func() {
+func neverReading(t *testing.T, addr string, mode protocol.Mode) func() {
 	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(stuckWindow), grpc.WithInitialConnWindowSize(stuckWindow))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
 	node := &core.Node{Id: resources.NodeID}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		s, err := c.StreamAggregatedResources(ctx)
 		require.NoError(t, err)
 		require.NoError(t, s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()}))

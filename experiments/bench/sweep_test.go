@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
-	"github.com/xds-workbench/lab/experiments/chart"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/chart"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -302,9 +304,9 @@ func TestValidate(t *testing.T) {
 		"negative clients":  {func(o *Options) { o.Clients = -1 }, OptionClients, "outside 1-1000"},
 		"fan-out envoy":     {func(o *Options) { o.Clients, o.Client = 2, ClientEnvoy }, OptionClients, "needs the simulated client"},
 		"unknown client":    {func(o *Options) { o.Client = "curl" }, OptionClient, "unknown client"},
-		"unknown mode":      {func(o *Options) { o.Modes = []string{"incremental"} }, OptionModes, "unknown mode"},
+		"unknown mode":      {func(o *Options) { o.Modes = []protocol.Mode{"incremental"} }, OptionModes, "unknown mode"},
 		"no modes":          {func(o *Options) { o.Modes = nil }, OptionModes, "give sotw, delta or both"},
-		"duplicate mode":    {func(o *Options) { o.Modes = []string{"delta", "delta"} }, OptionModes, "listed twice"},
+		"duplicate mode":    {func(o *Options) { o.Modes = []protocol.Mode{"delta", "delta"} }, OptionModes, "listed twice"},
 		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, OptionSotWVersions, "unknown"},
 		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, OptionSotWVersions, "give uniform, per-type or both"},
 		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, OptionTimeout, "negative"},
@@ -312,12 +314,12 @@ func TestValidate(t *testing.T) {
 		"empty cache":       {func(o *Options) { o.Caches = []frontend.Cache{""} }, OptionCaches, "empty"},
 		"duplicate cache":   {func(o *Options) { o.Caches = []frontend.Cache{"linear", "linear"} }, OptionCaches, "linear is listed twice"},
 		"linear uniform": {func(o *Options) {
-			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []protocol.Mode{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
 		}, OptionSotWVersions, "uniform needs the snapshot cache"},
 		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, OptionWorkloads, `unknown workload "cluster-move"`},
 		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, OptionUnprobed, "unknown setting (want dead-port or no-endpoints)"},
 		"unprobed on demand": {func(o *Options) {
-			o.Unprobed, o.Client, o.Modes, o.OnDemand = UnprobedNoEndpoints, ClientEnvoy, []string{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
+			o.Unprobed, o.Client, o.Modes, o.OnDemand = UnprobedNoEndpoints, ClientEnvoy, []protocol.Mode{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
 		}, OptionUnprobed, "the on-demand sequence has its own states"},
 		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, OptionWorkloads, "route is listed twice"},
 		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, OptionClusters, "the route workload"},
@@ -337,10 +339,10 @@ func TestValidate(t *testing.T) {
 	o.Clusters, o.Workloads = []int{1, 10}, []string{"route"}
 	require.ErrorIs(t, o.Validate(), ErrRouteNeedsTwo)
 	o = good()
-	o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []string{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+	o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []protocol.Mode{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
 	require.ErrorIs(t, o.Validate(), ErrUniformNeedsSnapshot)
 	o = good()
-	o.Modes = []string{"delta"}
+	o.Modes = []protocol.Mode{"delta"}
 	o.SotWVersions = nil // ignored without sotw
 	require.NoError(t, o.Validate())
 	assert.Equal(t, 1, o.Clients)

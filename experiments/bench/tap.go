@@ -15,6 +15,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/tap"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -73,7 +74,7 @@ func (r *configRun) startTap(upstream, logPath string) (*benchTap, error) {
 	}
 	bt := &benchTap{file: f}
 	mode := r.s.mode
-	t, err := tap.New(tap.Config{Upstream: upstream, Recorder: func(m string) *xdslog.Recorder {
+	t, err := tap.New(tap.Config{Upstream: upstream, Recorder: func(m protocol.Mode) *xdslog.Recorder {
 		if m != mode || bt.rec != nil {
 			return nil // one log, one protocol: the bench's client speaks only mode
 		}

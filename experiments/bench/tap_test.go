@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -122,7 +123,7 @@ func TestThroughTapSubprocess(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: []string{xdslog.ModeDelta},
+		Clusters: []int{10}, Client: ClientSim, Modes: []protocol.Mode{protocol.Delta},
 		Through: []string{ThroughDirect, ThroughTap}, TapCommand: []string{bin}, Repeat: 2,
 	})
 	checkThroughTap(t, rep, dir, 1)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Workloads (--workload): what one measured change does to the scaled state.
@@ -188,7 +188,7 @@ func wildcardType(t resources.Type) bool { return t == resources.LDS || t == res
 //     (droppedNames).
 func expectedTypes(s series, set, prev *resources.Set) []string {
 	ts := resources.CoreTypes
-	if prev != nil && !(s.mode == xdslog.ModeSotW && s.versions == frontend.Uniform) {
+	if prev != nil && !(s.mode == protocol.SotW && s.versions == frontend.Uniform) {
 		ts = nil
 		change := resources.Diff(prev, set)
 		for _, t := range change.Types() {

@@ -12,6 +12,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -44,10 +45,10 @@ type sent struct {
 //     SnapshotCache the response carries all m+1).
 //   - Redundant: what the client already held with the same content (every cluster but
 //     the new one, every assignment but the changed one, an unchanged listener or route).
-func wantSent(w, cache, mode, versions string, n, i int) map[string]sent {
+func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) map[string]sent {
 	linear := cache == string(frontend.LinearCache)
-	uniform := mode == xdslog.ModeSotW && versions == string(frontend.Uniform)
-	delta := mode == xdslog.ModeDelta
+	uniform := mode == protocol.SotW && versions == string(frontend.Uniform)
+	delta := mode == protocol.Delta
 	one := sent{responses: 1, resources: 1}
 	switch w {
 	case WorkloadEndpoint:

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Soak is one configured soak; Run runs it once.
@@ -120,7 +120,7 @@ func (s *Soak) Run(ctx context.Context, progress io.Writer) (*Result, error) {
 
 // startPlanes starts the SotW and the delta plane, each with its Envoys' nodes.
 func (r *run) startPlanes(ctx context.Context, o Options) error {
-	for _, mode := range xdslog.Modes {
+	for _, mode := range protocol.Modes {
 		var nodes []string
 		for i := range o.Envoys {
 			if envoyMode(i) == mode {
@@ -140,7 +140,7 @@ func (r *run) startPlanes(ctx context.Context, o Options) error {
 }
 
 // envoyMode is the i-th Envoy's mode: even ones SotW, odd ones delta (3 Envoys: 2+1).
-func envoyMode(i int) string { return xdslog.Modes[i%len(xdslog.Modes)] }
+func envoyMode(i int) protocol.Mode { return protocol.Modes[i%len(protocol.Modes)] }
 
 // envoySpecs names each Envoy's node, mode and control plane.
 func (r *run) envoySpecs(o Options) []envoySpec {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -46,7 +47,7 @@ type population struct {
 }
 
 // start runs n slots against addr in mode until ctx ends.
-func (p *population) start(ctx context.Context, mode, addr string, n int, o Options, seed uint64) {
+func (p *population) start(ctx context.Context, mode protocol.Mode, addr string, n int, o Options, seed uint64) {
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		p.wg.Go(func() { p.slot(ctx, mode, addr, o, rng) })
@@ -54,7 +55,7 @@ func (p *population) start(ctx context.Context, mode, addr string, n int, o Opti
 }
 
 // slot runs clients one after another, each for a random lifetime, until ctx ends.
-func (p *population) slot(ctx context.Context, mode, addr string, o Options, rng *rand.Rand) {
+func (p *population) slot(ctx context.Context, mode protocol.Mode, addr string, o Options, rng *rand.Rand) {
 	for ctx.Err() == nil {
 		life := o.LifetimeMin + time.Duration(rng.Int64N(int64(o.LifetimeMax-o.LifetimeMin)+1))
 		if err := p.client(ctx, mode, addr, life, o.NackRate, rng); err != nil {
@@ -71,7 +72,7 @@ func (p *population) slot(ctx context.Context, mode, addr string, o Options, rng
 
 // client connects one simulated client for life, NACKing a nackRate share of valid
 // responses, and counts what it did.
-func (p *population) client(ctx context.Context, mode, addr string, life time.Duration, nackRate float64, rng *rand.Rand) error {
+func (p *population) client(ctx context.Context, mode protocol.Mode, addr string, life time.Duration, nackRate float64, rng *rand.Rand) error {
 	c, err := simclient.New(mode, ClientNode)
 	if err != nil {
 		return err

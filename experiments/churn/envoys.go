@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // fleet is the soak's real Envoys, each killed (SIGKILL) and restarted at random. It
@@ -25,7 +26,8 @@ type fleet struct {
 
 // envoySpec is one Envoy: its node, mode and control plane.
 type envoySpec struct {
-	node, mode, xdsAddr string
+	node, xdsAddr string
+	mode          protocol.Mode
 }
 
 // start runs one supervisor per spec until ctx ends. A failed (re)start ends that

@@ -11,6 +11,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -26,7 +27,7 @@ func EnvoyNode(i int) string { return "churn-envoy-" + strconv.Itoa(i) }
 // plane is one control plane of the soak: one mode, its xds.log, and the listener port
 // of each node it serves.
 type plane struct {
-	mode  string
+	mode  protocol.Mode
 	cp    *controlplane.ControlPlane
 	log   *os.File
 	path  string
@@ -36,15 +37,15 @@ type plane struct {
 // startPlane starts the control plane of mode on 127.0.0.1:0 serving ClientNode and
 // envoyNodes, recording to xds-<mode>.log in dir. SotW versions are per type, so an
 // endpoint change sends EDS alone (with uniform versions every type would be re-sent).
-func startPlane(ctx context.Context, mode, dir string, envoyNodes []string) (*plane, error) {
-	p := &plane{mode: mode, path: filepath.Join(dir, "xds-"+mode+".log"), ports: map[string]int{}}
+func startPlane(ctx context.Context, mode protocol.Mode, dir string, envoyNodes []string) (*plane, error) {
+	p := &plane{mode: mode, path: filepath.Join(dir, "xds-"+mode.String()+".log"), ports: map[string]int{}}
 	var err error
 	if p.log, err = os.Create(p.path); err != nil {
 		return nil, fmt.Errorf("churn %s: %w", mode, err)
 	}
 	opts := controlplane.Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(p.log, mode),
 		Nodes: append([]string{ClientNode}, envoyNodes...)}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		opts.Versions, opts.NackPolicy = frontend.PerType, sotw.Resend
 	}
 	for _, n := range opts.Nodes {

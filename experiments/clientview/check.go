@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -14,8 +15,8 @@ import (
 type Model struct {
 	// Client is whose view it is (ClientEnvoy, ClientGRPC): their versions differ.
 	Client string
-	// Mode is the stream's protocol (xdslog.ModeSotW, xdslog.ModeDelta).
-	Mode string
+	// Mode is the stream's protocol (protocol.SotW, protocol.Delta).
+	Mode protocol.Mode
 	// Stream is the client's ADS stream as xds.log's model has it (xdslog Model.Status):
 	// per type and name what it ACKed (version, content hash), per type where it stands
 	// with the latest send (SYNCED, STALE, NACKED with the client's error) and its
@@ -245,7 +246,7 @@ func (c *checker) nacked(f Finding, a xdslog.Accepted, held bool, ts xdslog.Type
 	case row.Error == "" || !errorContains(ts.Error, row.Error):
 		f.Model = fmt.Sprintf("NACKed with %q", clip(ts.Error, 300))
 		return f, false
-	case c.m.Mode == xdslog.ModeSotW && row.RejectedVersion != "" && row.RejectedVersion != ts.SentVersion:
+	case c.m.Mode == protocol.SotW && row.RejectedVersion != "" && row.RejectedVersion != ts.SentVersion:
 		f.Model = fmt.Sprintf("NACKed version %s", ts.SentVersion)
 		return f, false
 	case held:
@@ -311,7 +312,7 @@ func (c *checker) agrees(typ, name string, row *Resource, a xdslog.Accepted) (bo
 		return false, ""
 	}
 	inPlace := typ == string(resources.LDS) && row.Hash != "" // the content check passed
-	if c.m.Mode == xdslog.ModeDelta {
+	if c.m.Mode == protocol.Delta {
 		// An in-place update keeps the version (then the content hash) of the listener it
 		// updated; the content, checked above, is the model's.
 		return inPlace, ""
@@ -358,7 +359,7 @@ func (c *checker) inFlight(typ, name string, row *Resource) bool {
 		return false
 	case row.PresenceOnly:
 		return true
-	case c.m.Mode == xdslog.ModeDelta:
+	case c.m.Mode == protocol.Delta:
 		return row.Version == hash || row.Hash == hash
 	}
 	return row.Version == ts.SentVersion && (row.Hash == "" || row.Hash == hash)
@@ -369,7 +370,7 @@ func (c *checker) inFlight(typ, name string, row *Resource) bool {
 // response carried for the name.
 func (c *checker) partialAccept(typ, name string, row *Resource) bool {
 	ts := c.m.Stream.Types[typ]
-	if c.m.Client != ClientGRPC || c.m.Mode != xdslog.ModeSotW || ts.State != xdslog.TypeNacked {
+	if c.m.Client != ClientGRPC || c.m.Mode != protocol.SotW || ts.State != xdslog.TypeNacked {
 		return false
 	}
 	sent, ok := ts.Rejected[name]

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -29,7 +30,7 @@ var (
 // grpcSynced is a grpc-go client that subscribed by name to the four types and ACKed
 // version 1 of each.
 func grpcSynced(t *testing.T) *wire {
-	w := newWire(t, xdslog.ModeSotW)
+	w := newWire(t, protocol.SotW)
 	w.publish("1", lds1, rds1, cds1, eds1)
 	for _, r := range []res{lds1, rds1, cds1, eds1} {
 		w.subscribe(r.typ, r.name)
@@ -203,7 +204,7 @@ func edsRow(name, status string) Resource {
 // Envoy SotW keeps, per resource, the label of the response that last changed it; with
 // uniform versions the model's label moves on every publish. The label book joins them.
 func TestEnvoySotWLabels(t *testing.T) {
-	w := newWire(t, xdslog.ModeSotW)
+	w := newWire(t, protocol.SotW)
 	w.publish("1", cds1, eds1)
 	w.subscribe("CDS")
 	w.sendAck("CDS", "1", cds1)
@@ -239,7 +240,7 @@ func TestEnvoySotWLabels(t *testing.T) {
 }
 
 func TestEnvoyDeltaVersionsAreHashes(t *testing.T) {
-	w := newWire(t, xdslog.ModeDelta)
+	w := newWire(t, protocol.Delta)
 	w.publish("1", cds1)
 	w.subscribe("CDS", "*")
 	w.sendAck("CDS", "1", cds1)
@@ -258,7 +259,7 @@ func TestEnvoyDeltaVersionsAreHashes(t *testing.T) {
 // Envoy reports no DOES_NOT_EXIST: a name it never got is absent, which agrees; and its
 // assignments without endpoints are not compared.
 func TestEnvoyAbsentAndUnknown(t *testing.T) {
-	w := newWire(t, xdslog.ModeSotW)
+	w := newWire(t, protocol.SotW)
 	w.publish("1", cds1, eds1)
 	w.subscribe("EDS", "inventory", "ghost")
 	w.sendAck("EDS", "1", eds1)
@@ -304,7 +305,7 @@ func TestFromCSDS(t *testing.T) {
 func TestGRPCContent(t *testing.T) {
 	body := []byte("the cluster as sent")
 	cluster := res{"CDS", "inventory", cachev3.HashResource(body)}
-	w := newWire(t, xdslog.ModeSotW)
+	w := newWire(t, protocol.SotW)
 	w.publish("1", cluster)
 	w.subscribe("CDS", "inventory")
 	w.sendAck("CDS", "1", cluster)
@@ -325,7 +326,7 @@ func TestGRPCPartialAccept(t *testing.T) {
 	bodies := map[string][]byte{"inventory": []byte("inventory v1"), "fresh": []byte("a valid new cluster"),
 		"broken": []byte("a cluster grpc-go rejects")}
 	cds := func(name string) res { return res{"CDS", name, cachev3.HashResource(bodies[name])} }
-	w := newWire(t, xdslog.ModeSotW)
+	w := newWire(t, protocol.SotW)
 	w.publish("1", cds("inventory"))
 	w.subscribe("CDS", "inventory", "fresh", "broken")
 	w.sendAck("CDS", "1", cds("inventory"))

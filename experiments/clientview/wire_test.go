@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -16,7 +17,7 @@ type wire struct {
 	t         *testing.T
 	rec       *xdslog.Recorder
 	book      *xdslog.LabelBook
-	mode      string
+	mode      protocol.Mode
 	nonce     int
 	published map[string]map[string]string
 	// acked is, per type, the client's last ACKed version_info (what a SotW client puts
@@ -30,7 +31,7 @@ type wire struct {
 
 const node = "teaching-envoy"
 
-func newWire(t *testing.T, mode string) *wire {
+func newWire(t *testing.T, mode protocol.Mode) *wire {
 	book := xdslog.NewLabelBook()
 	w := &wire{t: t, book: book, mode: mode, rec: xdslog.NewRecorder(io.Discard, mode, xdslog.WithLabelBook(book)),
 		published: map[string]map[string]string{}, acked: map[string]string{}, names: map[string][]string{}, latest: map[string]string{}}
@@ -62,7 +63,7 @@ func (w *wire) subscribe(typ string, names ...string) {
 }
 
 func (w *wire) request(typ, nonce string, errDetail *string) xdslog.Event {
-	if w.mode == xdslog.ModeDelta {
+	if w.mode == protocol.Delta {
 		return w.rec.Delta(1, typ, xdslog.DeltaRequest{Node: node, Subscribe: w.names[typ], Nonce: nonce, Error: errDetail})
 	}
 	return w.rec.SotW(1, typ, xdslog.SotWRequest{Node: node, Names: w.names[typ], VersionInfo: w.acked[typ], Nonce: nonce, Error: errDetail})
@@ -76,7 +77,7 @@ func (w *wire) send(typ, version string, list ...res) string {
 	out := make([]xdslog.Resource, len(list))
 	for i, r := range list {
 		v := version
-		if w.mode == xdslog.ModeDelta {
+		if w.mode == protocol.Delta {
 			v = r.hash
 		}
 		out[i] = xdslog.Resource{Name: r.name, Version: v, Hash: r.hash}

@@ -58,7 +58,7 @@ type answerView struct {
 	// naming the options, above their list.
 	ConfigLine string
 	// Choosing is the decision guide's summary with the scale sweep's figures.
-	Choosing string
+	Choosing  string
 	Rows      []diffRowView
 	NoRows    string
 	Chart     template.HTML

@@ -21,7 +21,7 @@ type answer struct {
 func (rep *Report) answer() answer {
 	a := answer{protocol: rep.ProtocolDifferences, config: rep.ConfigDifferences, scale: rep.Scale}
 	if len(rep.ProtocolDifferences) == 0 && rep.Runs[0].Mode == rep.Runs[1].Mode {
-		a.same = rep.Runs[0].Mode
+		a.same = rep.Runs[0].Mode.String()
 	}
 	return a
 }

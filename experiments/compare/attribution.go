@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Every finding says whose behaviour it shows: the xDS protocol's (what any conforming
@@ -222,9 +222,9 @@ func attributeVersions(runs [2]*Run) attribution {
 	var s sources
 	for i, r := range runs {
 		switch {
-		case r.Mode == xdslog.ModeDelta && isLinear(r):
+		case r.Mode == protocol.Delta && isLinear(r):
 			s.add(i, cite.LinearDeltaVersions)
-		case r.Mode == xdslog.ModeDelta:
+		case r.Mode == protocol.Delta:
 			s.add(i, cite.DeltaVersions)
 		case isLinear(r):
 			s.add(i, cite.LinearSotwVersions)
@@ -242,7 +242,7 @@ func attributeVersions(runs [2]*Run) attribution {
 // everything else is a choice.
 func attributeRedundant(runs [2]*Run, d [2]*detail, typ string) attribution {
 	var s sources
-	protocol := false
+	fullState := false // some run re-sent under the LDS/CDS full-state rule
 	for i, x := range d {
 		// Sources in cause order (never map order: the report must be the same every
 		// time), each cause counted over the types asked for.
@@ -256,13 +256,13 @@ func attributeRedundant(runs [2]*Run, d [2]*detail, typ string) attribution {
 			switch {
 			case n == 0:
 			case c == causeFullState:
-				protocol = true
+				fullState = true
 			default:
 				s.add(i, causeSource(c, isLinear(runs[i])))
 			}
 		}
 	}
-	if len(s.impl) == 0 && protocol {
+	if len(s.impl) == 0 && fullState {
 		return protocolVerdict(cite.SpecGrouping)
 	}
 	if len(s.impl) == 0 {
@@ -270,7 +270,7 @@ func attributeRedundant(runs [2]*Run, d [2]*detail, typ string) attribution {
 		// summary): the re-send of rejected content, by the SnapshotCache answering a
 		// NACK, is the one way a run condenses; any other run is not attributed.
 		for i, r := range runs {
-			if r.Mode == xdslog.ModeSotW && !isLinear(r) && sotwPolicy(r) == "resend" {
+			if r.Mode == protocol.SotW && !isLinear(r) && sotwPolicy(r) == "resend" {
 				s.add(i, cite.SnapshotNack)
 			}
 		}
@@ -288,7 +288,7 @@ func attributeNack(runs [2]*Run, f [2]Figures) attribution {
 			continue
 		}
 		switch {
-		case r.Mode == xdslog.ModeDelta:
+		case r.Mode == protocol.Delta:
 			s.add(i, cite.DeltaSent)
 		case isLinear(r) && f[i].RejectedResends == 0:
 			s.add(i, cite.LinearNack)
@@ -299,7 +299,7 @@ func attributeNack(runs [2]*Run, f [2]Figures) attribution {
 		default:
 			s.add(i, cite.SnapshotNack)
 		}
-		if r.Mode == xdslog.ModeSotW && f[i].RejectedResends >= 2 { // a loop, not one re-send
+		if r.Mode == protocol.SotW && f[i].RejectedResends >= 2 { // a loop, not one re-send
 			s.add(i, cite.EnvoyRateLimit)
 		}
 	}
@@ -326,9 +326,9 @@ func attributeReconnect(runs [2]*Run, d [2]*detail) attribution {
 			continue
 		}
 		switch {
-		case r.Mode == xdslog.ModeDelta && isLinear(r):
+		case r.Mode == protocol.Delta && isLinear(r):
 			s.add(i, cite.LinearDeltaInitial)
-		case r.Mode == xdslog.ModeDelta:
+		case r.Mode == protocol.Delta:
 			s.add(i, cite.DeltaInitial)
 		case re.Resources > 0 && isLinear(r):
 			s.add(i, cite.LinearNewStream)

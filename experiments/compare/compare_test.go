@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/xds-workbench/lab/experiments/cite"
 	"html/template"
 	"os"
 	"path/filepath"
@@ -13,9 +12,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/xds-workbench/lab/experiments/cite"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -427,7 +429,7 @@ func TestDifferentStepsAndNoRunJSON(t *testing.T) {
 	assert.Equal(t, []string{"invalid-route"}, rep.Runs[0].OnlyHere)
 	assert.Empty(t, rep.Runs[1].OnlyHere)
 	assert.False(t, rep.Runs[1].OptionsKnown)
-	assert.Equal(t, "delta", rep.Runs[1].Mode, "mode from the log")
+	assert.Equal(t, protocol.Delta, rep.Runs[1].Mode, "mode from the log")
 	assert.True(t, rep.Runs[0].OptionsKnown)
 	for _, r := range rep.Rows {
 		assert.NotEqual(t, "invalid-route", r.Step)

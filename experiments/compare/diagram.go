@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -45,9 +46,9 @@ type Diagram struct {
 	// Run is the run's label, "A" or "B".
 	Run string `json:"run"`
 	// Mode and ClientName name the participants ("Envoy", "simulated client").
-	Mode       string    `json:"mode"`
-	ClientName string    `json:"client_name"`
-	Messages   []Message `json:"messages"`
+	Mode       protocol.Mode `json:"mode"`
+	ClientName string        `json:"client_name"`
+	Messages   []Message     `json:"messages"`
 }
 
 // Message is one arrow (or note) of a diagram.

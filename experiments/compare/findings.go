@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -118,7 +119,7 @@ func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged, rem
 		return
 	}
 	cause := causeDeltaSent
-	if e.Mode == xdslog.ModeSotW {
+	if e.Mode == protocol.SotW {
 		switch {
 		case firstOnFresh:
 			cause = causeNewStream
@@ -206,7 +207,7 @@ func settleFindings(runs [2]*Run, fs []Finding) {
 func observedWith(runs []*Run) string {
 	var parts []string
 	for _, r := range runs {
-		p := []string{r.Label + " " + r.Mode}
+		p := []string{r.Label + " " + r.Mode.String()}
 		if r.Meta != nil {
 			p = append(p, runCache(r)+" cache")
 		}
@@ -388,9 +389,9 @@ func noneShape(kind string) string {
 func versionsShape(runs [2]*Run, cp Checkpoint, mv [2][]string) string {
 	side := func(i int) string {
 		if len(mv[i]) == 0 {
-			return runs[i].Mode + " moved no tracked version"
+			return runs[i].Mode.String() + " moved no tracked version"
 		}
-		return runs[i].Mode + " moved " + movedList(cp.Runs[i], mv[i])
+		return runs[i].Mode.String() + " moved " + movedList(cp.Runs[i], mv[i])
 	}
 	return side(0) + "; " + side(1)
 }
@@ -413,11 +414,11 @@ func redundantFacets(runs [2]*Run, st [2]*analysis.Step, d [2]*detail) []facet {
 		case !a && !b:
 			continue
 		case a && b:
-			shape = runs[0].Mode + " and " + runs[1].Mode + " both re-sent unchanged " + typesMark
+			shape = runs[0].Mode.String() + " and " + runs[1].Mode.String() + " both re-sent unchanged " + typesMark
 		case a:
-			shape = runs[0].Mode + " re-sent unchanged " + typesMark + ", " + runs[1].Mode + " did not"
+			shape = runs[0].Mode.String() + " re-sent unchanged " + typesMark + ", " + runs[1].Mode.String() + " did not"
 		default:
-			shape = runs[1].Mode + " re-sent unchanged " + typesMark + ", " + runs[0].Mode + " did not"
+			shape = runs[1].Mode.String() + " re-sent unchanged " + typesMark + ", " + runs[0].Mode.String() + " did not"
 		}
 		out = append(out, facet{key: t, shape: shape, attr: attributeRedundant(runs, d, t)})
 	}
@@ -446,7 +447,7 @@ func typesOf(st [2]*analysis.Step) []string {
 func nackShape(runs [2]*Run, f [2]Figures, st [2]*analysis.Step) string {
 	side := func(i int) string {
 		if f[i].Nacks == 0 {
-			return runs[i].Mode + " got no NACK"
+			return runs[i].Mode.String() + " got no NACK"
 		}
 		var types []string
 		for _, t := range typesOf(st) {
@@ -485,9 +486,9 @@ func removalShape(runs [2]*Run, d [2]*detail) string {
 			}
 		}
 		if len(parts) == 0 {
-			return runs[i].Mode + " removed nothing"
+			return runs[i].Mode.String() + " removed nothing"
 		}
-		return runs[i].Mode + " " + strings.Join(parts, " and ")
+		return runs[i].Mode.String() + " " + strings.Join(parts, " and ")
 	}
 	return side(0) + "; " + side(1)
 }
@@ -506,15 +507,15 @@ func reconnectShape(runs [2]*Run, d [2]*detail) string {
 		re := d[i].re
 		switch {
 		case re == nil:
-			return runs[i].Mode + " opened no new stream"
+			return runs[i].Mode.String() + " opened no new stream"
 		case re.Responses == 0:
-			return runs[i].Mode + " sent nothing on the new stream"
+			return runs[i].Mode.String() + " sent nothing on the new stream"
 		case re.Resources == 0:
-			return runs[i].Mode + " sent no resource on the new stream"
+			return runs[i].Mode.String() + " sent no resource on the new stream"
 		case re.Redundant > 0:
-			return runs[i].Mode + " re-sent what the client already ran"
+			return runs[i].Mode.String() + " re-sent what the client already ran"
 		}
-		return runs[i].Mode + " sent only what the client did not run"
+		return runs[i].Mode.String() + " sent only what the client did not run"
 	}
 	return side(0) + "; " + side(1)
 }

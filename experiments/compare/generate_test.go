@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -53,7 +54,7 @@ func wanted(dir string) bool {
 // protocol with the SnapshotCache and with the LinearCache, and SotW per-type with hold.
 var fixtures = []struct {
 	dir        string
-	mode       string
+	mode       protocol.Mode
 	versions   frontend.VersionStrategy
 	nackPolicy sotw.NackPolicy
 	cache      frontend.Cache
@@ -61,11 +62,11 @@ var fixtures = []struct {
 	// run moves on to recover, whose publish ends the storm (0: no storm to wait for).
 	stormNacks int
 }{
-	{"sotw", xdslog.ModeSotW, frontend.Uniform, sotw.Resend, "", stormNacks},
-	{"delta", xdslog.ModeDelta, "", "", "", 0},
-	{"sotw-per-type-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold, "", 0},
-	{"sotw-linear", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.LinearCache, 0},
-	{"delta-linear", xdslog.ModeDelta, "", "", frontend.LinearCache, 0},
+	{"sotw", protocol.SotW, frontend.Uniform, sotw.Resend, "", stormNacks},
+	{"delta", protocol.Delta, "", "", "", 0},
+	{"sotw-per-type-hold", protocol.SotW, frontend.PerType, sotw.Hold, "", 0},
+	{"sotw-linear", protocol.SotW, frontend.PerType, sotw.Hold, frontend.LinearCache, 0},
+	{"delta-linear", protocol.Delta, "", "", frontend.LinearCache, 0},
 }
 
 // stormNacks keeps the committed SotW NACK storm longer than a rendered diagram
@@ -147,13 +148,13 @@ func commitFixture(t *testing.T, out, dir string) {
 // simulated client directly.
 var scaledFixtures = []struct {
 	dir   string
-	mode  string
+	mode  protocol.Mode
 	cache frontend.Cache
 }{
-	{"sotw", xdslog.ModeSotW, frontend.SnapshotCache},
-	{"delta", xdslog.ModeDelta, frontend.SnapshotCache},
-	{"sotw-linear", xdslog.ModeSotW, frontend.LinearCache},
-	{"delta-linear", xdslog.ModeDelta, frontend.LinearCache},
+	{"sotw", protocol.SotW, frontend.SnapshotCache},
+	{"delta", protocol.Delta, frontend.SnapshotCache},
+	{"sotw-linear", protocol.SotW, frontend.LinearCache},
+	{"delta-linear", protocol.Delta, frontend.LinearCache},
 }
 
 // scaledSteps are the scaled fixtures' steps: one endpoint of three changes (EDS), a
@@ -174,7 +175,7 @@ var scaledSteps = []struct {
 // the published state and every send of the step is answered.
 func generateScaled(t *testing.T, fx struct {
 	dir   string
-	mode  string
+	mode  protocol.Mode
 	cache frontend.Cache
 }) string {
 	t.Helper()
@@ -188,7 +189,7 @@ func generateScaled(t *testing.T, fx struct {
 	defer cancel()
 	o := controlplane.Options{Mode: fx.mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(f, fx.mode), Cache: fx.cache}
 	meta := compareMeta{Mode: fx.mode, Client: "simulated", Cache: string(fx.cache), Started: time.Now().UTC().Format(time.RFC3339Nano)}
-	if fx.mode == xdslog.ModeSotW {
+	if fx.mode == protocol.SotW {
 		o.Versions, o.NackPolicy = frontend.PerType, sotw.Hold
 		meta.SotwVersions, meta.NackPolicy = string(o.Versions), string(o.NackPolicy)
 	}
@@ -225,13 +226,13 @@ func generateScaled(t *testing.T, fx struct {
 
 // compareMeta is the run.json of a generated scaled run: the fields Load reads.
 type compareMeta struct {
-	Mode         string   `json:"mode"`
-	Client       string   `json:"client"`
-	SotwVersions string   `json:"sotw_versions,omitempty"`
-	NackPolicy   string   `json:"nack_policy,omitempty"`
-	Cache        string   `json:"cache"`
-	Started      string   `json:"started"`
-	Steps        []string `json:"steps"`
+	Mode         protocol.Mode `json:"mode"`
+	Client       string        `json:"client"`
+	SotwVersions string        `json:"sotw_versions,omitempty"`
+	NackPolicy   string        `json:"nack_policy,omitempty"`
+	Cache        string        `json:"cache"`
+	Started      string        `json:"started"`
+	Steps        []string      `json:"steps"`
 }
 
 // runs reports whether the client runs every resource of set. LDS and CDS hold exactly

@@ -89,7 +89,7 @@ func layoutDiagram(d Diagram) svgDiagram {
 		Caption: fmt.Sprintf("%s %s", d.Run, d.Mode),
 		Width:   svgWidth,
 		Participants: []svgParticipant{
-			{X: svgCPX, Name: "control plane (" + d.Mode + ")"},
+			{X: svgCPX, Name: "control plane (" + d.Mode.String() + ")"},
 			{X: svgClientX, Name: d.ClientName},
 			{X: svgDataX, Name: "data plane"},
 		},

@@ -33,20 +33,21 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Meta is run.json, written by the runner. Every field may be empty: a run directory
 // written by hand or by an older runner still compares.
 type Meta struct {
-	Mode         string   `json:"mode"`
-	Client       string   `json:"client"`        // "envoy", "grpc" or "simulated"
-	EnvoyVersion string   `json:"envoy_version"` // e.g. "1.40.0"
-	SotwVersions string   `json:"sotw_versions"` // "uniform", "per-type" or ""
-	NackPolicy   string   `json:"nack_policy"`   // "resend", "hold" or ""
-	Cache        string   `json:"cache"`         // "snapshot", "linear" or "" (older runs: snapshot)
-	Started      string   `json:"started"`       // RFC 3339
-	Steps        []string `json:"steps"`
+	Mode         protocol.Mode `json:"mode"`
+	Client       string        `json:"client"`        // "envoy", "grpc" or "simulated"
+	EnvoyVersion string        `json:"envoy_version"` // e.g. "1.40.0"
+	SotwVersions string        `json:"sotw_versions"` // "uniform", "per-type" or ""
+	NackPolicy   string        `json:"nack_policy"`   // "resend", "hold" or ""
+	Cache        string        `json:"cache"`         // "snapshot", "linear" or "" (older runs: snapshot)
+	Started      string        `json:"started"`       // RFC 3339
+	Steps        []string      `json:"steps"`
 }
 
 // Run is one recorded run, loaded and summarized. It is not safe for concurrent use: the
@@ -63,7 +64,7 @@ type Run struct {
 	// EnvoyResult is envoy.result ("PASS", "FAIL: reason", "NOT_RUN"); "" when absent.
 	EnvoyResult string
 	// Mode is the protocol of every event in the log.
-	Mode    string
+	Mode    protocol.Mode
 	Events  []xdslog.Event
 	Stats   xdslog.ReadStats
 	Summary *analysis.Summary
@@ -75,7 +76,7 @@ type Run struct {
 }
 
 // Name is how findings and diagrams refer to the run: its label and mode ("A sotw").
-func (r *Run) Name() string { return r.Label + " " + r.Mode }
+func (r *Run) Name() string { return r.Label + " " + r.Mode.String() }
 
 // Load reads a run: path is a directory holding xds.log (and optionally run.json and
 // envoy.result) or an xds.log file. Sidecar files are read from the directory, or from
@@ -182,7 +183,7 @@ func readMeta(path string) (*Meta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("run.json: %w", err)
 	}
-	if err := xdslog.CheckMode(m.Mode); err != nil {
+	if err := m.Mode.Check(); err != nil {
 		return nil, fmt.Errorf("run.json: %w", err)
 	}
 	return &m, nil

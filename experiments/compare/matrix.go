@@ -8,7 +8,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // A Matrix puts two or more runs side by side, a column per run, and states the
@@ -123,7 +123,8 @@ func RunLabel(i int) string {
 // runAxes are what a run was run with, as far as a matrix tells runs apart. A run
 // without run.json has only its mode: its cache and options are unknown ("").
 type runAxes struct {
-	mode, cache, versions, policy, client string
+	mode                            protocol.Mode
+	cache, versions, policy, client string
 }
 
 func axesOf(r *Run) runAxes {
@@ -132,7 +133,7 @@ func axesOf(r *Run) runAxes {
 		return a
 	}
 	a.cache, a.client = runCache(r), r.Meta.Client
-	if r.Mode == xdslog.ModeSotW {
+	if r.Mode == protocol.SotW {
 		a.versions, a.policy = sotwStrategy(r), sotwPolicy(r)
 	}
 	return a
@@ -149,7 +150,7 @@ func axesTitles(runs []*Run) []string {
 	varies := func(get func(runAxes) string, sotwOnly bool) bool {
 		seen := map[string]bool{}
 		for _, a := range ax {
-			if !sotwOnly || a.mode == xdslog.ModeSotW {
+			if !sotwOnly || a.mode == protocol.SotW {
 				seen[get(a)] = true
 			}
 		}
@@ -160,16 +161,16 @@ func axesTitles(runs []*Run) []string {
 	showClient := varies(func(a runAxes) string { return a.client }, false)
 	out := make([]string, len(runs))
 	for i, a := range ax {
-		parts := []string{a.mode}
+		parts := []string{a.mode.String()}
 		switch {
 		case a.cache == "":
 			parts = append(parts, "no run.json")
 		default:
 			parts = append(parts, a.cache)
-			if a.mode == xdslog.ModeSotW && showVersions {
+			if a.mode == protocol.SotW && showVersions {
 				parts = append(parts, a.versions)
 			}
-			if a.mode == xdslog.ModeSotW && showPolicy {
+			if a.mode == protocol.SotW && showPolicy {
 				parts = append(parts, "nack "+a.policy)
 			}
 			if showClient && a.client != "" {
@@ -276,7 +277,7 @@ func sotwDeltaPairs(runs []*Run, opt Options) ([]pairRef, []*Report, error) {
 	for _, sr := range runs {
 		for _, dr := range runs {
 			sa, da := axesOf(sr), axesOf(dr)
-			if sr.Mode != xdslog.ModeSotW || dr.Mode != xdslog.ModeDelta || sa.cache == "" || sa.cache != da.cache {
+			if sr.Mode != protocol.SotW || dr.Mode != protocol.Delta || sa.cache == "" || sa.cache != da.cache {
 				continue
 			}
 			rep, err := Compare(sr, dr, opt)

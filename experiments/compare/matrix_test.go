@@ -3,13 +3,14 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/xds-workbench/lab/experiments/cite"
 	"html/template"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xds-workbench/lab/experiments/cite"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -193,7 +194,7 @@ func clientWord(r *Run) string {
 // vhdsNack is the error of the step's NACK of a VHDS route configuration in a SotW run
 // ("" when none): Envoy's own message names vhds.
 func vhdsNack(r *Run, st *analysis.Step) string {
-	if r.Mode != xdslog.ModeSotW || st == nil {
+	if r.Mode != protocol.SotW || st == nil {
 		return ""
 	}
 	for _, e := range st.NackErrors {

@@ -2,16 +2,18 @@ package compare
 
 import (
 	"bytes"
-	"github.com/xds-workbench/lab/experiments/cite"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/cite"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -55,7 +57,7 @@ func sent(names ...string) []xdslog.Resource {
 }
 
 // writeOnDemandLog writes one run of the fixture.
-func writeOnDemandLog(t *testing.T, mode string) []byte {
+func writeOnDemandLog(t *testing.T, mode protocol.Mode) []byte {
 	var buf bytes.Buffer
 	clk := &onDemandClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	r := xdslog.NewRecorder(&buf, mode, xdslog.WithClock(clk.now))
@@ -78,7 +80,7 @@ func writeOnDemandLog(t *testing.T, mode string) []byte {
 		clk.after(0.4)
 		r.Send(1, typ, nonce, "1", res, removed, bytes)
 		clk.after(0.8)
-		if mode == xdslog.ModeSotW {
+		if mode == protocol.SotW {
 			q := xdslog.SotWRequest{VersionInfo: "1", Nonce: nonce, Names: namesOf(res)}
 			if nack != "" {
 				q.VersionInfo, q.Error = "", &nack
@@ -90,7 +92,7 @@ func writeOnDemandLog(t *testing.T, mode string) []byte {
 	}
 	first := func(typ string, names ...string) func(string) {
 		return func(string) {
-			if mode == xdslog.ModeSotW {
+			if mode == protocol.SotW {
 				r.SotW(1, typ, xdslog.SotWRequest{Node: "envoy-1", Names: names})
 			} else {
 				r.Delta(1, typ, xdslog.DeltaRequest{Node: "envoy-1", Subscribe: names})
@@ -100,7 +102,7 @@ func writeOnDemandLog(t *testing.T, mode string) []byte {
 	exchange("CDS", first("CDS"), sent("inventory-0001", "inventory-0002"), nil, 310, "")
 	exchange("EDS", first("EDS", "inventory-0001", "inventory-0002"), sent("inventory-0001", "inventory-0002"), nil, 260, "")
 	exchange("LDS", first("LDS"), sent("listener"), nil, 420, "")
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		exchange("RDS", first("RDS", "quote-route"), sent("quote-route"), nil, 120,
 			"vhds: ADS must use DELTA_GRPC api_type when used as VHDS config source.")
 	} else {
@@ -113,7 +115,7 @@ func writeOnDemandLog(t *testing.T, mode string) []byte {
 	onDemand := func(step, host, path string, found bool, status int, backend, flags string) {
 		r.SetStep(step)
 		asked := clk.after(20)
-		if mode == xdslog.ModeSotW {
+		if mode == protocol.SotW {
 			clk.after(1.1) // no VHDS: the route configuration was rejected
 			probe("r-"+host, host, path, asked, status, backend, flags)
 			return
@@ -134,7 +136,7 @@ func writeOnDemandLog(t *testing.T, mode string) []byte {
 		clk.after(1.7)
 		probe("r-"+host, host, path, asked, status, backend, flags)
 	}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		onDemand("on-demand-vhost", "svc-0001", "/quote/1", true, 404, "", "NR")
 		onDemand("unknown-host", "svc-b:19000", "/quote/1", false, 404, "", "NR")
 	} else {
@@ -157,7 +159,7 @@ func namesOf(res []xdslog.Resource) []string {
 // -update: rewrites the fixture's logs and goldens).
 func TestOnDemandGolden(t *testing.T) {
 	if *update {
-		for dir, mode := range map[string]string{onDemandSotW: xdslog.ModeSotW, onDemandDelta: xdslog.ModeDelta} {
+		for dir, mode := range map[string]protocol.Mode{onDemandSotW: protocol.SotW, onDemandDelta: protocol.Delta} {
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "xds.log"), writeOnDemandLog(t, mode), 0o644))
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -102,7 +103,7 @@ func runsTable(runs []RunHeader, labels []string) table {
 	}
 	opt := func(h RunHeader, v string, sotwOnly bool) string {
 		switch {
-		case sotwOnly && h.Mode != "sotw":
+		case sotwOnly && h.Mode != protocol.SotW:
 			return "n/a"
 		case !h.OptionsKnown:
 			return "unknown"
@@ -112,7 +113,7 @@ func runsTable(runs []RunHeader, labels []string) table {
 		return v
 	}
 	row("path", func(h RunHeader) string { return orDash(h.Path) })
-	row("mode", func(h RunHeader) string { return h.Mode })
+	row("mode", func(h RunHeader) string { return h.Mode.String() })
 	row("options", func(h RunHeader) string {
 		if h.OptionsKnown {
 			return "from run.json"
@@ -464,12 +465,12 @@ const versionLegend = "the version the client ran at the end of each step, from 
 	"* = moved since the previous step; - = none"
 
 func runTitle(h RunHeader) string {
-	s := h.Label + ": " + h.Mode
+	s := h.Label + ": " + h.Mode.String()
 	var opts []string
-	if h.Mode == "sotw" && h.SotwVersions != "" {
+	if h.Mode == protocol.SotW && h.SotwVersions != "" {
 		opts = append(opts, h.SotwVersions)
 	}
-	if h.Mode == "sotw" && h.NackPolicy != "" {
+	if h.Mode == protocol.SotW && h.NackPolicy != "" {
 		opts = append(opts, "nack "+h.NackPolicy)
 	}
 	if h.Cache == "linear" || h.Cache == "indexed" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -49,9 +50,9 @@ type Report struct {
 
 // RunHeader says where a run comes from and which options it used.
 type RunHeader struct {
-	Label string `json:"label"` // "A" or "B"
-	Path  string `json:"path"`
-	Mode  string `json:"mode"`
+	Label string        `json:"label"` // "A" or "B"
+	Path  string        `json:"path"`
+	Mode  protocol.Mode `json:"mode"`
 	// OptionsKnown is false when the run has no run.json: the mode comes from the log
 	// and the options below are empty.
 	OptionsKnown bool   `json:"options_known"`
@@ -260,7 +261,7 @@ func Compare(a, b *Run, opt Options) (*Report, error) {
 // twoRunPair is A and B as a SotW/delta pair, or none when they speak one protocol.
 func twoRunPair(runs [2]*Run, steps []string) []diffPair {
 	for i, r := range runs {
-		if r.Mode == xdslog.ModeSotW && runs[1-i].Mode == xdslog.ModeDelta {
+		if r.Mode == protocol.SotW && runs[1-i].Mode == protocol.Delta {
 			return []diffPair{{name: runs[0].Label + " vs " + runs[1].Label, sotw: r, delta: runs[1-i], steps: steps}}
 		}
 	}

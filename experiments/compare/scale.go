@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/chart"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // workloadClusterAdd is bench's cluster-add workload, the change whose CDS response
@@ -33,15 +34,15 @@ type Scale struct {
 // resources sent, and the resources of the full-state type the change touched (CDS for a
 // cluster add).
 type ScalePoint struct {
-	Workload  string  `json:"workload"`
-	Series    string  `json:"series"`
-	Cache     string  `json:"cache"`
-	Mode      string  `json:"mode"`
-	N         int     `json:"clusters"`
-	Bytes     float64 `json:"bytes"`
-	BytesMin  float64 `json:"bytes_min"`
-	BytesMax  float64 `json:"bytes_max"`
-	Resources float64 `json:"resources"`
+	Workload  string        `json:"workload"`
+	Series    string        `json:"series"`
+	Cache     string        `json:"cache"`
+	Mode      protocol.Mode `json:"mode"`
+	N         int           `json:"clusters"`
+	Bytes     float64       `json:"bytes"`
+	BytesMin  float64       `json:"bytes_min"`
+	BytesMax  float64       `json:"bytes_max"`
+	Resources float64       `json:"resources"`
 	// CDS is the CDS resources of the first change (0 when it sent none).
 	CDS int `json:"cds_resources"`
 }
@@ -54,12 +55,12 @@ type scaleFile struct {
 		Client string `json:"client"`
 	} `json:"options"`
 	Configs []struct {
-		Series   string `json:"series"`
-		Cache    string `json:"cache"`
-		Workload string `json:"workload"`
-		Mode     string `json:"mode"`
-		N        int    `json:"clusters"`
-		Error    string `json:"error"`
+		Series   string        `json:"series"`
+		Cache    string        `json:"cache"`
+		Workload string        `json:"workload"`
+		Mode     protocol.Mode `json:"mode"`
+		N        int           `json:"clusters"`
+		Error    string        `json:"error"`
 		Summary  map[string]struct {
 			Median, Min, Max float64
 		} `json:"summary"`
@@ -110,7 +111,7 @@ func orDefault(s, def string) string {
 }
 
 // point finds the configuration of workload, mode and cache at N (nil when absent).
-func (s *Scale) point(workload, mode, cache string, n int) *ScalePoint {
+func (s *Scale) point(workload string, mode protocol.Mode, cache string, n int) *ScalePoint {
 	for i, p := range s.Points {
 		if p.Workload == workload && p.Mode == mode && p.Cache == cache && p.N == n {
 			return &s.Points[i]
@@ -142,14 +143,14 @@ func (s *Scale) clientWord() string {
 // SotW sent under each cache against delta, in CDS resources and bytes.
 func (s *Scale) changeAtScale() (shown, bool) {
 	n := s.maxN(workloadClusterAdd)
-	d := s.point(workloadClusterAdd, "delta", cacheSnapshot, n)
+	d := s.point(workloadClusterAdd, protocol.Delta, cacheSnapshot, n)
 	if n == 0 || d == nil {
 		return shown{}, false
 	}
 	var cds int
 	var sizes []string
 	for _, c := range []string{cacheSnapshot, cacheLinear} {
-		if p := s.point(workloadClusterAdd, "sotw", c, n); p != nil {
+		if p := s.point(workloadClusterAdd, protocol.SotW, c, n); p != nil {
 			cds = p.CDS
 			sizes = append(sizes, fmt.Sprintf("%s (%s)", bytesText(p.Bytes), c))
 		}
@@ -250,20 +251,20 @@ func fmtInt(n int) string {
 // each cache ("" when the sweep lacks them).
 func (s *Scale) choosing() string {
 	n := s.maxN(workloadClusterAdd)
-	get := func(wl, mode, cache string) string {
+	get := func(wl string, mode protocol.Mode, cache string) string {
 		if p := s.point(wl, mode, cache, n); p != nil {
 			return bytesText(p.Bytes)
 		}
 		return "-"
 	}
-	if n == 0 || s.point("endpoint", "delta", cacheSnapshot, n) == nil {
+	if n == 0 || s.point("endpoint", protocol.Delta, cacheSnapshot, n) == nil {
 		return ""
 	}
 	return fmt.Sprintf("Choosing (docs/choosing.md): at N = %s in this sweep a cluster add cost SotW %s (SnapshotCache) or %s "+
 		"(LinearCache) against delta's %s, the protocol's full-state CDS; an endpoint change cost SotW %s or %s against delta's "+
 		"%s, the SnapshotCache's whole-type EDS. Delta pays where clusters or listeners change often at large N; the "+
 		"LinearCache alone removes SotW's endpoint cost; on-demand loading needs delta; proxyless grpc-go speaks SotW only.",
-		fmtInt(n), get(workloadClusterAdd, "sotw", cacheSnapshot), get(workloadClusterAdd, "sotw", cacheLinear),
-		get(workloadClusterAdd, "delta", cacheSnapshot), get("endpoint", "sotw", cacheSnapshot), get("endpoint", "sotw", cacheLinear),
-		get("endpoint", "delta", cacheSnapshot))
+		fmtInt(n), get(workloadClusterAdd, protocol.SotW, cacheSnapshot), get(workloadClusterAdd, protocol.SotW, cacheLinear),
+		get(workloadClusterAdd, protocol.Delta, cacheSnapshot), get("endpoint", protocol.SotW, cacheSnapshot), get("endpoint", protocol.SotW, cacheLinear),
+		get("endpoint", protocol.Delta, cacheSnapshot))
 }

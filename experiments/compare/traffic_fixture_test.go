@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -42,7 +43,7 @@ var fixtureStart = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // current step.
 type logBuilder struct {
 	t     testing.TB
-	mode  string
+	mode  protocol.Mode
 	step  string
 	lines []byte
 	nonce int
@@ -133,9 +134,9 @@ func msPtr(v float64) *float64 { return &v }
 
 // loadFixture is the xds.log of a load run in mode; v2 names the second backend (a test
 // gives it a name with HTML's special characters).
-func loadFixture(t testing.TB, mode, v2 string) []byte {
+func loadFixture(t testing.TB, mode protocol.Mode, v2 string) []byte {
 	b := &logBuilder{t: t, mode: mode}
-	sotw := mode == xdslog.ModeSotW
+	sotw := mode == protocol.SotW
 	types := []struct{ typ, name string }{{"LDS", "quote-listener"}, {"RDS", "quote-route"}, {"CDS", "inventory"}, {"EDS", "inventory"}}
 
 	b.startStep(0, "initial")
@@ -199,10 +200,10 @@ func loadFixture(t testing.TB, mode, v2 string) []byte {
 }
 
 // loadRunJSON is the fixtures' run.json: Envoy's run with --load 200.
-func loadRunJSON(mode string) []byte {
+func loadRunJSON(mode protocol.Mode) []byte {
 	m := map[string]any{"mode": mode, "client": "envoy", "envoy_version": "1.40.0", "started": "2026-12-01T10:00:00Z",
 		"steps": []string{"initial", "port-change", "invalid-route"}}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		m["sotw_versions"], m["nack_policy"] = "uniform", "resend"
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
@@ -212,7 +213,10 @@ func loadRunJSON(mode string) []byte {
 // TestLoadFixtures: the committed load fixtures are what loadFixture writes (with
 // -update, it writes them).
 func TestLoadFixtures(t *testing.T) {
-	for _, fx := range []struct{ dir, mode string }{{loadSotwRun, xdslog.ModeSotW}, {loadDeltaRun, xdslog.ModeDelta}} {
+	for _, fx := range []struct {
+		dir  string
+		mode protocol.Mode
+	}{{loadSotwRun, protocol.SotW}, {loadDeltaRun, protocol.Delta}} {
 		files := map[string][]byte{"xds.log": loadFixture(t, fx.mode, "v2"), "run.json": loadRunJSON(fx.mode), "envoy.result": []byte("PASS\n")}
 		for name, want := range files {
 			path := filepath.Join(fx.dir, name)

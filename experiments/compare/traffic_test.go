@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -251,9 +252,9 @@ func TestTrafficSVG(t *testing.T) {
 // characters in a backend's name never become markup.
 func TestTrafficEscapes(t *testing.T) {
 	name := `<b>v2&"x"</b>`
-	a, err := FromLog("A", loadFixture(t, xdslog.ModeSotW, name))
+	a, err := FromLog("A", loadFixture(t, protocol.SotW, name))
 	require.NoError(t, err)
-	b, err := FromLog("B", loadFixture(t, xdslog.ModeDelta, name))
+	b, err := FromLog("B", loadFixture(t, protocol.Delta, name))
 	require.NoError(t, err)
 	rep, err := Compare(a, b, Options{})
 	require.NoError(t, err)
@@ -379,9 +380,9 @@ func TestTrafficOddTimelines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tr := xdslog.Traffic{Requests: 4, OK: 4, ByBackend: map[string]int{"v1": 4}, AskedRate: 200, AchievedRate: 200, Timeline: c.tl, Move: c.move}
 			lines := []xdslog.Event{
-				{TS: start, Event: xdslog.EventStep, Mode: xdslog.ModeSotW, Step: "s"},
-				{TS: start.Add(time.Millisecond), Event: xdslog.EventPublish, Mode: xdslog.ModeSotW, Step: "s", Version: "2"},
-				{TS: start.Add(time.Second), Event: xdslog.EventTraffic, Mode: xdslog.ModeSotW, Step: "s", Traffic: &tr},
+				{TS: start, Event: xdslog.EventStep, Mode: protocol.SotW, Step: "s"},
+				{TS: start.Add(time.Millisecond), Event: xdslog.EventPublish, Mode: protocol.SotW, Step: "s", Version: "2"},
+				{TS: start.Add(time.Second), Event: xdslog.EventTraffic, Mode: protocol.SotW, Step: "s", Traffic: &tr},
 			}
 			var log bytes.Buffer
 			for _, e := range lines {

@@ -15,17 +15,18 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // runPack runs the built-in scenario name with the simulated client (in process, a
 // second or so) in mode with cache, and loads the run as label.
-func runPack(t *testing.T, name, label, mode string, cache frontend.Cache) *Run {
+func runPack(t *testing.T, name, label string, mode protocol.Mode, cache frontend.Cache) *Run {
 	t.Helper()
 	sc, err := scenario.Builtin(name)
 	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), mode+"-"+string(cache))
+	dir := filepath.Join(t.TempDir(), mode.String()+"-"+string(cache))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.Execute(ctx, runner.Options{Scenario: sc, Mode: mode, Client: runner.ClientSim, Cache: cache, Out: dir})
@@ -49,8 +50,8 @@ var manyPerType = []resourceKey{
 // versions table names those resources, in every format, and counts what moved as the
 // summaries' held versions say.
 func TestVersionsOfManyPerType(t *testing.T) {
-	a := runPack(t, "many-per-type", "A", xdslog.ModeSotW, frontend.SnapshotCache)
-	b := runPack(t, "many-per-type", "B", xdslog.ModeDelta, frontend.SnapshotCache)
+	a := runPack(t, "many-per-type", "A", protocol.SotW, frontend.SnapshotCache)
+	b := runPack(t, "many-per-type", "B", protocol.Delta, frontend.SnapshotCache)
 	rep, err := Compare(a, b, Options{})
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 4)
@@ -87,8 +88,8 @@ func TestVersionsOfManyPerType(t *testing.T) {
 
 	// A matrix of the four (both caches) has the same set in every column group, and
 	// each run's checkpoints as its two-run report has them.
-	c := runPack(t, "many-per-type", "C", xdslog.ModeSotW, frontend.LinearCache)
-	d := runPack(t, "many-per-type", "D", xdslog.ModeDelta, frontend.LinearCache)
+	c := runPack(t, "many-per-type", "C", protocol.SotW, frontend.LinearCache)
+	d := runPack(t, "many-per-type", "D", protocol.Delta, frontend.LinearCache)
 	m, err := CompareMatrix([]*Run{a, b, c, d}, Options{})
 	require.NoError(t, err)
 	for i, cp := range m.Versions {
@@ -197,7 +198,7 @@ func heldMoves(t *testing.T, r *Run, step string) []resourceKey {
 // one route: step initial sends and ACKs everything, step one-endpoint changes the
 // endpoints of c-007 alone. SotW re-sends every EDS resource under a new label; delta
 // sends c-007's new content alone.
-func manyClustersRun(t *testing.T, label, mode string, n int) *Run {
+func manyClustersRun(t *testing.T, label string, mode protocol.Mode, n int) *Run {
 	t.Helper()
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var lines []string
@@ -216,7 +217,7 @@ func manyClustersRun(t *testing.T, label, mode string, n int) *Run {
 		emit(xdslog.Event{Event: xdslog.EventAck, Step: step, Stream: 1, Type: typ, Nonce: fmt.Sprint(nonce), SentVersion: label, AcceptedVersion: &v})
 	}
 	resource := func(name, label, content string) xdslog.Resource {
-		if mode == xdslog.ModeDelta {
+		if mode == protocol.Delta {
 			label = fmt.Sprintf("%x", sha256.Sum256([]byte(name+content))) // a content hash
 		}
 		return xdslog.Resource{Name: name, Version: label, Hash: content}
@@ -235,7 +236,7 @@ func manyClustersRun(t *testing.T, label, mode string, n int) *Run {
 	send("initial", "CDS", "1", clusters("CDS", "1"))
 	send("initial", "EDS", "1", clusters("EDS", "1"))
 	emit(xdslog.Event{Event: xdslog.EventStep, Step: "one-endpoint"})
-	if mode == xdslog.ModeDelta {
+	if mode == protocol.Delta {
 		send("one-endpoint", "EDS", "2", xdslog.Resources{resource("c-007", "2", "EDS2")})
 	} else {
 		send("one-endpoint", "EDS", "2", clusters("EDS", "2"))
@@ -250,7 +251,7 @@ func manyClustersRun(t *testing.T, label, mode string, n int) *Run {
 // format, the JSON keeps every resource, and the versions finding counts per type.
 func TestVersionsFoldManyResources(t *testing.T) {
 	const n = 40
-	rep, err := Compare(manyClustersRun(t, "A", xdslog.ModeSotW, n), manyClustersRun(t, "B", xdslog.ModeDelta, n), Options{})
+	rep, err := Compare(manyClustersRun(t, "A", protocol.SotW, n), manyClustersRun(t, "B", protocol.Delta, n), Options{})
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 2)
 	for _, vs := range rep.Versions[1].Runs {

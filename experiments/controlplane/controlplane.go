@@ -4,7 +4,7 @@
 // for a caller that brings its own listener (a test's bufconn). It owns the state and picks the transport:
 // one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
 // MuxCache), the one frontend.StatePublisher that feeds it, and one transport (SotW or
-// delta, chosen by a mode string) serving that cache.
+// delta, chosen by Options.Mode) serving that cache.
 package controlplane
 
 import (
@@ -24,10 +24,10 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -43,8 +43,9 @@ const (
 	DefaultKeepaliveMinTime     = 10 * time.Second
 )
 
-// DefaultAddr is where Envoy's bootstrap looks for the control plane.
-const DefaultAddr = bootstrap.DefaultXDSAddr
+// DefaultAddr is where Start listens when Options.Addr is empty: the workbench's xDS
+// address, where a default bootstrap points Envoy too.
+const DefaultAddr = loopback.DefaultXDSAddr
 
 // stopGrace bounds GracefulStop: ADS streams never end on their own, so after the front
 // end's context is cancelled they should close at once; anything still open after this
@@ -112,8 +113,8 @@ func (l Limits) withDefaults() (Limits, error) {
 
 // Options configures New and Start.
 type Options struct {
-	// Mode is xdslog.ModeSotW or xdslog.ModeDelta.
-	Mode string
+	// Mode is protocol.SotW or protocol.Delta.
+	Mode protocol.Mode
 	// Addr is where Start listens: 127.0.0.1:PORT (DefaultAddr when empty); port 0 picks
 	// a free port. Any other host is refused. New ignores it (Serve takes a listener).
 	Addr string
@@ -314,7 +315,7 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	fail := func(err error) (frontend.Cache, Limits, error) {
 		return "", Limits{}, fmt.Errorf("%s control plane: %w", o.Mode, err)
 	}
-	if err := xdslog.CheckMode(o.Mode); err != nil {
+	if err := o.Mode.Check(); err != nil {
 		return "", Limits{}, fmt.Errorf("control plane: %w", err)
 	}
 	if o.Recorder == nil {
@@ -326,7 +327,7 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	if err := CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return fail(err)
 	}
-	if err := o.OnDemand.CheckMode(o.Mode == xdslog.ModeSotW); err != nil {
+	if err := o.OnDemand.CheckMode(o.Mode == protocol.SotW); err != nil {
 		return fail(err)
 	}
 	if len(o.Nodes) > 0 && o.NodeID != "" {
@@ -351,14 +352,14 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 
 // CheckSotWOptions refuses an unknown version strategy or NACK policy, and either one set
 // in delta mode, where it would silently do nothing.
-func CheckSotWOptions(mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+func CheckSotWOptions(mode protocol.Mode, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
 	if _, err := frontend.ParseVersionStrategy(string(versions)); err != nil {
 		return err
 	}
 	if _, err := sotw.ParseNackPolicy(string(policy)); err != nil {
 		return err
 	}
-	if mode != xdslog.ModeDelta {
+	if mode != protocol.Delta {
 		return nil
 	}
 	// Delta versions are content hashes and a NACKed hash is never re-sent, so these
@@ -384,7 +385,9 @@ type state struct {
 }
 
 // revert reports whether a NACK is answered by republishing what the client accepted.
-func (s *state) revert(mode string) bool { return mode == xdslog.ModeSotW && s.policy == sotw.Revert }
+func (s *state) revert(mode protocol.Mode) bool {
+	return mode == protocol.SotW && s.policy == sotw.Revert
+}
 
 // newState builds the cache of kind and its publishers. Delta's system_version_info is
 // the label and its resource versions are hashes, so in delta mode Versions is empty and
@@ -438,7 +441,7 @@ func (st *state) perTypeCaches(o Options, kind frontend.Cache) {
 			Caches:        byNode,
 		}
 	}
-	if o.Mode == xdslog.ModeSotW && st.policy != sotw.Revert {
+	if o.Mode == protocol.SotW && st.policy != sotw.Revert {
 		// Revert holds too, and publishes what the client accepted.
 		st.policy = sotw.Hold
 	}
@@ -461,7 +464,7 @@ func (st *state) snapshotCache(o Options) error {
 // newTransport is o.Mode's transport serving st's cache until ctx is done; under the
 // revert policy it reports NACKs to onNack.
 func newTransport(ctx context.Context, o Options, st *state, onNack func(sotw.Nack)) (frontend.FrontEnd, error) {
-	if o.Mode == xdslog.ModeDelta {
+	if o.Mode == protocol.Delta {
 		return delta.New(ctx, delta.Config{Cache: st.cache, Recorder: o.Recorder, Describe: st.pub.Describe})
 	}
 	cfg := sotw.Config{Cache: st.cache, Recorder: o.Recorder, NackPolicy: st.policy, Describe: st.pub.Describe}
@@ -553,8 +556,8 @@ var (
 // LinearCache and the indexed cache they mean per-type versions and hold; hold and revert
 // are served with every cache). The indexed cache mirrors the LinearCache, so it honours
 // what the LinearCache honours and refuses the rest for the same reasons.
-func CheckCacheOptions(cache frontend.Cache, mode string, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
-	if !cache.VersionsPerType() || mode != xdslog.ModeSotW {
+func CheckCacheOptions(cache frontend.Cache, mode protocol.Mode, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+	if !cache.VersionsPerType() || mode != protocol.SotW {
 		return nil
 	}
 	if versions == frontend.Uniform {

@@ -25,12 +25,13 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-var modes = []string{xdslog.ModeSotW, xdslog.ModeDelta}
+var modes = []protocol.Mode{protocol.SotW, protocol.Delta}
 
 // memLog is an xds.log in memory: the recorder writes it while the test reads events.
 type memLog struct{ syncbuf.Buffer }
@@ -100,7 +101,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // start runs a control plane on a free port with the teaching state published.
-func start(t *testing.T, mode string, limits Limits) (*ControlPlane, *memLog) {
+func start(t *testing.T, mode protocol.Mode, limits Limits) (*ControlPlane, *memLog) {
 	t.Helper()
 	log := &memLog{}
 	cp, err := Start(context.Background(), Options{
@@ -126,17 +127,17 @@ func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 
 // adsStream is one raw ADS stream in either protocol.
 type adsStream struct {
-	mode  string
+	mode  protocol.Mode
 	sotw  discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
 	delta discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 }
 
 // open opens the stream of the given protocol (which need not be the server's).
-func open(ctx context.Context, conn *grpc.ClientConn, mode string) (*adsStream, error) {
+func open(ctx context.Context, conn *grpc.ClientConn, mode protocol.Mode) (*adsStream, error) {
 	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
 	s := &adsStream{mode: mode}
 	var err error
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		s.sotw, err = c.StreamAggregatedResources(ctx)
 	} else {
 		s.delta, err = c.DeltaAggregatedResources(ctx)
@@ -147,7 +148,7 @@ func open(ctx context.Context, conn *grpc.ClientConn, mode string) (*adsStream, 
 // requestCDS sends a wildcard CDS request with the given resource names (nil: wildcard).
 func (s *adsStream) requestCDS(names []string) error {
 	node := &core.Node{Id: resources.NodeID, Cluster: "test"}
-	if s.mode == xdslog.ModeSotW {
+	if s.mode == protocol.SotW {
 		return s.sotw.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: rsrc.ClusterType, ResourceNames: names})
 	}
 	return s.delta.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: rsrc.ClusterType, ResourceNamesSubscribe: names})
@@ -157,7 +158,7 @@ func (s *adsStream) requestCDS(names []string) error {
 func (s *adsStream) recvClusters() (string, []string, error) {
 	var anys []*anypb.Any
 	var typeURL string
-	if s.mode == xdslog.ModeSotW {
+	if s.mode == protocol.SotW {
 		r, err := s.sotw.Recv()
 		if err != nil {
 			return "", nil, err
@@ -186,7 +187,7 @@ func (s *adsStream) recvClusters() (string, []string, error) {
 
 // serveCDS opens a stream, asks for CDS and returns once the inventory cluster arrives,
 // proving the server is handling the stream.
-func serveCDS(t *testing.T, ctx context.Context, conn *grpc.ClientConn, mode string) *adsStream {
+func serveCDS(t *testing.T, ctx context.Context, conn *grpc.ClientConn, mode protocol.Mode) *adsStream {
 	t.Helper()
 	s, err := open(ctx, conn, mode)
 	require.NoError(t, err)
@@ -198,16 +199,16 @@ func serveCDS(t *testing.T, ctx context.Context, conn *grpc.ClientConn, mode str
 	return s
 }
 
-func other(mode string) string {
-	if mode == xdslog.ModeSotW {
-		return xdslog.ModeDelta
+func other(mode protocol.Mode) protocol.Mode {
+	if mode == protocol.SotW {
+		return protocol.Delta
 	}
-	return xdslog.ModeSotW
+	return protocol.SotW
 }
 
 func TestServesAndRecords(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			cp, log := start(t, mode, Limits{})
 			assert.Equal(t, mode, cp.FrontEnd().Mode())
 			assert.Equal(t, "127.0.0.1:"+strconv.Itoa(cp.Port()), cp.Addr())
@@ -242,14 +243,14 @@ func TestServesAndRecords(t *testing.T) {
 			require.NoError(t, err)
 			_ = wrong.requestCDS(nil)
 			_, _, err = wrong.recvClusters()
-			assertStatus(t, err, codes.Unimplemented, "lab bootstrap --mode "+mode)
+			assertStatus(t, err, codes.Unimplemented, "lab bootstrap --mode "+mode.String())
 			waitRefused(t, log)
 		})
 	}
 }
 
 func TestPublishErrorNamesVersion(t *testing.T) {
-	cp, log := start(t, xdslog.ModeSotW, Limits{})
+	cp, log := start(t, protocol.SotW, Limits{})
 	before := count(log.events(t), xdslog.EventPublish)
 	_, err := cp.Publish(context.Background(), resources.State{Version: "7", InventoryPort: 0})
 	require.Error(t, err)
@@ -264,7 +265,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 
-	rec := func(mode string) *xdslog.Recorder { return xdslog.NewRecorder(&memLog{}, mode) }
+	rec := func(mode protocol.Mode) *xdslog.Recorder { return xdslog.NewRecorder(&memLog{}, mode) }
 	cases := []struct {
 		name string
 		o    Options
@@ -329,7 +330,7 @@ func TestSotWOptionsAccepted(t *testing.T) {
 
 func TestOversizedRequestRefused(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			cp, log := start(t, mode, Limits{MaxRecvMsgSize: 1024})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -354,7 +355,7 @@ func TestOversizedRequestRefused(t *testing.T) {
 
 func TestOversizedResponseFailsStream(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			cp, log := start(t, mode, Limits{MaxSendMsgSize: 64})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -371,7 +372,7 @@ func TestOversizedResponseFailsStream(t *testing.T) {
 
 func TestMaxConcurrentStreamsPerConnection(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			cp, _ := start(t, mode, Limits{MaxConcurrentStreams: 1})
 			conn := dial(t, cp.Addr())
 			firstCtx, closeFirst := context.WithTimeout(context.Background(), 10*time.Second)
@@ -425,7 +426,7 @@ func TestMaxConcurrentStreamsPerConnection(t *testing.T) {
 
 func TestMaxStreamsRefusesExtra(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			cp, log := start(t, mode, Limits{MaxStreams: 2})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -511,7 +512,7 @@ func (p *pinger) readUntil(t *testing.T, acks int) *http2.GoAwayFrame {
 }
 
 func TestKeepaliveTooManyPings(t *testing.T) {
-	cp, _ := start(t, xdslog.ModeSotW, Limits{KeepaliveMinTime: 5 * time.Second})
+	cp, _ := start(t, protocol.SotW, Limits{KeepaliveMinTime: 5 * time.Second})
 	p := newPinger(t, cp.Addr())
 	// No stream is open: PermitWithoutStream lets the pings through to the MinTime check,
 	// which they break; the third strike earns a GOAWAY.
@@ -532,7 +533,7 @@ func TestKeepaliveTooManyPings(t *testing.T) {
 }
 
 func TestKeepalivePingsWithinPolicy(t *testing.T) {
-	cp, _ := start(t, xdslog.ModeDelta, Limits{KeepaliveMinTime: 100 * time.Millisecond})
+	cp, _ := start(t, protocol.Delta, Limits{KeepaliveMinTime: 100 * time.Millisecond})
 	p := newPinger(t, cp.Addr())
 	// Pings slower than MinTime, with no stream open, are answered and never punished.
 	go func() {
@@ -550,7 +551,7 @@ func TestKeepalivePingsWithinPolicy(t *testing.T) {
 
 func TestStopIdempotentAndLeakFree(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			baseline := runtime.NumGoroutine()
 			log := &memLog{}
 			cp, err := Start(context.Background(), Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, mode)})

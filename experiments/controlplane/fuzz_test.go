@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -34,16 +36,16 @@ var (
 
 // planeFor returns the worker's control plane for a mode and cache, building it once.
 // It is never stopped: it lives as long as the fuzz worker process.
-func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
+func planeFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *fuzzPlane {
 	fuzzPlanesMu.Lock()
 	defer fuzzPlanesMu.Unlock()
-	key := mode + "/" + string(cache)
+	key := mode.String() + "/" + string(cache)
 	if p := fuzzPlanes[key]; p != nil {
 		return p
 	}
 	p := &fuzzPlane{Target: adsfuzz.Target{Log: &adsfuzz.Log{}}}
 	o := Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(p.Log, mode), Limits: Limits{MaxRecvMsgSize: fuzzRecvLimit}}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		o.Versions, o.NackPolicy = SotWDefaults(cache)
 	}
 	cp, err := New(o)
@@ -57,7 +59,7 @@ func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
 	if _, p.Conn, err = adsfuzz.Serve(cp.Serve); err != nil {
 		t.Fatal(err)
 	}
-	if p.Witness, err = adsfuzz.Witness(context.Background(), p.Conn, mode == xdslog.ModeDelta, p.Log, 10*time.Second); err != nil {
+	if p.Witness, err = adsfuzz.Witness(context.Background(), p.Conn, mode == protocol.Delta, p.Log, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	fuzzPlanes[key] = p
@@ -66,9 +68,9 @@ func planeFor(t *testing.T, mode string, cache frontend.Cache) *fuzzPlane {
 
 // fuzzStream runs one fuzz input against the control plane for its script's cache and
 // checks the invariants (see docs/reliability.md "Hostile clients: fuzzed streams").
-func fuzzStream(t *testing.T, mode string, data []byte) {
+func fuzzStream(t *testing.T, mode protocol.Mode, data []byte) {
 	s := adsfuzz.Decode(data)
-	s.Delta = mode == xdslog.ModeDelta
+	s.Delta = mode == protocol.Delta
 	cache := frontend.SnapshotCache
 	if s.Linear {
 		cache = frontend.LinearCache
@@ -84,7 +86,7 @@ func FuzzSotWStream(f *testing.F) {
 		f.Add(seed)
 		f.Add(append([]byte{2}, seed[1:]...)) // the same on the linear cache
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, xdslog.ModeSotW, data) })
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, protocol.SotW, data) })
 }
 
 // FuzzDeltaStream drives hostile delta streams at the snapshot and linear caches.
@@ -93,7 +95,7 @@ func FuzzDeltaStream(f *testing.F) {
 		f.Add(seed)
 		f.Add(append([]byte{2}, seed[1:]...))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, xdslog.ModeDelta, data) })
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStream(t, protocol.Delta, data) })
 }
 
 // TestFuzzScriptReachesServer: a fuzz script's requests reach the front end (the
@@ -101,12 +103,12 @@ func FuzzDeltaStream(f *testing.F) {
 // served and one byte over it is not, and the invariants hold afterwards.
 func TestFuzzScriptReachesServer(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			p := planeFor(t, mode, frontend.SnapshotCache)
 			p.Log.Take()
 			baseline := runtime.NumGoroutine()
 			cds := adsfuzz.Op{Kind: adsfuzz.Send, TypeURL: adsfuzz.TypeURLs[0], Names: []string{resources.ClusterName}}
-			delta := mode == xdslog.ModeDelta
+			delta := mode == protocol.Delta
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			adsfuzz.Run(ctx, p.Conn, adsfuzz.Script{Delta: delta, Ops: []adsfuzz.Op{cds, {Kind: adsfuzz.SendAtLimit, TypeURL: adsfuzz.TypeURLs[1]}}}, fuzzRecvLimit)

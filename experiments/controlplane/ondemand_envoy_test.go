@@ -21,12 +21,13 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // envoyOn starts real Envoy on a bootstrap for mode against cp and waits until it is ready.
-func envoyOn(t *testing.T, mode string, cp *ControlPlane, p bootstrap.Params) *envoy.Process {
+func envoyOn(t *testing.T, mode protocol.Mode, cp *ControlPlane, p bootstrap.Params) *envoy.Process {
 	t.Helper()
 	bin := envoytest.Require(t)
 	p.XDSAddr, p.AdminPort = cp.Addr(), 0
@@ -85,13 +86,13 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			require.NoError(t, err)
 			log := &memLog{}
 			od := resources.OnDemand{VirtualHosts: true, Clusters: true}
-			cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", Cache: cache, OnDemand: od, Recorder: xdslog.NewRecorder(log, xdslog.ModeDelta)})
+			cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", Cache: cache, OnDemand: od, Recorder: xdslog.NewRecorder(log, protocol.Delta)})
 			require.NoError(t, err)
 			t.Cleanup(cp.Stop)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: backend.Port(), ListenerPort: listenerPort, Clusters: 50, OnDemand: od})
 			require.NoError(t, err)
 
-			proc := envoyOn(t, xdslog.ModeDelta, cp, bootstrap.Params{OnDemandClusters: true})
+			proc := envoyOn(t, protocol.Delta, cp, bootstrap.Params{OnDemandClusters: true})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			require.NoError(t, proc.WaitReady(ctx), "the listener warms without any virtual host")
@@ -151,12 +152,12 @@ func filterStats(stats map[string]string, prefix string) map[string]string {
 // front, and real Envoy shows why: a SotW Envoy NACKs a route configuration that takes
 // VHDS over ADS with its own error, recorded in xds.log.
 func TestOnDemandRefusedInSotW(t *testing.T) {
-	_, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true},
-		Recorder: xdslog.NewRecorder(io.Discard, xdslog.ModeSotW)})
+	_, err := Start(context.Background(), Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true},
+		Recorder: xdslog.NewRecorder(io.Discard, protocol.SotW)})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
 	log := &memLog{}
-	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, xdslog.ModeSotW)})
+	cp, err := Start(context.Background(), Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, protocol.SotW)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
 	listenerPort, err := loopback.FreePort()
@@ -165,7 +166,7 @@ func TestOnDemandRefusedInSotW(t *testing.T) {
 	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080, ListenerPort: listenerPort, OnDemand: resources.OnDemand{VirtualHosts: true}})
 	require.NoError(t, err)
 	require.NoError(t, cp.PublishSet(context.Background(), set))
-	envoyOn(t, xdslog.ModeSotW, cp, bootstrap.Params{})
+	envoyOn(t, protocol.SotW, cp, bootstrap.Params{})
 	waitFor(t, 30*time.Second, "Envoy's RDS NACK", func() bool {
 		return slices.ContainsFunc(log.events(t), func(e xdslog.Event) bool { return e.Event == xdslog.EventNack && e.Type == "RDS" })
 	})

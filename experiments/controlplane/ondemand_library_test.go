@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -30,14 +31,14 @@ import (
 // on demand.
 func TestLibraryAloneIsNotOnDemand(t *testing.T) {
 	log := &memLog{}
-	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, xdslog.ModeDelta)})
+	cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, protocol.Delta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
 	listenerPort, err := loopback.FreePort()
 	require.NoError(t, err)
 	_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080, ListenerPort: listenerPort, Clusters: 20, OnDemand: resources.OnDemand{VirtualHosts: true}})
 	require.NoError(t, err)
-	proc := envoyOn(t, xdslog.ModeDelta, cp, bootstrap.Params{})
+	proc := envoyOn(t, protocol.Delta, cp, bootstrap.Params{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, proc.WaitReady(ctx))
@@ -98,7 +99,7 @@ func TestVHDSWaitsForAFirstAnswer(t *testing.T) {
 	bare := &ControlPlane{addr: lis.Addr().String(), port: lis.Addr().(*net.TCPAddr).Port}
 	assert.Equal(t, "1", vhdsInitTimeouts(t, bare), "the listener waited for the VHDS initial fetch")
 
-	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeDelta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeDelta)})
+	cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&memLog{}, protocol.Delta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
 	require.NoError(t, cp.PublishSet(context.Background(), set))
@@ -109,7 +110,7 @@ func TestVHDSWaitsForAFirstAnswer(t *testing.T) {
 // init_fetch_timeout count.
 func vhdsInitTimeouts(t *testing.T, cp *ControlPlane) string {
 	t.Helper()
-	proc := envoyOn(t, xdslog.ModeDelta, cp, bootstrap.Params{})
+	proc := envoyOn(t, protocol.Delta, cp, bootstrap.Params{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, proc.WaitReady(ctx))

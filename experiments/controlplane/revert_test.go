@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -40,8 +41,8 @@ func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionSt
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
 	log := &memLog{}
-	rec := xdslog.NewRecorder(log, xdslog.ModeSotW)
-	cp, err := Start(context.Background(), Options{Mode: xdslog.ModeSotW, Addr: "127.0.0.1:0", Recorder: rec,
+	rec := xdslog.NewRecorder(log, protocol.SotW)
+	cp, err := Start(context.Background(), Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", Recorder: rec,
 		NackPolicy: sotw.Revert, Cache: cache, Versions: versions})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
@@ -60,7 +61,7 @@ func publishStep(t *testing.T, cp *ControlPlane, rec *xdslog.Recorder, step stri
 // runClient runs a simulated Envoy against cp until the test ends.
 func runClient(t *testing.T, cp *ControlPlane) *simclient.Client {
 	t.Helper()
-	c, err := simclient.New(xdslog.ModeSotW, "")
+	c, err := simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
 	t.Cleanup(simclienttest.Start(context.Background(), c, dial(t, cp.Addr())))
 	return c

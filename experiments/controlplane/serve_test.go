@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -24,7 +25,7 @@ import (
 // returns from.
 func TestNewServesOnAnyListener(t *testing.T) {
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			log := &memLog{}
 			cp, err := New(Options{Mode: mode, Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestNewServesOnAnyListener(t *testing.T) {
 
 // TestStopWithoutServe: a control plane built and never served stops at once.
 func TestStopWithoutServe(t *testing.T) {
-	cp, err := New(Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeSotW)})
+	cp, err := New(Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&memLog{}, protocol.SotW)})
 	require.NoError(t, err)
 	stopped := make(chan struct{})
 	go func() { cp.Stop(); close(stopped) }()
@@ -72,7 +73,7 @@ func TestStopWithoutServe(t *testing.T) {
 
 // TestNewRefusesWhatStartRefuses: New's errors are Start's without "start ".
 func TestNewRefusesWhatStartRefuses(t *testing.T) {
-	o := Options{Mode: xdslog.ModeSotW, Recorder: xdslog.NewRecorder(&memLog{}, xdslog.ModeSotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
+	o := Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&memLog{}, protocol.SotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
 	_, newErr := New(o)
 	_, startErr := Start(context.Background(), o)
 	require.Error(t, newErr)
@@ -92,18 +93,18 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 			{"", sotw.Resend, ErrResendNeedsSnapshot},
 			{"", sotw.Backoff, ErrBackoffNeedsSnapshot},
 		} {
-			err := CheckCacheOptions(cache, xdslog.ModeSotW, tc.versions, tc.policy)
+			err := CheckCacheOptions(cache, protocol.SotW, tc.versions, tc.policy)
 			assert.ErrorIs(t, err, tc.want, "%s %s %s", cache, tc.versions, tc.policy)
 			for _, other := range []error{ErrUniformNeedsSnapshot, ErrResendNeedsSnapshot, ErrBackoffNeedsSnapshot} {
 				if other != tc.want {
 					assert.False(t, errors.Is(err, other))
 				}
 			}
-			assert.NoError(t, CheckCacheOptions(frontend.SnapshotCache, xdslog.ModeSotW, tc.versions, tc.policy))
-			assert.NoError(t, CheckCacheOptions(cache, xdslog.ModeDelta, tc.versions, tc.policy))
+			assert.NoError(t, CheckCacheOptions(frontend.SnapshotCache, protocol.SotW, tc.versions, tc.policy))
+			assert.NoError(t, CheckCacheOptions(cache, protocol.Delta, tc.versions, tc.policy))
 		}
 		for _, p := range []sotw.NackPolicy{"", sotw.Hold, sotw.Revert} {
-			assert.NoError(t, CheckCacheOptions(cache, xdslog.ModeSotW, frontend.PerType, p))
+			assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, frontend.PerType, p))
 		}
 	}
 }
@@ -113,7 +114,7 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 func TestSotWDefaults(t *testing.T) {
 	for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache} {
 		v, p := SotWDefaults(cache)
-		assert.NoError(t, CheckCacheOptions(cache, xdslog.ModeSotW, v, p), "%s", cache)
+		assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, v, p), "%s", cache)
 	}
 	v, p := SotWDefaults(frontend.LinearCache)
 	assert.Equal(t, frontend.PerType, v)

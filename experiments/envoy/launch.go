@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Bootstrap names the workbench bootstrap Envoy runs from: the mode's template rendered
 // with Params (bootstrap.Render), written to Path.
 type Bootstrap struct {
 	// Mode is the xDS protocol (sotw or delta), which picks the template.
-	Mode   string
+	Mode   protocol.Mode
 	Params bootstrap.Params
 	// Path is where the rendered bootstrap is written; Envoy's -c.
 	Path string

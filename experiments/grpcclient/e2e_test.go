@@ -23,6 +23,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -57,14 +58,14 @@ func startLab(t *testing.T) *lab {
 	logFile, err := os.Create(filepath.Join(l.dir, "xds.log"))
 	require.NoError(t, err)
 	t.Cleanup(func() { logFile.Close() })
-	rec := xdslog.NewRecorder(logFile, xdslog.ModeSotW, xdslog.WithObserver(func(e xdslog.Event) {
+	rec := xdslog.NewRecorder(logFile, protocol.SotW, xdslog.WithObserver(func(e xdslog.Event) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.events = append(l.events, e)
 	}))
 	// Hold: a rejected response is not re-sent (the library's default would re-send it
 	// at once, forever, to this client too).
-	l.cp, err = controlplane.Start(t.Context(), controlplane.Options{Mode: xdslog.ModeSotW, Addr: loopback.Addr(0), Recorder: rec, NackPolicy: sotw.Hold})
+	l.cp, err = controlplane.Start(t.Context(), controlplane.Options{Mode: protocol.SotW, Addr: loopback.Addr(0), Recorder: rec, NackPolicy: sotw.Hold})
 	require.NoError(t, err)
 	t.Cleanup(l.cp.Stop)
 	for _, p := range []**inventory.Backend{&l.a, &l.b} {

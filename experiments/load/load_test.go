@@ -227,14 +227,29 @@ func TestAnswer(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	var d []time.Duration
-	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i)*time.Millisecond)
+// TestSummarizePercentiles: the latency percentiles are stats.Percentile's (nearest rank,
+// rank ceil(p/100 x n)), the rule lab bench's per-proxy figures use too.
+func TestSummarizePercentiles(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	responses := func(n int) []Response {
+		var rs []Response
+		for i := 1; i <= n; i++ {
+			rs = append(rs, Response{ID: fmt.Sprint(i), Sent: t0.Add(time.Duration(i) * time.Millisecond),
+				Latency: time.Duration(i) * time.Millisecond, Status: 200, Backend: "a"})
+		}
+		return rs
 	}
-	assert.Equal(t, 50*time.Millisecond, percentile(d, 0.5))
-	assert.Equal(t, 99*time.Millisecond, percentile(d, 0.99))
-	assert.Equal(t, time.Millisecond, percentile(d[:1], 0.99))
+	for _, c := range []struct {
+		n             int
+		p50, p99, max float64
+	}{
+		{100, 50, 99, 100},
+		{60, 30, 60, 60}, // rank ceil(59.4) = 60: the largest, not the 59th
+		{1, 1, 1, 1},
+	} {
+		s := Summarize(responses(c.n), t0, t0.Add(time.Second), 100, nil)
+		assert.Equal(t, [3]float64{c.p50, c.p99, c.max}, [3]float64{s.P50MS, s.P99MS, s.MaxMS}, "n=%d: p50, p99, max (ms)", c.n)
+	}
 }
 
 // TestTimeline: every response sent in the window lands in one bucket of its answer's

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/stats"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -35,8 +36,8 @@ func Summarize(rs []Response, from, to time.Time, asked float64, flags map[strin
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		s.P50MS = ms(percentile(lat, 0.50))
-		s.P99MS = ms(percentile(lat, 0.99))
+		s.P50MS = ms(stats.Percentile(lat, 50))
+		s.P99MS = ms(stats.Percentile(lat, 99))
 		s.MaxMS = ms(lat[len(lat)-1])
 	}
 	s.Timeline = timeline(rs, from, to, flags)
@@ -77,12 +78,6 @@ func timeline(rs []Response, from, to time.Time, flags map[string]string) *xdslo
 		t.Series[key][min(n-1, int(ms(r.Sent.Sub(from))/size))]++
 	}
 	return t
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	i := int(float64(len(sorted))*p+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

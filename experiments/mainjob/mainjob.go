@@ -24,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -31,7 +32,7 @@ import (
 // Config is one run of the job: a protocol and the cache and SotW options it runs with.
 type Config struct {
 	Name       string
-	Mode       string
+	Mode       protocol.Mode
 	Cache      frontend.Cache
 	Versions   frontend.VersionStrategy
 	NackPolicy sotw.NackPolicy
@@ -41,11 +42,11 @@ type Config struct {
 // with the SnapshotCache at the teaching defaults, SotW per-type with hold (the same
 // cache, other options), and SotW and delta with the LinearCache.
 var Configs = []Config{
-	{Name: "sotw", Mode: "sotw", Cache: frontend.SnapshotCache, Versions: frontend.Uniform, NackPolicy: sotw.Resend},
-	{Name: "delta", Mode: "delta", Cache: frontend.SnapshotCache},
-	{Name: "sotw-per-type-hold", Mode: "sotw", Cache: frontend.SnapshotCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
-	{Name: "sotw-linear", Mode: "sotw", Cache: frontend.LinearCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
-	{Name: "delta-linear", Mode: "delta", Cache: frontend.LinearCache},
+	{Name: "sotw", Mode: protocol.SotW, Cache: frontend.SnapshotCache, Versions: frontend.Uniform, NackPolicy: sotw.Resend},
+	{Name: "delta", Mode: protocol.Delta, Cache: frontend.SnapshotCache},
+	{Name: "sotw-per-type-hold", Mode: protocol.SotW, Cache: frontend.SnapshotCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
+	{Name: "sotw-linear", Mode: protocol.SotW, Cache: frontend.LinearCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
+	{Name: "delta-linear", Mode: protocol.Delta, Cache: frontend.LinearCache},
 }
 
 // ScaleClusters are the scale sweep's N: a few seconds with the simulated client.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -44,7 +45,7 @@ func TestUnmatchedAndDropped(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			ads := discovery.NewAggregatedDiscoveryServiceClient(h.dial())
-			if v.mode == xdslog.ModeSotW {
+			if v.mode == protocol.SotW {
 				s, err := ads.StreamAggregatedResources(ctx)
 				require.NoError(t, err)
 				// A request carrying a nonce from "before a restart".

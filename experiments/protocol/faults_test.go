@@ -14,6 +14,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -54,7 +55,7 @@ func (h *harness) rawStep(t *testing.T, step string) *garbageStream {
 
 // garbageStream is one raw ADS stream of either protocol.
 type garbageStream struct {
-	mode  string
+	mode  protocol.Mode
 	sotw  discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
 	delta discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 }
@@ -64,7 +65,7 @@ func (h *harness) rawStream(ctx context.Context) *garbageStream {
 	ads := discovery.NewAggregatedDiscoveryServiceClient(h.dial())
 	g := &garbageStream{mode: h.v.mode}
 	var err error
-	if h.v.mode == xdslog.ModeSotW {
+	if h.v.mode == protocol.SotW {
 		g.sotw, err = ads.StreamAggregatedResources(ctx)
 	} else {
 		g.delta, err = ads.DeltaAggregatedResources(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -126,7 +127,7 @@ func TestNodesRefused(t *testing.T) {
 		{Nodes: []string{"a", ""}},
 		{Nodes: []string{"a"}, NodeID: "b"},
 	} {
-		o.Mode, o.Addr, o.Recorder = xdslog.ModeDelta, "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, xdslog.ModeDelta)
+		o.Mode, o.Addr, o.Recorder = protocol.Delta, "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, protocol.Delta)
 		_, err := controlplane.Start(context.Background(), o)
 		assert.Error(t, err, fmt.Sprint(o.Nodes))
 	}

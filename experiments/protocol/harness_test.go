@@ -19,6 +19,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -41,7 +42,7 @@ func (l *memLog) events(t *testing.T) []xdslog.Event {
 // variant is one front-end configuration under test.
 type variant struct {
 	name     string
-	mode     string
+	mode     protocol.Mode
 	versions frontend.VersionStrategy
 	policy   sotw.NackPolicy
 	// cache is the library cache (frontend.SnapshotCache when empty).
@@ -49,17 +50,17 @@ type variant struct {
 }
 
 var variants = []variant{
-	{"sotw-uniform-resend", xdslog.ModeSotW, frontend.Uniform, sotw.Resend, ""},
-	{"sotw-pertype-hold", xdslog.ModeSotW, frontend.PerType, sotw.Hold, ""},
-	{"delta", xdslog.ModeDelta, "", "", ""},
+	{"sotw-uniform-resend", protocol.SotW, frontend.Uniform, sotw.Resend, ""},
+	{"sotw-pertype-hold", protocol.SotW, frontend.PerType, sotw.Hold, ""},
+	{"delta", protocol.Delta, "", "", ""},
 	// The LinearCache per type behind a MuxCache (--cache linear): versions per type by
 	// construction and a NACK holds, so SotW is per-type and hold.
-	{"sotw-linear", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.LinearCache},
-	{"delta-linear", xdslog.ModeDelta, "", "", frontend.LinearCache},
+	{"sotw-linear", protocol.SotW, frontend.PerType, sotw.Hold, frontend.LinearCache},
+	{"delta-linear", protocol.Delta, "", "", frontend.LinearCache},
 	// The workbench's indexed cache (--cache indexed, shared/indexcache): the
 	// LinearCache's semantics, so every LinearCache expectation holds for it too.
-	{"sotw-indexed", xdslog.ModeSotW, frontend.PerType, sotw.Hold, frontend.IndexedCache},
-	{"delta-indexed", xdslog.ModeDelta, "", "", frontend.IndexedCache},
+	{"sotw-indexed", protocol.SotW, frontend.PerType, sotw.Hold, frontend.IndexedCache},
+	{"delta-indexed", protocol.Delta, "", "", frontend.IndexedCache},
 }
 
 // linear reports whether v serves with the LinearCache's semantics: from the

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -33,7 +34,7 @@ func (h *harness) startInitial(clusters int) (client *simclient.Client, set *res
 // caches in resources.Types order (CDS, EDS, LDS, RDS), so the pushes come out the same.
 func TestOrderedADSWithTheMux(t *testing.T) {
 	for _, v := range variants {
-		if v.mode != xdslog.ModeSotW {
+		if v.mode != protocol.SotW {
 			continue
 		}
 		t.Run(v.name, func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestOneOfNAssignments(t *testing.T) {
 			sends := filter(ev, of("one-endpoint", xdslog.EventSend))
 			require.Len(t, sends, 1, "only EDS is sent")
 			require.Equal(t, "EDS", sends[0].Type)
-			if v.linear() || v.mode == xdslog.ModeDelta {
+			if v.linear() || v.mode == protocol.Delta {
 				require.Len(t, sends[0].Resources, 1, "only the changed assignment")
 				assert.Equal(t, changed, sends[0].Resources[0].Name)
 			} else {

@@ -11,6 +11,7 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -57,7 +58,7 @@ func TestSotWRequestRules(t *testing.T) {
 }
 
 func sotwRequestRules(t *testing.T, cache frontend.Cache) {
-	v := variant{"sotw-pertype-hold", xdslog.ModeSotW, "per-type", "hold", cache}
+	v := variant{"sotw-pertype-hold", protocol.SotW, "per-type", "hold", cache}
 	h := newHarness(t, v)
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -204,7 +205,7 @@ func TestDeltaRequestRules(t *testing.T) {
 }
 
 func deltaRequestRules(t *testing.T, cache frontend.Cache) {
-	h := newHarness(t, variant{"delta", xdslog.ModeDelta, "", "", cache})
+	h := newHarness(t, variant{"delta", protocol.Delta, "", "", cache})
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -31,7 +32,7 @@ func TestScenario(t *testing.T) {
 
 func runScenario(t *testing.T, v variant) {
 	h := newHarness(t, v)
-	sotwMode := v.mode == xdslog.ModeSotW
+	sotwMode := v.mode == protocol.SotW
 	client, err := simclient.New(v.mode, "")
 	require.NoError(t, err)
 

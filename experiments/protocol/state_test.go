@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -38,17 +39,17 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 	s.fe = newTransport(t, ctx, sv, s.cache, s.pub, s.rec)
 	s.lis = serve(t, s.fe)
 	dv := variants[2]
-	require.Equal(t, xdslog.ModeDelta, dv.mode)
+	require.Equal(t, protocol.Delta, dv.mode)
 	d := &harness{t: t, v: dv, log: &memLog{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
 	d.rec = xdslog.NewRecorder(d.log, dv.mode)
 	d.fe = newTransport(t, s.ctx, dv, s.cache, s.pub, d.rec)
 	d.lis = serve(t, d.fe)
-	require.Equal(t, xdslog.ModeSotW, s.fe.Mode())
-	require.Equal(t, xdslog.ModeDelta, d.fe.Mode())
+	require.Equal(t, protocol.SotW, s.fe.Mode())
+	require.Equal(t, protocol.Delta, d.fe.Mode())
 
-	sc, err := simclient.New(xdslog.ModeSotW, "")
+	sc, err := simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
-	dc, err := simclient.New(xdslog.ModeDelta, "")
+	dc, err := simclient.New(protocol.Delta, "")
 	require.NoError(t, err)
 	defer s.connect(sc)()
 	defer d.connect(dc)()
@@ -70,7 +71,7 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 		// SotW with uniform labels re-sends every type; delta sends what changed.
 		wantSends := map[*harness]int{s: len(resources.CoreTypes), d: len(set.ChangedTypes(prev))}
 		for _, h := range []*harness{s, d} {
-			ev := h.waitLog(h.v.mode+" ACKs of "+step.name, func(ev []xdslog.Event) bool {
+			ev := h.waitLog(h.v.mode.String()+" ACKs of "+step.name, func(ev []xdslog.Event) bool {
 				return len(filter(ev, of(step.name, xdslog.EventAck))) >= wantSends[h]
 			})
 			sends := filter(ev, of(step.name, xdslog.EventSend))
@@ -109,7 +110,7 @@ func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Ca
 		fe  frontend.FrontEnd
 		err error
 	)
-	if v.mode == xdslog.ModeSotW {
+	if v.mode == protocol.SotW {
 		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, NackPolicy: v.policy, Describe: pub.Describe})
 	} else {
 		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})

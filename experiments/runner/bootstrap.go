@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/xds-workbench/lab/shared/option"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/xds-workbench/lab/shared/option"
 )
 
 // mergeConfigYAML merges over, then extra (extra wins), into one --config-yaml for Envoy,

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -32,7 +33,7 @@ func TestRecordClientView(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CI", "")
 			var buf bytes.Buffer
-			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{rec: xdslog.NewRecorder(&buf, xdslog.ModeSotW)}}
+			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{rec: xdslog.NewRecorder(&buf, protocol.SotW)}}
 			cp := &Checkpoint{}
 			failed := false
 			s := &stepRun{cp: cp, check: func(what string, ok bool, detail string) {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -24,7 +25,7 @@ import (
 
 // faultRun runs the teaching scenario against real Envoy with o's hooks and options on
 // free ports, in dir, and returns the result and error.
-func faultRun(t *testing.T, mode string, o Options) (string, *Result, error) {
+func faultRun(t *testing.T, mode protocol.Mode, o Options) (string, *Result, error) {
 	t.Helper()
 	o.Mode, o.Client = mode, ClientEnvoy
 	if o.StepTimeout == 0 {
@@ -129,7 +130,7 @@ func unanswered(ev []xdslog.Event, server int, stream int64) int {
 
 // runKillingEnvoy is faultRun with Envoy SIGKILLed in the port-change step (killOnSend;
 // twice: again once restarted); it returns how many times Envoy was killed too.
-func runKillingEnvoy(t *testing.T, mode string, twice bool) (dir string, res *Result, kills int32, err error) {
+func runKillingEnvoy(t *testing.T, mode protocol.Mode, twice bool) (dir string, res *Result, kills int32, err error) {
 	t.Helper()
 	var killed func() int32
 	dir, res, err = faultRun(t, mode, Options{BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
@@ -148,8 +149,8 @@ func runKillingEnvoy(t *testing.T, mode string, twice bool) (dir string, res *Re
 // close with its unanswered sends counted as dropped.
 func TestEnvoyKilledMidStep(t *testing.T) {
 	envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir, res, kills, err := runKillingEnvoy(t, mode, false)
 			require.EqualValues(t, 1, kills)
 			require.NoError(t, err)
@@ -187,7 +188,7 @@ func TestEnvoyKilledMidStep(t *testing.T) {
 // are still written.
 func TestEnvoyKilledTwiceFailsStep(t *testing.T) {
 	envoytest.Require(t)
-	dir, res, kills, err := runKillingEnvoy(t, xdslog.ModeSotW, true)
+	dir, res, kills, err := runKillingEnvoy(t, protocol.SotW, true)
 	require.EqualValues(t, 2, kills)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "step port-change: envoy exited: signal: killed again")
@@ -225,8 +226,8 @@ func TestEnvoyKilledTwiceFailsStep(t *testing.T) {
 func TestControlPlaneOutage(t *testing.T) {
 	envoytest.Require(t)
 	const outage = 2 * time.Second
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir, _, err := faultRun(t, mode, Options{Outage: outage, OutageInterval: 200 * time.Millisecond})
 			require.NoError(t, err)
 			cpr := readCheckpoint(t, dir, "cp-restarted")
@@ -279,8 +280,8 @@ func TestControlPlaneOutage(t *testing.T) {
 // one; in delta, the resources it already had are not re-sent.
 func TestPublishDuringReconnect(t *testing.T) {
 	envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir, _, err := faultRun(t, mode, Options{PublishDuringReconnect: true})
 			require.NoError(t, err)
 			cpr := readCheckpoint(t, dir, "cp-restarted")
@@ -293,7 +294,7 @@ func TestPublishDuringReconnect(t *testing.T) {
 				"the new server sent exactly the resources that differ from what the proxy ran",
 				"the new SotW server sent the whole newest state",
 			} {
-				if strings.Contains(what, "SotW") != (mode == xdslog.ModeSotW) && strings.HasPrefix(what, "the new") {
+				if strings.Contains(what, "SotW") != (mode == protocol.SotW) && strings.HasPrefix(what, "the new") {
 					continue
 				}
 				c := findCheck(cpr, what)
@@ -320,7 +321,7 @@ func TestPublishDuringReconnect(t *testing.T) {
 				}
 			}
 			sent := sentPerType(ev, 2)
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				assert.Equal(t, map[string][]string{"EDS": {"inventory"}}, sent,
 					"delta re-sends only the endpoints, the one resource that differs from what Envoy ran")
 				for _, e := range eventsOf(ev, "control-plane-restart", xdslog.EventRequest, "") {
@@ -336,13 +337,13 @@ func TestPublishDuringReconnect(t *testing.T) {
 			// config dump), and in delta the config dump's per-resource versions are the
 			// newest state's hashes.
 			updated := []string{"cluster.inventory."}
-			if mode == xdslog.ModeSotW {
+			if mode == protocol.SotW {
 				updated = append(updated, "cluster_manager.cds.", "listener_manager.lds.", "http.quote.rds.quote-route.")
 			}
 			for _, p := range updated {
 				assert.Equal(t, "4.2", cpr.EnvoyStats[p+"version_text"], p)
 			}
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				for _, r := range pubs[1].Resources {
 					if r.Type != "EDS" {
 						assert.Equal(t, r.Hash, cpr.EnvoyConfigVersions[r.Type+"/"+r.Name], "Envoy runs the newest %s/%s", r.Type, r.Name)
@@ -387,7 +388,7 @@ func TestBackendDownIsUpstreamFailure(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	started := false
-	dir, _, err := faultRun(t, xdslog.ModeSotW, Options{BeforeStep: func(hctx context.Context, r *Run, st scenario.Step) error {
+	dir, _, err := faultRun(t, protocol.SotW, Options{BeforeStep: func(hctx context.Context, r *Run, st scenario.Step) error {
 		if st.Name != "recover" {
 			return nil
 		}
@@ -475,7 +476,7 @@ func TestNackStormBounded(t *testing.T) {
 	envoytest.Require(t)
 	const storm = 2 * time.Second
 	var heap []uint64
-	dir, _, err := faultRun(t, xdslog.ModeSotW, Options{NackPolicy: sotw.Resend,
+	dir, _, err := faultRun(t, protocol.SotW, Options{NackPolicy: sotw.Resend,
 		AfterStep: func(ctx context.Context, r *Run, st scenario.Step, _ *Checkpoint) error {
 			if st.Name != "invalid-route" {
 				return nil
@@ -558,7 +559,7 @@ func TestInterruptedRunWritesResult(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := Execute(ctx, Options{Mode: xdslog.ModeDelta, Client: ClientSim, Out: dir,
+	_, err := Execute(ctx, Options{Mode: protocol.Delta, Client: ClientSim, Out: dir,
 		BeforeStep: func(_ context.Context, _ *Run, st scenario.Step) error {
 			if st.Name == "recover" {
 				cancel() // as SIGINT does

@@ -17,6 +17,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -26,7 +27,7 @@ import (
 // grpc-go's source.
 func TestGRPCClientRefusesDelta(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	_, err := Execute(context.Background(), Options{Mode: xdslog.ModeDelta, Client: ClientGRPC, Out: dir})
+	_, err := Execute(context.Background(), Options{Mode: protocol.Delta, Client: ClientGRPC, Out: dir})
 	require.ErrorIs(t, err, grpcclient.ErrNoDelta)
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Contains(t, err.Error(), "internal/xds/clients/xdsclient/ads_stream.go")
@@ -38,11 +39,11 @@ func TestGRPCClientRefusesWhatItCannotRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	od, err := scenario.Builtin("on-demand-cluster")
 	require.NoError(t, err)
-	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeDelta, Client: ClientGRPC, Out: dir, Scenario: od})
+	_, err = Execute(context.Background(), Options{Mode: protocol.Delta, Client: ClientGRPC, Out: dir, Scenario: od})
 	require.ErrorIs(t, err, grpcclient.ErrNoDelta, "delta is the first refusal")
-	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, Scenario: od})
+	_, err = Execute(context.Background(), Options{Mode: protocol.SotW, Client: ClientGRPC, Out: dir, Scenario: od})
 	require.Error(t, err)
-	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, ConfigYAML: "{}"})
+	_, err = Execute(context.Background(), Options{Mode: protocol.SotW, Client: ClientGRPC, Out: dir, ConfigYAML: "{}"})
 	var oe *option.Error
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, OptionConfigYAML, oe.Option)
@@ -58,7 +59,7 @@ func TestGRPCClientRefusesASocketListener(t *testing.T) {
 	sc, err := scenario.ParseFile(filepath.Join("testdata", "socket-listener.yaml"))
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "run")
-	_, err = Execute(context.Background(), Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, Out: dir, Scenario: sc})
+	_, err = Execute(context.Background(), Options{Mode: protocol.SotW, Client: ClientGRPC, Out: dir, Scenario: sc})
 	require.ErrorIs(t, err, resources.ErrNotAPIListener)
 	assert.True(t, scenario.IsNotApplicable(err))
 	assert.EqualError(t, err, `scenario socket-listener does not apply to the grpc client: resource "l": listener "quote-listener" is a socket listener (an address, no api_listener): `+
@@ -67,7 +68,7 @@ func TestGRPCClientRefusesASocketListener(t *testing.T) {
 	assert.NotContains(t, err.Error(), "\n")
 	assert.NoDirExists(t, dir, "nothing is created")
 
-	_, err = scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientSim, StepTimeout: 20 * time.Second})
+	_, err = scenarioRun(t, sc, Options{Mode: protocol.SotW, Client: ClientSim, StepTimeout: 20 * time.Second})
 	require.NoError(t, err, "the file itself is a good scenario")
 	teaching, err := scenario.Builtin("teaching")
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestGRPCClientRunsTheTeachingSteps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	steps := []string{"initial", "port-change", "invalid-route", "recover", "envoy-restart", "control-plane-restart"}
-	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
+	res, err := Execute(ctx, Options{Mode: protocol.SotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 		Out: dir, Steps: steps, StepTimeout: 40 * time.Second})
 	require.NoError(t, err, "%+v", res)
 	assert.Equal(t, "PASS", res.EnvoyResult)
@@ -160,7 +161,7 @@ func TestGRPCClientPartialAcceptAgrees(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
+	res, err := Execute(ctx, Options{Mode: protocol.SotW, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 		Scenario: sc, Out: dir, Steps: []string{"initial", "remove-one", "one-invalid-among-three"}, StepTimeout: 40 * time.Second})
 	require.NoError(t, err, "%+v", res)
 	assert.Equal(t, "PASS", res.EnvoyResult)
@@ -215,7 +216,7 @@ func TestGRPCNarrowedSubscriptionGetsTheLateCluster(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			res, err := Execute(ctx, Options{Mode: xdslog.ModeSotW, Cache: cache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
+			res, err := Execute(ctx, Options{Mode: protocol.SotW, Cache: cache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t),
 				Scenario: sc, Out: dir, StepTimeout: 40 * time.Second}) // grpc-go's 15 s timer, on a busy machine
 			narrowed := cdsRequestsOf(t, dir, "route-before-cluster")
 			require.NotEmpty(t, narrowed, "grpc-go asks for blue by name")

@@ -17,9 +17,9 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // ClientGRPC is grpc-go's own xDS client as the data plane (experiments/grpcclient).
@@ -31,7 +31,7 @@ var errGRPCOnDemand = errors.New("on-demand xDS is Envoy's on_demand filter (VHD
 
 // grpcCommand checks a grpc run before anything starts and returns how to run the client.
 func grpcCommand(o Options, sc *scenario.Scenario) (grpcclient.Command, error) {
-	if o.Mode != xdslog.ModeSotW {
+	if o.Mode != protocol.SotW {
 		return grpcclient.Command{}, grpcclient.ErrNoDelta
 	}
 	if o.ConfigYAML != "" {

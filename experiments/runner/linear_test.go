@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -33,8 +34,8 @@ import (
 // invalid route is not answered with a re-send.
 func TestRunEnvoyLinear(t *testing.T) {
 	envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
@@ -48,7 +49,7 @@ func TestRunEnvoyLinear(t *testing.T) {
 			}
 			info := rawRunInfo(t, dir)
 			assert.Equal(t, "linear", info.Cache)
-			if mode == xdslog.ModeSotW {
+			if mode == protocol.SotW {
 				assert.Equal(t, "per-type", info.SotWVersions)
 				assert.Equal(t, "hold", info.NackPolicy)
 			}
@@ -86,7 +87,7 @@ func TestRunEnvoyLinear(t *testing.T) {
 // assignments, the other two at their old version and port.
 func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	bin := envoytest.Require(t)
-	const mode = xdslog.ModeSotW
+	const mode = protocol.SotW
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acc := analysis.NewAccumulator()

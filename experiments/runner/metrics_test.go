@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdsmetrics"
 	"github.com/xds-workbench/lab/shared/xdsmetrics/xdsmetricstest"
@@ -23,10 +24,10 @@ import (
 // count and sum), and the scenario's invalid route shows as RDS NACKs.
 func TestRunMetrics(t *testing.T) {
 	for _, c := range []struct {
-		mode  string
+		mode  protocol.Mode
 		cache frontend.Cache
-	}{{xdslog.ModeSotW, frontend.SnapshotCache}, {xdslog.ModeDelta, frontend.LinearCache}, {xdslog.ModeSotW, frontend.IndexedCache}} {
-		t.Run(c.mode+"-"+string(c.cache), func(t *testing.T) {
+	}{{protocol.SotW, frontend.SnapshotCache}, {protocol.Delta, frontend.LinearCache}, {protocol.SotW, frontend.IndexedCache}} {
+		t.Run(c.mode.String()+"-"+string(c.cache), func(t *testing.T) {
 			dir := t.TempDir()
 			m := xdsmetrics.New(c.mode, string(c.cache))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -57,7 +58,7 @@ func TestRunMetrics(t *testing.T) {
 				}
 			}
 			rds := func(name string) float64 {
-				return got[xdsmetricstest.Series(name, map[string]string{"type": "RDS", "mode": c.mode, "cache": string(c.cache)})]
+				return got[xdsmetricstest.Series(name, map[string]string{"type": "RDS", "mode": c.mode.String(), "cache": string(c.cache)})]
 			}
 			assert.Positive(t, rds("lab_xds_nack_total"), "the invalid-route step's NACK")
 			assert.Positive(t, rds("lab_xds_ack_total"))

@@ -16,6 +16,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -23,7 +24,7 @@ import (
 )
 
 var (
-	modes  = []string{xdslog.ModeSotW, xdslog.ModeDelta}
+	modes  = []protocol.Mode{protocol.SotW, protocol.Delta}
 	caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}
 )
 
@@ -64,11 +65,11 @@ func TestPackSimulated(t *testing.T) {
 	for _, sc := range loadPack(t) {
 		for _, mode := range modes {
 			for _, cache := range caches {
-				t.Run(sc.Name+"/"+mode+"/"+string(cache), func(t *testing.T) {
+				t.Run(sc.Name+"/"+mode.String()+"/"+string(cache), func(t *testing.T) {
 					if sc.OnDemand.Any() {
 						// The simulated client has no on_demand filter; SotW is refused first.
 						want := errSimOnDemand
-						if mode == xdslog.ModeSotW {
+						if mode == protocol.SotW {
 							want = resources.ErrOnDemandNeedsDelta
 						}
 						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, want)
@@ -88,12 +89,12 @@ func TestPackEnvoy(t *testing.T) {
 	envoytest.Require(t)
 	pack := loadPack(t)
 	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			for _, sc := range pack {
 				for _, cache := range caches {
 					t.Run(sc.Name+"/"+string(cache), func(t *testing.T) {
-						if mode == xdslog.ModeSotW && sc.OnDemand.Any() {
+						if mode == protocol.SotW && sc.OnDemand.Any() {
 							assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientEnvoy}, resources.ErrOnDemandNeedsDelta)
 							return
 						}
@@ -112,7 +113,7 @@ func TestPackEnvoy(t *testing.T) {
 func TestPackGRPC(t *testing.T) {
 	for _, sc := range loadPack(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			o := Options{Mode: xdslog.ModeSotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
+			o := Options{Mode: protocol.SotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
 			switch {
 			case sc.OnDemand.Any():
 				assertNotApplicable(t, sc, o, resources.ErrOnDemandNeedsDelta)
@@ -166,7 +167,7 @@ func assertPackRun(t *testing.T, sc *scenario.Scenario, o Options, result string
 
 // assertPackEvidence checks, beyond the scenario's own expectations, the evidence that
 // makes each scenario's point, from the checkpoints and xds.log.
-func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, dir string, cps map[string]Checkpoint, real bool) {
+func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache frontend.Cache, dir string, cps map[string]Checkpoint, real bool) {
 	t.Helper()
 	ev := logEvents(t, dir)
 	switch name {
@@ -204,7 +205,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 			}
 		}
 		require.NotEmpty(t, second)
-		if mode == xdslog.ModeDelta {
+		if mode == protocol.Delta {
 			assert.Contains(t, second[0].Removed, "b", "delta removes b explicitly, from initial_resource_versions")
 		} else {
 			for _, r := range second[0].Resources {
@@ -214,7 +215,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 	case "cds-without-eds":
 		if real {
 			want := int64(1)
-			if mode == xdslog.ModeSotW && cache == frontend.SnapshotCache {
+			if mode == protocol.SotW && cache == frontend.SnapshotCache {
 				want = 0
 			}
 			assert.Equal(t, want, cps["cluster-change"].StatValues["cluster.inventory.init_fetch_timeout"], "warming waited for initial_fetch_timeout")
@@ -240,7 +241,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 			for _, r := range s.Resources {
 				names = append(names, r.Name)
 			}
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				assert.Equal(t, []string{"c"}, names, "the delta server re-sends only c: it believes the client has d")
 			} else {
 				assert.Subset(t, names, []string{"a", "c", "d"}, "SotW re-sends the whole type")
@@ -268,7 +269,7 @@ func assertPackEvidence(t *testing.T, name, mode string, cache frontend.Cache, d
 		}
 		assert.Equal(t, lastEDS, last.Resources[0].Hash, "the last EDS send is the last published assignment")
 	case "delta-non-wildcard-removal":
-		if mode == xdslog.ModeDelta {
+		if mode == protocol.Delta {
 			var removed []string
 			for _, s := range append(eventsOf(ev, "remove-assignment", xdslog.EventSend, "EDS"), eventsOf(ev, "remove-route", xdslog.EventSend, "RDS")...) {
 				removed = append(removed, s.Removed...)
@@ -307,7 +308,7 @@ func TestNackPolicies(t *testing.T) {
 		{"rate-limited", sotw.Resend, "{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 5, fill_rate: 2}}}}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, NackPolicy: c.policy, ConfigYAML: c.config})
+			dir, err := scenarioRun(t, sc, Options{Mode: protocol.SotW, Client: ClientEnvoy, NackPolicy: c.policy, ConfigYAML: c.config})
 			require.NoError(t, err)
 			cps := passedSteps(t, dir, sc)
 			got[c.name] = result{storm: cps["storm"].NacksInStep, invalid: cps["invalid-route"].NacksInStep}
@@ -353,7 +354,7 @@ func runGeneral(t *testing.T, client string) {
 	require.NoError(t, err)
 	for _, mode := range modes {
 		for _, cache := range caches {
-			t.Run(mode+"/"+string(cache), func(t *testing.T) {
+			t.Run(mode.String()+"/"+string(cache), func(t *testing.T) {
 				dir, err := scenarioRun(t, sc, Options{Mode: mode, Cache: cache, Client: client})
 				require.NoError(t, err)
 				cps := passedSteps(t, dir, sc)
@@ -406,7 +407,7 @@ steps:
 `), 0o644))
 	sc, err := scenario.ParseFile(file)
 	require.NoError(t, err)
-	dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeDelta, Client: ClientSim, StepTimeout: 2 * time.Second})
+	dir, err := scenarioRun(t, sc, Options{Mode: protocol.Delta, Client: ClientSim, StepTimeout: 2 * time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "expected /quote: 200 from v2 ("+file+":17)")
 	cp := rawCheckpoint(t, dir, "initial")

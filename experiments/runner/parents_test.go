@@ -16,6 +16,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -31,8 +32,8 @@ import (
 // listener is redundant: Envoy already runs it.
 func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 	bin := envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			acc := analysis.NewAccumulator()

@@ -24,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 )
@@ -221,7 +222,7 @@ type envoyProxy struct {
 // newEnvoyProxy renders the mode's bootstrap from params (the run's one rendering: the
 // xDS address, the admin port, and the scenario's on-demand clusters) into dir. Envoy
 // takes configYAML, the scenario's bootstrap override (--config-yaml), over it.
-func newEnvoyProxy(bin envoy.Binary, mode, dir string, params bootstrap.Params, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
+func newEnvoyProxy(bin envoy.Binary, mode protocol.Mode, dir string, params bootstrap.Params, listenerPort int, backends *backendSet, configYAML string) (*envoyProxy, error) {
 	args := []string{"--concurrency", "1"}
 	if configYAML != "" {
 		args = append(args, "--config-yaml", configYAML)
@@ -426,7 +427,7 @@ func (e *envoyProxy) Request(ctx context.Context, q scenario.Request, requestID 
 
 // simProxy is the simulated client: its data plane is computed, never forwarded.
 type simProxy struct {
-	mode     string
+	mode     protocol.Mode
 	xdsAddr  string
 	client   *simclient.Client
 	backends *backendSet
@@ -440,7 +441,7 @@ type simProxy struct {
 	stopped bool
 }
 
-func newSimProxy(mode, xdsAddr string, backends *backendSet) (*simProxy, error) {
+func newSimProxy(mode protocol.Mode, xdsAddr string, backends *backendSet) (*simProxy, error) {
 	c, err := simclient.New(mode, resources.NodeID)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -271,14 +272,14 @@ func (restartControlPlaneAction) checkNewestOnly(r *Run, s *stepRun) {
 			old = ran.Hashes(t)
 		}
 		for _, res := range newest.ByType[t] {
-			if r.o.Mode == xdslog.ModeSotW || old[res.Name] != res.Hash {
+			if r.o.Mode == protocol.SotW || old[res.Name] != res.Hash {
 				want = append(want, string(t)+"/"+res.Name)
 			}
 		}
 	}
 	slices.Sort(want)
 	what := "the new server sent exactly the resources that differ from what the proxy ran"
-	if r.o.Mode == xdslog.ModeSotW {
+	if r.o.Mode == protocol.SotW {
 		what = "the new SotW server sent the whole newest state (every type, once)"
 	}
 	s.check(what, slices.Equal(sent, want), fmt.Sprintf("sent %v, want %v", sent, want))

@@ -27,6 +27,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -53,7 +54,7 @@ const (
 type Options struct {
 	// Scenario is what to run (the built-in teaching scenario when nil).
 	Scenario   *scenario.Scenario
-	Mode       string
+	Mode       protocol.Mode
 	Client     string // envoy, grpc, sim or auto
 	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
 	Versions   frontend.VersionStrategy
@@ -120,22 +121,22 @@ type Options struct {
 
 // RunInfo is run.json: what was run, with which options.
 type RunInfo struct {
-	Scenario     string   `json:"scenario,omitempty"`
-	ScenarioFile string   `json:"scenario_file,omitempty"`
-	Mode         string   `json:"mode"`
-	Client       string   `json:"client"` // "envoy", "grpc" or "simulated"
-	EnvoyPath    string   `json:"envoy_path,omitempty"`
-	EnvoyVersion string   `json:"envoy_version,omitempty"`
-	EnvoySource  string   `json:"envoy_source,omitempty"`
-	SotWVersions string   `json:"sotw_versions,omitempty"`
-	NackPolicy   string   `json:"nack_policy,omitempty"`
-	Cache        string   `json:"cache,omitempty"`
-	Started      string   `json:"started"`
-	Steps        []string `json:"steps"`
-	XDSAddr      string   `json:"xds_addr"`
-	ListenerPort int      `json:"listener_port"`
-	Inventory    []string `json:"inventory"`
-	PID          int      `json:"pid"`
+	Scenario     string        `json:"scenario,omitempty"`
+	ScenarioFile string        `json:"scenario_file,omitempty"`
+	Mode         protocol.Mode `json:"mode"`
+	Client       string        `json:"client"` // "envoy", "grpc" or "simulated"
+	EnvoyPath    string        `json:"envoy_path,omitempty"`
+	EnvoyVersion string        `json:"envoy_version,omitempty"`
+	EnvoySource  string        `json:"envoy_source,omitempty"`
+	SotWVersions string        `json:"sotw_versions,omitempty"`
+	NackPolicy   string        `json:"nack_policy,omitempty"`
+	Cache        string        `json:"cache,omitempty"`
+	Started      string        `json:"started"`
+	Steps        []string      `json:"steps"`
+	XDSAddr      string        `json:"xds_addr"`
+	ListenerPort int           `json:"listener_port"`
+	Inventory    []string      `json:"inventory"`
+	PID          int           `json:"pid"`
 	// NotRunReason says why the data plane was simulated.
 	NotRunReason string `json:"not_run_reason,omitempty"`
 	// GRPCTarget is what the grpc client dialed (--client grpc).
@@ -164,14 +165,14 @@ type Check struct {
 
 // Checkpoint is one step's evidence file.
 type Checkpoint struct {
-	Step        string `json:"step"`
-	Action      string `json:"action,omitempty"`
-	Mode        string `json:"mode"`
-	Client      string `json:"client"`
-	Version     string `json:"version"`
-	Proves      string `json:"proves"`
-	StartedAt   string `json:"started_at"`
-	PublishedAt string `json:"published_at,omitempty"`
+	Step        string        `json:"step"`
+	Action      string        `json:"action,omitempty"`
+	Mode        protocol.Mode `json:"mode"`
+	Client      string        `json:"client"`
+	Version     string        `json:"version"`
+	Proves      string        `json:"proves"`
+	StartedAt   string        `json:"started_at"`
+	PublishedAt string        `json:"published_at,omitempty"`
 	// Request and Attempts are the first request expectation's answer and how many
 	// requests it took (convergence); Requests lists every request expectation's.
 	Request  *Observation    `json:"request,omitempty"`
@@ -333,7 +334,7 @@ func (r *Run) StopBackend(ctx context.Context, name string) (restart func() erro
 // discards them; write errors are ignored (Options.Progress).
 type progressLog struct {
 	w    io.Writer
-	mode string
+	mode protocol.Mode
 }
 
 // say writes one progress line.
@@ -344,8 +345,8 @@ func (p progressLog) say(format string, args ...any) {
 }
 
 // DefaultOut is the default run directory for mode.
-func DefaultOut(mode string) string {
-	return filepath.Join("experiments", "evidence", mode, fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
+func DefaultOut(mode protocol.Mode) string {
+	return filepath.Join("experiments", "evidence", mode.String(), fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), os.Getpid()))
 }
 
 // Execute runs the scenario. The returned error is non-nil when the run did not pass;
@@ -405,7 +406,7 @@ func Execute(ctx context.Context, o Options) (*Result, error) {
 // checkProtocol refuses an unknown mode and the SotW options it or the cache cannot
 // honour (controlplane.CheckCacheOptions), and sets o.Cache to the cache parsed.
 func (o *Options) checkProtocol() error {
-	if err := xdslog.CheckMode(o.Mode); err != nil {
+	if err := o.Mode.Check(); err != nil {
 		return err
 	}
 	if err := controlplane.CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
@@ -512,7 +513,7 @@ func newRunInfo(o Options, sc *scenario.Scenario, steps []scenario.Step, notRun 
 		info.Outage = o.Outage.String()
 	}
 	info.Cache = string(o.Cache)
-	if o.Mode == xdslog.ModeSotW {
+	if o.Mode == protocol.SotW {
 		defVersions, defPolicy := controlplane.SotWDefaults(o.Cache)
 		if info.SotWVersions == "" {
 			info.SotWVersions = string(defVersions)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -75,8 +76,8 @@ func assertBackend(t *testing.T, o *Observation, status int, backend string) {
 // and asserts every checkpoint from the evidence files alone.
 func TestRunEnvoy(t *testing.T) {
 	envoytest.Require(t)
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
@@ -123,7 +124,7 @@ func TestRunEnvoy(t *testing.T) {
 			nacks := eventsOf(ev, "invalid-route", xdslog.EventNack, "RDS")
 			require.NotEmpty(t, nacks)
 			assert.Equal(t, "3", nacks[0].SentVersion)
-			if mode == xdslog.ModeSotW {
+			if mode == protocol.SotW {
 				assert.Equal(t, "2", nacks[0].Accepted(), "SotW NACK reports the last good version")
 			} else {
 				assert.Len(t, nacks, 1, "delta does not re-send rejected content")
@@ -149,7 +150,7 @@ func TestRunEnvoy(t *testing.T) {
 				case xdslog.EventRequest:
 					reqs++
 					assert.Equal(t, xdslog.RequestResume, e.Kind, "%s: a resume after reconnect", e.Type)
-					if mode == xdslog.ModeDelta {
+					if mode == protocol.Delta {
 						assert.NotEmpty(t, e.InitialVersions, "%s: Envoy reconnects with initial_resource_versions", e.Type)
 					} else {
 						assert.Equal(t, "4", e.Version, "%s: Envoy resumes SotW with its version_info", e.Type)
@@ -160,7 +161,7 @@ func TestRunEnvoy(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 4, reqs, "one resubscription per type on the new server")
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				assert.Zero(t, sent, "hashes match: the new server re-sends nothing")
 			} else {
 				// The SnapshotCache answers a new stream (pkg/cache/v3/simple.go CreateWatch);
@@ -178,7 +179,7 @@ func TestRunEnvoy(t *testing.T) {
 			assert.Equal(t, "NC", rm.Request.Access.Flags)
 			cds := eventsOf(ev, "remove-cluster", xdslog.EventSend, "CDS")
 			require.NotEmpty(t, cds)
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				assert.Equal(t, []string{"inventory"}, cds[0].Removed)
 			} else {
 				assert.Empty(t, cds[0].Resources, "SotW removes by absence")
@@ -195,7 +196,7 @@ func TestRunEnvoy(t *testing.T) {
 			require.NotNil(t, sum.Figures)
 			pc := sum.Figures.Step("port-change")
 			require.NotNil(t, pc)
-			if mode == xdslog.ModeDelta {
+			if mode == protocol.Delta {
 				assert.Equal(t, 1, pc.Total.Resources)
 			} else {
 				assert.Equal(t, 4, pc.Total.Resources)
@@ -238,8 +239,8 @@ func checkNames(c Checkpoint) []string {
 // TestRunSimulated runs the scenario with the simulated client: it passes, and every
 // data-plane result is labelled simulated; envoy.result is NOT_RUN.
 func TestRunSimulated(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -291,7 +292,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 // removal is recorded as an unsubscribe (in SotW it carries an old nonce, so it is stale
 // and the library drops it), and the restored cluster's endpoints are needed, not
 // redundant: Envoy dropped them with the cluster.
-func assertRemovalExchange(t *testing.T, mode string, ev []xdslog.Event) {
+func assertRemovalExchange(t *testing.T, mode protocol.Mode, ev []xdslog.Event) {
 	t.Helper()
 	type key struct {
 		server     int
@@ -325,7 +326,7 @@ func assertRemovalExchange(t *testing.T, mode string, ev []xdslog.Event) {
 	}
 	require.Len(t, unsub, 1, "Envoy's EDS unsubscribe after the cluster removal")
 	assert.Equal(t, []string{"inventory"}, unsub[0].Removed)
-	if mode == xdslog.ModeSotW && unsub[0].Event == xdslog.EventStale {
+	if mode == protocol.SotW && unsub[0].Event == xdslog.EventStale {
 		// Usually: it carries the nonce of an older EDS response, so the library drops it.
 		assert.NotEqual(t, unsub[0].LatestNonce, unsub[0].Nonce)
 	} else {

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // listener is one listening TCP socket of a process.
@@ -131,7 +131,7 @@ func TestEverythingBindsLoopback(t *testing.T) {
 		want   map[int]string
 		walked bool
 	)
-	_, _, err := faultRun(t, xdslog.ModeSotW, Options{Steps: []string{"initial", "port-change", "invalid-route", "recover"},
+	_, _, err := faultRun(t, protocol.SotW, Options{Steps: []string{"initial", "port-change", "invalid-route", "recover"},
 		BeforeStep: func(_ context.Context, r *Run, st scenario.Step) error {
 			if st.Name != "recover" {
 				return nil

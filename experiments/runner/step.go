@@ -15,6 +15,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -327,7 +328,7 @@ func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
 	_ = r.wait(ctx, "resubscribed", func() (bool, error) { return len(missing(false)) == 0, nil })
 	m := missing(false)
 	s.check("the new stream subscribed to every type", len(m) == 0, "missing: "+strings.Join(m, ","))
-	if r.o.Mode == xdslog.ModeSotW {
+	if r.o.Mode == protocol.SotW {
 		_ = r.wait(ctx, "ACKed", func() (bool, error) { return len(missing(true)) == 0, nil })
 		m = missing(true)
 		s.check("the new stream ACKed the current version of every type", len(m) == 0, "missing: "+strings.Join(m, ","))

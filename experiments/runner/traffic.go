@@ -75,7 +75,7 @@ func (r *Run) startLoad() error {
 		}
 	}
 	g, err := load.Start(r.host.life, load.Options{Rate: l.Rate, Connections: max(l.Connections, 1), Protocol: l.Protocol,
-		Target: "http://" + loopback.Addr(r.o.ListenerPort) + path, IDPrefix: r.o.Mode + "-load", Header: http.Header{}})
+		Target: "http://" + loopback.Addr(r.o.ListenerPort) + path, IDPrefix: r.o.Mode.String() + "-load", Header: http.Header{}})
 	if err != nil {
 		return fmt.Errorf("start load: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -95,13 +96,13 @@ func assertUnderLoad(t *testing.T, cps map[string]Checkpoint, ev []xdslog.Event,
 
 // TestLoadIsRefusedWithoutEnvoy: a load needs a listener; the simulated client has none.
 func TestLoadIsRefusedWithoutEnvoy(t *testing.T) {
-	_, err := Execute(t.Context(), Options{Mode: xdslog.ModeSotW, Client: ClientSim, Out: t.TempDir(), Load: Load{Rate: 10}})
+	_, err := Execute(t.Context(), Options{Mode: protocol.SotW, Client: ClientSim, Out: t.TempDir(), Load: Load{Rate: 10}})
 	require.Error(t, err)
 	var oe *option.Error
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, OptionLoad, oe.Option)
 	assert.Contains(t, err.Error(), "needs real Envoy")
-	_, err = Execute(t.Context(), Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, Out: t.TempDir(), Load: Load{Rate: 1e6}})
+	_, err = Execute(t.Context(), Options{Mode: protocol.SotW, Client: ClientEnvoy, Out: t.TempDir(), Load: Load{Rate: 1e6}})
 	require.Error(t, err)
 }
 
@@ -118,7 +119,7 @@ func TestNackStormUnderLoad(t *testing.T) {
 	nacks := map[sotw.NackPolicy]int{}
 	for _, policy := range []sotw.NackPolicy{sotw.Resend, sotw.Hold} {
 		t.Run(string(policy), func(t *testing.T) {
-			dir, err := scenarioRun(t, sc, Options{Mode: xdslog.ModeSotW, Client: ClientEnvoy, NackPolicy: policy,
+			dir, err := scenarioRun(t, sc, Options{Mode: protocol.SotW, Client: ClientEnvoy, NackPolicy: policy,
 				Load: Load{Rate: 200, Connections: 4, Protocol: load.HTTP2}})
 			require.NoError(t, err)
 			cps := passedSteps(t, dir, sc)

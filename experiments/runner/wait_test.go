@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/syncbuf"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // TestZeroWaitIsNotAnnounced: a "wait: 0s" step (the on-demand scenarios' steps of
@@ -41,7 +41,7 @@ steps:
 	progress := &syncbuf.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = Execute(ctx, Options{Mode: xdslog.ModeDelta, Client: ClientSim, Scenario: sc, Out: t.TempDir(),
+	_, err = Execute(ctx, Options{Mode: protocol.Delta, Client: ClientSim, Scenario: sc, Out: t.TempDir(),
 		StepTimeout: 20 * time.Second, Progress: progress})
 	require.NoError(t, err, progress.String())
 	out := progress.String()

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // A rejecter turns a valid response into a NACK (nothing accepted, error_detail set,
@@ -18,8 +18,8 @@ import (
 func TestRejecterNacksValidResponses(t *testing.T) {
 	cla, err := anypb.New(&endpoint.ClusterLoadAssignment{ClusterName: "inventory"})
 	require.NoError(t, err)
-	for _, mode := range xdslog.Modes {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range protocol.Modes {
+		t.Run(mode.String(), func(t *testing.T) {
 			c, err := New(mode, "")
 			require.NoError(t, err)
 			reject := true
@@ -37,9 +37,9 @@ func TestRejecterNacksValidResponses(t *testing.T) {
 
 // answer hands c one EDS response carrying res with nonce and returns the error_detail
 // of its answer ("" for an ACK).
-func answer(t *testing.T, c *Client, mode, nonce string, res *anypb.Any) string {
+func answer(t *testing.T, c *Client, mode protocol.Mode, nonce string, res *anypb.Any) string {
 	t.Helper()
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		reqs := c.handleSotW(&discovery.DiscoveryResponse{TypeUrl: resources.EDS.URL(), Nonce: nonce, VersionInfo: nonce, Resources: []*anypb.Any{res}})
 		require.NotEmpty(t, reqs)
 		assert.Equal(t, nonce, reqs[0].GetResponseNonce())

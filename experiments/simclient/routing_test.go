@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // ---- resource builders (Envoy v3 protobuf, as users write them) ----
@@ -184,7 +184,7 @@ func delta(t *testing.T, c *Client, typ resources.Type, version string, removed 
 	return reqs
 }
 
-func newClient(t *testing.T, mode string) *Client {
+func newClient(t *testing.T, mode protocol.Mode) *Client {
 	t.Helper()
 	c, err := New(mode, "")
 	require.NoError(t, err)
@@ -269,7 +269,7 @@ func fixture(t *testing.T) (clusters []types.Resource, assignments []types.Resou
 // loaded is a client that accepted the fixture in ADS order (SotW).
 func loaded(t *testing.T) *Client {
 	t.Helper()
-	c := newClient(t, xdslog.ModeSotW)
+	c := newClient(t, protocol.SotW)
 	cds, eds, lds, rds := fixture(t)
 	sotw(t, c, resources.CDS, "1", cds...)
 	sotw(t, c, resources.EDS, "1", eds...)
@@ -350,7 +350,7 @@ func TestWeightedClustersSplitByRequestID(t *testing.T) {
 }
 
 func TestSeveralEndpointsChosenByRequestID(t *testing.T) {
-	c := newClient(t, xdslog.ModeSotW)
+	c := newClient(t, protocol.SotW)
 	unhealthy := lbEndpoint(18103)
 	unhealthy.HealthStatus = core.HealthStatus_UNHEALTHY
 	heavy := lbEndpoint(18104)
@@ -393,7 +393,7 @@ func keys(m map[string]int) []string {
 }
 
 func TestNoListener(t *testing.T) {
-	c := newClient(t, xdslog.ModeSotW)
+	c := newClient(t, protocol.SotW)
 	want := Result{Status: 0, Flags: "no_listener", Simulated: true}
 	assert.Equal(t, want, c.Route("/quote"), "nothing accepted")
 	sotw(t, c, resources.LDS, "1", &listener.Listener{Name: "tcp-only", FilterChains: []*listener.FilterChain{{}}})
@@ -401,7 +401,7 @@ func TestNoListener(t *testing.T) {
 }
 
 func TestInlineRouteConfig(t *testing.T) {
-	c := newClient(t, xdslog.ModeDelta)
+	c := newClient(t, protocol.Delta)
 	delta(t, c, resources.CDS, "1", nil, staticCluster("web", 18200))
 	reqs := delta(t, c, resources.LDS, "1", nil, inlineListener(t, "inline-listener", &route.RouteConfiguration{Name: "inline", VirtualHosts: []*route.VirtualHost{{
 		Name: "web", Domains: []string{"localhost"}, Routes: []*route.Route{toCluster("web", prefix("/"), "web")},
@@ -417,7 +417,7 @@ func TestSubscriptionsFollowEveryListenerAndServiceName(t *testing.T) {
 	wantRDS := []string{"main", "other"}
 
 	t.Run("sotw", func(t *testing.T) {
-		c := newClient(t, xdslog.ModeSotW)
+		c := newClient(t, protocol.SotW)
 		reqs := sotw(t, c, resources.CDS, "1", cds...)
 		require.Len(t, reqs, 2)
 		assert.Equal(t, resources.EDS.URL(), reqs[1].GetTypeUrl())
@@ -427,7 +427,7 @@ func TestSubscriptionsFollowEveryListenerAndServiceName(t *testing.T) {
 		assert.Equal(t, wantRDS, reqs[1].GetResourceNames(), "the RDS names of every listener")
 	})
 	t.Run("delta", func(t *testing.T) {
-		c := newClient(t, xdslog.ModeDelta)
+		c := newClient(t, protocol.Delta)
 		reqs := delta(t, c, resources.CDS, "1", nil, cds...)
 		require.Len(t, reqs, 2)
 		assert.Equal(t, wantEDS, reqs[1].GetResourceNamesSubscribe())
@@ -441,11 +441,11 @@ func TestSubscriptionsFollowEveryListenerAndServiceName(t *testing.T) {
 // last endpoints while its new version waits for its assignment; a new cluster does not
 // route until its assignment arrives; a removed and re-added cluster is new again.
 func TestUpdatedClusterServesOldEndpointsWhileWarming(t *testing.T) {
-	for _, mode := range []string{xdslog.ModeSotW, xdslog.ModeDelta} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
+		t.Run(mode.String(), func(t *testing.T) {
 			c := newClient(t, mode)
 			accept := func(typ resources.Type, version string, removed []string, rs ...types.Resource) {
-				if mode == xdslog.ModeSotW {
+				if mode == protocol.SotW {
 					sotw(t, c, typ, version, rs...)
 				} else {
 					delta(t, c, typ, version, removed, rs...)
@@ -466,7 +466,7 @@ func TestUpdatedClusterServesOldEndpointsWhileWarming(t *testing.T) {
 			accept(resources.EDS, "2", nil, assignmentOf("w-v2", 18302))
 			assert.Equal(t, ep(18302), c.Route("/").Endpoint, "warmed: the new assignment")
 
-			if mode == xdslog.ModeSotW {
+			if mode == protocol.SotW {
 				accept(resources.CDS, "3", nil)
 			} else {
 				accept(resources.CDS, "3", []string{"w"})
@@ -490,7 +490,7 @@ func TestTeachingResources(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", st), func(t *testing.T) {
 			set, err := resources.Build(st)
 			require.NoError(t, err)
-			c := newClient(t, xdslog.ModeSotW)
+			c := newClient(t, protocol.SotW)
 			for _, typ := range resources.Types {
 				var rs []types.Resource
 				for _, r := range set.ByType[typ] {
@@ -522,7 +522,7 @@ func TestTeachingResources(t *testing.T) {
 // TestMalformedInputDoesNotPanic puts what validation would normally keep out straight
 // into the accepted state: nil resources and messages, missing fields.
 func TestMalformedInputDoesNotPanic(t *testing.T) {
-	c := newClient(t, xdslog.ModeSotW)
+	c := newClient(t, protocol.SotW)
 	var nilListener *listener.Listener
 	var nilRoute *route.RouteConfiguration
 	var nilCluster *cluster.Cluster

@@ -28,8 +28,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Entry is one accepted resource.
@@ -65,7 +65,7 @@ func (s State) Version(t resources.Type, name string) string { return s.Accepted
 // Client is a simulated Envoy. Its accepted state survives reconnects (Run may be called
 // again), as Envoy's does.
 type Client struct {
-	mode   string
+	mode   protocol.Mode
 	nodeID string
 
 	mu       sync.Mutex
@@ -99,8 +99,8 @@ type Received struct {
 }
 
 // New returns a client for mode ("sotw" or "delta") identifying as nodeID.
-func New(mode, nodeID string) (*Client, error) {
-	if err := xdslog.CheckMode(mode); err != nil {
+func New(mode protocol.Mode, nodeID string) (*Client, error) {
+	if err := mode.Check(); err != nil {
 		return nil, fmt.Errorf("simulated client: %w", err)
 	}
 	if nodeID == "" {
@@ -152,7 +152,7 @@ func (c *Client) rejectLocked(t resources.Type, verr error) error {
 func (c *Client) StopReading() { c.stopOnce.Do(func() { close(c.stalled) }) }
 
 // Mode returns the client's protocol.
-func (c *Client) Mode() string { return c.mode }
+func (c *Client) Mode() protocol.Mode { return c.mode }
 
 // State returns a deep copy of what the client runs now.
 func (c *Client) State() State {

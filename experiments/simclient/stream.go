@@ -8,16 +8,16 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
-// RunMode runs the stream loop of mode (xdslog.ModeSotW, else delta) on client and
+// RunMode runs the stream loop of mode (protocol.SotW, else delta) on client and
 // returns nil when ctx ended: a stream broken by the caller's cancel is a clean stop,
 // not a failure. The simulated client and the bench's ack-only clients stop alike.
-func RunMode(ctx context.Context, mode string, client discovery.AggregatedDiscoveryServiceClient,
+func RunMode(ctx context.Context, mode protocol.Mode, client discovery.AggregatedDiscoveryServiceClient,
 	sotw, delta func(context.Context, discovery.AggregatedDiscoveryServiceClient) error) error {
 	var err error
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		err = sotw(ctx, client)
 	} else {
 		err = delta(ctx, client)

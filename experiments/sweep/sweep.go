@@ -26,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/stats"
 )
@@ -44,7 +45,7 @@ type Options struct {
 	Rates       []int
 	Connections int
 	Protocol    load.Protocol
-	Mode        string
+	Mode        protocol.Mode
 	Cache       frontend.Cache
 	Repeat      int
 	Out         string
@@ -85,14 +86,14 @@ type Point struct {
 
 // Report is a sweep's result (sweep.json).
 type Report struct {
-	Scenario    string    `json:"scenario"`
-	Mode        string    `json:"mode"`
-	Cache       string    `json:"cache"`
-	Protocol    string    `json:"protocol"`
-	Connections int       `json:"connections"`
-	Repeat      int       `json:"repeat"`
-	Started     time.Time `json:"started"`
-	Points      []Point   `json:"points"`
+	Scenario    string        `json:"scenario"`
+	Mode        protocol.Mode `json:"mode"`
+	Cache       string        `json:"cache"`
+	Protocol    string        `json:"protocol"`
+	Connections int           `json:"connections"`
+	Repeat      int           `json:"repeat"`
+	Started     time.Time     `json:"started"`
+	Points      []Point       `json:"points"`
 	// HighestSustained is the highest sustained rate (0: none).
 	HighestSustained int `json:"highest_sustained_rate"`
 }

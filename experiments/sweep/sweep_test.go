@@ -16,6 +16,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -61,7 +62,7 @@ func ptr(f float64) *float64 { return &f }
 func options(t *testing.T, rates ...int) Options {
 	sc, err := scenario.Builtin("under-load")
 	require.NoError(t, err)
-	return Options{Scenario: sc, Rates: rates, Connections: 4, Protocol: load.HTTP2, Mode: xdslog.ModeSotW, Repeat: 2, Out: t.TempDir()}
+	return Options{Scenario: sc, Rates: rates, Connections: 4, Protocol: load.HTTP2, Mode: protocol.SotW, Repeat: 2, Out: t.TempDir()}
 }
 
 // TestSweep: the rates run interleaved, the no-load run added first; each point folds

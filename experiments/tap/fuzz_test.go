@@ -11,6 +11,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -28,15 +29,15 @@ var (
 )
 
 // tapFor returns the worker's tap for a mode and cache, building it once.
-func tapFor(t *testing.T, mode string, cache frontend.Cache) *adsfuzz.Target {
+func tapFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *adsfuzz.Target {
 	fuzzTapsMu.Lock()
 	defer fuzzTapsMu.Unlock()
-	key := mode + "/" + string(cache)
+	key := mode.String() + "/" + string(cache)
 	if ft := fuzzTaps[key]; ft != nil {
 		return ft
 	}
 	o := controlplane.Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(&adsfuzz.Log{}, mode)}
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		o.Versions, o.NackPolicy = controlplane.SotWDefaults(cache)
 	}
 	cp, err := controlplane.New(o)
@@ -51,7 +52,7 @@ func tapFor(t *testing.T, mode string, cache frontend.Cache) *adsfuzz.Target {
 	ft := &adsfuzz.Target{Log: &adsfuzz.Log{}}
 	ft.Rec = xdslog.NewRecorder(ft.Log, mode, xdslog.WithTap("127.0.0.1:18000"))
 	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(up), MaxRecvMsgSize: fuzzRecvLimit,
-		Recorder: func(m string) *xdslog.Recorder {
+		Recorder: func(m protocol.Mode) *xdslog.Recorder {
 			if m != mode {
 				return nil // a stream of the other protocol is not recorded
 			}
@@ -63,7 +64,7 @@ func tapFor(t *testing.T, mode string, cache frontend.Cache) *adsfuzz.Target {
 	if _, ft.Conn, err = adsfuzz.Serve(tp.Serve); err != nil {
 		t.Fatal(err)
 	}
-	if ft.Witness, err = adsfuzz.Witness(context.Background(), ft.Conn, mode == xdslog.ModeDelta, ft.Log, 10*time.Second); err != nil {
+	if ft.Witness, err = adsfuzz.Witness(context.Background(), ft.Conn, mode == protocol.Delta, ft.Log, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	fuzzTaps[key] = ft
@@ -81,9 +82,9 @@ func FuzzTapStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := adsfuzz.Decode(data)
-		mode, cache := xdslog.ModeSotW, frontend.SnapshotCache
+		mode, cache := protocol.SotW, frontend.SnapshotCache
 		if s.Delta {
-			mode = xdslog.ModeDelta
+			mode = protocol.Delta
 		}
 		if s.Linear {
 			cache = frontend.LinearCache

@@ -22,6 +22,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/gcpserver"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -97,9 +98,9 @@ func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	// The tap, on 127.0.0.1, its upstream the server.
 	var logMu sync.Mutex
 	var tapLog bytes.Buffer
-	var modes []string // the protocols Envoy's streams used (the tap's goroutines)
+	var modes []protocol.Mode // the protocols Envoy's streams used (the tap's goroutines)
 	var recs []*xdslog.Recorder
-	tp, err := New(Config{Upstream: srv.Addr(), Recorder: func(m string) *xdslog.Recorder {
+	tp, err := New(Config{Upstream: srv.Addr(), Recorder: func(m protocol.Mode) *xdslog.Recorder {
 		r := xdslog.NewRecorder(writerFunc(func(p []byte) (int, error) {
 			logMu.Lock()
 			defer logMu.Unlock()
@@ -196,11 +197,11 @@ func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	data := append([]byte(nil), tapLog.Bytes()...)
 	seen := modes
 	logMu.Unlock()
-	want := xdslog.ModeSotW
+	want := protocol.SotW
 	if mode == gcpserver.ModeDeltaADS {
-		want = xdslog.ModeDelta
+		want = protocol.Delta
 	}
-	assert.Equal(t, []string{want}, seen, "Envoy's streams are of the mode's protocol only")
+	assert.Equal(t, []protocol.Mode{want}, seen, "Envoy's streams are of the mode's protocol only")
 	if d := os.Getenv(sampleDirEnv); d != "" {
 		name := mode
 		if mux {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -18,7 +19,7 @@ import (
 func startOnDemandUpstream(t *testing.T) *upstream {
 	t.Helper()
 	state := resources.State{Version: "1", InventoryPort: 18080, OnDemand: resources.OnDemand{VirtualHosts: true}}
-	return serveUpstream(t, xdslog.ModeDelta, state, func(lib cachev3.Cache, pub *frontend.Publisher) cachev3.Cache {
+	return serveUpstream(t, protocol.Delta, state, func(lib cachev3.Cache, pub *frontend.Publisher) cachev3.Cache {
 		return &frontend.OnDemandCache{Cache: lib, State: func(string) *resources.Set { return pub.Current() }}
 	})
 }
@@ -62,7 +63,7 @@ func TestDeltaVHDSThroughTheTap(t *testing.T) {
 	require.Len(t, missing.GetResources(), 1)
 	assert.Nil(t, missing.GetResources()[0].GetResource(), "a bodiless not-found answer")
 
-	tapLog := h.logs[xdslog.ModeDelta]
+	tapLog := h.logs[protocol.Delta]
 	tapLog.waitFor(t, "the tap's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
 	up.log.waitFor(t, "the server's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
 	ev := tapLog.events(t)

@@ -53,6 +53,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -72,10 +73,10 @@ type Config struct {
 	Upstream string
 	// Dialer, when set, makes the upstream connections (bufconn in tests).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
-	// Recorder returns the recorder for a protocol (xdslog.ModeSotW or ModeDelta). It is
+	// Recorder returns the recorder for a protocol (protocol.SotW or protocol.Delta). It is
 	// called once per mode, at the first stream of that mode, so a log holds one mode as
 	// lab compare wants; nil: nothing is recorded.
-	Recorder func(mode string) *xdslog.Recorder
+	Recorder func(mode protocol.Mode) *xdslog.Recorder
 	// recordHook, when set (tests), is called by the recording goroutine before each
 	// item: a slow recorder.
 	recordHook func()
@@ -95,7 +96,7 @@ type Tap struct {
 	stopping atomic.Bool
 
 	mu      sync.Mutex
-	recs    map[string]*recq // nil for a mode recorded nowhere
+	recs    map[protocol.Mode]*recq // nil for a mode recorded nowhere
 	step    string
 	stopped bool // under mu: no new stream, step or recorder
 
@@ -223,15 +224,15 @@ func New(cfg Config) (*Tap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tap: upstream %s: %w", cfg.Upstream, err)
 	}
-	t := &Tap{cfg: cfg, conn: conn, recs: map[string]*recq{}}
+	t := &Tap{cfg: cfg, conn: conn, recs: map[protocol.Mode]*recq{}}
 	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize))
 	t.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: serviceName,
 		HandlerType: (*any)(nil),
 		Streams: []grpc.StreamDesc{
-			{StreamName: "StreamAggregatedResources", Handler: t.handler(xdslog.ModeSotW), ServerStreams: true, ClientStreams: true},
-			{StreamName: "DeltaAggregatedResources", Handler: t.handler(xdslog.ModeDelta), ServerStreams: true, ClientStreams: true},
+			{StreamName: "StreamAggregatedResources", Handler: t.handler(protocol.SotW), ServerStreams: true, ClientStreams: true},
+			{StreamName: "DeltaAggregatedResources", Handler: t.handler(protocol.Delta), ServerStreams: true, ClientStreams: true},
 		},
 	}, t)
 	return t, nil
@@ -297,7 +298,7 @@ func (t *Tap) SetStep(step string) {
 // begin admits a new stream of mode: its recording queue (made, with its recorder, at
 // the mode's first stream; nil when nothing is recorded) and whether the tap is still
 // running. An admitted stream is counted in active until the caller's Done.
-func (t *Tap) begin(mode string) (*recq, bool) {
+func (t *Tap) begin(mode protocol.Mode) (*recq, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -321,9 +322,9 @@ func (t *Tap) begin(mode string) (*recq, bool) {
 	return q, true
 }
 
-func (t *Tap) handler(mode string) grpc.StreamHandler {
+func (t *Tap) handler(mode protocol.Mode) grpc.StreamHandler {
 	method := SotWMethod
-	if mode == xdslog.ModeDelta {
+	if mode == protocol.Delta {
 		method = DeltaMethod
 	}
 	return func(_ any, down grpc.ServerStream) error {
@@ -336,7 +337,7 @@ func (t *Tap) handler(mode string) grpc.StreamHandler {
 // goroutine uses rec and closed.
 type stream struct {
 	id     int64
-	mode   string
+	mode   protocol.Mode
 	rec    *xdslog.Recorder
 	closed bool
 }
@@ -344,7 +345,7 @@ type stream struct {
 // proxy forwards one downstream stream to a new upstream stream of the same method.
 // Each frame is queued for recording and then forwarded; this goroutine and the
 // downstream reader never call the recorder.
-func (t *Tap) proxy(down grpc.ServerStream, mode, method string) error {
+func (t *Tap) proxy(down grpc.ServerStream, mode protocol.Mode, method string) error {
 	q, ok := t.begin(mode)
 	if !ok {
 		return status.Error(codes.Unavailable, "tap stopping")
@@ -467,7 +468,7 @@ func (s *stream) request(f frame) {
 	if s.closed || s.rec == nil {
 		return
 	}
-	if s.mode == xdslog.ModeSotW {
+	if s.mode == protocol.SotW {
 		var req discovery.DiscoveryRequest
 		if err := proto.Unmarshal(f.data, &req); err != nil {
 			s.undecodable(xdslog.KindRequest, "not a DiscoveryRequest: "+err.Error(), len(f.data))
@@ -494,7 +495,7 @@ func (s *stream) response(f frame) {
 	if s.closed || s.rec == nil {
 		return
 	}
-	if s.mode == xdslog.ModeSotW {
+	if s.mode == protocol.SotW {
 		var resp discovery.DiscoveryResponse
 		if err := proto.Unmarshal(f.data, &resp); err != nil {
 			s.undecodable(xdslog.KindResponse, "not a DiscoveryResponse: "+err.Error(), len(f.data))

@@ -25,6 +25,7 @@ import (
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -72,7 +73,7 @@ type upstream struct {
 	log *memLog
 }
 
-func startUpstream(t *testing.T, mode string) *upstream {
+func startUpstream(t *testing.T, mode protocol.Mode) *upstream {
 	t.Helper()
 	// Version 2 carries an invalid route, which is still valid protobuf: the client
 	// decides what to NACK.
@@ -81,7 +82,7 @@ func startUpstream(t *testing.T, mode string) *upstream {
 
 // serveUpstream publishes state and serves it in mode from the publisher's snapshot
 // cache, or from what serveFrom wraps around it.
-func serveUpstream(t *testing.T, mode string, state resources.State, serveFrom func(cachev3.Cache, *frontend.Publisher) cachev3.Cache) *upstream {
+func serveUpstream(t *testing.T, mode protocol.Mode, state resources.State, serveFrom func(cachev3.Cache, *frontend.Publisher) cachev3.Cache) *upstream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -98,7 +99,7 @@ func serveUpstream(t *testing.T, mode string, state resources.State, serveFrom f
 		cache = serveFrom(cache, pub)
 	}
 	var fe frontend.FrontEnd
-	if mode == xdslog.ModeSotW {
+	if mode == protocol.SotW {
 		fe, err = sotw.New(ctx, sotw.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
 	} else {
 		fe, err = delta.New(ctx, delta.Config{Cache: cache, Recorder: rec, Describe: pub.Describe})
@@ -114,7 +115,7 @@ func serveUpstream(t *testing.T, mode string, state resources.State, serveFrom f
 type harness struct {
 	tap  *Tap
 	lis  *bufconn.Listener
-	logs map[string]*memLog
+	logs map[protocol.Mode]*memLog
 }
 
 func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
@@ -125,8 +126,8 @@ func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Con
 // startTapWith is startTap with a hook the recording goroutine calls before each item.
 func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error), hook func()) *harness {
 	t.Helper()
-	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[string]*memLog{xdslog.ModeSotW: {}, xdslog.ModeDelta: {}}}
-	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode string) *xdslog.Recorder {
+	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[protocol.Mode]*memLog{protocol.SotW: {}, protocol.Delta: {}}}
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode protocol.Mode) *xdslog.Recorder {
 		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
 		r.BeginSession()
 		return r
@@ -211,7 +212,7 @@ func exchanges(ev []xdslog.Event) []exchange {
 // records the same sends, ACKs and NACKs as the server's own log (nonces, versions,
 // names, hashes, redundancy); the node is on the first request; the header says tap.
 func TestSotWThroughTheTap(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeSotW)
+	up := startUpstream(t, protocol.SotW)
 	h := startTap(t, bufDialer(up.lis))
 	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
@@ -227,7 +228,7 @@ func TestSotWThroughTheTap(t *testing.T) {
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "listener rejected"}}))
 
 	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
-	tapLog := h.logs[xdslog.ModeSotW]
+	tapLog := h.logs[protocol.SotW]
 	ack := tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	assert.Equal(t, cds.GetVersionInfo(), ack.Accepted())
 	nack := tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
@@ -280,7 +281,7 @@ func TestSotWThroughTheTap(t *testing.T) {
 
 // TestDeltaThroughTheTap: the same for delta, with per-resource versions.
 func TestDeltaThroughTheTap(t *testing.T) {
-	up := startUpstream(t, xdslog.ModeDelta)
+	up := startUpstream(t, protocol.Delta)
 	h := startTap(t, bufDialer(up.lis))
 	ads, ctx := h.ads(t)
 	s, err := ads.DeltaAggregatedResources(ctx)
@@ -297,14 +298,14 @@ func TestDeltaThroughTheTap(t *testing.T) {
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "endpoints rejected"}}))
 
 	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
-	tapLog := h.logs[xdslog.ModeDelta]
+	tapLog := h.logs[protocol.Delta]
 	tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
 	want := exchanges(up.log.events(t))
 	require.Len(t, want, 4)
 	assert.Equal(t, want, exchanges(tapLog.events(t)))
 	assert.Equal(t, cds.GetResources()[0].GetVersion(), tapLog.waitFor(t, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
-	assert.Zero(t, len(h.logs[xdslog.ModeSotW].Bytes()), "no SotW stream, no SotW log")
+	assert.Zero(t, len(h.logs[protocol.SotW].Bytes()), "no SotW stream, no SotW log")
 }
 
 // TestUpstreamGoesAwayAndComesBack: the server stops; the client's stream ends with the
@@ -312,7 +313,7 @@ func TestDeltaThroughTheTap(t *testing.T) {
 // the client's next stream, a new stream in the log.
 func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 	var mu sync.Mutex
-	up := startUpstream(t, xdslog.ModeSotW)
+	up := startUpstream(t, protocol.SotW)
 	h := startTap(t, func(ctx context.Context, _ string) (net.Conn, error) {
 		mu.Lock()
 		l := up.lis
@@ -328,12 +329,12 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 	_, err = s.Recv()
 	code := grpcstatus.Code(err)
 	assert.Equal(t, codes.Unavailable, code, "the server's status: %v", err)
-	tapLog := h.logs[xdslog.ModeSotW]
+	tapLog := h.logs[protocol.SotW]
 	closed := tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	assert.Equal(t, int64(1), closed.Stream)
 	assert.Contains(t, closed.Error, "upstream ended the stream: Unavailable")
 
-	up2 := startUpstream(t, xdslog.ModeSotW)
+	up2 := startUpstream(t, protocol.SotW)
 	mu.Lock()
 	up = up2
 	mu.Unlock()
@@ -442,7 +443,7 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 	assert.Equal(t, sent, u.got, "requests byte for byte")
 	u.mu.Unlock()
 
-	tapLog := h.logs[xdslog.ModeSotW]
+	tapLog := h.logs[protocol.SotW]
 	tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	var und []xdslog.Event
 	for _, e := range tapLog.events(t) {
@@ -470,7 +471,7 @@ func TestNoUpstream(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Recv()
 	assert.Equal(t, codes.Unavailable, grpcstatus.Code(err))
-	closed := h.logs[xdslog.ModeDelta].waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	closed := h.logs[protocol.Delta].waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	assert.Contains(t, closed.Error, "Unavailable")
 }
 
@@ -483,7 +484,7 @@ func TestSteps(t *testing.T) {
 	s, err := ads.StreamAggregatedResources(context.Background())
 	require.NoError(t, err)
 	_, _ = s.Recv()
-	lg := h.logs[xdslog.ModeSotW]
+	lg := h.logs[protocol.SotW]
 	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	h.tap.SetStep("w2")
 	ev := lg.events(t)
@@ -526,7 +527,7 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	}
 	var f frame
 	require.Error(t, s.RecvMsg(&f))
-	lg := h.logs[xdslog.ModeSotW]
+	lg := h.logs[protocol.SotW]
 	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	data := lg.Bytes()
 
@@ -585,7 +586,7 @@ func TestMessageSizeLimits(t *testing.T) {
 // each item until gate is closed.
 func startHeldTap(t *testing.T) (up *upstream, h *harness, s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, gate chan struct{}) {
 	t.Helper()
-	up = startUpstream(t, xdslog.ModeSotW)
+	up = startUpstream(t, protocol.SotW)
 	gate = make(chan struct{})
 	h = startTapWith(t, bufDialer(up.lis), func() { <-gate })
 	ads, ctx := h.ads(t)
@@ -608,7 +609,7 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 	ackCDS(t, s, cds)
 	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	acked := time.Now()
-	tapLog := h.logs[xdslog.ModeSotW]
+	tapLog := h.logs[protocol.SotW]
 	for _, e := range tapLog.events(t) {
 		require.Equal(t, xdslog.EventSession, e.Event, "nothing but the session line is recorded while the recorder is held")
 	}
@@ -648,10 +649,10 @@ func TestStopDrainsTheQueue(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	var got []string
-	for _, e := range h.logs[xdslog.ModeSotW].events(t) {
+	for _, e := range h.logs[protocol.SotW].events(t) {
 		got = append(got, e.Event)
 	}
 	assert.Equal(t, []string{xdslog.EventSession, xdslog.EventStreamOpen, xdslog.EventRequest, xdslog.EventSend, xdslog.EventAck, xdslog.EventStreamClose}, got)
-	ev := h.logs[xdslog.ModeSotW].events(t)
+	ev := h.logs[protocol.SotW].events(t)
 	assert.Equal(t, "tap stopped", ev[len(ev)-1].Error)
 }

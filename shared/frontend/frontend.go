@@ -27,14 +27,15 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // FrontEnd is an ADS server in one protocol. Everything above it is mode-blind.
 type FrontEnd interface {
-	// Mode is xdslog.ModeSotW or xdslog.ModeDelta.
-	Mode() string
+	// Mode is protocol.SotW or protocol.Delta.
+	Mode() protocol.Mode
 	// Register adds the ADS service to s. The method of the other protocol is refused
 	// with codes.Unimplemented.
 	Register(s *grpc.Server)

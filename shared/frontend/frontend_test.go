@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -38,7 +39,7 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 	var buf bytes.Buffer
 	cache := NewSnapshotCache(nil)
 	p := newPublisher(t, PublisherConfig{Cache: cache, NodeID: resources.NodeID,
-		Recorder: xdslog.NewRecorder(&buf, xdslog.ModeSotW), Strategy: PerType})
+		Recorder: xdslog.NewRecorder(&buf, protocol.SotW), Strategy: PerType})
 	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
 	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
@@ -87,7 +88,7 @@ func TestDescribeHashesTheWireBytes(t *testing.T) {
 func TestCheckTypeAndRefusal(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	rec := xdslog.NewRecorder(&buf, xdslog.ModeDelta)
+	rec := xdslog.NewRecorder(&buf, protocol.Delta)
 	typ, err := CheckType(rec, 1, resources.EDS.URL())
 	require.NoError(t, err)
 	assert.Equal(t, resources.EDS, typ)
@@ -209,7 +210,7 @@ func TestLinearPublisher(t *testing.T) {
 
 // statePublisher makes a publisher of either cache that records into buf.
 func statePublisher(t testing.TB, cache Cache, buf *bytes.Buffer) StatePublisher {
-	rec := xdslog.NewRecorder(buf, xdslog.ModeDelta)
+	rec := xdslog.NewRecorder(buf, protocol.Delta)
 	if cache == LinearCache {
 		return NewLinearPublisher(LinearConfig{Recorder: rec})
 	}

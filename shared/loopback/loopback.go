@@ -15,6 +15,12 @@ import (
 // Host is the only address the workbench binds or points Envoy at.
 const Host = "127.0.0.1"
 
+// DefaultXDSAddr is the workbench's xDS address when none is given: where its control
+// plane listens (controlplane.DefaultAddr) and where a rendered bootstrap points Envoy
+// (bootstrap.DefaultXDSAddr). It lives here, below both, so neither side takes its
+// default from the other.
+const DefaultXDSAddr = Host + ":18000"
+
 // ValidatePort refuses ports outside 1-65535.
 func ValidatePort(port int) error {
 	if port < 1 || port > 65535 {

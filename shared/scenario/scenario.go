@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -47,7 +48,7 @@ type Scenario struct {
 	NotFor map[string]string
 	// Modes are the protocols the scenario runs in (empty: both); an on-demand scenario
 	// runs in delta only.
-	Modes []string
+	Modes []protocol.Mode
 	Steps []Step
 }
 
@@ -75,15 +76,24 @@ func IsNotApplicable(err error) bool {
 
 // CheckMode refuses a mode the scenario is not for, with the reason: an on-demand
 // scenario cites resources.ErrOnDemandNeedsDelta (the one place for that rule).
-func (sc *Scenario) CheckMode(mode string) error {
-	if err := sc.OnDemand.CheckMode(mode == "sotw"); err != nil {
-		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode, Reason: err}
+func (sc *Scenario) CheckMode(mode protocol.Mode) error {
+	if err := sc.OnDemand.CheckMode(mode == protocol.SotW); err != nil {
+		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode.String(), Reason: err}
 	}
 	if len(sc.Modes) > 0 && !slices.Contains(sc.Modes, mode) {
-		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode,
-			Reason: fmt.Errorf("it runs in %s only (modes:)", strings.Join(sc.Modes, ", "))}
+		return &NotApplicableError{Scenario: sc.Name, Where: "mode " + mode.String(),
+			Reason: fmt.Errorf("it runs in %s only (modes:)", joinModes(sc.Modes))}
 	}
 	return nil
+}
+
+// joinModes lists modes the way a scenario file writes them: "sotw, delta".
+func joinModes(modes []protocol.Mode) string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = m.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // Behaviour is how a backend treats its answers and connections (the inventory
@@ -167,8 +177,8 @@ type Step struct {
 // Filter limits an expectation to one mode, one cache and/or one data plane ("" matches
 // any).
 type Filter struct {
-	Mode  string // "sotw" or "delta"
-	Cache string // "snapshot" or "linear"
+	Mode  protocol.Mode // "sotw" or "delta"
+	Cache string        // "snapshot" or "linear"
 	// Client is "envoy" for what only real Envoy shows (its timers, such as
 	// initial_fetch_timeout, which the simulated client does not model), or "simulated".
 	Client string
@@ -179,7 +189,8 @@ type Filter struct {
 
 // Target is the run an expectation is checked in.
 type Target struct {
-	Mode, Cache, Client string
+	Mode          protocol.Mode
+	Cache, Client string
 	// SotWVersions is the SotW version strategy in force ("" in delta).
 	SotWVersions string
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -157,7 +158,7 @@ steps:
 `))
 	require.NoError(t, err)
 	assert.Equal(t, resources.OnDemand{VirtualHosts: true, Clusters: true}, sc.OnDemand)
-	assert.Equal(t, []string{"delta"}, sc.Modes, "on-demand runs in delta only")
+	assert.Equal(t, []protocol.Mode{protocol.Delta}, sc.Modes, "on-demand runs in delta only")
 	assert.NoError(t, sc.CheckMode("delta"))
 	err = sc.CheckMode("sotw")
 	assert.True(t, IsNotApplicable(err))

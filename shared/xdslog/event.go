@@ -4,9 +4,10 @@
 package xdslog
 
 import (
-	"fmt"
 	"slices"
 	"time"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Event names.
@@ -132,39 +133,14 @@ var OnDemandTypes = []string{"VHDS", "CDS"}
 // cds_config) its first CDS request already names the cluster traffic asked for
 // (OdCdsApiImpl::updateOnDemand starts the subscription with it). The recorder writes
 // the answer into the request event (RequestOnDemand), so readers never re-derive it.
-func IsOnDemand(mode, typ string, first bool, added []string) bool {
-	if mode != ModeDelta || !slices.Contains(OnDemandTypes, typ) {
+func IsOnDemand(mode protocol.Mode, typ string, first bool, added []string) bool {
+	if mode != protocol.Delta || !slices.Contains(OnDemandTypes, typ) {
 		return false
 	}
 	if first {
 		return typ == "CDS" && len(added) > 0 && !slices.Contains(added, "*")
 	}
 	return slices.ContainsFunc(added, func(n string) bool { return n != "*" })
-}
-
-// Modes.
-const (
-	ModeSotW  = "sotw"
-	ModeDelta = "delta"
-)
-
-// Modes are the xDS protocols the workbench serves and records.
-var Modes = []string{ModeSotW, ModeDelta}
-
-// UnknownModeError is a mode that is not one of Modes.
-type UnknownModeError struct{ Mode string }
-
-func (e *UnknownModeError) Error() string {
-	return fmt.Sprintf("unknown mode %q (want sotw or delta)", e.Mode)
-}
-
-// CheckMode refuses a mode that is not one of Modes: the one check every package that
-// takes a mode makes.
-func CheckMode(mode string) error {
-	if mode == ModeSotW || mode == ModeDelta {
-		return nil
-	}
-	return &UnknownModeError{Mode: mode}
 }
 
 // Resource is one resource in a publish or send event.
@@ -186,13 +162,13 @@ func (r Resource) IsRedundant() bool { return r.Redundant != nil && *r.Redundant
 
 // Event is one line of xds.log. Fields are filled per event kind; see the README.
 type Event struct {
-	TS     time.Time `json:"ts"`
-	Event  string    `json:"event"`
-	Mode   string    `json:"mode"`
-	Step   string    `json:"step"`
-	Server int       `json:"server,omitempty"`
-	Stream int64     `json:"stream,omitempty"`
-	Type   string    `json:"type,omitempty"`
+	TS     time.Time     `json:"ts"`
+	Event  string        `json:"event"`
+	Mode   protocol.Mode `json:"mode"`
+	Step   string        `json:"step"`
+	Server int           `json:"server,omitempty"`
+	Stream int64         `json:"stream,omitempty"`
+	Type   string        `json:"type,omitempty"`
 
 	Version string `json:"version,omitempty"`
 	// Request fields (EventRequest): what the request was (Request* kinds), the names it

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Model is the protocol state a log implies, built one event at a time: per stream and
@@ -147,7 +149,7 @@ func (m *Model) Observe(e Event) {
 		t.version = e.Accepted()
 		t.heldUnknown = false
 		t.nackNonce, t.nackErr = "", ""
-		if e.Mode == ModeSotW {
+		if e.Mode == protocol.SotW {
 			m.labels.learn(e.Type, s.version, s.resources)
 		}
 	case EventNack:
@@ -215,12 +217,12 @@ func (m *Model) send(e Event) *sent {
 // the full set (absence is removal); RDS and EDS absence removes nothing. In delta,
 // removed_resources removes listeners, clusters and virtual hosts (VhdsSubscription's
 // removeVhosts); Envoy ignores it for RDS and EDS.
-func (m *Model) apply(mode, typ string, t *typeState, s *sent) {
+func (m *Model) apply(mode protocol.Mode, typ string, t *typeState, s *sent) {
 	full := typ == "LDS" || typ == "CDS"
-	if mode == ModeSotW && full {
+	if mode == protocol.SotW && full {
 		clear(t.accepted)
 	}
-	removes := full || (mode == ModeDelta && typ == "VHDS")
+	removes := full || (mode == protocol.Delta && typ == "VHDS")
 	for _, x := range s.resources {
 		if x.NotFound {
 			// "Does not exist": the client holds nothing under that name.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // kinds is each request event's type, kind and added names, in log order.
@@ -23,7 +25,7 @@ func kinds(ev []Event) [][3]any {
 // and every SotW request are not.
 func TestOnDemandClassification(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeDelta)
+	r, buf := newTestRecorder(protocol.Delta)
 	r.StreamOpen(1, "")
 	r.Delta(1, "VHDS", DeltaRequest{})                                            // legacy wildcard
 	r.Delta(1, "VHDS", DeltaRequest{Subscribe: []string{"quote-route/svc-0001"}}) // traffic asked
@@ -60,7 +62,7 @@ func TestOnDemandClassification(t *testing.T) {
 	assert.Equal(t, want, got)
 
 	// SotW never subscribes on demand (Envoy's SotW muxes do not implement it).
-	s, sbuf := newTestRecorder(ModeSotW)
+	s, sbuf := newTestRecorder(protocol.SotW)
 	s.SotW(1, "CDS", SotWRequest{Names: []string{"a"}})
 	s.SotW(1, "CDS", SotWRequest{Names: []string{"a", "b"}})
 	assert.Equal(t, RequestSubscribe, kinds(read(t, sbuf))[1][1])
@@ -71,7 +73,7 @@ func TestOnDemandClassification(t *testing.T) {
 // client held and then is told does not exist is no longer held.
 func TestNotFoundIsNotContent(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeDelta)
+	r, buf := newTestRecorder(protocol.Delta)
 	r.StreamOpen(1, "")
 	r.Delta(1, "VHDS", DeltaRequest{})
 	r.Delta(1, "VHDS", DeltaRequest{Subscribe: []string{"quote-route/svc-b:19000"}})

@@ -70,7 +70,7 @@ func Scan(r io.Reader, fn func(Event)) (ReadStats, error) {
 		switch {
 		case !KnownEvents[e.Event]:
 			skip(fmt.Sprintf("unknown event %q", e.Event))
-		case CheckMode(e.Mode) != nil:
+		case e.Mode.Check() != nil:
 			skip(fmt.Sprintf("unknown mode %q", e.Mode))
 		case e.TS.IsZero():
 			skip("no timestamp")

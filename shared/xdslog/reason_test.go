@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // envoyRouteNack is the error_detail Envoy 1.40 sends for the workbench's invalid route
@@ -42,7 +44,7 @@ func TestCleanError(t *testing.T) {
 func TestTypeStatus(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	r := NewRecorder(&buf, ModeSotW)
+	r := NewRecorder(&buf, protocol.SotW)
 	r.StreamOpen(1, "127.0.0.1:5000")
 	r.SotW(1, "RDS", SotWRequest{Names: []string{"quote-route"}, Node: "n1"})
 	r.SotW(1, "CDS", SotWRequest{})

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // Accepted is what a client accepted for one resource on one stream.
@@ -82,7 +84,7 @@ type Feedback struct {
 type Recorder struct {
 	mu      sync.Mutex
 	out     io.Writer
-	mode    string
+	mode    protocol.Mode
 	server  int
 	step    string
 	now     func() time.Time
@@ -124,7 +126,7 @@ func WithClock(now func() time.Time) Option { return func(r *Recorder) { r.now =
 
 // NewRecorder writes to out, which should be unbuffered (an *os.File): each event is one
 // Write, so the log is flushed line by line and a crash loses at most the line in flight.
-func NewRecorder(out io.Writer, mode string, opts ...Option) *Recorder {
+func NewRecorder(out io.Writer, mode protocol.Mode, opts ...Option) *Recorder {
 	r := &Recorder{out: out, mode: mode, server: 1, now: time.Now}
 	for _, o := range opts {
 		o(r)
@@ -153,7 +155,7 @@ func (r *Recorder) SetClock(now func() time.Time) {
 }
 
 // Mode returns the recorder's mode.
-func (r *Recorder) Mode() string {
+func (r *Recorder) Mode() protocol.Mode {
 	if r == nil {
 		return ""
 	}
@@ -377,7 +379,7 @@ func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 	if !ok {
 		r.flushStormLocked(stream, typ, t, true)
 		e := Event{Event: EventUnmatched, Stream: stream, Type: typ, Nonce: fb.Nonce}
-		if r.mode == ModeSotW {
+		if r.mode == protocol.SotW {
 			e.AcceptedVersion = &fb.ClientVersion
 		}
 		if fb.Error != nil {
@@ -393,7 +395,7 @@ func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 	}
 	lat := float64(r.now().Sub(s.at).Microseconds()) / 1000
 	accepted := fb.ClientVersion
-	if r.mode == ModeDelta {
+	if r.mode == protocol.Delta {
 		accepted = s.version
 	}
 	e := Event{Stream: stream, Type: typ, Nonce: fb.Nonce, SentVersion: s.version, AcceptedVersion: &accepted, LatencyMS: &lat}
@@ -406,7 +408,7 @@ func (r *Recorder) feedbackLocked(stream int64, typ string, fb Feedback) Event {
 	e.Event = EventNack
 	e.Error = CleanError(*fb.Error)
 	e.Repeat = t.rejected[s.fingerprint] + 1
-	if r.mode == ModeDelta {
+	if r.mode == protocol.Delta {
 		// Delta NACK: the client accepted none of the response; its accepted label stays
 		// the last ACKed one.
 		v := t.version

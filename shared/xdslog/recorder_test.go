@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // fakeClock advances one millisecond per reading.
@@ -26,7 +28,7 @@ func (c *fakeClock) now() time.Time {
 	return c.t
 }
 
-func newTestRecorder(mode string) (*Recorder, *bytes.Buffer) {
+func newTestRecorder(mode protocol.Mode) (*Recorder, *bytes.Buffer) {
 	var buf bytes.Buffer
 	clk := &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	return NewRecorder(&buf, mode, WithClock(clk.now)), &buf
@@ -46,7 +48,7 @@ func msg(s string) *string { return &s }
 
 func TestAckNackAndRedundancy(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeSotW)
+	r, buf := newTestRecorder(protocol.SotW)
 	r.SetStep("s1")
 	r.StreamOpen(1, "")
 	r.SotW(1, "CDS", SotWRequest{})
@@ -93,14 +95,14 @@ func TestAckNackAndRedundancy(t *testing.T) {
 	assert.Empty(t, r.Status())
 	for _, e := range ev {
 		assert.Equal(t, "s1", e.Step)
-		assert.Equal(t, ModeSotW, e.Mode)
+		assert.Equal(t, protocol.SotW, e.Mode)
 		assert.Equal(t, 1, e.Server)
 	}
 }
 
 func TestUnmatchedIsNeverAnAck(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeSotW)
+	r, buf := newTestRecorder(protocol.SotW)
 	r.StreamOpen(1, "")
 	r.Send(1, "LDS", "1", "1", res("l", "h"), nil, 10)
 	e := r.Feedback(1, "CDS", Feedback{Nonce: "1", ClientVersion: "1"})
@@ -112,7 +114,7 @@ func TestUnmatchedIsNeverAnAck(t *testing.T) {
 
 func TestSotWFullStateAndDeltaRemovals(t *testing.T) {
 	t.Parallel()
-	s, _ := newTestRecorder(ModeSotW)
+	s, _ := newTestRecorder(protocol.SotW)
 	s.Send(1, "CDS", "1", "1", append(res("a", "ha"), res("b", "hb")...), nil, 10)
 	s.Feedback(1, "CDS", Feedback{Nonce: "1", ClientVersion: "1"})
 	s.Send(1, "CDS", "2", "2", res("a", "ha"), nil, 10)
@@ -124,7 +126,7 @@ func TestSotWFullStateAndDeltaRemovals(t *testing.T) {
 	s.Feedback(1, "EDS", Feedback{Nonce: "4", ClientVersion: "3"})
 	assert.Contains(t, s.Status()[0].Accepted["EDS"], "b", "SotW EDS: absence removes nothing")
 
-	d, _ := newTestRecorder(ModeDelta)
+	d, _ := newTestRecorder(protocol.Delta)
 	d.Delta(1, "CDS", DeltaRequest{Initial: map[string]string{"a": "ha"}})
 	d.Send(1, "CDS", "1", "2", res("a", "ha"), nil, 10)
 	d.Send(1, "CDS", "2", "3", nil, []string{"a"}, 10)
@@ -135,7 +137,7 @@ func TestSotWFullStateAndDeltaRemovals(t *testing.T) {
 
 func TestDeltaInitialVersionsCountAsAccepted(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeDelta)
+	r, buf := newTestRecorder(protocol.Delta)
 	r.Delta(1, "EDS", DeltaRequest{Subscribe: []string{"inventory"}, Initial: map[string]string{"inventory": "h1"}})
 	r.Send(1, "EDS", "1", "4", res("inventory", "h1"), nil, 10)
 	sends := filterEv(read(t, buf), EventSend)
@@ -155,7 +157,7 @@ func TestDeltaInitialVersionsCountAsAccepted(t *testing.T) {
 // late answer to one of them is unmatched.
 func TestRememberedSendsAreBounded(t *testing.T) {
 	t.Parallel()
-	r, _ := newTestRecorder(ModeSotW)
+	r, _ := newTestRecorder(protocol.SotW)
 	for i := 1; i <= maxRemembered+50; i++ {
 		r.Send(1, "RDS", strconv.Itoa(i), "3", res("route", "bad"), nil, 10)
 	}
@@ -185,7 +187,7 @@ func TestObserverAndDataPlaneTimestamp(t *testing.T) {
 	t.Parallel()
 	var seen []string
 	var buf bytes.Buffer
-	r := NewRecorder(&buf, ModeDelta, WithServer(2), WithObserver(func(e Event) { seen = append(seen, e.Event) }))
+	r := NewRecorder(&buf, protocol.Delta, WithServer(2), WithObserver(func(e Event) { seen = append(seen, e.Event) }))
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	r.Emit(Event{Event: EventDataPlane, TS: at, Status: 200})
 	r.Emit(Event{Event: EventStep, TS: at})
@@ -203,7 +205,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, assert.AnError }
 
 func TestWriteErrorIsKept(t *testing.T) {
 	t.Parallel()
-	r := NewRecorder(failWriter{}, ModeSotW)
+	r := NewRecorder(failWriter{}, protocol.SotW)
 	r.StreamOpen(1, "")
 	require.Error(t, r.Err())
 	assert.Contains(t, r.Err().Error(), "write xds.log")

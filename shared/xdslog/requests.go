@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // This file classifies requests the way the xDS protocol does (Envoy's
@@ -199,7 +201,7 @@ func (r *Recorder) firstRequestLocked(stream int64, typ string, t *typeState, na
 		e.Kind = RequestResume
 	case IsOnDemand(r.mode, typ, true, names):
 		e.Kind = RequestOnDemand
-	case version != "" && r.mode == ModeSotW:
+	case version != "" && r.mode == protocol.SotW:
 		e.Kind = RequestResume
 		if held, ok := r.model.labels.lookup(typ, version, names, wildcard); ok {
 			e.Held = held

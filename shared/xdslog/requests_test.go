@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 func lastSend(t *testing.T, ev []Event) Event {
@@ -22,7 +24,7 @@ func lastSend(t *testing.T, ev []Event) Event {
 // "new".
 func TestSotWResumeHeldFromLabel(t *testing.T) {
 	t.Parallel()
-	r, buf := newTestRecorder(ModeSotW)
+	r, buf := newTestRecorder(protocol.SotW)
 	r.SotW(1, "CDS", SotWRequest{})
 	r.Send(1, "CDS", "1", "4", res("inventory", "h1"), nil, 10)
 	r.SotW(1, "CDS", SotWRequest{VersionInfo: "4", Nonce: "1"})
@@ -49,12 +51,12 @@ func TestSotWResumeHeldFromLabel(t *testing.T) {
 	assert.True(t, lastSend(t, read(t, buf)).Resources[0].IsRedundant(), "known again after the ACK")
 
 	// Another server instance knows the label only through a shared (durable) book.
-	alone, _ := newTestRecorder(ModeSotW)
+	alone, _ := newTestRecorder(protocol.SotW)
 	alone.SotW(1, "CDS", SotWRequest{VersionInfo: "4"})
 	assert.True(t, alone.typeLocked(1, "CDS").heldUnknown)
 	var buf2 = buf
 	buf2.Reset()
-	shared := NewRecorder(buf2, ModeSotW, WithServer(2), WithLabelBook(r.labels))
+	shared := NewRecorder(buf2, protocol.SotW, WithServer(2), WithLabelBook(r.labels))
 	shared.SotW(1, "CDS", SotWRequest{VersionInfo: "4"})
 	shared.Send(1, "CDS", "1", "4", res("inventory", "h1"), nil, 10)
 	assert.True(t, lastSend(t, read(t, buf2)).Resources[0].IsRedundant())
@@ -67,7 +69,7 @@ func TestSotWResumeHeldFromLabel(t *testing.T) {
 func TestUnsubscribedIsNotHeld(t *testing.T) {
 	t.Parallel()
 	for _, stale := range []bool{false, true} {
-		r, buf := newTestRecorder(ModeSotW)
+		r, buf := newTestRecorder(protocol.SotW)
 		eds := []string{"inventory"}
 		r.SotW(1, "EDS", SotWRequest{Names: eds})
 		r.Send(1, "EDS", "1", "1", res("inventory", "e1"), nil, 10)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // storm drives n NACK/re-send pairs of the same rejected route on stream 1, then a valid
@@ -35,7 +37,7 @@ func TestStormCondensedPastTheLimit(t *testing.T) {
 	var buf bytes.Buffer
 	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	var observed = map[string]int{}
-	r := NewRecorder(&buf, ModeSotW, WithClock(clk.now), WithMaxLogBytes(1),
+	r := NewRecorder(&buf, protocol.SotW, WithClock(clk.now), WithMaxLogBytes(1),
 		WithObserver(func(e Event) { observed[e.Event]++ }))
 	const pairs = 1000
 	last := storm(r, pairs)
@@ -96,7 +98,7 @@ func TestStormNotCondensedUnderTheLimit(t *testing.T) {
 	t.Parallel()
 	for _, limit := range []int64{0, 1 << 30} {
 		var buf bytes.Buffer
-		r := NewRecorder(&buf, ModeSotW, WithMaxLogBytes(limit))
+		r := NewRecorder(&buf, protocol.SotW, WithMaxLogBytes(limit))
 		storm(r, 50)
 		for _, e := range read(t, &buf) {
 			assert.NotEqual(t, EventStorm, e.Event, "limit %d", limit)
@@ -109,7 +111,7 @@ func TestStormNotCondensedUnderTheLimit(t *testing.T) {
 func TestStormFlushedOnFlushAndClose(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	r := NewRecorder(&buf, ModeSotW, WithMaxLogBytes(1))
+	r := NewRecorder(&buf, protocol.SotW, WithMaxLogBytes(1))
 	r.StreamOpen(1, "")
 	for i := 1; i <= 5; i++ {
 		n := strconv.Itoa(i)
@@ -138,9 +140,9 @@ func TestStormFlushedOnFlushAndClose(t *testing.T) {
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	NewRecorder(&buf, ModeSotW).Publish("1", nil, nil)
+	NewRecorder(&buf, protocol.SotW).Publish("1", nil, nil)
 	for range 2 {
-		r := NewRecorder(&buf, ModeSotW)
+		r := NewRecorder(&buf, protocol.SotW)
 		id := r.BeginSession()
 		assert.NotEmpty(t, id)
 		r.Publish("1", nil, nil)

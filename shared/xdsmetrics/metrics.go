@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -50,7 +51,7 @@ type Metrics struct {
 // New returns metrics whose cache label is cache ("snapshot" or "linear"); mode, when
 // given, pre-creates every series of that mode at 0, so a scrape before the first push
 // already lists them.
-func New(mode, cache string) *Metrics {
+func New(mode protocol.Mode, cache string) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), cache: cache}
 	byType := []string{LabelType, LabelMode, LabelCache}
 	counter := func(name, help string) *prometheus.CounterVec {
@@ -75,12 +76,12 @@ func New(mode, cache string) *Metrics {
 		Buckets: PublishToAckBuckets}, byType)
 	m.reg.MustRegister(m.publishToAck)
 	if mode != "" {
-		m.streams.WithLabelValues(mode, cache)
+		m.streams.WithLabelValues(mode.String(), cache)
 		for _, t := range xdslog.Types {
 			for _, v := range []*prometheus.CounterVec{m.pushes, m.resources, m.bytes, m.acks, m.nacks, m.stale, m.unmatched, m.notFound, m.onDemand} {
-				v.WithLabelValues(t, mode, cache)
+				v.WithLabelValues(t, mode.String(), cache)
 			}
-			m.publishToAck.WithLabelValues(t, mode, cache)
+			m.publishToAck.WithLabelValues(t, mode.String(), cache)
 		}
 	}
 	return m
@@ -102,32 +103,32 @@ func (m *Metrics) Observe(e xdslog.Event) {
 		m.lastPublish = e.TS
 		m.mu.Unlock()
 	case xdslog.EventStreamOpen:
-		m.streams.WithLabelValues(e.Mode, m.cache).Inc()
+		m.streams.WithLabelValues(e.Mode.String(), m.cache).Inc()
 	case xdslog.EventStreamClose:
-		m.streams.WithLabelValues(e.Mode, m.cache).Dec()
+		m.streams.WithLabelValues(e.Mode.String(), m.cache).Dec()
 	case xdslog.EventSend:
-		m.pushes.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		m.pushes.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 		nf := notFound(e.Resources)
-		m.resources.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(len(e.Resources) - nf))
-		m.notFound.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(nf))
-		m.bytes.WithLabelValues(e.Type, e.Mode, m.cache).Add(float64(e.Bytes))
+		m.resources.WithLabelValues(e.Type, e.Mode.String(), m.cache).Add(float64(len(e.Resources) - nf))
+		m.notFound.WithLabelValues(e.Type, e.Mode.String(), m.cache).Add(float64(nf))
+		m.bytes.WithLabelValues(e.Type, e.Mode.String(), m.cache).Add(float64(e.Bytes))
 	case xdslog.EventAck:
-		m.acks.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		m.acks.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 		m.mu.Lock()
 		pub := m.lastPublish
 		m.mu.Unlock()
 		if !pub.IsZero() {
-			m.publishToAck.WithLabelValues(e.Type, e.Mode, m.cache).Observe(max(0, e.TS.Sub(pub).Seconds()))
+			m.publishToAck.WithLabelValues(e.Type, e.Mode.String(), m.cache).Observe(max(0, e.TS.Sub(pub).Seconds()))
 		}
 	case xdslog.EventNack:
-		m.nacks.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		m.nacks.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 	case xdslog.EventStale:
-		m.stale.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		m.stale.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 	case xdslog.EventUnmatched:
-		m.unmatched.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+		m.unmatched.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 	case xdslog.EventRequest:
 		if e.Kind == xdslog.RequestOnDemand {
-			m.onDemand.WithLabelValues(e.Type, e.Mode, m.cache).Inc()
+			m.onDemand.WithLabelValues(e.Type, e.Mode.String(), m.cache).Inc()
 		}
 	}
 }

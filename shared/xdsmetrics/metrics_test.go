@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -17,7 +18,7 @@ import (
 // its own event kind, by type, and the histogram measures from the latest publish.
 func TestObserve(t *testing.T) {
 	t.Parallel()
-	m := New(xdslog.ModeSotW, "snapshot")
+	m := New(protocol.SotW, "snapshot")
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	res := func(n int) xdslog.Resources { return make(xdslog.Resources, n) }
@@ -38,10 +39,10 @@ func TestObserve(t *testing.T) {
 		{Event: xdslog.EventRequest, TS: at(1503), Stream: 1, Type: "EDS"},
 		{Event: xdslog.EventStreamClose, TS: at(2000), Stream: 2},
 	} {
-		e.Mode = xdslog.ModeSotW
+		e.Mode = protocol.SotW
 		m.Observe(e)
 	}
-	l := func(typ string) []string { return []string{typ, xdslog.ModeSotW, "snapshot"} }
+	l := func(typ string) []string { return []string{typ, protocol.SotW.String(), "snapshot"} }
 	for _, c := range []struct {
 		name string
 		got  float64
@@ -58,7 +59,7 @@ func TestObserve(t *testing.T) {
 		{"nacks CDS", testutil.ToFloat64(m.nacks.WithLabelValues(l("CDS")...)), 0},
 		{"stale CDS", testutil.ToFloat64(m.stale.WithLabelValues(l("CDS")...)), 1},
 		{"unmatched EDS", testutil.ToFloat64(m.unmatched.WithLabelValues(l("EDS")...)), 1},
-		{"streams", testutil.ToFloat64(m.streams.WithLabelValues(xdslog.ModeSotW, "snapshot")), 1},
+		{"streams", testutil.ToFloat64(m.streams.WithLabelValues(protocol.SotW.String(), "snapshot")), 1},
 	} {
 		assert.Equal(t, c.want, c.got, c.name)
 	}
@@ -95,8 +96,8 @@ lab_xds_publish_to_ack_seconds_count{cache="snapshot",mode="sotw",type="CDS"} 2
 // resources sent.
 func TestOnDemandAndNotFound(t *testing.T) {
 	t.Parallel()
-	m := New(xdslog.ModeDelta, "snapshot")
-	l := func(typ string) []string { return []string{typ, xdslog.ModeDelta, "snapshot"} }
+	m := New(protocol.Delta, "snapshot")
+	l := func(typ string) []string { return []string{typ, protocol.Delta.String(), "snapshot"} }
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("VHDS")...)))
 	n, err := testutil.GatherAndCount(m.Registry(), "lab_xds_pushes_total")
 	require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestOnDemandAndNotFound(t *testing.T) {
 		{Event: xdslog.EventSend, Type: "VHDS", Resources: xdslog.Resources{{Name: "quote-route/svc-0001", Hash: "h"}}},
 		{Event: xdslog.EventSend, Type: "VHDS", Resources: xdslog.Resources{{Name: "quote-route/svc-b:19000", NotFound: true}}},
 	} {
-		e.Mode = xdslog.ModeDelta
+		e.Mode = protocol.Delta
 		m.Observe(e)
 	}
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.onDemand.WithLabelValues(l("VHDS")...)))

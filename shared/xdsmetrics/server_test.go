@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -19,8 +20,8 @@ func TestServe(t *testing.T) {
 	_, err := Serve("0.0.0.0:0", New("", "snapshot"))
 	assert.ErrorContains(t, err, "not loopback")
 
-	m := New(xdslog.ModeDelta, "linear")
-	m.Observe(xdslog.Event{Event: xdslog.EventStreamOpen, Mode: xdslog.ModeDelta, Stream: 1})
+	m := New(protocol.Delta, "linear")
+	m.Observe(xdslog.Event{Event: xdslog.EventStreamOpen, Mode: protocol.Delta, Stream: 1})
 	s, err := Serve("127.0.0.1:0", m)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(s.URL(), "http://127.0.0.1:") && strings.HasSuffix(s.URL(), "/metrics"), s.URL())

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // TestStopEndsTheClient: stop returns only once Run has, and may be called twice. No
@@ -26,7 +26,7 @@ func TestStopEndsTheClient(t *testing.T) {
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
 	require.NoError(t, err)
 	defer conn.Close()
-	c, err := simclient.New(xdslog.ModeSotW, "")
+	c, err := simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
 	stop := Start(context.Background(), c, conn)
 	stopped := make(chan struct{})

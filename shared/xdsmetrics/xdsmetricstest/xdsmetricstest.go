@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -81,10 +82,10 @@ func Scrape(url string) (Samples, error) {
 // nack (a storm's NACKs too), stale and unmatched events; stream_open less stream_close;
 // and per type the ACKs after a publish with the time from the latest publish summed.
 // Only the _count and _sum of the histogram are given.
-func FromLog(events []xdslog.Event, mode, cache string) Samples {
+func FromLog(events []xdslog.Event, mode protocol.Mode, cache string) Samples {
 	out := Samples{}
 	typed := func(name, typ string) string {
-		return Series(name, map[string]string{"type": typ, "mode": mode, "cache": cache})
+		return Series(name, map[string]string{"type": typ, "mode": mode.String(), "cache": cache})
 	}
 	for _, t := range xdslog.Types {
 		for _, n := range []string{"pushes_total", "resources_sent_total", "sent_bytes_total", "ack_total", "nack_total", "stale_requests_total", "unmatched_requests_total", "not_found_total", "on_demand_subscribes_total"} {
@@ -93,7 +94,7 @@ func FromLog(events []xdslog.Event, mode, cache string) Samples {
 		out[typed("lab_xds_publish_to_ack_seconds_count", t)] = 0
 		out[typed("lab_xds_publish_to_ack_seconds_sum", t)] = 0
 	}
-	streams := Series("lab_xds_connected_streams", map[string]string{"mode": mode, "cache": cache})
+	streams := Series("lab_xds_connected_streams", map[string]string{"mode": mode.String(), "cache": cache})
 	out[streams] = 0
 	var publish time.Time
 	for _, e := range events {
