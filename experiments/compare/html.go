@@ -104,46 +104,11 @@ func layoutDiagram(d Diagram) svgDiagram {
 	for _, m := range shown {
 		r := svgRow{Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: sanitize(m.Label), Class: "k-" + m.Kind}
 		if m.From == m.To {
-			lines := wrapLabel(r.Full, svgChars(svgNoteLeft+6, svgClientX-14))
-			y := top + svgRowH
-			r.Note, r.NoteX, r.NoteW = true, svgNoteLeft, svgClientX-svgNoteLeft-10
-			r.Y, r.TimeY, r.NoteY, r.NoteH = y, y+3, y-9, 15+(len(lines)-1)*svgLineH
-			for i, l := range lines {
-				r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
-			}
 			// The next row starts below the box: its label, drawn above its arrow, would
 			// otherwise touch the box's lower edge (a publish and its first send).
-			top = r.NoteY + r.NoteH
+			top = layoutNote(&r, top, svgClientX-14, svgClientX-svgNoteLeft-10)
 		} else {
-			r.X1, r.X2 = x[m.From], x[m.To]
-			// A label reads from just right of the left end of its arrow (clear of a
-			// left-pointing arrowhead) to the right edge; a data-plane answer, whose
-			// arrow is short and at the right, ends at its arrowhead instead and uses the
-			// width on the left, so the answer itself is never pushed out.
-			from, to, end := min(r.X1, r.X2)+12, svgWidth-4, false
-			if m.To == DataPlane || m.From == DataPlane {
-				from, to, end = svgTimeW, max(r.X1, r.X2)-12, true
-			}
-			lines := wrapLabel(r.Full, svgChars(from, to))
-			y := top + svgRowH + (len(lines)-1)*svgLineH
-			r.Y, r.TimeY = y, y+3
-			for i, l := range lines {
-				t := svgText{X: from, Y: y - 4 - (len(lines)-1-i)*svgLineH, Text: l}
-				if end {
-					t.X, t.End = to, true
-				}
-				r.Lines = append(r.Lines, t)
-			}
-			if r.X2 > r.X1 {
-				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2-8, y-4, r.X2-8, y+4)
-			} else {
-				r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2+8, y-4, r.X2+8, y+4)
-			}
-			if len(m.Removed) > 0 {
-				r.Removal, r.RemovalX, r.RemovalY = true, svgClientX+4, y+5
-				r.Full += " — " + removalMark(m)
-			}
-			top = y
+			top = layoutArrow(&r, m, x[m.From], x[m.To], top)
 		}
 		sd.Rows = append(sd.Rows, r)
 	}
@@ -151,18 +116,59 @@ func layoutDiagram(d Diagram) svgDiagram {
 		if extra == "" {
 			continue
 		}
-		lines := wrapLabel(extra, svgChars(svgNoteLeft+6, svgWidth-14))
-		y := top + svgRowH
-		r := svgRow{Y: y, TimeY: y + 3, NoteY: y - 9, Note: true, NoteX: svgNoteLeft, NoteW: svgWidth - svgNoteLeft - 10,
-			NoteH: 15 + (len(lines)-1)*svgLineH, Full: extra, Class: "k-more"}
-		for i, l := range lines {
-			r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
-		}
+		r := svgRow{Full: extra, Class: "k-more"}
+		top = layoutNote(&r, top, svgWidth-14, svgWidth-svgNoteLeft-10)
 		sd.Rows = append(sd.Rows, r)
-		top = r.NoteY + r.NoteH
 	}
 	sd.Height = top + svgRowH + 4
 	return sd
+}
+
+// layoutNote lays r out as a note box below top, its text wrapped to end at textEnd in a
+// box w wide, and returns the top of the next row: the box's bottom.
+func layoutNote(r *svgRow, top, textEnd, w int) int {
+	lines := wrapLabel(r.Full, svgChars(svgNoteLeft+6, textEnd))
+	y := top + svgRowH
+	r.Note, r.NoteX, r.NoteW = true, svgNoteLeft, w
+	r.Y, r.TimeY, r.NoteY, r.NoteH = y, y+3, y-9, 15+(len(lines)-1)*svgLineH
+	for i, l := range lines {
+		r.Lines = append(r.Lines, svgText{X: svgNoteLeft + 6, Y: y + 3 + i*svgLineH, Text: l})
+	}
+	return r.NoteY + r.NoteH
+}
+
+// layoutArrow lays r out as an arrow from x1 to x2 below top, its label above it, and
+// returns the top of the next row: the arrow's line.
+func layoutArrow(r *svgRow, m Message, x1, x2, top int) int {
+	r.X1, r.X2 = x1, x2
+	// A label reads from just right of the left end of its arrow (clear of a
+	// left-pointing arrowhead) to the right edge; a data-plane answer, whose arrow is
+	// short and at the right, ends at its arrowhead instead and uses the width on the
+	// left, so the answer itself is never pushed out.
+	from, to, end := min(r.X1, r.X2)+12, svgWidth-4, false
+	if m.To == DataPlane || m.From == DataPlane {
+		from, to, end = svgTimeW, max(r.X1, r.X2)-12, true
+	}
+	lines := wrapLabel(r.Full, svgChars(from, to))
+	y := top + svgRowH + (len(lines)-1)*svgLineH
+	r.Y, r.TimeY = y, y+3
+	for i, l := range lines {
+		t := svgText{X: from, Y: y - 4 - (len(lines)-1-i)*svgLineH, Text: l}
+		if end {
+			t.X, t.End = to, true
+		}
+		r.Lines = append(r.Lines, t)
+	}
+	if r.X2 > r.X1 {
+		r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2-8, y-4, r.X2-8, y+4)
+	} else {
+		r.Arrow = fmt.Sprintf("%d,%d %d,%d %d,%d", r.X2, y, r.X2+8, y-4, r.X2+8, y+4)
+	}
+	if len(m.Removed) > 0 {
+		r.Removal, r.RemovalX, r.RemovalY = true, svgClientX+4, y+5
+		r.Full += " — " + removalMark(m)
+	}
+	return y
 }
 
 func emptyNote(d Diagram) string {
