@@ -7,9 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -93,34 +93,40 @@ func (sv *serveLoop) printStatus() {
 	for _, s := range st.Streams {
 		fmt.Fprintf(sv.out, "stream %d: node %s, peer %s, %s ADS, %s cache, connected since %s (%s)\n",
 			s.Stream, serveOrDash(s.Node), serveOrDash(s.Peer), st.Mode, st.Cache, s.Opened.Local().Format("15:04:05"), serveAgo(now, s.Opened))
-		var table strings.Builder
-		tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-		types := slices.Sorted(maps.Keys(s.Types))
-		if len(types) == 0 {
-			fmt.Fprintln(tw, "  (nothing requested yet)")
-		} else {
-			fmt.Fprintln(tw, "  TYPE\tSTATE\tRUNS\tDETAIL")
-		}
-		for _, typ := range types {
-			ts := s.Types[typ]
-			detail := ""
-			switch ts.State {
-			case xdslog.TypeStale:
-				detail = fmt.Sprintf("version %s sent as nonce %s %s ago, not answered", ts.SentVersion, ts.Nonce, serveAgo(now, *ts.Since))
-			case xdslog.TypeNacked:
-				detail = fmt.Sprintf("version %s rejected: %s", ts.SentVersion, xdslog.NackReason(ts.Error))
-			case xdslog.TypeNotSent:
-				detail = "asked for, nothing sent"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", typ, ts.State, serveOrDash(ts.Version), detail)
-		}
-		_ = tw.Flush()
-		writeTrimmed(sv.out, table.String())
+		sv.printTypes(now, s)
 		sv.printResources(s)
 	}
 	for _, n := range st.Notes {
 		fmt.Fprintln(sv.out, n)
 	}
+}
+
+// printTypes lists, per type the stream asked for or was sent, where it stands.
+func (sv *serveLoop) printTypes(now time.Time, s xdslog.StreamStatus) {
+	types := slices.Sorted(maps.Keys(s.Types))
+	if len(types) == 0 {
+		fmt.Fprintln(sv.out, "  (nothing requested yet)")
+		return
+	}
+	t := table.Table{Head: []string{"TYPE", "STATE", "RUNS", "DETAIL"}}
+	for _, typ := range types {
+		ts := s.Types[typ]
+		t.Rows = append(t.Rows, table.Cells(typ, ts.State, serveOrDash(ts.Version), serveTypeDetail(now, ts)))
+	}
+	_, _ = io.WriteString(sv.out, t.Text(0))
+}
+
+// serveTypeDetail says why a type is not SYNCED ("" when there is nothing to say).
+func serveTypeDetail(now time.Time, ts xdslog.TypeStatus) string {
+	switch ts.State {
+	case xdslog.TypeStale:
+		return fmt.Sprintf("version %s sent as nonce %s %s ago, not answered", ts.SentVersion, ts.Nonce, serveAgo(now, *ts.Since))
+	case xdslog.TypeNacked:
+		return fmt.Sprintf("version %s rejected: %s", ts.SentVersion, xdslog.NackReason(ts.Error))
+	case xdslog.TypeNotSent:
+		return "asked for, nothing sent"
+	}
+	return ""
 }
 
 // printResources lists what the client runs. A delta resource's version is its content
@@ -137,25 +143,21 @@ func (sv *serveLoop) printResources(s xdslog.StreamStatus) {
 	if n == 0 {
 		return
 	}
-	var table strings.Builder
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	t := table.Table{Head: []string{"RESOURCE", "HASH"}}
 	if withVersion {
-		fmt.Fprintln(tw, "  RESOURCE\tVERSION\tHASH")
-	} else {
-		fmt.Fprintln(tw, "  RESOURCE\tHASH")
+		t.Head = []string{"RESOURCE", "VERSION", "HASH"}
 	}
 	for _, typ := range slices.Sorted(maps.Keys(s.Accepted)) {
 		for _, name := range slices.Sorted(maps.Keys(s.Accepted[typ])) {
 			a := s.Accepted[typ][name]
 			if withVersion {
-				fmt.Fprintf(tw, "  %s %s\t%s\t%s\n", typ, name, serveOrDash(a.Version), serveShort(a.Hash))
+				t.Rows = append(t.Rows, table.Cells(typ+" "+name, serveOrDash(a.Version), serveShort(a.Hash)))
 			} else {
-				fmt.Fprintf(tw, "  %s %s\t%s\n", typ, name, serveShort(a.Hash))
+				t.Rows = append(t.Rows, table.Cells(typ+" "+name, serveShort(a.Hash)))
 			}
 		}
 	}
-	_ = tw.Flush()
-	writeTrimmed(sv.out, table.String())
+	_, _ = io.WriteString(sv.out, t.Text(0))
 }
 
 // serveAgo is how long ago t was, rounded for a console.
@@ -165,13 +167,4 @@ func serveAgo(now, t time.Time) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
-}
-
-// writeTrimmed writes a tabwriter's output without the padding it leaves after a row's
-// last, empty cell (a type with no detail), so no console line ends in spaces.
-func writeTrimmed(w io.Writer, table string) {
-	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-	for _, l := range lines {
-		fmt.Fprintln(w, strings.TrimRight(l, " "))
-	}
 }

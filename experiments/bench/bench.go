@@ -8,7 +8,8 @@
 // the recorder's events), how long the control plane and the client took, the CPU and
 // memory both sides used and, with Envoy, when a real request first showed the change
 // (the new backend answering, Envoy's 404, the new server header). Results go to
-// bench.json, bench.md and an SVG chart, and a table is printed.
+// bench.json, bench.md and an SVG chart, and tables are printed (experiments/table lays
+// out both the printed tables and bench.md's).
 package bench
 
 import (

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/chart"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/stats"
 )
 
@@ -199,7 +200,7 @@ const versionsSVG = "versions.svg"
 
 // fleetTables are the report's blocks for --envoys K > 1: the per-proxy percentiles and
 // the version distribution.
-func (r *Report) fleetTables(ok []*Config) []table {
+func (r *Report) fleetTables(ok []*Config) []block {
 	var fl []*Config
 	k := 0
 	for _, c := range ok {
@@ -212,7 +213,7 @@ func (r *Report) fleetTables(ok []*Config) []table {
 		return nil
 	}
 	noun := fleetNoun(fl[0].Client)
-	return []table{r.perProxyTable(fl, k, noun), distributionTable(fl, k, noun)}
+	return []block{r.perProxyTable(fl, k, noun), distributionTable(fl, k, noun)}
 }
 
 // perProxyCell is a per-proxy percentile of key, picked by f.
@@ -225,12 +226,12 @@ func perProxyCell(c *Config, key string, f func(Percentiles) float64) string {
 }
 
 // perProxyTable is the per-proxy percentiles of the fleet configurations fl, K at most k.
-func (r *Report) perProxyTable(fl []*Config, k int, noun string) table {
+func (r *Report) perProxyTable(fl []*Config, k int, noun string) block {
 	pc := perProxyCell
 	p50 := func(p Percentiles) float64 { return p.P50 }
 	p99 := func(p Percentiles) float64 { return p.P99 }
 	pmax := func(p Percentiles) float64 { return p.Max }
-	per := table{
+	per := block{
 		title: fmt.Sprintf("Per proxy: %d %s, each its own node, state and listener", k, noun),
 		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
 			"ACK: publish to that Envoy's ACK of every awaited type at its own publisher's version. "+
@@ -239,9 +240,9 @@ func (r *Report) perProxyTable(fl []*Config, k int, noun string) table {
 			"spread: last Envoy minus first, median over the repeats: how long the fleet ran mixed versions. "+
 			"Envoy CPU: summed over the Envoys, median over the repeats; RSS: each Envoy's after the last change (min–max), and their sum.",
 			r.Options.Repeat, fmtMS(fl[0].PollIntervalMS), fmtMS(fl[0].PollIntervalAckedMS)),
-		head: append(slices.Clone(identHead), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
+		Table: table.Table{Head: append(slices.Clone(identHead), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
 			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms",
-			"own publish: ACK ms", "own publish: data plane ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum"),
+			"own publish: ACK ms", "own publish: data plane ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum")},
 	}
 	both := func(c *Config, key string) string { return pc(c, key, p50) + " / " + pc(c, key, p99) }
 	for _, c := range fl {
@@ -249,23 +250,23 @@ func (r *Report) perProxyTable(fl []*Config, k int, noun string) table {
 			pc(c, "ack_ms", p50), pc(c, "ack_ms", p99), pc(c, "ack_ms", pmax), spreadCell(c, false),
 			pc(c, "data_plane_ms", p50), pc(c, "data_plane_ms", p99), pc(c, "data_plane_ms", pmax), spreadCell(c, true),
 			both(c, "ack_own_ms"), both(c, "data_plane_own_ms"), cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
-		per.rows = append(per.rows, row)
+		per.add(row)
 	}
 	return per
 }
 
 // distributionTable is when the k-th proxy of each fleet configuration ran each step's
 // new version, by ACK and by the data plane.
-func distributionTable(fl []*Config, k int, noun string) table {
-	dist := table{
+func distributionTable(fl []*Config, k int, noun string) block {
+	dist := block{
 		title: "Version distribution: when the k-th of the " + noun + " ran the new version (ms after the publish)",
 		note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
 			"and by data plane (a request through its own listener showed the change). Column k/K: from that moment k Envoys ran the new version " +
 			"and K−k still the old one. " + versionsSVG + " draws the same as a step chart (median over the repeats).",
-		head: append(slices.Clone(identHead), "step", "version", "by"),
+		Table: table.Table{Head: append(slices.Clone(identHead), "step", "version", "by")},
 	}
 	for i := 1; i <= k; i++ {
-		dist.head = append(dist.head, fmt.Sprintf("%d/%d", i, k))
+		dist.Head = append(dist.Head, fmt.Sprintf("%d/%d", i, k))
 	}
 	for _, c := range fl {
 		for _, s := range append([]Sample{c.Initial}, c.Updates...) {
@@ -289,7 +290,7 @@ func distributionTable(fl []*Config, k int, noun string) table {
 						row = append(row, "-")
 					}
 				}
-				dist.rows = append(dist.rows, row)
+				dist.add(row)
 			}
 		}
 	}

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // onDemandTables are the on-demand axis' tables: the initial push and Envoy's memory,
 // the request latencies, and the service add and one-service change.
-func (r *Report) onDemandTables() []table {
+func (r *Report) onDemandTables() []block {
 	var ok []*OnDemandConfig
 	for _, c := range r.OnDemand {
 		if c.Error == "" {
@@ -19,37 +20,37 @@ func (r *Report) onDemandTables() []table {
 	}
 	id := func(c *OnDemandConfig) []string { return []string{fmt.Sprint(c.N), c.Shape, c.Series} }
 	head := []string{"N", "shape", "series"}
-	initial := table{
+	initial := block{
 		title: "On demand: initial push and Envoy's memory",
 		note:  "push: what the control plane sent for the initial state; from t0 (before the build): build, publish (the publisher returned), ready (Envoy /ready LIVE; with the LinearCache Envoy is LIVE before the publish, since that cache answers Envoy's first wildcard CDS and LDS requests empty), ack (the last ACK of the push); push: ack - publish (the wire and Envoy); RSS: after the push, with the first services used, after every cold and warm request; clusters: Envoy's active_clusters at the end (xds_cluster included)",
-		head:  append(slices.Clone(head), "resources", "bytes", "build ms", "publish ms", "ready ms", "ack ms", "push ms", "RSS", "RSS used", "used", "RSS after", "clusters"),
+		Table: table.Table{Head: append(slices.Clone(head), "resources", "bytes", "build ms", "publish ms", "ready ms", "ack ms", "push ms", "RSS", "RSS used", "used", "RSS after", "clusters")},
 	}
-	requests := table{
+	requests := block{
 		title: "On demand: request latency (client send -> answer read, through Envoy, one at a time)",
 		note:  "cold: each service requested for the first time (with VHDS the on_demand filter holds it while Envoy fetches); warm: the same services again; fetched: resources and bytes the control plane sent per cold request",
-		head:  append(slices.Clone(head), "requests", "cold p50", "cold p99", "cold max", "fetched/req", "bytes/req", "warm p50", "warm p99", "warm fetched"),
+		Table: table.Table{Head: append(slices.Clone(head), "requests", "cold p50", "cold p99", "cold max", "fetched/req", "bytes/req", "warm p50", "warm p99", "warm fetched")},
 	}
-	changes := table{
+	changes := block{
 		title: "On demand: a service add and a one-service change",
 		note:  "add pushed: what reached Envoy unasked when service N was added (until every send was ACKed and the stream was quiet); add fetch: the cold request for it and what it fetched; change: service 0's endpoint moved (medians over the repeats): resources, bytes, publish -> ACK, publish -> answer from the new backend",
-		head:  append(slices.Clone(head), "held", "add pushed", "pushed bytes", "pushed ack ms", "add fetch ms", "fetched", "fetched bytes", "change res", "change bytes", "change ack ms", "change answer ms"),
+		Table: table.Table{Head: append(slices.Clone(head), "held", "add pushed", "pushed bytes", "pushed ack ms", "add fetch ms", "fetched", "fetched bytes", "change res", "change bytes", "change ack ms", "change answer ms")},
 	}
 	for _, c := range ok {
 		in := c.Initial
-		initial.rows = append(initial.rows, append(id(c), fmtCount(float64(in.Sent.Resources)), fmtBytes(float64(in.Sent.Bytes)),
+		initial.add(append(id(c), fmtCount(float64(in.Sent.Resources)), fmtBytes(float64(in.Sent.Bytes)),
 			fmtMS(in.BuildMS), fmtMS(in.PublishMS), optMS(in.ReadyMS), optMS(in.AckMS), optMS(minus(in.AckMS, in.PublishMS)), fmtBytes(float64(c.RSSInitial)), fmtBytes(float64(c.RSSUsed)), fmt.Sprint(c.UsedAtRSS), fmtBytes(float64(c.RSSAfter)), fmt.Sprint(c.ActiveClusters)))
 		perReq := func(v float64) float64 { return v / float64(max(c.Cold.Requests, 1)) }
-		requests.rows = append(requests.rows, append(id(c), fmt.Sprint(c.Cold.Requests), fmtMS(c.Cold.P50MS), fmtMS(c.Cold.P99MS), fmtMS(c.Cold.MaxMS),
+		requests.add(append(id(c), fmt.Sprint(c.Cold.Requests), fmtMS(c.Cold.P50MS), fmtMS(c.Cold.P99MS), fmtMS(c.Cold.MaxMS),
 			fmt.Sprintf("%.1f", perReq(float64(c.ColdSent.Resources))), fmtBytes(perReq(float64(c.ColdSent.Bytes))), fmtMS(c.Warm.P50MS), fmtMS(c.Warm.P99MS), fmtCount(float64(c.WarmSent.Resources))))
 		a := c.Add
-		changes.rows = append(changes.rows, append(id(c), fmt.Sprint(a.Held), sentCell(a.Pushed.Sent), fmtBytes(float64(a.Pushed.Sent.Bytes)), optMS(a.Pushed.AckMS),
+		changes.add(append(id(c), fmt.Sprint(a.Held), sentCell(a.Pushed.Sent), fmtBytes(float64(a.Pushed.Sent.Bytes)), optMS(a.Pushed.AckMS),
 			fmtMS(a.Fetch.MS), sentCell(a.Fetch.Sent), fmtBytes(float64(a.Fetch.Sent.Bytes)),
 			medianOf(c.Changes, func(s ODStep) float64 { return float64(s.Sent.Resources) }, fmtCount),
 			medianOf(c.Changes, func(s ODStep) float64 { return float64(s.Sent.Bytes) }, fmtBytes),
 			medianOf(c.Changes, func(s ODStep) float64 { return deref(s.AckMS) }, fmtMS),
 			medianOf(c.Changes, func(s ODStep) float64 { return deref(s.DataPlaneMS) }, fmtMS)))
 	}
-	return []table{initial, requests, changes}
+	return []block{initial, requests, changes}
 }
 
 // sentCell is "3 (VHDS 1, CDS 1, EDS 1)", or "0".

@@ -5,48 +5,46 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
-// table is one block of the report, rendered as text (terminal) or Markdown (bench.md)
-// from the same rows, so the two never disagree.
-type table struct {
-	title string
-	note  string
-	head  []string
-	rows  [][]string
+// block is one titled table of the report, written as text (the terminal) or Markdown
+// (bench.md) from the same cells, so that the two never disagree. Its cells are figures
+// (add): in text every cell and heading aligns right; in Markdown the columns of names
+// (leftColumns) align left.
+type block struct {
+	title, note string
+	table.Table
 }
 
-func (t table) text(w io.Writer) {
-	fmt.Fprintf(w, "\n%s\n", t.title)
-	if t.note != "" {
-		fmt.Fprintf(w, "%s\n", t.note)
+// add appends a row of figures.
+func (b *block) add(row []string) { b.Rows = append(b.Rows, table.RightCells(row...)) }
+
+func (b block) text(w io.Writer) {
+	fmt.Fprintf(w, "\n%s\n", b.title)
+	if b.note != "" {
+		fmt.Fprintf(w, "%s\n", b.note)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(t.head, "\t")+"\t")
-	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
-	}
-	_ = tw.Flush()
+	t := b.Table
+	t.RightHead = true
+	_, _ = io.WriteString(w, t.Text(0))
 }
 
-func (t table) markdown(b *strings.Builder) {
-	fmt.Fprintf(b, "\n### %s\n\n", t.title)
-	if t.note != "" {
-		fmt.Fprintf(b, "%s\n\n", t.note)
+func (b block) markdown(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n### %s\n\n", b.title)
+	if b.note != "" {
+		fmt.Fprintf(sb, "%s\n\n", b.note)
 	}
-	b.WriteString("| " + strings.Join(t.head, " | ") + " |\n")
-	sep := make([]string, len(t.head))
-	for i, h := range t.head {
-		sep[i] = "---:"
+	t := b.Table
+	t.MarkdownRules = make([]string, len(t.Head))
+	for i, h := range t.Head {
+		t.MarkdownRules[i] = "---:"
 		if leftColumns[h] {
-			sep[i] = "---"
+			t.MarkdownRules[i] = "---"
 		}
 	}
-	b.WriteString("| " + strings.Join(sep, " | ") + " |\n")
-	for _, r := range t.rows {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
+	sb.WriteString(t.Markdown(nil))
 }
 
 // leftColumns are the columns of names, left-aligned in Markdown; figures align right.
@@ -121,7 +119,7 @@ func sampleCell(s Sample, key string) string {
 }
 
 // tables builds the report's blocks.
-func (r *Report) tables() []table {
+func (r *Report) tables() []block {
 	if len(r.Configs) == 0 && len(r.OnDemand) > 0 {
 		return r.onDemandTables()
 	}
@@ -133,7 +131,7 @@ func (r *Report) tables() []table {
 			hasEnvoy = hasEnvoy || c.Client == ClientEnvoy
 		}
 	}
-	out := []table{r.sentTable(ok, hasEnvoy), r.timesTable(ok, hasEnvoy)}
+	out := []block{r.sentTable(ok, hasEnvoy), r.timesTable(ok, hasEnvoy)}
 	if len(r.Ratios) > 0 {
 		out = append(out, r.ratioTable(hasEnvoy))
 	}
@@ -153,7 +151,7 @@ var identHead = []string{"workload", "cache", "N", "series"}
 func identOf(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
 
 // sentTable is what one change sends, per configuration.
-func (r *Report) sentTable(ok []*Config, hasEnvoy bool) table {
+func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
 	clients := "one client"
 	if r.Options.Clients > 1 {
 		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
@@ -174,7 +172,7 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) table {
 		}
 		note += " Workloads: " + strings.Join(docs, "; ") + "."
 	}
-	sent := table{title: "What one change sends", note: note, head: append(head, "CDS", "EDS", "LDS", "RDS")}
+	sent := block{title: "What one change sends", note: note, Table: table.Table{Head: append(head, "CDS", "EDS", "LDS", "RDS")}}
 	for _, c := range ok {
 		row := append(identOf(c), cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "removed", false), cell(c, "bytes", false))
 		if hasEnvoy {
@@ -183,13 +181,13 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) table {
 		for _, t := range []string{"CDS", "EDS", "LDS", "RDS"} {
 			row = append(row, typeCell(c, t))
 		}
-		sent.rows = append(sent.rows, row)
+		sent.add(row)
 	}
 	return sent
 }
 
 // timesTable is how long one change takes and what it costs, per configuration.
-func (r *Report) timesTable(ok []*Config, hasEnvoy bool) table {
+func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 	timeHead := append(slices.Clone(identHead), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
 	if hasEnvoy {
 		timeHead = append(timeHead, "to data plane ms")
@@ -205,10 +203,10 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) table {
 	if r.Options.Envoys > 1 {
 		cp += " With several Envoys: to last ACK and to data plane are the last Envoy's (the per-proxy table has the others), Envoy CPU and RSS the sums over the Envoys."
 	}
-	times := table{
+	times := block{
 		title: "How long one change takes, and what it costs",
 		note:  "Median [min–max] over the repeats, from the moment before the control plane builds the new state. " + cp,
-		head:  timeHead,
+		Table: table.Table{Head: timeHead},
 	}
 	for _, c := range ok {
 		row := append(identOf(c), cell(c, "build_ms", true), cell(c, "publish_ms", true), cell(c, "last_send_ms", true), cell(c, "ack_ms", true))
@@ -219,13 +217,13 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) table {
 		if hasEnvoy {
 			row = append(row, cell(c, "envoy_cpu_ms", true), cell(c, "envoy_rss", false))
 		}
-		times.rows = append(times.rows, row)
+		times.add(row)
 	}
 	return times
 }
 
 // ratioTable is SotW ÷ delta at each N.
-func (r *Report) ratioTable(hasEnvoy bool) table {
+func (r *Report) ratioTable(hasEnvoy bool) block {
 	keys := []string{"resources", "bytes"}
 	if hasEnvoy {
 		keys = append(keys, "envoy_rx_bytes")
@@ -238,25 +236,25 @@ func (r *Report) ratioTable(hasEnvoy bool) table {
 	if hasEnvoy {
 		keys = append(keys, "envoy_cpu_ms")
 	}
-	rt := table{
+	rt := block{
 		title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
-		head:  append(slices.Clone(identHead), metricLabels(keys)...),
+		Table: table.Table{Head: append(slices.Clone(identHead), metricLabels(keys)...)},
 	}
 	for _, x := range r.Ratios {
-		rt.rows = append(rt.rows, append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, keys)...))
+		rt.add(append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, keys)...))
 	}
 	return rt
 }
 
 // growthTable is the largest N ÷ the smallest, per workload and series.
-func (r *Report) growthTable(hasEnvoy bool) table {
+func (r *Report) growthTable(hasEnvoy bool) block {
 	keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
 	if hasEnvoy {
 		keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
 	}
-	gt := table{title: "Growth: largest N ÷ smallest N (ratio of medians)", head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}
+	gt := block{title: "Growth: largest N ÷ smallest N (ratio of medians)", Table: table.Table{Head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}}
 	for _, g := range r.Growth {
-		gt.rows = append(gt.rows, append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, keys)...))
+		gt.add(append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, keys)...))
 	}
 	return gt
 }
@@ -284,13 +282,13 @@ func ratioCells(ratios map[string]float64, keys []string) []string {
 }
 
 // initialTable is the full push to a connected, empty client, per configuration.
-func initialTable(ok []*Config, hasEnvoy bool) table {
+func initialTable(ok []*Config, hasEnvoy bool) block {
 	initHead := append(slices.Clone(identHead), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
 	if hasEnvoy {
 		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
 	}
 	initHead = append(initHead, "CP CPU ms", "CP heap")
-	it := table{title: "Initial state: full push to a connected, empty client", head: initHead}
+	it := block{title: "Initial state: full push to a connected, empty client", Table: table.Table{Head: initHead}}
 	for _, c := range ok {
 		s := c.Initial
 		row := append(identOf(c), sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms"))
@@ -298,7 +296,7 @@ func initialTable(ok []*Config, hasEnvoy bool) table {
 			row = append(row, sampleCell(s, "data_plane_ms"), sampleCell(s, "envoy_rx_bytes"), sampleCell(s, "envoy_cpu_ms"), sampleCell(s, "envoy_rss"))
 		}
 		row = append(row, sampleCell(s, "cp_cpu_ms"), sampleCell(s, "heap_inuse"))
-		it.rows = append(it.rows, row)
+		it.add(row)
 	}
 	return it
 }
@@ -508,17 +506,17 @@ func (s Sample) brief() string {
 // tapTable sets each "+tap" series beside the same series run directly: the medians of
 // publish to last ACK (and to the data plane, with Envoy), their ratio, this process's
 // CPU in both, and the tap's own CPU when it ran as a subprocess.
-func (r *Report) tapTable(ok []*Config, hasEnvoy bool) table {
+func (r *Report) tapTable(ok []*Config, hasEnvoy bool) block {
 	head := []string{"workload", "cache", "N", "series", "to last ACK ms direct", "to last ACK ms +tap", "ACK tap ÷ direct"}
 	if hasEnvoy {
 		head = append(head, "to data plane ms direct", "to data plane ms +tap", "data plane tap ÷ direct")
 	}
 	head = append(head, "CP CPU ms direct", "CP CPU ms +tap", "tap CPU ms")
-	t := table{
+	t := block{
 		title: "Through the tap ÷ direct at each N (ratio of medians, same run)",
 		note: "Each series ran directly and then through an ADS tap (experiments/tap) at the same N, one after the other. " +
 			"tap CPU: the tap subprocess's CPU over the change, from its process clock; \"in CP\" when the tap ran in this process, so its CPU is inside CP CPU.",
-		head: head,
+		Table: table.Table{Head: head},
 	}
 	for _, x := range r.TapRatios {
 		c := find(ok, x.Workload, x.Series, x.N)
@@ -541,7 +539,7 @@ func (r *Report) tapTable(ok []*Config, hasEnvoy bool) table {
 			tapCPU = "in CP"
 		}
 		row = append(row, cell(d, "cp_cpu_ms", true), cell(c, "cp_cpu_ms", true), tapCPU)
-		t.rows = append(t.rows, row)
+		t.add(row)
 	}
 	return t
 }

@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
 // The answer sections, first in every format: what differs between SotW and delta by
@@ -81,12 +83,11 @@ func writeMDAnswer(b *strings.Builder, a answer) {
 	if len(a.protocol) == 0 {
 		b.WriteString(mdEscape(a.noProtocolText()) + "\n\n")
 	} else {
-		b.WriteString("| property | SotW | delta | why | seen with |\n| --- | --- | --- | --- | --- |\n")
+		t := table.Table{Head: []string{"property", "SotW", "delta", "why", "seen with"}}
 		for _, d := range a.protocol {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(d.Property), mdCell(sanitize(d.SotW)),
-				mdCell(sanitize(orDash(d.Delta))), mdCell(d.Source), mdCell(orDash(d.ObservedWith)))
+			t.Rows = append(t.Rows, table.Cells(d.Property, sanitize(d.SotW), sanitize(orDash(d.Delta)), d.Source, orDash(d.ObservedWith)))
 		}
-		b.WriteString("\n")
+		b.WriteString(t.Markdown(mdCell) + "\n")
 	}
 	if a.scale != nil && a.scale.choosing() != "" {
 		b.WriteString(mdEscape(a.scale.choosing()) + "\n\n")

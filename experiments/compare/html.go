@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
 // The HTML report is one self-contained file: inline CSS and SVG, no script, no external
@@ -190,10 +192,10 @@ type htmlPage struct {
 	Headline  string // the two-run report's headline, the matrix's summary
 	Legend    string
 	Simulated bool
-	Runs      table
-	Steps     table
-	Versions  table
-	Probes    *table       // nil: no compared step has a probe
+	Runs      table.Table
+	Steps     table.Table
+	Versions  table.Table
+	Probes    *table.Table // nil: no compared step has a probe
 	Traffic   *trafficView // nil: no compared step has a traffic event
 	ProbeNote string
 	ProbeNone string
@@ -312,7 +314,7 @@ func (f Finding) extra() string {
 }
 
 // The HTML pieces both reports share: the head up to the style sheet, the style sheet,
-// and the table and diagram-figure templates. The two-run report and the matrix are
+// and the diagram-figure template (tables are experiments/table's). The two-run report and the matrix are
 // assembled from them, so that they look alike (and the two-run report stays byte for
 // byte what it was before the matrix).
 const (
@@ -376,15 +378,9 @@ svg .k-dataplane line, svg .k-dataplane polygon { stroke: #bc4c00; fill: #bc4c00
 svg .k-publish rect { fill: #fff8c5; stroke: #d4a72c; }
 svg .k-more rect { fill: #f6f8fa; stroke: #8c959f; }
 `
-	// htmlShared defines "table", "bar" (the data-plane table's error window) and
-	// "figure"; the newline before "figure" is the one the two-run report has always
-	// ended with.
-	htmlShared = `{{define "table"}}<div class="scroll"><table>
-{{range .Groups}}<colgroup span="{{.Span}}"></colgroup>{{end}}
-{{if .Groups}}<tr>{{range .Groups}}<th class="group" colspan="{{.Span}}">{{.Title}}</th>{{end}}</tr>{{end}}
-<tr>{{range .HeadCells}}<th{{with .Tip}} title="{{.}}"{{end}}>{{.Text}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{if or .Class .Right}} class="{{.Class}}{{if .Right}} r{{end}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{with .Bar}}{{template "bar" .}}{{end}}{{.Text}}</td>{{end}}</tr>
-{{end}}</table></div>{{end}}{{define "bar"}}<svg class="bar" viewBox="0 0 {{.W}} 10" width="{{.W}}" height="10" role="img" aria-label="{{.Label}}"><rect class="axis" x="0" y="3" width="{{.W}}" height="4"></rect>{{if .FW}}<rect class="fail" x="{{.X}}" y="0" width="{{.FW}}" height="10"></rect>{{end}}</svg>{{end}}
+	// htmlShared defines "figure"; the newline before it is the one the two-run report
+	// has always ended with.
+	htmlShared = `
 {{define "figure"}}<figure><figcaption>{{.Caption}}</figcaption>
 <svg viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Caption}}">
 {{$h := .Height}}{{range .Participants}}<rect class="pbox" x="{{.BoxX}}" y="6" width="{{.BoxW}}" height="22" rx="3"></rect><text class="pname" x="{{.X}}" y="21" text-anchor="middle">{{.Name}}</text>
@@ -403,22 +399,22 @@ const htmlPageTemplates = `{{define "top"}}<p class="headline" id="headline">{{.
 {{if .Simulated}}<p class="banner">At least one run used the simulated client: its data-plane answers are computed from what it accepted, no proxy forwarded anything. They are marked SIMULATED.</p>{{end}}
 <section id="runs">
 <h2>Runs</h2>
-{{template "table" .Runs}}
+{{.Runs.HTML}}
 <p>Compared steps: {{.Shared}}{{if .Selected}}. Selected step: {{.Selected}}{{end}}</p>
 </section>
 <section id="steps">
 <h2>Steps</h2>
-{{template "table" .Steps}}
+{{.Steps.HTML}}
 <p class="note">{{.StepNote}}</p>
 </section>
 <section id="dataplane">
 <h2>Data plane</h2>
-{{with .Probes}}{{template "table" .}}
+{{with .Probes}}{{.HTML}}
 <p class="note">{{$.ProbeNote}}</p>{{else}}<p>{{$.ProbeNone}}</p>{{end}}
 </section>
 {{with .Traffic}}{{template "traffic" .}}{{end}}{{end}}{{define "versions"}}<section id="versions">
 <h2>Versions at each checkpoint</h2>
-{{template "table" .Versions}}
+{{.Versions.HTML}}
 <p class="note">{{.VerNote}}</p>
 </section>
 {{end}}{{define "diagrams"}}<section id="diagrams">
@@ -439,7 +435,7 @@ const htmlPageTemplates = `{{define "top"}}<p class="headline" id="headline">{{.
 const (
 	htmlTrafficTemplates = `{{define "traffic"}}<section id="traffic">
 <h2>Traffic</h2>
-{{template "table" .Table}}
+{{.Table.HTML}}
 <p class="note">{{.Legend}}</p>
 <p class="note">{{.TimelineLegend}}</p>
 {{range .Steps}}<h3>{{.Step}}: traffic</h3>
@@ -485,7 +481,7 @@ var htmlTemplate = template.Must(template.New("report").Parse(htmlHead + htmlCSS
 {{template "answer" .Answer}}{{template "diagrams" .}}<details class="box" id="tables"><summary>Per-step tables: what each run sent, how its client answered, the data plane, the versions</summary>
 {{template "top" .}}{{with .OnDemand}}<section id="ondemand">
 <h2>On-demand</h2>
-{{template "table" .Table}}
+{{.Table.HTML}}
 <p class="note">{{.Legend}}</p>
 </section>
 {{end}}{{template "versions" .}}</details>

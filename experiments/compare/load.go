@@ -17,9 +17,10 @@
 // findings are the two-run findings of each SotW/delta pair with the same cache,
 // compared across the pairs: the protocol only when they hold with both caches.
 //
-// Text tables are split to a width (Render, RenderMatrix): a table wider is stacked
-// parts that each repeat the step column (render.go, splitTable). Counts with a noun and
-// ratios are written by one helper each (words.go).
+// The tables are experiments/table's, one each for text, Markdown and HTML: text tables
+// are split to a width (Render, RenderMatrix), a table wider stacked parts that each
+// repeat the step column. Counts with a noun and ratios are written by one helper each
+// (words.go).
 package compare
 
 import (

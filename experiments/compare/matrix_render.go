@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
 // RenderMatrix writes the matrix in format (text, markdown, json or html), its text
@@ -75,7 +77,7 @@ func (m *Matrix) title() string {
 	return "lab compare: " + strings.Join(m.titles(), ", ")
 }
 
-func (m *Matrix) tables() (runs, steps, versions table) {
+func (m *Matrix) tables() (runs, steps, versions table.Table) {
 	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), matrixStepRows(m), m.Total), versionsTable(m.titles(), m.versions())
 }
 
@@ -112,19 +114,19 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
-	writeTextTable(&b, runs, width)
+	b.WriteString(runs.Text(width))
 	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(m.SharedSteps)), pw, "", "  "))
 	if m.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
 	}
 	b.WriteString("\nSTEPS\n")
-	writeTextTable(&b, steps, width)
+	b.WriteString(steps.Text(width))
 	b.WriteString(wrap(stepLegendOf(matrixStepRows(m)), pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, m.titles(), matrixStepRows(m), width)
 	writeTextTraffic(&b, m.titles(), matrixStepRows(m), width)
 	b.WriteString("\nVERSIONS\n")
-	writeTextTable(&b, versions, width)
+	b.WriteString(versions.Text(width))
 	b.WriteString(wrap(m.versionNote(), pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	b.WriteString(wrap(matrixLegend, pw, "  ", "  "))
@@ -169,18 +171,18 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	writeMDAnswer(&b, m.answer())
 	b.WriteString(mdEscape(sanitize(m.Summary)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
-	writeMDTable(&b, runs)
+	b.WriteString(runs.Markdown(mdCell))
 	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(m.SharedSteps))))
 	if m.Step != "" {
 		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(m.Step))
 	}
 	b.WriteString("\n\n## Steps\n\n")
-	writeMDTable(&b, steps)
+	b.WriteString(steps.Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(stepLegendOf(matrixStepRows(m))) + "\n\n## Data plane\n\n")
 	writeMDProbes(&b, m.titles(), matrixStepRows(m))
 	writeMDTraffic(&b, m.titles(), matrixStepRows(m))
 	b.WriteString("\n## Versions\n\n")
-	writeMDTable(&b, versions)
+	b.WriteString(versions.Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(m.versionNote()) + "\n\n## Findings\n\n" + mdEscape(matrixLegend) + "\n\n")
 	if len(m.Findings) == 0 {
 		b.WriteString("None: no pair shows a SotW-vs-delta difference worth stating.\n")

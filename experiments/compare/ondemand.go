@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -35,8 +36,8 @@ func anyOnDemand(rows []stepFigures) bool {
 
 // onDemandTable is the on-demand table: a row per fetch, by step then run (titled by
 // labels, "A" and "B").
-func onDemandTable(labels []string, rows []stepFigures) table {
-	t := table{Head: onDemandColumns}
+func onDemandTable(labels []string, rows []stepFigures) table.Table {
+	t := table.Table{Head: onDemandColumns}
 	for _, row := range rows {
 		for i, f := range row.runs {
 			if f.OnDemand == nil {
@@ -50,15 +51,15 @@ func onDemandTable(labels []string, rows []stepFigures) table {
 	return t
 }
 
-func fetchCells(step, run string, x analysis.Fetch) []cell {
-	answer := cell{Text: orDash(x.Answer)}
+func fetchCells(step, run string, x analysis.Fetch) []table.Cell {
+	answer := table.Cell{Text: orDash(x.Answer)}
 	switch x.Answer {
 	case "":
-		answer = cell{Text: "none", Class: "bad"}
+		answer = table.Cell{Text: "none", Class: "bad"}
 	case analysis.FetchNotFound, analysis.FetchRemoved:
 		answer.Class = "warn"
 	}
-	dp := cell{Text: "-", Class: "dp"}
+	dp := table.Cell{Text: "-", Class: "dp"}
 	if x.RequestID != "" {
 		dp.Text = fmt.Sprint(x.Status)
 		if x.Status == 0 {
@@ -72,7 +73,7 @@ func fetchCells(step, run string, x analysis.Fetch) []cell {
 	if x.Host != "" {
 		req += " (Host " + x.Host + ")"
 	}
-	return []cell{{Text: step}, {Text: run}, {Text: sanitize(x.Type)}, {Text: sanitize(clip(x.Name, 60)), Title: sanitize(x.Name)},
+	return []table.Cell{{Text: step}, {Text: run}, {Text: sanitize(x.Type)}, {Text: sanitize(clip(x.Name, 60)), Title: sanitize(x.Name)},
 		{Text: sanitize(clip(req, 50))}, msCell(x.SubscribeMS), msCell(x.ResponseMS), msCell(x.AnswerMS), answer, dp}
 }
 
@@ -83,7 +84,7 @@ func writeTextOnDemand(b *strings.Builder, labels []string, rows []stepFigures, 
 		return
 	}
 	b.WriteString("\nON-DEMAND\n")
-	writeTextTable(b, onDemandTable(labels, rows), width)
+	b.WriteString(onDemandTable(labels, rows).Text(width))
 	b.WriteString(wrap(onDemandLegend, proseWidth(width), "  ", "  "))
 }
 
@@ -93,13 +94,13 @@ func writeMDOnDemand(b *strings.Builder, labels []string, rows []stepFigures) {
 		return
 	}
 	b.WriteString("\n## On-demand\n\n")
-	writeMDTable(b, onDemandTable(labels, rows))
+	b.WriteString(onDemandTable(labels, rows).Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(upperFirst(onDemandLegend)) + ".\n")
 }
 
 // onDemandView is the HTML on-demand section.
 type onDemandView struct {
-	Table  table
+	Table  table.Table
 	Legend string
 }
 

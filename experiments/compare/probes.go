@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
 // The data-plane section: every probe of each step, as analysis.Probes counts them
@@ -49,26 +50,26 @@ const maxCellKeys = 4
 
 // probesTable is the data-plane table: a row per step, a column group per run titled by
 // titles. bars adds the HTML column that draws each error window.
-func probesTable(titles []string, rows []stepFigures, bars bool) table {
+func probesTable(titles []string, rows []stepFigures, bars bool) table.Table {
 	cols := probeColumns
 	if bars {
 		cols = slices.Insert(slices.Clone(cols), slices.Index(cols, "err-ms")+1, "window")
 	}
-	t := perRunTable(titles, rows, cols, func(f Figures) []cell { return probeCells(f.Probes, bars) })
+	t := perRunTable(titles, rows, cols, func(f Figures) []table.Cell { return probeCells(f.Probes, bars) })
 	t.Tips = probeTips
 	return t
 }
 
 // perRunTable is a table with a row per step and a group of cols per run, titled by titles;
 // cells gives one run's cells of a step.
-func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(Figures) []cell) table {
-	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}}
+func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(Figures) []table.Cell) table.Table {
+	t := table.Table{Groups: []table.Group{{Span: 1}}, Head: []string{"step"}}
 	for _, title := range titles {
-		t.Groups = append(t.Groups, group{title, len(cols)})
+		t.Groups = append(t.Groups, table.Group{Title: title, Span: len(cols)})
 		t.Head = append(t.Head, cols...)
 	}
 	for _, row := range rows {
-		r := []cell{{Text: stepName(row.step)}}
+		r := []table.Cell{{Text: stepName(row.step)}}
 		for _, f := range row.runs {
 			r = append(r, cells(f)...)
 		}
@@ -87,7 +88,7 @@ func anyFigures(rows []stepFigures, has func(Figures) bool) bool {
 	return slices.ContainsFunc(rows, func(r stepFigures) bool { return slices.ContainsFunc(r.runs, has) })
 }
 
-func probeCells(p *analysis.Probes, bars bool) []cell {
+func probeCells(p *analysis.Probes, bars bool) []table.Cell {
 	n := len(probeColumns)
 	if bars {
 		n++
@@ -96,40 +97,40 @@ func probeCells(p *analysis.Probes, bars bool) []cell {
 		return dashCells(n)
 	}
 	num, ms := numCell, msCell
-	failed, failures := num(p.Failed), cell{Text: "-"}
+	failed, failures := num(p.Failed), table.Cell{Text: "-"}
 	if p.Failed > 0 {
 		failed.Class = "bad"
-		failures = cell{Text: countList(p.Failures, false), Class: "bad dp"}
+		failures = table.Cell{Text: countList(p.Failures, false), Class: "bad dp"}
 	}
-	by := cell{Text: realClients(p)}
+	by := table.Cell{Text: realClients(p)}
 	if p.Simulated {
-		by = cell{Text: "SIMULATED", Class: "sim"}
+		by = table.Cell{Text: "SIMULATED", Class: "sim"}
 	}
-	out := []cell{num(p.Probes), {Text: kindsText(p.Kinds)}, num(p.OK), failed, failures,
+	out := []table.Cell{num(p.Probes), {Text: kindsText(p.Kinds)}, num(p.OK), failed, failures,
 		ms(p.FirstFailureMS), ms(p.LastFailureMS), ms(p.ErrorWindowMS)}
 	if bars {
 		out = append(out, barCell(p))
 	}
-	return append(out, cell{Text: countList(p.Backends, true), Class: "dp"}, by)
+	return append(out, table.Cell{Text: countList(p.Backends, true), Class: "dp"}, by)
 }
 
 // dashCells is n cells of "-": a run without the step's figures.
-func dashCells(n int) []cell {
-	out := make([]cell, n)
+func dashCells(n int) []table.Cell {
+	out := make([]table.Cell, n)
 	for i := range out {
-		out[i] = cell{Text: "-"}
+		out[i] = table.Cell{Text: "-"}
 	}
 	return out
 }
 
 // numCell is a right-aligned count; msCell a right-aligned ms figure, "-" when absent.
-func numCell(v int) cell { return cell{Text: fmt.Sprint(v), Right: true} }
+func numCell(v int) table.Cell { return table.Cell{Text: fmt.Sprint(v), Right: true} }
 
-func msCell(v *float64) cell {
+func msCell(v *float64) table.Cell {
 	if v == nil {
-		return cell{Text: "-", Right: true}
+		return table.Cell{Text: "-", Right: true}
 	}
-	return cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
+	return table.Cell{Text: fmt.Sprintf("%.1f", *v), Right: true}
 }
 
 // kindsText is "r1 w206 o0"-style, kinds without probes left out.
@@ -178,21 +179,13 @@ func countList(m map[string]int, byName bool) string {
 	return strings.Join(parts, ", ")
 }
 
-// probeBar is an error window drawn on its step's time axis (HTML only).
-type probeBar struct {
-	// W is the bar's width; X and FW place the failure window on it ("" FW: no failure).
-	W     int
-	X, FW string
-	Label string
-}
-
 // barWidth is the HTML bar's width in CSS pixels.
 const barWidth = 120
 
 // barCell draws the step's axis, from its start to its latest event, and the failures'
 // window on it, at least a pixel wide so that a single failure shows.
-func barCell(p *analysis.Probes) cell {
-	b := &probeBar{W: barWidth, Label: fmt.Sprintf("no failure in %.1f ms", p.StepMS)}
+func barCell(p *analysis.Probes) table.Cell {
+	b := &table.Bar{W: barWidth, Label: fmt.Sprintf("no failure in %.1f ms", p.StepMS)}
 	if p.FirstFailureMS != nil {
 		first, last := *p.FirstFailureMS, *p.LastFailureMS
 		axis := max(p.StepMS, last)
@@ -206,7 +199,7 @@ func barCell(p *analysis.Probes) cell {
 		b.X, b.FW = fmt.Sprintf("%.1f", x0), fmt.Sprintf("%.1f", w)
 		b.Label = fmt.Sprintf("failures from %.1f to %.1f ms of a %.1f ms step", first, last, axis)
 	}
-	return cell{Bar: b, Title: b.Label}
+	return table.Cell{Bar: b, Title: b.Label}
 }
 
 // writeTextProbes is the text section's body: the table and its legend, or probeNone.
@@ -216,7 +209,7 @@ func writeTextProbes(b *strings.Builder, titles []string, rows []stepFigures, wi
 		b.WriteString("  " + probeNone + "\n")
 		return
 	}
-	writeTextTable(b, probesTable(titles, rows, false), width)
+	b.WriteString(probesTable(titles, rows, false).Text(width))
 	b.WriteString(wrap(probeLegend, pw, "  ", "  "))
 }
 
@@ -226,12 +219,12 @@ func writeMDProbes(b *strings.Builder, titles []string, rows []stepFigures) {
 		b.WriteString(mdEscape(upperFirst(probeNone)) + ".\n")
 		return
 	}
-	writeMDTable(b, probesTable(titles, rows, false))
+	b.WriteString(probesTable(titles, rows, false).Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(probeLegend) + "\n")
 }
 
 // htmlProbes is the HTML section's table (nil when no step has a probe).
-func htmlProbes(titles []string, rows []stepFigures) *table {
+func htmlProbes(titles []string, rows []stepFigures) *table.Table {
 	if !anyProbes(rows) {
 		return nil
 	}

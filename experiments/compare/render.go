@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -52,52 +53,16 @@ func renderJSON(w io.Writer, rep *Report) error {
 	return err
 }
 
-// cell is one table cell; Class and Title are used by the HTML renderer only (Title holds
-// the unabbreviated value).
-type cell struct {
-	Text, Title, Class string
-	Right              bool
-	// Bar is drawn before Text (HTML only: the data-plane table's error window).
-	Bar *probeBar
-}
-
-// table is shared by every renderer so that text, Markdown and HTML show the same cells.
-type table struct {
-	// Groups label spans of columns (the first group is usually the row header).
-	Groups []group
-	Head   []string
-	// Tips are hover texts of columns by name (HTML only; nil for none).
-	Tips map[string]string
-	Rows [][]cell
-}
-
-// headCell is a column heading with its hover text.
-type headCell struct{ Text, Tip string }
-
-// HeadCells are the headings with their hover texts, for the HTML template.
-func (t table) HeadCells() []headCell {
-	out := make([]headCell, len(t.Head))
-	for i, h := range t.Head {
-		out[i] = headCell{h, t.Tips[h]}
-	}
-	return out
-}
-
-type group struct {
-	Title string
-	Span  int
-}
-
 // headerTable lists each run's origin and options.
-func headerTable(rep *Report) table { return runsTable(rep.Runs[:], []string{"A", "B"}) }
+func headerTable(rep *Report) table.Table { return runsTable(rep.Runs[:], []string{"A", "B"}) }
 
 // runsTable lists each run's origin and options, a column per run headed by labels.
-func runsTable(runs []RunHeader, labels []string) table {
-	t := table{Head: append([]string{""}, labels...)}
+func runsTable(runs []RunHeader, labels []string) table.Table {
+	t := table.Table{Head: append([]string{""}, labels...)}
 	row := func(name string, f func(h RunHeader) string) {
-		r := []cell{{Text: name}}
+		r := []table.Cell{{Text: name}}
 		for _, h := range runs {
-			r = append(r, cell{Text: sanitize(f(h))})
+			r = append(r, table.Cell{Text: sanitize(f(h))})
 		}
 		t.Rows = append(t.Rows, r)
 	}
@@ -192,7 +157,7 @@ const labelLegend = "In the diagrams, n= is a nonce: which response a message be
 	"dropped because it had sent a newer response. A send that removes names says so (removed [...], or removes [...] " +
 	"by absence)."
 
-func stepTable(rep *Report) table {
+func stepTable(rep *Report) table.Table {
 	return figuresTable(runTitles(rep.Runs[:]), reportStepRows(rep), rep.Total[:])
 }
 
@@ -223,14 +188,14 @@ func matrixStepRows(m *Matrix) []stepFigures {
 
 // figuresTable is the step table: a row per step and a total, a column group per run
 // titled by titles.
-func figuresTable(titles []string, rows []stepFigures, total []Figures) table {
-	t := table{Groups: []group{{"", 1}}, Head: []string{"step"}, Tips: stepTips}
+func figuresTable(titles []string, rows []stepFigures, total []Figures) table.Table {
+	t := table.Table{Groups: []table.Group{{Span: 1}}, Head: []string{"step"}, Tips: stepTips}
 	for _, title := range titles {
-		t.Groups = append(t.Groups, group{title, len(stepColumns)})
+		t.Groups = append(t.Groups, table.Group{Title: title, Span: len(stepColumns)})
 		t.Head = append(t.Head, stepColumns...)
 	}
 	add := func(name string, f []Figures) {
-		r := []cell{{Text: name}}
+		r := []table.Cell{{Text: name}}
 		for _, x := range f {
 			r = append(r, figureCells(x)...)
 		}
@@ -268,13 +233,13 @@ func runTitles(runs []RunHeader) []string {
 	return out
 }
 
-func figureCells(f Figures) []cell {
-	num := func(n int) cell { return cell{Text: fmt.Sprint(n), Right: true} }
-	msCell := func(p *float64) cell {
+func figureCells(f Figures) []table.Cell {
+	num := func(n int) table.Cell { return table.Cell{Text: fmt.Sprint(n), Right: true} }
+	msCell := func(p *float64) table.Cell {
 		if p == nil {
-			return cell{Text: "-", Right: true}
+			return table.Cell{Text: "-", Right: true}
 		}
-		return cell{Text: fmt.Sprintf("%.1f", *p), Right: true}
+		return table.Cell{Text: fmt.Sprintf("%.1f", *p), Right: true}
 	}
 	nack := num(f.Nacks)
 	if f.Nacks > 0 {
@@ -288,9 +253,9 @@ func figureCells(f Figures) []cell {
 	if f.Redundant > 0 {
 		unch.Class = "warn"
 	}
-	dp := cell{Text: "-", Class: "dp"}
+	dp := table.Cell{Text: "-", Class: "dp"}
 	if f.DataPlane != nil {
-		dp = cell{Text: sanitize(f.DataPlane.Text), Title: "request " + sanitize(f.DataPlane.RequestID), Class: "dp"}
+		dp = table.Cell{Text: sanitize(f.DataPlane.Text), Title: "request " + sanitize(f.DataPlane.RequestID), Class: "dp"}
 		switch {
 		case f.DataPlane.Simulated:
 			dp.Class += " sim"
@@ -298,7 +263,7 @@ func figureCells(f Figures) []cell {
 			dp.Class += " bad"
 		}
 	}
-	return []cell{{Text: sentCell(f.Responses)}, num(f.Resources), unch, num(f.RemovedExplicit), num(f.RemovedByAbsence),
+	return []table.Cell{{Text: sentCell(f.Responses)}, num(f.Resources), unch, num(f.RemovedExplicit), num(f.RemovedByAbsence),
 		num(f.Acks), nack, rrej, num(f.Bytes), msCell(f.PublishToAckMS), msCell(f.PublishToCorrectMS), dp}
 }
 
@@ -323,7 +288,7 @@ func sentCell(m map[string]int) string {
 
 // versionTable shows the tracked resources' versions at each checkpoint; "*" marks a
 // version that moved since the run's previous checkpoint.
-func versionTable(rep *Report) table {
+func versionTable(rep *Report) table.Table {
 	return versionsTable(runTitles(rep.Runs[:]), reportVersions(rep))
 }
 
@@ -349,10 +314,10 @@ type stepVersions struct {
 // versionsTable is the checkpoint table, a column group per run titled by titles, a
 // column per resource the runs name (versionColumns: whole types folded into one when
 // they are many); with client views (hasViews), each group ends with the "own view" column.
-func versionsTable(titles []string, cps []stepVersions) table {
+func versionsTable(titles []string, cps []stepVersions) table.Table {
 	views := hasViews(cps)
 	cols := versionColumns(firstResources(cps))
-	t := table{Groups: []group{{"", 1}}, Head: []string{"end of step"}}
+	t := table.Table{Groups: []table.Group{{Span: 1}}, Head: []string{"end of step"}}
 	for _, title := range titles {
 		span := len(cols) + 1
 		for _, c := range cols {
@@ -363,15 +328,15 @@ func versionsTable(titles []string, cps []stepVersions) table {
 			t.Head = append(t.Head, "own view")
 			span++
 		}
-		t.Groups = append(t.Groups, group{title, span})
+		t.Groups = append(t.Groups, table.Group{Title: title, Span: span})
 	}
 	for _, cp := range cps {
-		r := []cell{{Text: stepName(cp.step)}}
+		r := []table.Cell{{Text: stepName(cp.step)}}
 		for _, vs := range cp.runs {
 			for _, c := range cols {
 				r = append(r, versionCell(vs, c))
 			}
-			r = append(r, cell{Text: fmt.Sprintf("%d/%d", vs.Moved, len(vs.Resources)), Right: true})
+			r = append(r, table.Cell{Text: fmt.Sprintf("%d/%d", vs.Moved, len(vs.Resources)), Right: true})
 			if views {
 				r = append(r, viewCell(vs.ClientView))
 			}
@@ -405,16 +370,16 @@ func hasViews(cps []stepVersions) bool {
 
 // viewCell says how a checkpoint's client-view check came out: "agrees", "N findings"
 // (the findings in its title), "not checked", or "-" without one.
-func viewCell(v *analysis.ClientView) cell {
+func viewCell(v *analysis.ClientView) table.Cell {
 	switch {
 	case v == nil:
-		return cell{Text: "-"}
+		return table.Cell{Text: "-"}
 	case v.Error != "":
-		return cell{Text: "not checked", Title: sanitize(v.Error)}
+		return table.Cell{Text: "not checked", Title: sanitize(v.Error)}
 	case len(v.Findings) == 0:
-		return cell{Text: "agrees", Title: fmt.Sprintf("%d resources", v.Checked)}
+		return table.Cell{Text: "agrees", Title: fmt.Sprintf("%d resources", v.Checked)}
 	}
-	return cell{Text: count(len(v.Findings), "finding"), Class: "moved", Title: sanitize(strings.Join(v.Findings, "; "))}
+	return table.Cell{Text: count(len(v.Findings), "finding"), Class: "moved", Title: sanitize(strings.Join(v.Findings, "; "))}
 }
 
 // maxNoteFindings bounds the client-view findings a legend lists.
@@ -496,20 +461,20 @@ func renderText(w io.Writer, rep *Report, width int) error {
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
-	writeTextTable(&b, headerTable(rep), width)
+	b.WriteString(headerTable(rep).Text(width))
 	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(rep.SharedSteps)), pw, "", "  "))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
 	}
 	b.WriteString("\nSTEPS\n")
-	writeTextTable(&b, stepTable(rep), width)
+	b.WriteString(stepTable(rep).Text(width))
 	b.WriteString(wrap(stepLegendOf(reportStepRows(rep)), pw, "  ", "  "))
 	b.WriteString("\nDATA PLANE\n")
 	writeTextProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	writeTextTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep), width)
 	writeTextOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep), width)
 	b.WriteString("\nVERSIONS\n")
-	writeTextTable(&b, versionTable(rep), width)
+	b.WriteString(versionTable(rep).Text(width))
 	b.WriteString(wrap(reportVersionNote(rep), pw, "  ", "  "))
 	b.WriteString("\nFINDINGS\n")
 	if len(rep.Findings) == 0 {
@@ -558,202 +523,6 @@ func (f Finding) cited() string {
 		return f.Source
 	}
 	return f.Source + " (observed with " + f.ObservedWith + ")"
-}
-
-// writeTextTable writes t, split into stacked tables of at most width columns each when
-// it is wider (width 0: never split). Each part repeats the row header (the step) and
-// keeps a run's column group whole when the group fits alone; a single column wider than
-// width is a part of its own.
-func writeTextTable(b *strings.Builder, t table, width int) {
-	for i, part := range splitTable(t, width) {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		writeWholeTextTable(b, part)
-	}
-}
-
-// textColumnWidths is each column's width in the text table: its widest cell or head.
-func textColumnWidths(t table) []int {
-	width := make([]int, len(t.Head))
-	for i, h := range t.Head {
-		width[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range t.Rows {
-		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c.Text))
-		}
-	}
-	return width
-}
-
-// splitTable cuts t's columns after the first into parts that fit width, as
-// writeWholeTextTable lays them out: a two-space indent, the row header, then each
-// column after its separator (" | " where a group starts, two spaces otherwise).
-func splitTable(t table, width int) []table {
-	colWidth := textColumnWidths(t)
-	if width <= 0 || len(t.Head) < 2 {
-		return []table{t}
-	}
-	// groupOf is each column's group; the units to keep together are the groups after the
-	// row header's, or single columns when the table has no groups.
-	grouped := len(t.Groups) > 1
-	groupOf := make([]int, len(t.Head))
-	var units [][]int
-	col := 0
-	for gi, g := range t.Groups {
-		for i := col; i < col+g.Span && i < len(t.Head); i++ {
-			groupOf[i] = gi
-		}
-		if gi > 0 {
-			units = append(units, seq(col, col+g.Span))
-		}
-		col += g.Span
-	}
-	if !grouped {
-		units = nil
-		for i := 1; i < len(t.Head); i++ {
-			units = append(units, []int{i})
-		}
-	}
-	lineWidth := func(cols []int) int {
-		w := 2 + colWidth[0]
-		for k, c := range cols {
-			sep := 2
-			if grouped && (k == 0 || groupOf[c] != groupOf[cols[k-1]]) {
-				sep = 3
-			}
-			w += sep + colWidth[c]
-		}
-		return w
-	}
-	if lineWidth(seq(1, len(t.Head))) <= width {
-		return []table{t}
-	}
-	var parts [][]int
-	var cur []int
-	flush := func() {
-		if len(cur) > 0 {
-			parts, cur = append(parts, cur), nil
-		}
-	}
-	fits := func(cols []int) bool { return lineWidth(append(slices.Clone(cur), cols...)) <= width }
-	for _, u := range units {
-		switch {
-		case fits(u):
-			cur = append(cur, u...)
-		case lineWidth(u) <= width:
-			flush()
-			cur = u
-		default:
-			for _, c := range u {
-				if !fits([]int{c}) {
-					flush()
-				}
-				cur = append(cur, c)
-			}
-		}
-	}
-	flush()
-	out := make([]table, len(parts))
-	for i, cols := range parts {
-		out[i] = subTable(t, cols, groupOf)
-	}
-	return out
-}
-
-// subTable is t's row header and cols, with the groups that cover them.
-func subTable(t table, cols, groupOf []int) table {
-	all := append([]int{0}, cols...)
-	var s table
-	for k, c := range all {
-		s.Head = append(s.Head, t.Head[c])
-		if len(t.Groups) > 1 {
-			if k > 0 && groupOf[c] == groupOf[all[k-1]] {
-				s.Groups[len(s.Groups)-1].Span++
-			} else {
-				s.Groups = append(s.Groups, group{t.Groups[groupOf[c]].Title, 1})
-			}
-		}
-	}
-	for _, r := range t.Rows {
-		row := make([]cell, 0, len(all))
-		for _, c := range all {
-			if c < len(r) {
-				row = append(row, r[c])
-			}
-		}
-		s.Rows = append(s.Rows, row)
-	}
-	return s
-}
-
-func seq(from, to int) []int {
-	out := make([]int, 0, to-from)
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
-
-// writeWholeTextTable writes t as one table, however wide.
-func writeWholeTextTable(b *strings.Builder, t table) {
-	n := len(t.Head)
-	width := textColumnWidths(t)
-	// Column i starts a new group when a group begins there: a "|" separates groups.
-	starts := map[int]bool{}
-	col := 0
-	for _, g := range t.Groups {
-		starts[col] = true
-		col += g.Span
-	}
-	line := func(cells []cell) {
-		var s strings.Builder
-		for i, c := range cells {
-			switch {
-			case i == 0:
-			case starts[i]:
-				s.WriteString(" | ")
-			default:
-				s.WriteString("  ")
-			}
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c.Text))
-			if c.Right {
-				s.WriteString(pad + c.Text)
-			} else {
-				s.WriteString(c.Text + pad)
-			}
-		}
-		b.WriteString("  " + strings.TrimRight(s.String(), " ") + "\n")
-	}
-	if len(t.Groups) > 1 {
-		// A group's title spans its columns; "|" separates groups as in the rows below.
-		var titles []string
-		col := 0
-		for _, g := range t.Groups {
-			span := 2 * (g.Span - 1)
-			for i := col; i < col+g.Span; i++ {
-				span += width[i]
-			}
-			// Within the span, "..." included: a longer title would push the next one off
-			// its columns, and a split table past its width.
-			title := g.Title
-			if utf8.RuneCountInString(title) > span {
-				title = clip(title, max(span-3, 0))
-			}
-			titles = append(titles, title+strings.Repeat(" ", max(0, span-utf8.RuneCountInString(title))))
-			col += g.Span
-		}
-		b.WriteString("  " + strings.TrimRight(strings.Join(titles, " | "), " ") + "\n")
-	}
-	head := make([]cell, n)
-	for i, h := range t.Head {
-		head[i] = cell{Text: h}
-	}
-	line(head)
-	for _, r := range t.Rows {
-		line(r)
-	}
 }
 
 // writeTextDiagrams prints each step's two diagrams side by side, one message per line,
@@ -853,19 +622,19 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	writeMDAnswer(&b, rep.answer())
 	b.WriteString(mdEscape(sanitize(rep.Headline.Text)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
-	writeMDTable(&b, headerTable(rep))
+	b.WriteString(headerTable(rep).Markdown(mdCell))
 	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(rep.SharedSteps))))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(rep.Step))
 	}
 	b.WriteString("\n\n## Steps\n\n")
-	writeMDTable(&b, stepTable(rep))
+	b.WriteString(stepTable(rep).Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(stepLegendOf(reportStepRows(rep))) + "\n\n## Data plane\n\n")
 	writeMDProbes(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
 	writeMDTraffic(&b, runTitles(rep.Runs[:]), reportStepRows(rep))
 	writeMDOnDemand(&b, runLabels(rep.Runs[:]), reportStepRows(rep))
 	b.WriteString("\n## Versions\n\n")
-	writeMDTable(&b, versionTable(rep))
+	b.WriteString(versionTable(rep).Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(reportVersionNote(rep)) + "\n\n## Findings\n\n")
 	if len(rep.Findings) == 0 {
 		b.WriteString("None: the figures show no difference worth stating.\n")
@@ -891,51 +660,8 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 	return err
 }
 
-func writeMDTable(b *strings.Builder, t table) {
-	head := make([]string, len(t.Head))
-	copy(head, t.Head)
-	// Markdown has one header row: prefix each column with its group's label.
-	col := 0
-	for _, g := range t.Groups {
-		if g.Title != "" {
-			lbl := strings.SplitN(g.Title, ":", 2)[0]
-			for i := col; i < col+g.Span; i++ {
-				head[i] = lbl + " " + head[i]
-			}
-		}
-		col += g.Span
-	}
-	cells := func(cs []string) string {
-		for i := range cs {
-			cs[i] = mdCell(cs[i])
-		}
-		return "| " + strings.Join(cs, " | ") + " |\n"
-	}
-	b.WriteString(cells(head))
-	seps := make([]string, len(t.Head))
-	for i := range seps {
-		seps[i] = "---"
-		if len(t.Rows) > 0 && i < len(t.Rows[0]) && t.Rows[0][i].Right {
-			seps[i] = "--:"
-		}
-	}
-	b.WriteString("| " + strings.Join(seps, " | ") + " |\n")
-	for _, r := range t.Rows {
-		cs := make([]string, len(r))
-		for i, c := range r {
-			cs[i] = c.Text
-		}
-		b.WriteString(cells(cs))
-	}
-	if len(t.Groups) > 1 {
-		var gs []string
-		for _, g := range t.Groups[1:] {
-			gs = append(gs, mdEscape(g.Title))
-		}
-		b.WriteString("\n" + strings.Join(gs, "; ") + "\n")
-	}
-}
-
+// mdCell makes a table's text Markdown (the esc of table.Table.Markdown): escaped, and
+// a space when empty.
 func mdCell(s string) string {
 	if s == "" {
 		return " "

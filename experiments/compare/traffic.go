@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -37,7 +38,7 @@ const trafficLogLegend = "; backend logs = answers the backends' own request log
 
 // trafficTable is the traffic table: a row per step, a column group per run titled by
 // titles, and the legend that explains its columns.
-func trafficTable(titles []string, rows []stepFigures) (table, string) {
+func trafficTable(titles []string, rows []stepFigures) (table.Table, string) {
 	cols, legend := trafficColumns, trafficLegend
 	logs := anyFigures(rows, func(f Figures) bool {
 		return f.Traffic != nil && f.Traffic.Unlogged+f.Traffic.Misattributed != 0
@@ -45,7 +46,7 @@ func trafficTable(titles []string, rows []stepFigures) (table, string) {
 	if logs {
 		cols, legend = append(slices.Clone(cols), trafficLogColumn), legend+trafficLogLegend
 	}
-	return perRunTable(titles, rows, cols, func(f Figures) []cell { return trafficCells(f.Traffic, logs) }), legend
+	return perRunTable(titles, rows, cols, func(f Figures) []table.Cell { return trafficCells(f.Traffic, logs) }), legend
 }
 
 // anyTraffic reports whether a step of rows has a traffic event in any run.
@@ -53,7 +54,7 @@ func anyTraffic(rows []stepFigures) bool {
 	return anyFigures(rows, func(f Figures) bool { return f.Traffic != nil })
 }
 
-func trafficCells(t *analysis.Traffic, logs bool) []cell {
+func trafficCells(t *analysis.Traffic, logs bool) []table.Cell {
 	n := len(trafficColumns)
 	if logs {
 		n++
@@ -66,32 +67,32 @@ func trafficCells(t *analysis.Traffic, logs bool) []cell {
 	if t.Overflow != 0 {
 		requests.Text += fmt.Sprintf(" (%d overflow)", t.Overflow)
 	}
-	rate := cell{Text: fmt.Sprintf("%.0f/%.0f", t.AchievedRate, t.AskedRate), Right: true,
+	rate := table.Cell{Text: fmt.Sprintf("%.0f/%.0f", t.AchievedRate, t.AskedRate), Right: true,
 		Title: fmt.Sprintf("%.1f of %.1f requests/s asked", t.AchievedRate, t.AskedRate)}
 	if t.Behind {
 		rate.Text += " ⚠ behind"
 		rate.Class = "warn"
 	}
-	failures := cell{Text: "-"}
+	failures := table.Cell{Text: "-"}
 	if len(t.Failures) > 0 {
-		failures = cell{Text: countList(t.Failures, false), Class: "bad dp"}
+		failures = table.Cell{Text: countList(t.Failures, false), Class: "bad dp"}
 	}
-	out := []cell{requests, rate, num(t.OK), {Text: countList(t.ByBackend, true), Class: "dp"}, failures,
+	out := []table.Cell{requests, rate, num(t.OK), {Text: countList(t.ByBackend, true), Class: "dp"}, failures,
 		ms(&t.P50MS), ms(&t.P99MS), ms(&t.MaxMS)}
 	if mv := t.Move; mv != nil {
 		allNew := ms(mv.AllNewMS)
 		if mv.AllNewMS == nil {
-			allNew = cell{Text: "never", Right: true, Class: "bad"}
+			allNew = table.Cell{Text: "never", Right: true, Class: "bad"}
 		}
-		out = append(out, cell{Text: clip(sanitize(mv.From), 20) + "→" + clip(sanitize(mv.To), 20)},
+		out = append(out, table.Cell{Text: clip(sanitize(mv.From), 20) + "→" + clip(sanitize(mv.To), 20)},
 			ms(mv.FirstOldMS), ms(mv.LastOldMS), ms(mv.LastOldAnsweredMS), allNew, num(mv.OldAfter))
 	} else {
-		out = append(out, cell{Text: "-"}, ms(nil), ms(nil), ms(nil), ms(nil), ms(nil))
+		out = append(out, table.Cell{Text: "-"}, ms(nil), ms(nil), ms(nil), ms(nil), ms(nil))
 	}
 	if logs {
-		c := cell{Text: "-"}
+		c := table.Cell{Text: "-"}
 		if t.Unlogged+t.Misattributed != 0 {
-			c = cell{Text: fmt.Sprintf("%d unlogged, %d misattributed", t.Unlogged, t.Misattributed), Class: "bad dp"}
+			c = table.Cell{Text: fmt.Sprintf("%d unlogged, %d misattributed", t.Unlogged, t.Misattributed), Class: "bad dp"}
 		}
 		out = append(out, c)
 	}
@@ -111,7 +112,7 @@ func writeTextTraffic(b *strings.Builder, titles []string, rows []stepFigures, w
 	}
 	t, legend := trafficTable(titles, rows)
 	b.WriteString("\nTRAFFIC\n")
-	writeTextTable(b, t, width)
+	b.WriteString(t.Text(width))
 	b.WriteString(wrap(legend, pw, "  ", "  "))
 	b.WriteString("\n")
 	b.WriteString(wrap("timelines: "+timelineLegend, pw, "  ", "  "))
@@ -135,7 +136,7 @@ func writeMDTraffic(b *strings.Builder, titles []string, rows []stepFigures) {
 	}
 	t, legend := trafficTable(titles, rows)
 	b.WriteString("\n## Traffic\n\n")
-	writeMDTable(b, t)
+	b.WriteString(t.Markdown(mdCell))
 	b.WriteString("\n" + mdEscape(upperFirst(legend)) + ".\n\n### Timelines\n\n" + mdEscape(upperFirst(timelineLegend)) + ".\n")
 	for _, row := range rows {
 		var lines []string
@@ -173,7 +174,7 @@ func writeCodeBlock(b *strings.Builder, lines []string) {
 // trafficView is the HTML traffic section: the table and a timeline per step and run,
 // laid out in Grid (the two-run report's "pair", the matrix's "runs-grid").
 type trafficView struct {
-	Table          table
+	Table          table.Table
 	Legend         string
 	TimelineLegend string
 	Grid           string

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -156,7 +157,7 @@ func folds(cols []versionColumn) bool {
 // (- for none), "*" when it moved; a folded column's "held/n", "v=" the version when every
 // held one has the same, and "*k:" the k that moved, the first maxColumnNames named
 // ("*all" when every one did).
-func versionCell(vs VersionSet, c versionColumn) cell {
+func versionCell(vs VersionSet, c versionColumn) table.Cell {
 	var held, moved []ResourceVersion
 	for _, m := range c.members {
 		if m >= len(vs.Resources) {
@@ -171,7 +172,7 @@ func versionCell(vs VersionSet, c versionColumn) cell {
 		}
 	}
 	if len(c.members) == 1 {
-		out := cell{Text: "-"}
+		out := table.Cell{Text: "-"}
 		if len(held) == 1 {
 			out.Text, out.Title = sanitize(short(held[0].Version)), held[0].Version
 		}
@@ -181,7 +182,7 @@ func versionCell(vs VersionSet, c versionColumn) cell {
 		}
 		return out
 	}
-	out := cell{Text: fmt.Sprintf("%d/%d", len(held), len(c.members))}
+	out := table.Cell{Text: fmt.Sprintf("%d/%d", len(held), len(c.members))}
 	if len(held) > 0 && !slices.ContainsFunc(held, func(r ResourceVersion) bool { return r.Version != held[0].Version }) {
 		out.Text += " v=" + sanitize(short(held[0].Version))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/runner"
+	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -264,7 +265,7 @@ func TestVersionsFoldManyResources(t *testing.T) {
 	assert.Equal(t, []string{"end of step",
 		"LDS quote-listener", "RDS quote-route", "CDS ×40", "EDS ×40", "moved",
 		"LDS quote-listener", "RDS quote-route", "CDS ×40", "EDS ×40", "moved"}, tab.Head)
-	texts := func(r []cell) []string {
+	texts := func(r []table.Cell) []string {
 		out := make([]string, len(r))
 		for i, c := range r {
 			out[i] = c.Text

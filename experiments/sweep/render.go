@@ -3,15 +3,16 @@ package sweep
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
+
+	"github.com/xds-workbench/lab/experiments/table"
 )
 
 // Render writes the report as a table, a row per rate, and the sweep's conclusion.
 func Render(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "%s, %s/%s, %d %s connection(s), %d run(s) per rate, %s\n\n", rep.Scenario, rep.Mode, orDash(rep.Cache),
 		rep.Connections, rep.Protocol, rep.Repeat, rep.Started.Format("2006-01-02 15:04 UTC"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "RATE\tPASSED\tREQUESTS\tNON-2XX\tMIN ACHIEVED\tP99 ms\tMAX ms\tPUBLISH-TO-ACK ms\tRATIO\tENVOY CPU\tSUSTAINED\t")
+	t := table.Table{Head: []string{"RATE", "PASSED", "REQUESTS", "NON-2XX", "MIN ACHIEVED", "P99 ms", "MAX ms",
+		"PUBLISH-TO-ACK ms", "RATIO", "ENVOY CPU", "SUSTAINED"}, RightHead: true}
 	for _, p := range rep.Points {
 		rate, share, p99, mx := "no load", "-", "-", "-"
 		if p.Rate > 0 {
@@ -23,10 +24,10 @@ func Render(w io.Writer, rep *Report) {
 		if !p.Sustained {
 			sustained = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rate, p.Passed, p.Runs, p.Requests, p.Failed, share, p99, mx,
-			opt(p.PublishToAckMS, "%.2f"), opt(p.AckRatio, "%.2f"), opt(p.EnvoyCPUPercent, "%.0f%%"), sustained)
+		t.Rows = append(t.Rows, table.RightCells(rate, fmt.Sprintf("%d/%d", p.Passed, p.Runs), fmt.Sprint(p.Requests), fmt.Sprint(p.Failed),
+			share, p99, mx, opt(p.PublishToAckMS, "%.2f"), opt(p.AckRatio, "%.2f"), opt(p.EnvoyCPUPercent, "%.0f%%"), sustained))
 	}
-	_ = tw.Flush()
+	_, _ = io.WriteString(w, t.Text(0))
 	fmt.Fprintln(w, "\nNON-2XX counts every answer that was not a success, in every step, the ones the scenario")
 	fmt.Fprintln(w, "expects (503 NC after a removal, refused while Envoy restarts) too; a run passes only when")
 	fmt.Fprintln(w, "no step has more than its traffic expectation allows.")
