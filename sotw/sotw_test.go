@@ -3,7 +3,6 @@ package sotw
 import (
 	"context"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,13 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -45,7 +42,7 @@ type rig struct {
 	rec        *xdslog.Recorder
 	pub        *frontend.Publisher
 	fe         *FrontEnd
-	lis        *bufconn.Listener
+	lis        *bufconntest.Listener
 
 	mu      sync.Mutex
 	events  []seen
@@ -80,11 +77,7 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 	require.NoError(t, err)
 	fe.Store(f)
 	r.fe = f
-	r.lis = bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	f.Register(srv)
-	go func() { _ = srv.Serve(r.lis) }()
-	t.Cleanup(srv.Stop)
+	r.lis = bufconntest.ServeGRPC(t, f.Register)
 	t.Cleanup(cancel)
 	return r
 }
@@ -92,8 +85,7 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 // connect runs a simulated client on a new stream; the returned stop ends it and waits.
 func (r *rig) connect(c *simclient.Client) (stop func()) {
 	r.t.Helper()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.lis.DialContext(ctx) }))
+	conn, err := r.lis.NewClient()
 	require.NoError(r.t, err)
 	stopClient := simclienttest.Start(context.Background(), c, conn)
 	var once sync.Once
