@@ -285,23 +285,6 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestSotWOptionsAccepted(t *testing.T) {
-	for _, o := range []Options{
-		{Versions: "per-type", NackPolicy: "hold"},
-		{Versions: "uniform", NackPolicy: "backoff"},
-		{Versions: "per-type", NackPolicy: "revert"},
-		{Cache: "linear", NackPolicy: "hold"},
-		{Cache: "linear", NackPolicy: "revert"},
-	} {
-		t.Run(fmt.Sprintf("%s-%s-%s", o.Cache, o.Versions, o.NackPolicy), func(t *testing.T) {
-			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&xdslogtest.Log{}, "sotw")
-			cp, err := Start(context.Background(), o)
-			require.NoError(t, err)
-			cp.Stop()
-		})
-	}
-}
-
 func TestOversizedRequestRefused(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
