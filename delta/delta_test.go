@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
@@ -117,14 +116,6 @@ func (s *stream) nack(resp *discovery.DeltaDiscoveryResponse, why string) {
 }
 
 var node = &core.Node{Id: resources.NodeID, Cluster: "test"}
-
-func waitClient(t *testing.T, c *simclient.Client, what string, cond func(simclient.State) bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	_, err := c.WaitFor(ctx, cond)
-	require.NoError(t, err, "waiting for %s", what)
-}
 
 // one returns the one event that keep selects, failing t when there is not exactly one.
 func one(t *testing.T, ev []xdslog.Event, what string, keep func(xdslog.Event) bool) xdslog.Event {

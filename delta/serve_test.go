@@ -159,7 +159,7 @@ func TestNackedContentIsNotResent(t *testing.T) {
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	conn := r.lis.Dial(t)
 	t.Cleanup(simclienttest.Start(r.ctx, c, conn))
-	waitClient(t, c, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
+	simclienttest.WaitFor(t, c, deadline, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
 
 	r.publish("invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 	ev := r.log.WaitFor(t, deadline, "the RDS NACK", has(xdslog.EventNack, "RDS", ""))
@@ -168,7 +168,7 @@ func TestNackedContentIsNotResent(t *testing.T) {
 	assert.Equal(t, "1", nack.Accepted())
 
 	r.publish("recover", resources.State{Version: "3", InventoryPort: 18080})
-	waitClient(t, c, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
+	simclienttest.WaitFor(t, c, deadline, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
 	ev = r.log.WaitFor(t, deadline, "the ACK of version 3", func(ev []xdslog.Event) bool {
 		return slices.ContainsFunc(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventAck && e.Type == "RDS" && e.Step == "recover" })
 	})

@@ -68,15 +68,6 @@ func runClient(t *testing.T, cp *ControlPlane) *simclient.Client {
 	return c
 }
 
-func waitSim(t *testing.T, c *simclient.Client, what string, cond func(simclient.State) bool) simclient.State {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), revertWait)
-	defer cancel()
-	s, err := c.WaitFor(ctx, cond)
-	require.NoError(t, err, "waiting for %s", what)
-	return s
-}
-
 // runs reports whether the client runs what cp serves now for type typ: its version, and
 // the content of the set published.
 func runs(cp *ControlPlane, s simclient.State, typ resources.Type) bool {
@@ -116,7 +107,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			cp, log, rec := startRevert(t, v.cache, v.versions)
 			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080})
 			c := runClient(t, cp)
-			st := waitSim(t, c, "version 1 accepted", func(s simclient.State) bool {
+			st := simclienttest.WaitFor(t, c, revertWait, "version 1 accepted", func(s simclient.State) bool {
 				return runs(cp, s, resources.RDS) && runs(cp, s, resources.EDS)
 			})
 			good := st.Accepted[resources.RDS][resources.RouteName].Hash
@@ -124,7 +115,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 
 			bad := publishStep(t, cp, rec, "invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 			require.NotEqual(t, good, bad.Hashes(resources.RDS)[resources.RouteName])
-			st = waitSim(t, c, "the reverted route accepted", func(s simclient.State) bool {
+			st = simclienttest.WaitFor(t, c, revertWait, "the reverted route accepted", func(s simclient.State) bool {
 				cur := cp.Publisher().Current()
 				return cur.Version == "2"+RevertSuffix && runs(cp, s, resources.RDS) && s.Counters[resources.RDS].Nacks == 1
 			})
@@ -169,7 +160,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			// Recovery: a valid publish after the revert (built in full: a reverted set has no
 			// state to rebuild from) is accepted.
 			publishStep(t, cp, rec, "recover", resources.State{Version: "3", InventoryPort: 18081})
-			st = waitSim(t, c, "version 3 accepted", func(s simclient.State) bool {
+			st = simclienttest.WaitFor(t, c, revertWait, "version 3 accepted", func(s simclient.State) bool {
 				return cp.Publisher().Current().Version == "3" && runs(cp, s, resources.EDS) && runs(cp, s, resources.RDS)
 			})
 			assert.Equal(t, "127.0.0.1:18081", c.Route("/quote").Endpoint)
@@ -200,7 +191,7 @@ func TestRevertFallsBackToHold(t *testing.T) {
 			assert.Contains(t, reverts[0].Error, "the NACK holds")
 
 			publishStep(t, cp, rec, "recover", resources.State{Version: "2", InventoryPort: 18080})
-			st := waitSim(t, c, "version 2 accepted", func(s simclient.State) bool { return runs(cp, s, resources.RDS) })
+			st := simclienttest.WaitFor(t, c, revertWait, "version 2 accepted", func(s simclient.State) bool { return runs(cp, s, resources.RDS) })
 			assert.Equal(t, 1, st.Counters[resources.RDS].Nacks)
 			assert.Equal(t, "127.0.0.1:18080", c.Route("/quote").Endpoint)
 			ev = log.Events(t)

@@ -43,7 +43,7 @@ func serveSotW(t *testing.T, o Options) *sotwPlane {
 	p.client, err = simclient.New(protocol.SotW, "")
 	require.NoError(t, err)
 	t.Cleanup(simclienttest.Start(context.Background(), p.client, lis.Dial(t)))
-	waitSim(t, p.client, "every type of version 1 run", p.runsAll)
+	simclienttest.WaitFor(t, p.client, revertWait, "every type of version 1 run", p.runsAll)
 	return p
 }
 
@@ -95,7 +95,7 @@ func (p *sotwPlane) assertVersionsMove(t *testing.T, perType bool) {
 	before, prev := p.cp.Publisher().Versions(), p.cp.Publisher().Current()
 	set := publishStep(t, p.cp, p.cp.Recorder(), "port-change", resources.State{Version: "2", InventoryPort: 18081})
 	require.Equal(t, []resources.Type{resources.EDS}, set.ChangedTypes(prev), "only the endpoints change")
-	st := waitSim(t, p.client, "version 2 run", p.runsAll)
+	st := simclienttest.WaitFor(t, p.client, revertWait, "version 2 run", p.runsAll)
 	after := p.cp.Publisher().Versions()
 	sent := []string{"CDS", "EDS", "LDS", "RDS"}
 	if perType {
@@ -159,7 +159,7 @@ func (p *sotwPlane) assertAfterNack(t *testing.T, policy sotw.NackPolicy) {
 		p.log.WaitFor(t, revertWait, "the RDS NACK", nacked(1))
 	}
 	publishStep(t, p.cp, p.cp.Recorder(), "recover", resources.State{Version: "4", InventoryPort: 18081})
-	waitSim(t, p.client, "version 4 run", p.runsAll)
+	simclienttest.WaitFor(t, p.client, revertWait, "version 4 run", p.runsAll)
 	if policy == sotw.Hold || policy == sotw.Revert {
 		ev := p.log.Events(t)
 		assert.Len(t, stepEvents(ev, "invalid", xdslog.EventNack, "RDS"), 1, "NACKed once")

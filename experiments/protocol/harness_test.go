@@ -131,11 +131,7 @@ func (h *harness) connect(c *simclient.Client) (stop func()) {
 
 func (h *harness) waitClient(c *simclient.Client, what string, cond func(simclient.State) bool) simclient.State {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.ctx, wait)
-	defer cancel()
-	s, err := c.WaitFor(ctx, cond)
-	require.NoError(h.t, err, "waiting for %s", what)
-	return s
+	return simclienttest.WaitFor(h.t, c, wait, what, cond)
 }
 
 // waitLog reads the xds.log until cond holds, for up to wait.
