@@ -3,7 +3,6 @@ package sotw
 import (
 	"context"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,13 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -45,7 +42,7 @@ type rig struct {
 	rec        *xdslog.Recorder
 	pub        *frontend.Publisher
 	fe         *FrontEnd
-	lis        *bufconn.Listener
+	lis        *bufconntest.Listener
 
 	mu      sync.Mutex
 	events  []seen
@@ -80,11 +77,7 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 	require.NoError(t, err)
 	fe.Store(f)
 	r.fe = f
-	r.lis = bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	f.Register(srv)
-	go func() { _ = srv.Serve(r.lis) }()
-	t.Cleanup(srv.Stop)
+	r.lis = bufconntest.ServeGRPC(t, f.Register)
 	t.Cleanup(cancel)
 	return r
 }
@@ -92,8 +85,7 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 // connect runs a simulated client on a new stream; the returned stop ends it and waits.
 func (r *rig) connect(c *simclient.Client) (stop func()) {
 	r.t.Helper()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.lis.DialContext(ctx) }))
+	conn, err := r.lis.NewClient()
 	require.NoError(r.t, err)
 	stopClient := simclienttest.Start(context.Background(), c, conn)
 	var once sync.Once
@@ -152,14 +144,6 @@ func atLeast(n int, event, typ, step string) func([]seen) bool {
 	return func(ev []seen) bool { return len(of(ev, event, typ, step)) >= n }
 }
 
-func waitClient(t *testing.T, c *simclient.Client, what string, cond func(simclient.State) bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	_, err := c.WaitFor(ctx, cond)
-	require.NoError(t, err, "waiting for %s", what)
-}
-
 // startInvalid connects a simulated client, has it accept version 1 and then publishes
 // version 2 with the invalid route (step "invalid"), returning once the first RDS NACK
 // is recorded.
@@ -169,7 +153,7 @@ func startInvalid(t *testing.T, r *rig) *simclient.Client {
 	require.NoError(t, err)
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	r.connect(c)
-	waitClient(t, c, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
+	simclienttest.WaitFor(t, c, deadline, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
 	r.publish("invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 	r.waitEvents("the first RDS NACK", atLeast(1, xdslog.EventNack, "RDS", "invalid"))
 	return c
@@ -236,7 +220,7 @@ func TestBackoffGapsGrow(t *testing.T) {
 	// Recovery: the valid route is accepted (after the wait in progress) and the ACK
 	// resets the count, so the next invalid state starts again at the base delay.
 	r.publish("recover", resources.State{Version: "3", InventoryPort: 18080})
-	waitClient(t, c, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
+	simclienttest.WaitFor(t, c, deadline, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
 	r.publish("invalid-again", resources.State{Version: "4", InventoryPort: 18080, InvalidRoute: true})
 	ev = of(r.waitEvents("2 RDS NACKs of version 4", atLeast(2, xdslog.EventNack, "RDS", "invalid-again")), xdslog.EventNack, "RDS", "invalid-again")
 	assert.Equal(t, 0, ev[0].before, "the ACK of version 3 reset the count")
@@ -290,7 +274,7 @@ func TestBackoffWaitEndsWithStream(t *testing.T) {
 	require.NoError(t, err)
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	stop := r.connect(c)
-	waitClient(t, c, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
+	simclienttest.WaitFor(t, c, deadline, "version 1 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "1" })
 	r.publish("invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 	nack := of(r.waitEvents("the RDS NACK", atLeast(1, xdslog.EventNack, "RDS", "invalid")), xdslog.EventNack, "RDS", "invalid")[0]
 	stop()
@@ -304,7 +288,7 @@ func TestBackoffWaitEndsWithServer(t *testing.T) {
 	c := startInvalid(t, r)
 	r.stopServer()
 	r.waitEvents("the stream to close", func(ev []seen) bool { return len(of(ev, xdslog.EventStreamClose, "", "")) == 1 })
-	waitClient(t, c, "the client to see the stream end", func(s simclient.State) bool { return !s.Connected })
+	simclienttest.WaitFor(t, c, deadline, "the client to see the stream end", func(s simclient.State) bool { return !s.Connected })
 }
 
 // TestRevertTellsOnNackAndHolds: under revert the transport parks the watch (nothing is
@@ -331,7 +315,7 @@ func TestRevertTellsOnNackAndHolds(t *testing.T) {
 
 	// OnNack is still blocked; the stream serves the next publish anyway.
 	r.publish("recover", resources.State{Version: "3", InventoryPort: 18080})
-	waitClient(t, c, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
+	simclienttest.WaitFor(t, c, deadline, "version 3 accepted", func(s simclient.State) bool { return s.VersionInfo[resources.RDS] == "3" })
 	ev := r.waitEvents("the ACK of version 3", atLeast(1, xdslog.EventAck, "RDS", "recover"))
 	assert.Len(t, of(ev, xdslog.EventSend, "RDS", "invalid"), 1, "the rejected route was held, never re-sent")
 	assert.Len(t, of(ev, xdslog.EventNack, "RDS", ""), 1)

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,13 +24,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -182,12 +180,7 @@ func startScenario(tb testing.TB, mode protocol.Mode, rec *xdslog.Recorder) *sce
 		return h(srv, &firstRecv{ServerStream: ss, onFirst: func() { once.Do(func() { close(firstRequest) }) }})
 	}))
 	fe.Register(srv)
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	conn, err := bufconntest.Start(srv.Serve).NewClient(grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)))
 	if err != nil {
 		cancel()
 		tb.Fatal(err)

@@ -27,37 +27,11 @@ import (
 
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 var modes = []protocol.Mode{protocol.SotW, protocol.Delta}
-
-// memLog is an xds.log in memory: the recorder writes it while the test reads events.
-type memLog struct{ syncbuf.Buffer }
-
-// events parses the log; an empty log is no events.
-func (b *memLog) events(t *testing.T) []xdslog.Event {
-	t.Helper()
-	s := b.String()
-	if s == "" {
-		return nil
-	}
-	ev, st, err := xdslog.Read(strings.NewReader(s))
-	require.NoError(t, err)
-	require.Zero(t, st.Skipped, "xds.log has invalid lines: %s", st.FirstSkip)
-	return ev
-}
-
-func count(ev []xdslog.Event, name string) int {
-	n := 0
-	for _, e := range ev {
-		if e.Event == name {
-			n++
-		}
-	}
-	return n
-}
 
 func refusals(ev []xdslog.Event) []string {
 	var out []string
@@ -71,10 +45,10 @@ func refusals(ev []xdslog.Event) []string {
 
 // waitRefused waits until the log has exactly one refused event, whose error contains
 // every one of parts.
-func waitRefused(t *testing.T, log *memLog, parts ...string) {
+func waitRefused(t *testing.T, log *xdslogtest.Log, parts ...string) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "refused event", func() bool {
-		r := refusals(log.events(t))
+	log.WaitFor(t, 5*time.Second, "refused event", func(ev []xdslog.Event) bool {
+		r := refusals(ev)
 		if len(r) != 1 {
 			return false
 		}
@@ -101,9 +75,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // start runs a control plane on a free port with the teaching state published.
-func start(t *testing.T, mode protocol.Mode, limits Limits) (*ControlPlane, *memLog) {
+func start(t *testing.T, mode protocol.Mode, limits Limits) (*ControlPlane, *xdslogtest.Log) {
 	t.Helper()
-	log := &memLog{}
+	log := &xdslogtest.Log{}
 	cp, err := Start(context.Background(), Options{
 		Mode:     mode,
 		Addr:     "127.0.0.1:0",
@@ -220,7 +194,7 @@ func TestServesAndRecords(t *testing.T) {
 			conn := dial(t, cp.Addr())
 			serveCDS(t, ctx, conn, mode)
 
-			ev := log.events(t)
+			ev := log.Events(t)
 			require.NotEmpty(t, ev)
 			assert.Equal(t, xdslog.EventPublish, ev[0].Event)
 			assert.Equal(t, "1", ev[0].Version)
@@ -228,7 +202,7 @@ func TestServesAndRecords(t *testing.T) {
 				assert.Equal(t, mode, e.Mode)
 			}
 			for _, name := range []string{xdslog.EventStreamOpen, xdslog.EventRequest, xdslog.EventSend} {
-				assert.Equal(t, 1, count(ev, name), "events %s", name)
+				assert.Equal(t, 1, xdslogtest.Count(ev, name), "events %s", name)
 			}
 			for _, e := range ev {
 				if e.Event == xdslog.EventSend {
@@ -251,11 +225,11 @@ func TestServesAndRecords(t *testing.T) {
 
 func TestPublishErrorNamesVersion(t *testing.T) {
 	cp, log := start(t, protocol.SotW, Limits{})
-	before := count(log.events(t), xdslog.EventPublish)
+	before := xdslogtest.Count(log.Events(t), xdslog.EventPublish)
 	_, err := cp.Publish(context.Background(), resources.State{Version: "7", InventoryPort: 0})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "publish version 7:")
-	assert.Equal(t, before, count(log.events(t), xdslog.EventPublish), "a failed build publishes nothing")
+	assert.Equal(t, before, xdslogtest.Count(log.Events(t), xdslog.EventPublish), "a failed build publishes nothing")
 	assert.Equal(t, "1", cp.Publisher().Current().Version)
 }
 
@@ -265,7 +239,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 
-	rec := func(mode protocol.Mode) *xdslog.Recorder { return xdslog.NewRecorder(&memLog{}, mode) }
+	rec := func(mode protocol.Mode) *xdslog.Recorder { return xdslog.NewRecorder(&xdslogtest.Log{}, mode) }
 	cases := []struct {
 		name string
 		o    Options
@@ -309,23 +283,6 @@ func TestStartRefusesBadOptions(t *testing.T) {
 	cancel()
 	_, err = Start(ctx, Options{Mode: "sotw", Addr: "127.0.0.1:0", Recorder: rec("sotw")})
 	assert.ErrorIs(t, err, context.Canceled)
-}
-
-func TestSotWOptionsAccepted(t *testing.T) {
-	for _, o := range []Options{
-		{Versions: "per-type", NackPolicy: "hold"},
-		{Versions: "uniform", NackPolicy: "backoff"},
-		{Versions: "per-type", NackPolicy: "revert"},
-		{Cache: "linear", NackPolicy: "hold"},
-		{Cache: "linear", NackPolicy: "revert"},
-	} {
-		t.Run(fmt.Sprintf("%s-%s-%s", o.Cache, o.Versions, o.NackPolicy), func(t *testing.T) {
-			o.Mode, o.Addr, o.Recorder = "sotw", "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, "sotw")
-			cp, err := Start(context.Background(), o)
-			require.NoError(t, err)
-			cp.Stop()
-		})
-	}
 }
 
 func TestOversizedRequestRefused(t *testing.T) {
@@ -443,7 +400,7 @@ func TestMaxStreamsRefusesExtra(t *testing.T) {
 			_ = s.requestCDS(nil)
 			_, _, err = s.recvClusters()
 			assertStatus(t, err, codes.ResourceExhausted, "at most 2 ADS streams")
-			r := refusals(log.events(t))
+			r := refusals(log.Events(t))
 			require.Len(t, r, 1)
 			assert.Contains(t, r[0], "stream limit reached")
 
@@ -553,7 +510,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
 			baseline := runtime.NumGoroutine()
-			log := &memLog{}
+			log := &xdslogtest.Log{}
 			cp, err := Start(context.Background(), Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
@@ -579,7 +536,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 			assert.Error(t, err)
 			_, err = net.DialTimeout("tcp", cp.Addr(), time.Second)
 			assert.Error(t, err, "listener still open after Stop")
-			waitFor(t, 5*time.Second, "stream_close event", func() bool { return count(log.events(t), xdslog.EventStreamClose) == 1 })
+			log.WaitFor(t, 5*time.Second, "stream_close event", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventStreamClose) == 1 })
 
 			require.NoError(t, conn.Close())
 			cancel()
@@ -592,7 +549,7 @@ func TestStopIdempotentAndLeakFree(t *testing.T) {
 
 func TestContextEndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&memLog{}, "delta")})
+	cp, err := Start(ctx, Options{Mode: "delta", Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, "delta")})
 	require.NoError(t, err)
 	defer cp.Stop()
 	c, err := net.DialTimeout("tcp", cp.Addr(), time.Second)

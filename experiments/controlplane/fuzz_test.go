@@ -16,6 +16,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // fuzzRecvLimit is the control plane's receive limit under fuzzing: small, so that a
@@ -56,10 +57,7 @@ func planeFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *fuzzPlane
 		t.Fatalf("publish: %v", err)
 	}
 	p.cp, p.Rec = cp, cp.Recorder()
-	if _, p.Conn, err = adsfuzz.Serve(cp.Serve); err != nil {
-		t.Fatal(err)
-	}
-	if p.Witness, err = adsfuzz.Witness(context.Background(), p.Conn, mode == protocol.Delta, p.Log, 10*time.Second); err != nil {
+	if err := p.Serve(cp.Serve, mode == protocol.Delta); err != nil {
 		t.Fatal(err)
 	}
 	fuzzPlanes[key] = p
@@ -128,7 +126,7 @@ func TestFuzzScriptReachesServer(t *testing.T) {
 			assert.True(t, requested["CDS"], "the CDS request is recorded")
 			assert.True(t, requested["EDS"], "the request at the limit is served")
 			assert.False(t, requested["LDS"], "the request over the limit is refused")
-			assert.Equal(t, 1, count(ev, xdslog.EventRefused), "the request over the limit is refused")
+			assert.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventRefused), "the request over the limit is refused")
 		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // envoyOn starts real Envoy on a bootstrap for mode against cp and waits until it is ready.
@@ -84,7 +85,7 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			t.Cleanup(func() { _ = backend.Stop(context.Background()) })
 			listenerPort, err := loopback.FreePort()
 			require.NoError(t, err)
-			log := &memLog{}
+			log := &xdslogtest.Log{}
 			od := resources.OnDemand{VirtualHosts: true, Clusters: true}
 			cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", Cache: cache, OnDemand: od, Recorder: xdslog.NewRecorder(log, protocol.Delta)})
 			require.NoError(t, err)
@@ -96,7 +97,7 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			require.NoError(t, proc.WaitReady(ctx), "the listener warms without any virtual host")
-			ev := log.events(t)
+			ev := log.Events(t)
 			assert.Empty(t, subscribed(ev, "CDS"), "no cluster before traffic")
 			for _, e := range ev {
 				if e.Event == xdslog.EventSend && e.Type == "VHDS" {
@@ -108,7 +109,7 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			code, body, _ := get(t, listenerPort, resources.ServiceHost(7), resources.ScaledPath(7))
 			assert.Equal(t, http.StatusOK, code, body)
 			assert.Contains(t, body, "v1")
-			ev = log.events(t)
+			ev = log.Events(t)
 			assert.Equal(t, []string{"quote-route/svc-0007"}, subscribed(ev, "VHDS"))
 			assert.Equal(t, []string{"inventory-0007"}, subscribed(ev, "CDS"))
 			assert.Equal(t, []string{"inventory-0007"}, subscribed(ev, "EDS"))
@@ -116,21 +117,21 @@ func TestOnDemandWithEnvoy(t *testing.T) {
 			// Warm: nothing more is fetched.
 			code, _, _ = get(t, listenerPort, resources.ServiceHost(7), resources.ScaledPath(7))
 			assert.Equal(t, http.StatusOK, code)
-			assert.Len(t, subscribed(log.events(t), "VHDS"), 1)
+			assert.Len(t, subscribed(log.Events(t), "VHDS"), 1)
 
 			// A host the state does not have: 404 at once, not a request held forever.
 			code, _, took := get(t, listenerPort, "svc-nope", "/quote")
 			assert.Equal(t, http.StatusNotFound, code)
 			assert.Less(t, took, 5*time.Second)
 			var notFound []string
-			for _, e := range log.events(t) {
+			for _, e := range log.Events(t) {
 				for _, r := range e.Resources {
 					if e.Event == xdslog.EventSend && r.NotFound {
 						notFound = append(notFound, r.Name)
 					}
 				}
 			}
-			assert.Equal(t, []string{"quote-route/svc-nope"}, notFound, "%s", vhdsEvents(log.events(t)))
+			assert.Equal(t, []string{"quote-route/svc-nope"}, notFound, "%s", vhdsEvents(log.Events(t)))
 			stats, err := proc.Stats(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, "2", stats["cluster_manager.active_clusters"], "xds_cluster and inventory-0007: %v", filterStats(stats, "cluster_manager."))
@@ -156,7 +157,7 @@ func TestOnDemandRefusedInSotW(t *testing.T) {
 		Recorder: xdslog.NewRecorder(io.Discard, protocol.SotW)})
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
 
-	log := &memLog{}
+	log := &xdslogtest.Log{}
 	cp, err := Start(context.Background(), Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, protocol.SotW)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
@@ -167,10 +168,10 @@ func TestOnDemandRefusedInSotW(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cp.PublishSet(context.Background(), set))
 	envoyOn(t, protocol.SotW, cp, bootstrap.Params{})
-	waitFor(t, 30*time.Second, "Envoy's RDS NACK", func() bool {
-		return slices.ContainsFunc(log.events(t), func(e xdslog.Event) bool { return e.Event == xdslog.EventNack && e.Type == "RDS" })
+	log.WaitFor(t, 30*time.Second, "Envoy's RDS NACK", func(ev []xdslog.Event) bool {
+		return slices.ContainsFunc(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventNack && e.Type == "RDS" })
 	})
-	for _, e := range log.events(t) {
+	for _, e := range log.Events(t) {
 		if e.Event == xdslog.EventNack {
 			assert.Equal(t, "RDS", e.Type)
 			assert.Contains(t, e.Error, "vhds: ADS must use DELTA_GRPC api_type when used as VHDS config source.", fmt.Sprint(e))

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // TestLibraryAloneIsNotOnDemand: served by go-control-plane's delta server without
@@ -30,7 +32,7 @@ import (
 // VHDS request (a legacy wildcard), before any traffic: the library's wildcard rule, not
 // on demand.
 func TestLibraryAloneIsNotOnDemand(t *testing.T) {
-	log := &memLog{}
+	log := &xdslogtest.Log{}
 	cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(log, protocol.Delta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
@@ -42,15 +44,10 @@ func TestLibraryAloneIsNotOnDemand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, proc.WaitReady(ctx))
-	waitFor(t, 20*time.Second, "the VHDS ACK", func() bool {
-		for _, e := range log.events(t) {
-			if e.Event == xdslog.EventAck && e.Type == "VHDS" {
-				return true
-			}
-		}
-		return false
+	log.WaitFor(t, 20*time.Second, "the VHDS ACK", func(ev []xdslog.Event) bool {
+		return slices.ContainsFunc(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventAck && e.Type == "VHDS" })
 	})
-	for _, e := range log.events(t) {
+	for _, e := range log.Events(t) {
 		if e.Event == xdslog.EventRequest && e.Type == "VHDS" {
 			assert.Empty(t, e.Added, "Envoy asked for nothing by name")
 		}
@@ -99,7 +96,7 @@ func TestVHDSWaitsForAFirstAnswer(t *testing.T) {
 	bare := &ControlPlane{addr: lis.Addr().String(), port: lis.Addr().(*net.TCPAddr).Port}
 	assert.Equal(t, "1", vhdsInitTimeouts(t, bare), "the listener waited for the VHDS initial fetch")
 
-	cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&memLog{}, protocol.Delta)})
+	cp, err := Start(context.Background(), Options{Mode: protocol.Delta, Addr: "127.0.0.1:0", OnDemand: resources.OnDemand{VirtualHosts: true}, Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, protocol.Delta)})
 	require.NoError(t, err)
 	t.Cleanup(cp.Stop)
 	require.NoError(t, cp.PublishSet(context.Background(), set))

@@ -17,6 +17,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -36,11 +37,11 @@ var revertVariants = []struct {
 }
 
 // startRevert runs a SotW control plane under the revert NACK policy.
-func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *memLog, *xdslog.Recorder) {
+func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *xdslogtest.Log, *xdslog.Recorder) {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
-	log := &memLog{}
+	log := &xdslogtest.Log{}
 	rec := xdslog.NewRecorder(log, protocol.SotW)
 	cp, err := Start(context.Background(), Options{Mode: protocol.SotW, Addr: "127.0.0.1:0", Recorder: rec,
 		NackPolicy: sotw.Revert, Cache: cache, Versions: versions})
@@ -65,15 +66,6 @@ func runClient(t *testing.T, cp *ControlPlane) *simclient.Client {
 	require.NoError(t, err)
 	t.Cleanup(simclienttest.Start(context.Background(), c, dial(t, cp.Addr())))
 	return c
-}
-
-func waitSim(t *testing.T, c *simclient.Client, what string, cond func(simclient.State) bool) simclient.State {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), revertWait)
-	defer cancel()
-	s, err := c.WaitFor(ctx, cond)
-	require.NoError(t, err, "waiting for %s", what)
-	return s
 }
 
 // runs reports whether the client runs what cp serves now for type typ: its version, and
@@ -115,7 +107,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			cp, log, rec := startRevert(t, v.cache, v.versions)
 			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080})
 			c := runClient(t, cp)
-			st := waitSim(t, c, "version 1 accepted", func(s simclient.State) bool {
+			st := simclienttest.WaitFor(t, c, revertWait, "version 1 accepted", func(s simclient.State) bool {
 				return runs(cp, s, resources.RDS) && runs(cp, s, resources.EDS)
 			})
 			good := st.Accepted[resources.RDS][resources.RouteName].Hash
@@ -123,7 +115,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 
 			bad := publishStep(t, cp, rec, "invalid", resources.State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 			require.NotEqual(t, good, bad.Hashes(resources.RDS)[resources.RouteName])
-			st = waitSim(t, c, "the reverted route accepted", func(s simclient.State) bool {
+			st = simclienttest.WaitFor(t, c, revertWait, "the reverted route accepted", func(s simclient.State) bool {
 				cur := cp.Publisher().Current()
 				return cur.Version == "2"+RevertSuffix && runs(cp, s, resources.RDS) && s.Counters[resources.RDS].Nacks == 1
 			})
@@ -131,9 +123,7 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			assert.Equal(t, "127.0.0.1:18080", c.Route("/quote").Endpoint)
 
 			// The client's state moves before its ACK reaches the server.
-			var ev []xdslog.Event
-			waitFor(t, revertWait, "the ACK of the reverted route", func() bool {
-				ev = log.events(t)
+			ev := log.WaitFor(t, revertWait, "the ACK of the reverted route", func(ev []xdslog.Event) bool {
 				i := index(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventPublish && e.Version == "2"+RevertSuffix })
 				return i >= 0 && len(stepEvents(ev[i:], "invalid", xdslog.EventAck, "RDS")) > 0
 			})
@@ -170,14 +160,14 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			// Recovery: a valid publish after the revert (built in full: a reverted set has no
 			// state to rebuild from) is accepted.
 			publishStep(t, cp, rec, "recover", resources.State{Version: "3", InventoryPort: 18081})
-			st = waitSim(t, c, "version 3 accepted", func(s simclient.State) bool {
+			st = simclienttest.WaitFor(t, c, revertWait, "version 3 accepted", func(s simclient.State) bool {
 				return cp.Publisher().Current().Version == "3" && runs(cp, s, resources.EDS) && runs(cp, s, resources.RDS)
 			})
 			assert.Equal(t, "127.0.0.1:18081", c.Route("/quote").Endpoint)
 			assert.Equal(t, 1, st.Counters[resources.RDS].Nacks, "no NACK after the revert")
-			ev = log.events(t)
-			assert.Equal(t, 1, count(ev, xdslog.EventNack))
-			assert.Equal(t, 1, count(ev, xdslog.EventRevert))
+			ev = log.Events(t)
+			assert.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventNack))
+			assert.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventRevert))
 		})
 	}
 }
@@ -191,21 +181,20 @@ func TestRevertFallsBackToHold(t *testing.T) {
 			cp, log, rec := startRevert(t, v.cache, v.versions)
 			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080, InvalidRoute: true})
 			c := runClient(t, cp)
-			var reverts []xdslog.Event
-			waitFor(t, revertWait, "the revert event", func() bool {
-				reverts = stepEvents(log.events(t), "initial", xdslog.EventRevert, "RDS")
-				return len(reverts) > 0
+			ev := log.WaitFor(t, revertWait, "the revert event", func(ev []xdslog.Event) bool {
+				return len(stepEvents(ev, "initial", xdslog.EventRevert, "RDS")) > 0
 			})
+			reverts := stepEvents(ev, "initial", xdslog.EventRevert, "RDS")
 			require.Len(t, reverts, 1)
 			assert.Empty(t, reverts[0].Version)
 			assert.Contains(t, reverts[0].Error, "never accepted any RDS")
 			assert.Contains(t, reverts[0].Error, "the NACK holds")
 
 			publishStep(t, cp, rec, "recover", resources.State{Version: "2", InventoryPort: 18080})
-			st := waitSim(t, c, "version 2 accepted", func(s simclient.State) bool { return runs(cp, s, resources.RDS) })
+			st := simclienttest.WaitFor(t, c, revertWait, "version 2 accepted", func(s simclient.State) bool { return runs(cp, s, resources.RDS) })
 			assert.Equal(t, 1, st.Counters[resources.RDS].Nacks)
 			assert.Equal(t, "127.0.0.1:18080", c.Route("/quote").Endpoint)
-			ev := log.events(t)
+			ev = log.Events(t)
 			assert.Len(t, stepEvents(ev, "initial", xdslog.EventSend, "RDS"), 1, "held: the rejected route was never re-sent")
 			assert.Len(t, stepEvents(ev, "initial", xdslog.EventNack, "RDS"), 1)
 			assert.Equal(t, "2", cp.Publisher().Current().Version, "nothing was reverted")
@@ -243,7 +232,7 @@ func TestRevertDecisions(t *testing.T) {
 
 	lastRevert := func() xdslog.Event {
 		var out xdslog.Event
-		for _, e := range log.events(t) {
+		for _, e := range log.Events(t) {
 			if e.Event == xdslog.EventRevert {
 				out = e
 			}

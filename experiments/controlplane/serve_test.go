@@ -3,20 +3,19 @@ package controlplane
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -26,25 +25,22 @@ import (
 func TestNewServesOnAnyListener(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
-			log := &memLog{}
+			log := &xdslogtest.Log{}
 			cp, err := New(Options{Mode: mode, Recorder: xdslog.NewRecorder(log, mode)})
 			require.NoError(t, err)
 			_, err = cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080})
 			require.NoError(t, err)
-			lis := bufconn.Listen(1 << 20)
+			lis := bufconntest.Listen()
 			served := make(chan error, 1)
 			go func() { served <- cp.Serve(lis) }()
 
-			conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-			require.NoError(t, err)
-			defer conn.Close()
+			conn := lis.Dial(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			serveCDS(t, ctx, conn, mode)
 			assert.Equal(t, "bufconn", cp.Addr())
 			assert.Zero(t, cp.Port(), "a bufconn listener has no port")
-			assert.Error(t, cp.Serve(bufconn.Listen(1<<10)), "a control plane serves one listener")
+			assert.Error(t, cp.Serve(bufconntest.Listen()), "a control plane serves one listener")
 
 			cp.Stop()
 			select {
@@ -53,14 +49,14 @@ func TestNewServesOnAnyListener(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Serve did not return after Stop")
 			}
-			assert.ErrorIs(t, cp.Serve(bufconn.Listen(1<<10)), grpc.ErrServerStopped)
+			assert.ErrorIs(t, cp.Serve(bufconntest.Listen()), grpc.ErrServerStopped)
 		})
 	}
 }
 
 // TestStopWithoutServe: a control plane built and never served stops at once.
 func TestStopWithoutServe(t *testing.T) {
-	cp, err := New(Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&memLog{}, protocol.SotW)})
+	cp, err := New(Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, protocol.SotW)})
 	require.NoError(t, err)
 	stopped := make(chan struct{})
 	go func() { cp.Stop(); close(stopped) }()
@@ -73,7 +69,7 @@ func TestStopWithoutServe(t *testing.T) {
 
 // TestNewRefusesWhatStartRefuses: New's errors are Start's without "start ".
 func TestNewRefusesWhatStartRefuses(t *testing.T) {
-	o := Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&memLog{}, protocol.SotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
+	o := Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, protocol.SotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
 	_, newErr := New(o)
 	_, startErr := Start(context.Background(), o)
 	require.Error(t, newErr)

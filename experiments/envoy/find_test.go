@@ -8,21 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
-// fakeEnvoy writes an executable named envoy that prints a --version line.
-func fakeEnvoy(t *testing.T, version string) string {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "envoy")
-	script := "#!/bin/sh\necho\necho \"$0  version: 0123abcd/" + version + "/Clean/RELEASE/BoringSSL\"\n"
-	require.NoError(t, os.WriteFile(path, []byte(script), 0o755))
-	return path
-}
-
 func TestFindFlagAndEnv(t *testing.T) {
-	fake := fakeEnvoy(t, "1.40.0")
-	t.Setenv("ENVOY_BIN", fakeEnvoy(t, "1.39.2"))
+	fake := testenv.FakeEnvoy(t, "1.40.0")
+	t.Setenv("ENVOY_BIN", testenv.FakeEnvoy(t, "1.39.2"))
 
 	b, err := Find(fake)
 	require.NoError(t, err)
@@ -54,7 +46,7 @@ func TestFindPATHAndNotFound(t *testing.T) {
 	// Outside the repository there is no .venv, so PATH is next.
 	t.Chdir(t.TempDir())
 	t.Setenv("ENVOY_BIN", "")
-	fake := fakeEnvoy(t, "1.40.0")
+	fake := testenv.FakeEnvoy(t, "1.40.0")
 	t.Setenv("PATH", filepath.Dir(fake))
 	b, err := Find("")
 	require.NoError(t, err)

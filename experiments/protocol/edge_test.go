@@ -30,7 +30,7 @@ func TestPublishRefusesInconsistentState(t *testing.T) {
 				assert.Contains(t, err.Error(), "not consistent")
 			}
 			assert.Same(t, good, h.pub.Current())
-			assert.Len(t, filter(h.log.events(t), of("initial", xdslog.EventPublish)), 1)
+			assert.Len(t, filter(h.log.Events(t), of("initial", xdslog.EventPublish)), 1)
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 var proxies = []string{"proxy-0", "proxy-1", "proxy-2"}
@@ -61,7 +62,7 @@ func TestOneStatePerNode(t *testing.T) {
 				h.waitClient(clients[n], n+" update", func(s simclient.State) bool { return acceptedHashes(s, sets2[n]) })
 			}
 
-			ev := h.log.events(t)
+			ev := h.log.Events(t)
 			nodes, server := map[int64][]string{}, 0
 			published := map[string][]string{}
 			for _, e := range ev {
@@ -116,7 +117,7 @@ func TestUnknownNodeIsServedNothing(t *testing.T) {
 			defer wcancel()
 			_, err = other.WaitFor(wctx, func(s simclient.State) bool { return len(s.Accepted[resources.CDS]) > 0 })
 			assert.Error(t, err, "nothing is sent to a node with no state")
-			assert.Empty(t, filter(h.log.events(t), of("", xdslog.EventSend)))
+			assert.Empty(t, filter(h.log.Events(t), of("", xdslog.EventSend)))
 		})
 	}
 }
@@ -127,7 +128,7 @@ func TestNodesRefused(t *testing.T) {
 		{Nodes: []string{"a", ""}},
 		{Nodes: []string{"a"}, NodeID: "b"},
 	} {
-		o.Mode, o.Addr, o.Recorder = protocol.Delta, "127.0.0.1:0", xdslog.NewRecorder(&memLog{}, protocol.Delta)
+		o.Mode, o.Addr, o.Recorder = protocol.Delta, "127.0.0.1:0", xdslog.NewRecorder(&xdslogtest.Log{}, protocol.Delta)
 		_, err := controlplane.Start(context.Background(), o)
 		assert.Error(t, err, fmt.Sprint(o.Nodes))
 	}

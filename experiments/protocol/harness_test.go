@@ -1,9 +1,7 @@
 package protocol
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -12,32 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
 const wait = 10 * time.Second
-
-// memLog is an xds.log in memory: the recorder writes it while the test reads events.
-type memLog struct{ syncbuf.Buffer }
-
-func (l *memLog) events(t *testing.T) []xdslog.Event {
-	t.Helper()
-	ev, st, err := xdslog.Read(bytes.NewReader(l.Bytes()))
-	require.NoError(t, err)
-	require.Zero(t, st.Skipped, "recorder wrote an unreadable line: %s", st.FirstSkip)
-	return ev
-}
 
 // variant is one front-end configuration under test.
 type variant struct {
@@ -70,14 +57,14 @@ func (v variant) linear() bool { return v.cache.VersionsPerType() }
 type harness struct {
 	t   *testing.T
 	v   variant
-	log *memLog
+	log *xdslogtest.Log
 	rec *xdslog.Recorder
 	// cache is what pub feeds and fe serves when the test wires them itself
 	// (TestOnePublisherFeedsBothTransports); nil on a control plane's harness.
 	cache cachev3.Cache
 	pub   frontend.StatePublisher
 	fe    frontend.FrontEnd
-	lis   *bufconn.Listener
+	lis   *bufconntest.Listener
 	// addr, when set, is a real control plane's 127.0.0.1 address to dial instead of lis.
 	addr string
 	ctx  context.Context
@@ -90,7 +77,7 @@ func recordingHarness(t *testing.T, v variant) (*harness, context.CancelFunc) {
 	// First, so that its check runs after every cleanup the caller registers.
 	testenv.VerifyNoLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, v: v, log: &memLog{}, ctx: ctx}
+	h := &harness{t: t, v: v, log: &xdslogtest.Log{}, ctx: ctx}
 	h.rec = xdslog.NewRecorder(h.log, v.mode)
 	return h, cancel
 }
@@ -103,9 +90,7 @@ func newHarness(t *testing.T, v variant) *harness {
 	cp, err := controlplane.New(controlplane.Options{Mode: v.mode, Recorder: h.rec, Versions: v.versions, NackPolicy: v.policy, Cache: v.cache})
 	require.NoError(t, err)
 	h.fe, h.pub = cp.FrontEnd(), cp.Publisher()
-	h.lis = bufconn.Listen(1 << 20)
-	go func() { _ = cp.Serve(h.lis) }()
-	t.Cleanup(func() {
+	h.lis = bufconntest.Serve(t, cp.Serve, func() {
 		cancel()
 		cp.Stop()
 	})
@@ -114,13 +99,10 @@ func newHarness(t *testing.T, v variant) *harness {
 
 func (h *harness) dial() *grpc.ClientConn {
 	h.t.Helper()
-	target, opts := "passthrough:///bufnet", []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if h.addr != "" {
-		target = "passthrough:///" + h.addr
-	} else {
-		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }))
+	if h.addr == "" {
+		return h.lis.Dial(h.t)
 	}
-	conn, err := grpc.NewClient(target, opts...)
+	conn, err := grpc.NewClient("passthrough:///"+h.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(h.t, err)
 	h.t.Cleanup(func() { conn.Close() })
 	return conn
@@ -149,22 +131,13 @@ func (h *harness) connect(c *simclient.Client) (stop func()) {
 
 func (h *harness) waitClient(c *simclient.Client, what string, cond func(simclient.State) bool) simclient.State {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.ctx, wait)
-	defer cancel()
-	s, err := c.WaitFor(ctx, cond)
-	require.NoError(h.t, err, "waiting for %s", what)
-	return s
+	return simclienttest.WaitFor(h.t, c, wait, what, cond)
 }
 
-// waitLog polls the xds.log until cond holds.
+// waitLog reads the xds.log until cond holds, for up to wait.
 func (h *harness) waitLog(what string, cond func([]xdslog.Event) bool) []xdslog.Event {
 	h.t.Helper()
-	var ev []xdslog.Event
-	require.Eventually(h.t, func() bool {
-		ev = h.log.events(h.t)
-		return cond(ev)
-	}, wait, 5*time.Millisecond, "waiting for %s", what)
-	return ev
+	return h.log.WaitFor(h.t, wait, what, cond)
 }
 
 func filter(ev []xdslog.Event, keep func(xdslog.Event) bool) []xdslog.Event {

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // Raw ADS clients, one rule of the protocol at a time ("ACK/NACK and resource type
@@ -26,10 +27,6 @@ func (h *harness) eventsAfter(n int, what string, cond func([]xdslog.Event) bool
 	h.t.Helper()
 	ev := h.waitLog(what, func(ev []xdslog.Event) bool { return len(ev) >= n && cond(ev[n:]) })
 	return ev[n:]
-}
-
-func count(ev []xdslog.Event, event string) int {
-	return len(filter(ev, func(e xdslog.Event) bool { return e.Event == event }))
 }
 
 func only(t *testing.T, ev []xdslog.Event, event string) xdslog.Event {
@@ -84,7 +81,7 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	// First request with names: initial.
 	send(inv, "", "", "")
 	r1 := recv()
-	ev := h.eventsAfter(0, "initial request and send", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventSend) == 1 })
+	ev := h.eventsAfter(0, "initial request and send", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventSend) == 1 })
 	req := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestInitial, req.Kind)
 	assert.Equal(t, inv, req.Added)
@@ -94,11 +91,11 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	// the same names: a re-request, never a second ACK. The log is ordered, so the one
 	// request event once both are in is the re-request: the ACK, which changed nothing,
 	// wrote none.
-	n := len(h.log.events(t))
+	n := len(h.log.Events(t))
 	send(inv, r1.GetVersionInfo(), r1.GetNonce(), "")
 	send(inv, r1.GetVersionInfo(), r1.GetNonce(), "")
 	ev = h.eventsAfter(n, "ACK and re-request", func(ev []xdslog.Event) bool {
-		return count(ev, xdslog.EventAck) == 1 && count(ev, xdslog.EventRequest) >= 1
+		return xdslogtest.Count(ev, xdslog.EventAck) == 1 && xdslogtest.Count(ev, xdslog.EventRequest) >= 1
 	})
 	assert.Equal(t, r1.GetNonce(), only(t, ev, xdslog.EventAck).Nonce)
 	assert.Equal(t, xdslog.RequestRepeat, only(t, ev, xdslog.EventRequest).Kind)
@@ -106,15 +103,15 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	// A name change carrying the latest (answered) nonce: a subscription change, and a
 	// name the server does not have is listed as missing. The SnapshotCache sends nothing
 	// for it.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send([]string{resources.ClusterName, "ghost"}, r1.GetVersionInfo(), r1.GetNonce(), "")
-	ev = h.eventsAfter(n, "subscription change", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
+	ev = h.eventsAfter(n, "subscription change", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
 	sub := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestSubscribe, sub.Kind)
 	assert.Equal(t, []string{"ghost"}, sub.Added)
 	assert.Equal(t, []string{"ghost"}, sub.Missing)
 	assert.Equal(t, []string{"ghost", resources.ClusterName}, sub.Names)
-	assert.Zero(t, count(ev, xdslog.EventAck))
+	assert.Zero(t, xdslogtest.Count(ev, xdslog.EventAck))
 
 	// A new send, then a request with the older nonce: stale, dropped by the library; with
 	// error_detail it is still not a NACK.
@@ -124,7 +121,7 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	n = h.eventsAfterLen("second send", xdslog.EventSend, 2)
 	send([]string{resources.ClusterName, "ghost"}, r1.GetVersionInfo(), r1.GetNonce(), "")
 	send([]string{resources.ClusterName, "ghost"}, r1.GetVersionInfo(), r1.GetNonce(), "rejected late")
-	ev = h.eventsAfter(n, "two stale requests", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventStale) == 2 })
+	ev = h.eventsAfter(n, "two stale requests", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventStale) == 2 })
 	stale := filter(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventStale })
 	for _, st := range stale {
 		assert.Equal(t, r1.GetNonce(), st.Nonce)
@@ -132,19 +129,19 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	}
 	assert.Empty(t, stale[0].Error)
 	assert.Equal(t, "rejected late", stale[1].Error)
-	assert.Zero(t, count(ev, xdslog.EventAck)+count(ev, xdslog.EventNack), "a stale nonce answers nothing")
+	assert.Zero(t, xdslogtest.Count(ev, xdslog.EventAck)+xdslogtest.Count(ev, xdslog.EventNack), "a stale nonce answers nothing")
 
 	// NACK of the latest send; then Envoy's next request carries the NACKed nonce without
 	// error_detail (Envoy clears it) and a name change: not an ACK, and the rejected
 	// content is never marked accepted.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send([]string{resources.ClusterName, "ghost"}, r1.GetVersionInfo(), r2.GetNonce(), "bad endpoints")
-	ev = h.eventsAfter(n, "NACK", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventNack) == 1 })
+	ev = h.eventsAfter(n, "NACK", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventNack) == 1 })
 	assert.Equal(t, r2.GetNonce(), only(t, ev, xdslog.EventNack).Nonce)
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(inv, r1.GetVersionInfo(), r2.GetNonce(), "")
-	ev = h.eventsAfter(n, "name change after the NACK", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
-	assert.Zero(t, count(ev, xdslog.EventAck), "the NACKed nonce is answered already")
+	ev = h.eventsAfter(n, "name change after the NACK", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
+	assert.Zero(t, xdslogtest.Count(ev, xdslog.EventAck), "the NACKed nonce is answered already")
 	ch := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestSubscribe, ch.Kind)
 	assert.Equal(t, []string{"ghost"}, ch.Removed)
@@ -168,9 +165,9 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	}
 
 	// Empty names after an explicit subscription: an unsubscribe, not a wildcard.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(nil, r1.GetVersionInfo(), latest.GetNonce(), "")
-	ev = h.eventsAfter(n, "unsubscribe", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
+	ev = h.eventsAfter(n, "unsubscribe", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
 	un := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestUnsubscribe, un.Kind)
 	assert.Equal(t, inv, un.Removed)
@@ -178,20 +175,20 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	assert.False(t, un.Wildcard)
 
 	// Empty names on a type never subscribed explicitly: a wildcard.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL()}))
-	ev = h.eventsAfter(n, "wildcard", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
+	ev = h.eventsAfter(n, "wildcard", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
 	w := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestWildcard, w.Kind)
 	assert.True(t, w.Wildcard)
-	assertOneAnswerPerNonce(t, h.log.events(t))
+	assertOneAnswerPerNonce(t, h.log.Events(t))
 }
 
 // eventsAfterLen waits until the log holds want events of kind and returns the log's
 // length then.
 func (h *harness) eventsAfterLen(what, event string, want int) int {
 	h.t.Helper()
-	ev := h.waitLog(what, func(ev []xdslog.Event) bool { return count(ev, event) >= want })
+	ev := h.waitLog(what, func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, event) >= want })
 	return len(ev)
 }
 
@@ -231,7 +228,7 @@ func deltaRequestRules(t *testing.T, cache frontend.Cache) {
 	c1 := recv()
 	send(resources.EDS, []string{resources.ClusterName}, nil, "", "")
 	e1 := recv()
-	ev := h.eventsAfter(0, "two requests", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 2 })
+	ev := h.eventsAfter(0, "two requests", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 2 })
 	reqs := filter(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventRequest })
 	assert.Equal(t, xdslog.RequestWildcard, reqs[0].Kind)
 	assert.True(t, reqs[0].Wildcard)
@@ -239,25 +236,25 @@ func deltaRequestRules(t *testing.T, cache frontend.Cache) {
 	assert.Equal(t, []string{resources.ClusterName}, reqs[1].Added)
 
 	// ACK by nonce, once: the same nonce again is no second ACK.
-	n := len(h.log.events(t))
+	n := len(h.log.Events(t))
 	send(resources.CDS, nil, nil, c1.GetNonce(), "")
 	send(resources.EDS, nil, nil, e1.GetNonce(), "")
 	send(resources.EDS, nil, nil, e1.GetNonce(), "")
 	ev = h.eventsAfter(n, "ACKs", func(ev []xdslog.Event) bool {
-		return count(ev, xdslog.EventAck) == 2 && count(ev, xdslog.EventRequest) == 1
+		return xdslogtest.Count(ev, xdslog.EventAck) == 2 && xdslogtest.Count(ev, xdslog.EventRequest) == 1
 	})
 	assert.Equal(t, xdslog.RequestRepeat, only(t, ev, xdslog.EventRequest).Kind)
 
 	// A name the server does not have: listed as missing; the library sends nothing.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(resources.EDS, []string{"ghost"}, nil, "", "")
-	ev = h.eventsAfter(n, "subscribe ghost", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
+	ev = h.eventsAfter(n, "subscribe ghost", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
 	g := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestSubscribe, g.Kind)
 	assert.Equal(t, []string{"ghost"}, g.Missing)
 	// A copy of n: assert.Never's goroutine may still read it after Never returns.
 	sendSince := func(from int) func() bool {
-		return func() bool { return count(h.log.events(t)[from:], xdslog.EventSend) > 0 }
+		return func() bool { return xdslogtest.Count(h.log.Events(t)[from:], xdslog.EventSend) > 0 }
 	}
 	assert.Never(t, sendSince(n), 300*time.Millisecond, 10*time.Millisecond,
 		"go-control-plane does not answer a name it does not have (the spec expects removed_resources)")
@@ -265,27 +262,27 @@ func deltaRequestRules(t *testing.T, cache frontend.Cache) {
 	// NACK by nonce; the delta server re-sends nothing.
 	h.publish("rules", resources.State{Version: "2", InventoryPort: portV2})
 	e2 := recv()
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(resources.EDS, nil, nil, e2.GetNonce(), "bad endpoints")
-	ev = h.eventsAfter(n, "NACK", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventNack) == 1 })
+	ev = h.eventsAfter(n, "NACK", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventNack) == 1 })
 	assert.Equal(t, e2.GetNonce(), only(t, ev, xdslog.EventNack).Nonce)
 	assert.Never(t, sendSince(n), 300*time.Millisecond, 10*time.Millisecond, "the delta server does not re-send rejected content")
 
 	// Unsubscribe everything: an unsubscribe.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(resources.EDS, nil, []string{resources.ClusterName, "ghost"}, "", "")
-	ev = h.eventsAfter(n, "unsubscribe", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventRequest) == 1 })
+	ev = h.eventsAfter(n, "unsubscribe", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventRequest) == 1 })
 	u := only(t, ev, xdslog.EventRequest)
 	assert.Equal(t, xdslog.RequestUnsubscribe, u.Kind)
 	assert.ElementsMatch(t, []string{resources.ClusterName, "ghost"}, u.Removed)
 	assert.Empty(t, u.Names)
 
 	// A nonce never sent on this stream: unmatched, never an ACK.
-	n = len(h.log.events(t))
+	n = len(h.log.Events(t))
 	send(resources.CDS, nil, nil, "99", "")
-	ev = h.eventsAfter(n, "unmatched", func(ev []xdslog.Event) bool { return count(ev, xdslog.EventUnmatched) == 1 })
-	assert.Zero(t, count(ev, xdslog.EventAck))
-	assertOneAnswerPerNonce(t, h.log.events(t))
+	ev = h.eventsAfter(n, "unmatched", func(ev []xdslog.Event) bool { return xdslogtest.Count(ev, xdslog.EventUnmatched) == 1 })
+	assert.Zero(t, xdslogtest.Count(ev, xdslog.EventAck))
+	assertOneAnswerPerNonce(t, h.log.Events(t))
 }
 
 // assertOneAnswerPerNonce: at most one ack or nack per (server, stream, type, nonce).

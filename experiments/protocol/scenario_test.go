@@ -140,7 +140,7 @@ func runScenario(t *testing.T, v variant) {
 		// Per-type: the route last changed at version 1.
 		assert.Equal(t, goodRoute(v, vers1), nack.Accepted(), "a SotW NACK reports the last good version, never the rejected one")
 	}
-	rdsSends := func() int { return len(filter(h.log.events(t), ofType("invalid-route", xdslog.EventSend, "RDS"))) }
+	rdsSends := func() int { return len(filter(h.log.Events(t), ofType("invalid-route", xdslog.EventSend, "RDS"))) }
 	if v.policy == sotw.Resend {
 		// The library re-sends the rejected response at once, again and again.
 		ev = h.waitLog("NACK storm", func(ev []xdslog.Event) bool {
@@ -193,7 +193,7 @@ func runScenario(t *testing.T, v variant) {
 	requireStatusMatches(t, h, client)
 
 	// --- reconnect ---
-	oldStream := streamOf(t, h.log.events(t), "initial")
+	oldStream := streamOf(t, h.log.Events(t), "initial")
 	stop()
 	h.waitLog("old stream closed", func(ev []xdslog.Event) bool { return len(filter(ev, of("recover", xdslog.EventStreamClose))) == 1 })
 	h.rec.SetStep("reconnect")
@@ -229,7 +229,7 @@ func runScenario(t *testing.T, v variant) {
 		}
 		n := func() int {
 			cnt := 0
-			for _, s := range filter(h.log.events(t), of("reconnect", xdslog.EventSend)) {
+			for _, s := range filter(h.log.Events(t), of("reconnect", xdslog.EventSend)) {
 				cnt += len(s.Resources)
 			}
 			return cnt

@@ -7,16 +7,16 @@ import (
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/testenv"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -30,20 +30,20 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	sv := variants[0] // SotW, uniform labels: the publisher records into its log
-	s := &harness{t: t, v: sv, log: &memLog{}, ctx: ctx}
+	s := &harness{t: t, v: sv, log: &xdslogtest.Log{}, ctx: ctx}
 	s.rec = xdslog.NewRecorder(s.log, sv.mode)
 	snapshots := frontend.NewSnapshotCache(nil)
 	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, Recorder: s.rec, Strategy: sv.versions})
 	require.NoError(t, err)
 	s.cache, s.pub = snapshots, pub
 	s.fe = newTransport(t, ctx, sv, s.cache, s.pub, s.rec)
-	s.lis = serve(t, s.fe)
+	s.lis = bufconntest.ServeGRPC(t, s.fe.Register)
 	dv := variants[2]
 	require.Equal(t, protocol.Delta, dv.mode)
-	d := &harness{t: t, v: dv, log: &memLog{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
+	d := &harness{t: t, v: dv, log: &xdslogtest.Log{}, cache: s.cache, pub: s.pub, ctx: s.ctx}
 	d.rec = xdslog.NewRecorder(d.log, dv.mode)
 	d.fe = newTransport(t, s.ctx, dv, s.cache, s.pub, d.rec)
-	d.lis = serve(t, d.fe)
+	d.lis = bufconntest.ServeGRPC(t, d.fe.Register)
 	require.Equal(t, protocol.SotW, s.fe.Mode())
 	require.Equal(t, protocol.Delta, d.fe.Mode())
 
@@ -86,8 +86,8 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 				}
 			}
 		}
-		assert.Len(t, filter(s.log.events(t), of(step.name, xdslog.EventPublish)), 1, "the publish is recorded once, by the publisher")
-		assert.Empty(t, filter(d.log.events(t), of(step.name, xdslog.EventPublish)), "a transport records no publish")
+		assert.Len(t, filter(s.log.Events(t), of(step.name, xdslog.EventPublish)), 1, "the publish is recorded once, by the publisher")
+		assert.Empty(t, filter(d.log.Events(t), of(step.name, xdslog.EventPublish)), "a transport records no publish")
 		prev = set
 	}
 }
@@ -117,15 +117,4 @@ func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Ca
 	}
 	require.NoError(t, err)
 	return fe
-}
-
-// serve runs fe on a gRPC server over a new bufconn listener until the test ends.
-func serve(t *testing.T, fe frontend.FrontEnd) *bufconn.Listener {
-	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	fe.Register(srv)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis
 }

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xds-workbench/lab/bootstrap"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
@@ -22,8 +21,8 @@ import (
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // TestRunEnvoyLinear: the eight teaching steps pass against real Envoy with --cache
@@ -91,7 +90,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acc := analysis.NewAccumulator()
-	var log syncbuf.Buffer
+	var log xdslogtest.Log
 	rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec, Cache: frontend.LinearCache})
 	require.NoError(t, err)
@@ -160,10 +159,8 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 		return after["EDS/"+changed+" port"] == strconv.Itoa(other)
 	}, 30*time.Second, 50*time.Millisecond, "Envoy applies the new endpoint")
 
-	ev, _, err := xdslog.Read(strings.NewReader(string(log.Bytes())))
-	require.NoError(t, err)
 	var sends []xdslog.Event
-	for _, e := range ev {
+	for _, e := range log.Events(t) {
 		if e.Step == "one-endpoint" && e.Event == xdslog.EventSend {
 			sends = append(sends, e)
 		}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -18,8 +17,8 @@ import (
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // TestRemovingAListenerKeepsItsRoute checks with real Envoy what goes with a removed
@@ -37,7 +36,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			acc := analysis.NewAccumulator()
-			var log syncbuf.Buffer
+			var log xdslogtest.Log
 			rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
 			cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec})
 			require.NoError(t, err)
@@ -71,10 +70,8 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 				return 0
 			}
 			events := func(step string) []xdslog.Event {
-				ev, _, err := xdslog.Read(bytes.NewReader(log.Bytes()))
-				require.NoError(t, err)
 				var out []xdslog.Event
-				for _, e := range ev {
+				for _, e := range log.Events(t) {
 					if e.Step == step {
 						out = append(out, e)
 					}

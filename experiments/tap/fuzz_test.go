@@ -4,12 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
-
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -47,11 +45,10 @@ func tapFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *adsfuzz.Tar
 	if _, err := cp.Publish(context.Background(), resources.State{Version: "1", InventoryPort: 18080}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	up := bufconn.Listen(1 << 20)
-	go func() { _ = cp.Serve(up) }()
+	up := bufconntest.Start(cp.Serve)
 	ft := &adsfuzz.Target{Log: &adsfuzz.Log{}}
 	ft.Rec = xdslog.NewRecorder(ft.Log, mode, xdslog.WithTap("127.0.0.1:18000"))
-	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(up), MaxRecvMsgSize: fuzzRecvLimit,
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: up.ContextDialer, MaxRecvMsgSize: fuzzRecvLimit,
 		Recorder: func(m protocol.Mode) *xdslog.Recorder {
 			if m != mode {
 				return nil // a stream of the other protocol is not recorded
@@ -61,10 +58,7 @@ func tapFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *adsfuzz.Tar
 	if err != nil {
 		t.Fatalf("new tap: %v", err)
 	}
-	if _, ft.Conn, err = adsfuzz.Serve(tp.Serve); err != nil {
-		t.Fatal(err)
-	}
-	if ft.Witness, err = adsfuzz.Witness(context.Background(), ft.Conn, mode == protocol.Delta, ft.Log, 10*time.Second); err != nil {
+	if err := ft.Serve(tp.Serve, mode == protocol.Delta); err != nil {
 		t.Fatal(err)
 	}
 	fuzzTaps[key] = ft

@@ -32,7 +32,7 @@ func startOnDemandUpstream(t *testing.T) *upstream {
 // the same sends, ACKs and redundancy as the server's own log.
 func TestDeltaVHDSThroughTheTap(t *testing.T) {
 	up := startOnDemandUpstream(t)
-	h := startTap(t, bufDialer(up.lis))
+	h := startTap(t, up.lis.ContextDialer)
 	ads, ctx := h.ads(t)
 	s, err := ads.DeltaAggregatedResources(ctx)
 	require.NoError(t, err)
@@ -64,9 +64,9 @@ func TestDeltaVHDSThroughTheTap(t *testing.T) {
 	assert.Nil(t, missing.GetResources()[0].GetResource(), "a bodiless not-found answer")
 
 	tapLog := h.logs[protocol.Delta]
-	tapLog.waitFor(t, "the tap's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
-	up.log.waitFor(t, "the server's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
-	ev := tapLog.events(t)
+	waitEvent(t, tapLog, "the tap's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
+	waitEvent(t, up.log, "the server's ACK of the not-found answer", kind(xdslog.EventAck, "VHDS", missing.GetNonce()))
+	ev := tapLog.Events(t)
 	var onDemand [][]string
 	for _, e := range ev {
 		assert.NotEqual(t, xdslog.EventUndecodable, e.Event, "%+v", e)
@@ -76,12 +76,12 @@ func TestDeltaVHDSThroughTheTap(t *testing.T) {
 		}
 	}
 	assert.Equal(t, [][]string{{quote}, {unknown}}, onDemand, "the subscribes after the first request are on demand")
-	nf := tapLog.waitFor(t, "the not-found send", kind(xdslog.EventSend, "VHDS", missing.GetNonce()))
+	nf := waitEvent(t, tapLog, "the not-found send", kind(xdslog.EventSend, "VHDS", missing.GetNonce()))
 	require.Len(t, nf.Resources, 1)
 	assert.True(t, nf.Resources[0].NotFound)
 	assert.Nil(t, nf.Resources[0].Redundant, "not content, so never redundant")
 
-	want := exchanges(up.log.events(t))
+	want := exchanges(up.log.Events(t))
 	require.Len(t, want, 6)
 	assert.Equal(t, want, exchanges(ev), "the tap records what the server recorded")
 }

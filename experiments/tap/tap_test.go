@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,48 +18,28 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	grpcstatus "google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
 // wait bounds every wait on a condition.
 const wait = 10 * time.Second
 
-// memLog is an xds.log in memory: the recorder writes it while the test reads events.
-type memLog struct{ syncbuf.Buffer }
-
-func (b *memLog) events(t *testing.T) []xdslog.Event {
+// waitEvent waits until some event of log satisfies ok and returns the first such.
+func waitEvent(t *testing.T, log *xdslogtest.Log, what string, ok func(xdslog.Event) bool) xdslog.Event {
 	t.Helper()
-	ev, _, err := xdslog.Read(bytes.NewReader(b.Bytes()))
-	require.NoError(t, err)
-	return ev
-}
-
-// waitFor waits until some event satisfies ok and returns it.
-func (b *memLog) waitFor(t *testing.T, what string, ok func(xdslog.Event) bool) xdslog.Event {
-	t.Helper()
-	var found xdslog.Event
-	require.Eventually(t, func() bool {
-		for _, e := range b.events(t) {
-			if ok(e) {
-				found = e
-				return true
-			}
-		}
-		return false
-	}, wait, time.Millisecond, "waiting for %s", what)
-	return found
+	ev := log.WaitFor(t, wait, what, func(ev []xdslog.Event) bool { return slices.ContainsFunc(ev, ok) })
+	return ev[slices.IndexFunc(ev, ok)]
 }
 
 func kind(ev, typ, nonce string) func(xdslog.Event) bool {
@@ -68,9 +49,9 @@ func kind(ev, typ, nonce string) func(xdslog.Event) bool {
 // upstream is the workbench's own control plane (publisher, cache, transport) on an
 // in-memory listener, recording into its own log.
 type upstream struct {
-	lis *bufconn.Listener
+	lis *bufconntest.Listener
 	srv *grpc.Server
-	log *memLog
+	log *xdslogtest.Log
 }
 
 func startUpstream(t *testing.T, mode protocol.Mode) *upstream {
@@ -86,7 +67,7 @@ func serveUpstream(t *testing.T, mode protocol.Mode, state resources.State, serv
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	u := &upstream{lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), log: &memLog{}}
+	u := &upstream{srv: grpc.NewServer(), log: &xdslogtest.Log{}}
 	rec := xdslog.NewRecorder(u.log, mode)
 	snapshots := frontend.NewSnapshotCache(nil)
 	var cache cachev3.Cache = snapshots
@@ -106,16 +87,15 @@ func serveUpstream(t *testing.T, mode protocol.Mode, state resources.State, serv
 	}
 	require.NoError(t, err)
 	fe.Register(u.srv)
-	go func() { _ = u.srv.Serve(u.lis) }()
-	t.Cleanup(u.srv.Stop)
+	u.lis = bufconntest.Serve(t, u.srv.Serve, u.srv.Stop)
 	return u
 }
 
 // harness is a tap between an upstream reached through dial and a client on bufconn.
 type harness struct {
 	tap  *Tap
-	lis  *bufconn.Listener
-	logs map[protocol.Mode]*memLog
+	lis  *bufconntest.Listener
+	logs map[protocol.Mode]*xdslogtest.Log
 }
 
 func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) *harness {
@@ -126,7 +106,7 @@ func startTap(t *testing.T, dial func(ctx context.Context, addr string) (net.Con
 // startTapWith is startTap with a hook the recording goroutine calls before each item.
 func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error), hook func()) *harness {
 	t.Helper()
-	h := &harness{lis: bufconn.Listen(1 << 20), logs: map[protocol.Mode]*memLog{protocol.SotW: {}, protocol.Delta: {}}}
+	h := &harness{logs: map[protocol.Mode]*xdslogtest.Log{protocol.SotW: {}, protocol.Delta: {}}}
 	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: dial, recordHook: hook, Recorder: func(mode protocol.Mode) *xdslog.Recorder {
 		r := xdslog.NewRecorder(h.logs[mode], mode, xdslog.WithTap("127.0.0.1:18000"))
 		r.BeginSession()
@@ -134,23 +114,8 @@ func startTapWith(t *testing.T, dial func(ctx context.Context, addr string) (net
 	}})
 	require.NoError(t, err)
 	h.tap = tp
-	go func() { _ = tp.Serve(h.lis) }()
-	t.Cleanup(tp.Stop)
+	h.lis = bufconntest.Serve(t, tp.Serve, tp.Stop)
 	return h
-}
-
-func bufDialer(l *bufconn.Listener) func(ctx context.Context, addr string) (net.Conn, error) {
-	return func(ctx context.Context, _ string) (net.Conn, error) { return l.DialContext(ctx) }
-}
-
-// client connects to the tap; opts add call options (the raw codec).
-func (h *harness) client(t *testing.T) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///tap", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
 }
 
 // ads returns an ADS client of the tap and a context for its streams that ends with
@@ -159,7 +124,7 @@ func (h *harness) ads(t *testing.T) (discovery.AggregatedDiscoveryServiceClient,
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	return discovery.NewAggregatedDiscoveryServiceClient(h.client(t)), ctx
+	return discovery.NewAggregatedDiscoveryServiceClient(h.lis.Dial(t)), ctx
 }
 
 // firstCDS sends the stream's first request (the node, CDS) and returns the response.
@@ -213,7 +178,7 @@ func exchanges(ev []xdslog.Event) []exchange {
 // names, hashes, redundancy); the node is on the first request; the header says tap.
 func TestSotWThroughTheTap(t *testing.T) {
 	up := startUpstream(t, protocol.SotW)
-	h := startTap(t, bufDialer(up.lis))
+	h := startTap(t, up.lis.ContextDialer)
 	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
 	require.NoError(t, err)
@@ -227,15 +192,15 @@ func TestSotWThroughTheTap(t *testing.T) {
 	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.LDS.URL(), ResponseNonce: lds.GetNonce(),
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "listener rejected"}}))
 
-	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
+	waitEvent(t, up.log, "the server's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
 	tapLog := h.logs[protocol.SotW]
-	ack := tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	ack := waitEvent(t, tapLog, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	assert.Equal(t, cds.GetVersionInfo(), ack.Accepted())
-	nack := tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
+	nack := waitEvent(t, tapLog, "the tap's NACK", kind(xdslog.EventNack, "LDS", lds.GetNonce()))
 	assert.Equal(t, "listener rejected", nack.Error)
 	assert.Equal(t, lds.GetVersionInfo(), nack.SentVersion)
 
-	ev := tapLog.events(t)
+	ev := tapLog.Events(t)
 	require.NotEmpty(t, ev)
 	assert.Equal(t, xdslog.EventSession, ev[0].Event)
 	assert.Equal(t, xdslog.SourceTap, ev[0].Source)
@@ -245,13 +210,13 @@ func TestSotWThroughTheTap(t *testing.T) {
 	for _, e := range ev {
 		assert.NotEqual(t, xdslog.EventPublish, e.Event, "a tap sees no publishes")
 	}
-	first := tapLog.waitFor(t, "the first request", func(e xdslog.Event) bool { return e.Event == xdslog.EventRequest })
+	first := waitEvent(t, tapLog, "the first request", func(e xdslog.Event) bool { return e.Event == xdslog.EventRequest })
 	assert.Equal(t, resources.NodeID, first.Node)
 	assert.Equal(t, xdslog.RequestWildcard, first.Kind)
 
 	// The server re-sends the rejected LDS (the resend policy); up to the NACK both logs
 	// must agree line by line.
-	want := exchanges(up.log.events(t))
+	want := exchanges(up.log.Events(t))
 	got := exchanges(ev)
 	require.GreaterOrEqual(t, len(want), 4, "send CDS, ack, send LDS, nack")
 	require.GreaterOrEqual(t, len(got), 4)
@@ -265,8 +230,8 @@ func TestSotWThroughTheTap(t *testing.T) {
 	// A request without the latest nonce is stale, for the tap as for the server.
 	require.NoError(t, s.Send(&discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: cds.GetVersionInfo()}))
 	stale := func(e xdslog.Event) bool { return e.Event == xdslog.EventStale && e.Type == "CDS" }
-	up.log.waitFor(t, "the server's stale", stale)
-	assert.Equal(t, cds.GetNonce(), tapLog.waitFor(t, "the tap's stale", stale).LatestNonce)
+	waitEvent(t, up.log, "the server's stale", stale)
+	assert.Equal(t, cds.GetNonce(), waitEvent(t, tapLog, "the tap's stale", stale).LatestNonce)
 
 	sends := func(ev []xdslog.Event) (n []int) {
 		for _, e := range ev {
@@ -276,13 +241,13 @@ func TestSotWThroughTheTap(t *testing.T) {
 		}
 		return n
 	}
-	assert.Equal(t, sends(up.log.events(t))[:2], sends(ev)[:2])
+	assert.Equal(t, sends(up.log.Events(t))[:2], sends(ev)[:2])
 }
 
 // TestDeltaThroughTheTap: the same for delta, with per-resource versions.
 func TestDeltaThroughTheTap(t *testing.T) {
 	up := startUpstream(t, protocol.Delta)
-	h := startTap(t, bufDialer(up.lis))
+	h := startTap(t, up.lis.ContextDialer)
 	ads, ctx := h.ads(t)
 	s, err := ads.DeltaAggregatedResources(ctx)
 	require.NoError(t, err)
@@ -297,14 +262,14 @@ func TestDeltaThroughTheTap(t *testing.T) {
 	require.NoError(t, s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.EDS.URL(), ResponseNonce: eds.GetNonce(),
 		ErrorDetail: &status.Status{Code: int32(codes.InvalidArgument), Message: "endpoints rejected"}}))
 
-	up.log.waitFor(t, "the server's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
+	waitEvent(t, up.log, "the server's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
 	tapLog := h.logs[protocol.Delta]
-	tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
-	tapLog.waitFor(t, "the tap's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
-	want := exchanges(up.log.events(t))
+	waitEvent(t, tapLog, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	waitEvent(t, tapLog, "the tap's NACK", kind(xdslog.EventNack, "EDS", eds.GetNonce()))
+	want := exchanges(up.log.Events(t))
 	require.Len(t, want, 4)
-	assert.Equal(t, want, exchanges(tapLog.events(t)))
-	assert.Equal(t, cds.GetResources()[0].GetVersion(), tapLog.waitFor(t, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
+	assert.Equal(t, want, exchanges(tapLog.Events(t)))
+	assert.Equal(t, cds.GetResources()[0].GetVersion(), waitEvent(t, tapLog, "send", kind(xdslog.EventSend, "CDS", cds.GetNonce())).Resources[0].Version)
 	assert.Zero(t, len(h.logs[protocol.SotW].Bytes()), "no SotW stream, no SotW log")
 }
 
@@ -330,7 +295,7 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 	code := grpcstatus.Code(err)
 	assert.Equal(t, codes.Unavailable, code, "the server's status: %v", err)
 	tapLog := h.logs[protocol.SotW]
-	closed := tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	closed := waitEvent(t, tapLog, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	assert.Equal(t, int64(1), closed.Stream)
 	assert.Contains(t, closed.Error, "upstream ended the stream: Unavailable")
 
@@ -353,18 +318,18 @@ func TestUpstreamGoesAwayAndComesBack(t *testing.T) {
 		return err == nil
 	}, wait, 10*time.Millisecond)
 	// The new server's nonces start again at 1: the new stream tells them apart.
-	send := tapLog.waitFor(t, "the new stream's send", func(e xdslog.Event) bool {
+	send := waitEvent(t, tapLog, "the new stream's send", func(e xdslog.Event) bool {
 		return kind(xdslog.EventSend, "CDS", cds.GetNonce())(e) && e.Stream != 1
 	})
 	opened := 0
-	for _, e := range tapLog.events(t) {
+	for _, e := range tapLog.Events(t) {
 		if e.Event == xdslog.EventStreamOpen {
 			opened++
 			assert.LessOrEqual(t, e.Stream, send.Stream)
 		}
 	}
 	assert.GreaterOrEqual(t, opened, 2, "a stream_open per stream")
-	up2.log.waitFor(t, "the new server's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
+	waitEvent(t, up2.log, "the new server's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
 }
 
 // rawUpstream is a server that speaks bytes: it keeps what it receives and answers with
@@ -377,8 +342,7 @@ type rawUpstream struct {
 	end     error
 }
 
-func (u *rawUpstream) serve(t *testing.T) *bufconn.Listener {
-	lis := bufconn.Listen(1 << 20)
+func (u *rawUpstream) serve(t *testing.T) *bufconntest.Listener {
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, s grpc.ServerStream) error {
 		u.mu.Lock()
 		u.streams++
@@ -400,9 +364,7 @@ func (u *rawUpstream) serve(t *testing.T) *bufconn.Listener {
 		}
 		return u.end
 	}))
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis
+	return bufconntest.Serve(t, srv.Serve, srv.Stop)
 }
 
 // TestBytesForwardedUnchanged: garbage and valid messages pass through the tap
@@ -417,9 +379,9 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	garbage := []byte{0xff, 0xff, 0xff, 0xff, 0x0f}
 	u := &rawUpstream{answer: [][]byte{garbage, resp, valid}, end: grpcstatus.Error(codes.Unavailable, "server going away")}
-	h := startTap(t, bufDialer(u.serve(t)))
+	h := startTap(t, u.serve(t).ContextDialer)
 
-	conn := h.client(t)
+	conn := h.lis.Dial(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
@@ -444,9 +406,9 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 	u.mu.Unlock()
 
 	tapLog := h.logs[protocol.SotW]
-	tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	waitEvent(t, tapLog, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	var und []xdslog.Event
-	for _, e := range tapLog.events(t) {
+	for _, e := range tapLog.Events(t) {
 		if e.Event == xdslog.EventUndecodable {
 			und = append(und, e)
 		}
@@ -458,20 +420,20 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 	assert.Contains(t, und[1].Error, "Secret")
 	assert.Equal(t, xdslog.KindResponse, und[2].Kind)
 	assert.Contains(t, und[2].Error, "not a DiscoveryResponse")
-	closed := tapLog.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	closed := waitEvent(t, tapLog, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	assert.Equal(t, "upstream ended the stream: Unavailable: server going away", closed.Error)
-	tapLog.waitFor(t, "the send", kind(xdslog.EventSend, "CDS", "n1"))
+	waitEvent(t, tapLog, "the send", kind(xdslog.EventSend, "CDS", "n1"))
 }
 
 // TestNoUpstream: a stream the upstream cannot take ends with Unavailable, recorded.
 func TestNoUpstream(t *testing.T) {
 	h := startTap(t, func(context.Context, string) (net.Conn, error) { return nil, io.ErrClosedPipe })
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.lis.Dial(t))
 	s, err := ads.DeltaAggregatedResources(context.Background())
 	require.NoError(t, err)
 	_, err = s.Recv()
 	assert.Equal(t, codes.Unavailable, grpcstatus.Code(err))
-	closed := h.logs[protocol.Delta].waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	closed := waitEvent(t, h.logs[protocol.Delta], "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	assert.Contains(t, closed.Error, "Unavailable")
 }
 
@@ -480,14 +442,14 @@ func TestNoUpstream(t *testing.T) {
 func TestSteps(t *testing.T) {
 	h := startTap(t, func(context.Context, string) (net.Conn, error) { return nil, io.ErrClosedPipe })
 	h.tap.SetStep("w1")
-	ads := discovery.NewAggregatedDiscoveryServiceClient(h.client(t))
+	ads := discovery.NewAggregatedDiscoveryServiceClient(h.lis.Dial(t))
 	s, err := ads.StreamAggregatedResources(context.Background())
 	require.NoError(t, err)
 	_, _ = s.Recv()
 	lg := h.logs[protocol.SotW]
-	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	waitEvent(t, lg, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	h.tap.SetStep("w2")
-	ev := lg.events(t)
+	ev := lg.Events(t)
 	var steps []string
 	for _, e := range ev {
 		if e.Event == xdslog.EventStep {
@@ -515,9 +477,9 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	first, err := proto.Marshal(&discovery.DiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
 	require.NoError(t, err)
 	u := &rawUpstream{answer: [][]byte{{0xff}, resp}, end: grpcstatus.Error(codes.Unavailable, "bye")}
-	h := startTap(t, bufDialer(u.serve(t)))
+	h := startTap(t, u.serve(t).ContextDialer)
 	h.tap.SetStep("w1")
-	s, err := h.client(t).NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
+	s, err := h.lis.Dial(t).NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
 	require.NoError(t, err)
 	require.NoError(t, s.SendMsg(&frame{data: first}))
 	require.NoError(t, s.SendMsg(&frame{data: []byte{0xff}}))
@@ -528,7 +490,7 @@ func TestCompareReadsTapLogs(t *testing.T) {
 	var f frame
 	require.Error(t, s.RecvMsg(&f))
 	lg := h.logs[protocol.SotW]
-	lg.waitFor(t, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
+	waitEvent(t, lg, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })
 	data := lg.Bytes()
 
 	a, _ := renderComparison(t, "A", data, "B", data)
@@ -562,15 +524,9 @@ func renderComparison(t *testing.T, nameA string, logA []byte, nameB string, log
 func TestMessageSizeLimits(t *testing.T) {
 	u := &rawUpstream{answer: [][]byte{{0x01}}}
 	lis := u.serve(t)
-	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: bufDialer(lis), MaxRecvMsgSize: 64})
+	tp, err := New(Config{Upstream: "127.0.0.1:18000", Dialer: lis.ContextDialer, MaxRecvMsgSize: 64})
 	require.NoError(t, err)
-	down := bufconn.Listen(1 << 20)
-	go func() { _ = tp.Serve(down) }()
-	t.Cleanup(tp.Stop)
-	conn, err := grpc.NewClient("passthrough:///tap", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return down.DialContext(ctx) }))
-	require.NoError(t, err)
-	defer conn.Close()
+	conn := bufconntest.Serve(t, tp.Serve, tp.Stop).Dial(t)
 	s, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, SotWMethod, grpc.ForceCodec(rawCodec{}))
 	require.NoError(t, err)
 	require.NoError(t, s.SendMsg(&frame{data: bytes.Repeat([]byte{0x0a}, 100)}))
@@ -588,7 +544,7 @@ func startHeldTap(t *testing.T) (up *upstream, h *harness, s discovery.Aggregate
 	t.Helper()
 	up = startUpstream(t, protocol.SotW)
 	gate = make(chan struct{})
-	h = startTapWith(t, bufDialer(up.lis), func() { <-gate })
+	h = startTapWith(t, up.lis.ContextDialer, func() { <-gate })
 	ads, ctx := h.ads(t)
 	s, err := ads.StreamAggregatedResources(ctx)
 	require.NoError(t, err)
@@ -607,23 +563,23 @@ func TestRecordingOffTheForwardingPath(t *testing.T) {
 	cds := firstCDS(t, s)
 	received := time.Now()
 	ackCDS(t, s, cds)
-	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	waitEvent(t, up.log, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 	acked := time.Now()
 	tapLog := h.logs[protocol.SotW]
-	for _, e := range tapLog.events(t) {
+	for _, e := range tapLog.Events(t) {
 		require.Equal(t, xdslog.EventSession, e.Event, "nothing but the session line is recorded while the recorder is held")
 	}
 
 	released := time.Now()
 	close(gate)
-	ack := tapLog.waitFor(t, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
-	send := tapLog.waitFor(t, "the tap's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
+	ack := waitEvent(t, tapLog, "the tap's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	send := waitEvent(t, tapLog, "the tap's send", kind(xdslog.EventSend, "CDS", cds.GetNonce()))
 	assert.False(t, send.TS.After(received), "send stamped %s, after the client received it at %s", send.TS, received)
 	assert.False(t, ack.TS.After(acked), "ACK stamped %s, after the server had it at %s", ack.TS, acked)
 	assert.True(t, ack.TS.Before(released), "ACK stamped at recording time %s", ack.TS)
 	require.NotNil(t, ack.LatencyMS)
 	assert.Equal(t, float64(ack.TS.Sub(send.TS).Microseconds())/1000, *ack.LatencyMS, "ACK latency from the observed times")
-	assert.Equal(t, exchanges(up.log.events(t))[:2], exchanges(tapLog.events(t))[:2])
+	assert.Equal(t, exchanges(up.log.Events(t))[:2], exchanges(tapLog.Events(t))[:2])
 }
 
 // TestStopDrainsTheQueue: Stop returns only once everything queued is recorded, the
@@ -632,7 +588,7 @@ func TestStopDrainsTheQueue(t *testing.T) {
 	up, h, s, gate := startHeldTap(t)
 	cds := firstCDS(t, s)
 	ackCDS(t, s, cds)
-	up.log.waitFor(t, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
+	waitEvent(t, up.log, "the server's ACK", kind(xdslog.EventAck, "CDS", cds.GetNonce()))
 
 	stopped := make(chan struct{})
 	go func() { h.tap.Stop(); close(stopped) }()
@@ -649,10 +605,10 @@ func TestStopDrainsTheQueue(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	var got []string
-	for _, e := range h.logs[protocol.SotW].events(t) {
+	for _, e := range h.logs[protocol.SotW].Events(t) {
 		got = append(got, e.Event)
 	}
 	assert.Equal(t, []string{xdslog.EventSession, xdslog.EventStreamOpen, xdslog.EventRequest, xdslog.EventSend, xdslog.EventAck, xdslog.EventStreamClose}, got)
-	ev := h.logs[protocol.SotW].events(t)
+	ev := h.logs[protocol.SotW].Events(t)
 	assert.Equal(t, "tap stopped", ev[len(ev)-1].Error)
 }

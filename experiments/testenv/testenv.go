@@ -3,11 +3,13 @@
 // a browser or a long time are skipped; without a component they need they are skipped
 // with an install hint, except under CI=true, where a missing component fails loudly
 // rather than quietly skipping every test that needs it. One policy, shared by every
-// package's tests; only _test.go files and test-helper packages import it.
+// package's tests; only _test.go files and test-helper packages import it. FakeEnvoy
+// stands in for Envoy where a test finds one but runs none.
 package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -48,4 +50,18 @@ func Missing(t testing.TB, what string, err error, skip string) {
 	}
 	t.Log(err)
 	t.Skip(skip)
+}
+
+// FakeEnvoy writes an executable named envoy into a new temporary directory of t and
+// returns its path: a script that prints what `envoy --version` prints for version, for
+// the tests of finding Envoy without running one. It is here, not in package envoytest,
+// for the reason EnvoyNotFound is.
+func FakeEnvoy(t testing.TB, version string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "envoy")
+	script := "#!/bin/sh\necho\necho \"$0  version: 0123abcd/" + version + "/Clean/RELEASE/BoringSSL\"\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatalf("write the fake envoy: %v", err)
+	}
+	return path
 }

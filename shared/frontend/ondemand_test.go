@@ -3,7 +3,6 @@ package frontend
 import (
 	"bytes"
 	"context"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -16,9 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -31,18 +29,15 @@ type vhdsStream struct {
 
 func serveDelta(t *testing.T, cache cachev3.Cache) *vhdsStream {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
 	ctx, cancel := context.WithCancel(context.Background())
-	discovery.RegisterAggregatedDiscoveryServiceServer(srv, serverv3.NewServer(ctx, cache, nil))
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return lis.Dial() }))
-	require.NoError(t, err)
+	t.Cleanup(cancel)
+	lis := bufconntest.ServeGRPC(t, func(srv *grpc.Server) {
+		discovery.RegisterAggregatedDiscoveryServiceServer(srv, serverv3.NewServer(ctx, cache, nil))
+	})
 	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-	s, err := discovery.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(sctx)
+	t.Cleanup(scancel)
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(lis.Dial(t)).DeltaAggregatedResources(sctx)
 	require.NoError(t, err)
-	t.Cleanup(func() { scancel(); conn.Close(); cancel(); srv.Stop() })
 	return &vhdsStream{t: t, s: s}
 }
 

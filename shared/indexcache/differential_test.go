@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -23,10 +22,9 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/indexcache"
 )
 
@@ -122,15 +120,10 @@ func newSides(t *testing.T, broken bool) [2]*side {
 
 func serveCache(t *testing.T, c cachev3.Cache) *grpc.ClientConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	discovery.RegisterAggregatedDiscoveryServiceServer(srv, serverv3.NewServer(ctx, c, nil, sotwserver.WithOrderedADS()))
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(); srv.Stop(); cancel() })
-	return conn
+	t.Cleanup(cancel)
+	return bufconntest.ServeGRPC(t, func(srv *grpc.Server) {
+		discovery.RegisterAggregatedDiscoveryServiceServer(srv, serverv3.NewServer(ctx, c, nil, sotwserver.WithOrderedADS()))
+	}).Dial(t)
 }
 
 // probed answers the probe type at once and passes everything else to the cache.

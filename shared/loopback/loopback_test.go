@@ -70,10 +70,27 @@ func TestPorts(t *testing.T) {
 	assert.ErrorContains(t, err, `"abc" is not a number`)
 }
 
+// TestFreePort: FreePort's port is a valid port that binds on 127.0.0.1 at once (its
+// own probe is closed) and takes connections there; closed, its listener releases it:
+// nothing answers on it, and it binds again.
 func TestFreePort(t *testing.T) {
 	free, err := FreePort()
 	require.NoError(t, err)
-	assert.NoError(t, ValidatePort(free))
+	t.Cleanup(func() { Release(free) })
+	require.NoError(t, ValidatePort(free))
+	for range 2 {
+		l, err := net.Listen("tcp", Addr(free))
+		require.NoError(t, err, "port %d binds", free)
+		bound := l.Addr().(*net.TCPAddr)
+		assert.Equal(t, "127.0.0.1", bound.IP.String())
+		assert.Equal(t, free, bound.Port)
+		c, err := net.DialTimeout("tcp", Addr(free), 5*time.Second)
+		require.NoError(t, err, "a client reaches 127.0.0.1:%d", free)
+		require.NoError(t, c.Close())
+		require.NoError(t, l.Close())
+		_, err = net.DialTimeout("tcp", Addr(free), 5*time.Second)
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED, "nothing listens once the listener is closed")
+	}
 }
 
 // TestListenNamesThePortAndItsHolder: a port held by this process, or by another one,

@@ -2,15 +2,14 @@ package envoytest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 // recordingTB captures how find ends a test without ending this one.
@@ -67,7 +66,7 @@ func TestRequireWithoutEnvoy(t *testing.T) {
 }
 
 func TestRequireWithEnvoy(t *testing.T) {
-	fake := fakeEnvoy(t, "1.40.0")
+	fake := testenv.FakeEnvoy(t, "1.40.0")
 	t.Setenv("ENVOY_BIN", fake)
 	t.Setenv("CI", "true")
 	r := &recordingTB{TB: t}
@@ -76,13 +75,4 @@ func TestRequireWithEnvoy(t *testing.T) {
 	assert.Equal(t, envoy.Binary{Path: fake, Source: envoy.SourceEnv, Version: "1.40.0",
 		VersionLine: fake + "  version: 0123abcd/1.40.0/Clean/RELEASE/BoringSSL"}, b)
 	assert.Equal(t, filepath.Base(fake), "envoy")
-}
-
-// fakeEnvoy writes a script that prints what `envoy --version` prints for version.
-func fakeEnvoy(t *testing.T, version string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "envoy")
-	script := "#!/bin/sh\necho\necho \"$0  version: 0123abcd/" + version + "/Clean/RELEASE/BoringSSL\"\n"
-	require.NoError(t, os.WriteFile(path, []byte(script), 0o755))
-	return path
 }

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -50,14 +49,14 @@ func (t *Target) Check(baseline int) error {
 	return nil
 }
 
-// Serve serves on a new in-memory listener and returns it and a connection to it.
-func Serve(serve func(net.Listener) error) (*bufconn.Listener, *grpc.ClientConn, error) {
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+// Serve serves serve (a server's Serve) in memory for the rest of the process, connects
+// t to it and opens the witness stream (Witness) of the protocol delta says.
+func (t *Target) Serve(serve func(net.Listener) error, delta bool) error {
+	conn, err := bufconntest.Start(serve).NewClient()
 	if err != nil {
-		return nil, nil, fmt.Errorf("dial bufconn: %w", err)
+		return fmt.Errorf("dial bufconn: %w", err)
 	}
-	return lis, conn, nil
+	t.Conn = conn
+	t.Witness, err = Witness(context.Background(), conn, delta, t.Log, 10*time.Second)
+	return err
 }

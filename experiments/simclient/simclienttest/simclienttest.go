@@ -7,6 +7,8 @@ package simclienttest
 import (
 	"context"
 	"sync"
+	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -30,4 +32,17 @@ func Start(ctx context.Context, c *simclient.Client, conn grpc.ClientConnInterfa
 			<-done
 		})
 	}
+}
+
+// WaitFor waits until c's state satisfies cond and returns that state; when within
+// passes first it fails t, naming what it waited for.
+func WaitFor(t testing.TB, c *simclient.Client, within time.Duration, what string, cond func(simclient.State) bool) simclient.State {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	s, err := c.WaitFor(ctx, cond)
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v", within, what, err)
+	}
+	return s
 }

@@ -2,17 +2,14 @@ package simclienttest
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/protocol"
 )
 
@@ -20,10 +17,9 @@ import (
 // server answers: the client need only run.
 func TestStopEndsTheClient(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	lis := bufconn.Listen(1 << 10)
+	lis := bufconntest.Listen()
 	defer lis.Close()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	conn, err := lis.NewClient()
 	require.NoError(t, err)
 	defer conn.Close()
 	c, err := simclient.New(protocol.SotW, "")
