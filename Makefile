@@ -247,4 +247,4 @@ clean:
 SOAK_PUBLISHES ?= 10000
 
 soak: envoy
-	LAB_SOAK_PUBLISHES=$(SOAK_PUBLISHES) $(GO) test -count=1 -timeout 30m -run TestSoak -v ./cmd/lab/
+	LAB_SOAK_PUBLISHES=$(SOAK_PUBLISHES) $(GO) test -count=1 -timeout 30m -run TestSoak -v ./experiments/serve/

@@ -624,3 +624,45 @@ func holdsAnything(dir string) (string, bool) {
 	}
 	return fmt.Sprintf("%d files (%s, ...)", len(ents), ents[0].Name()), true
 }
+
+// byteSize is a size flag: a whole number of bytes with an optional unit (KiB, MiB, GiB,
+// or KB, MB, GB), e.g. 256MiB.
+type byteSize struct{ n *int64 }
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+
+func (b byteSize) String() string {
+	if b.n == nil {
+		return "0"
+	}
+	for _, u := range sizeUnits[:3] {
+		if *b.n >= u.mult && *b.n%u.mult == 0 && *b.n/u.mult < 1<<10 {
+			return fmt.Sprintf("%d%s", *b.n/u.mult, u.suffix)
+		}
+	}
+	return strconv.FormatInt(*b.n, 10)
+}
+
+func (b byteSize) Set(s string) error {
+	num, mult := s, int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v < 0 || v > (1<<50)/mult {
+		return fmt.Errorf("not a size (want bytes, or a number with KiB, MiB or GiB, e.g. 256MiB)")
+	}
+	*b.n = v * mult
+	return nil
+}
+
+func (byteSize) Type() string { return "size" }
+
+// mib writes n bytes in MiB, one decimal.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

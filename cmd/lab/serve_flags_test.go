@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/experiments/serve"
+	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/protocol"
 )
 
 // TestServeRefusesBadFlags: through the command line, every bad address, port, limit
@@ -62,10 +70,95 @@ func TestServeRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// TestServeAcceptsLocalhost: localhost means 127.0.0.1, and validation maps it so.
-func TestServeAcceptsLocalhost(t *testing.T) {
-	o := serveTestOptions(t, "sotw")
-	o.xdsAddr = "localhost:0"
-	require.NoError(t, o.validate())
-	assert.Equal(t, "127.0.0.1:0", o.xdsAddr)
+// serveParsed runs lab serve's command on args with a run that only keeps the options.
+func serveParsed(t *testing.T, args ...string) serve.Options {
+	t.Helper()
+	var got serve.Options
+	cmd := newServeCmdWith(func(_ context.Context, o serve.Options, _ io.Reader, _, _ io.Writer) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	require.NoError(t, cmd.Execute())
+	return got
+}
+
+// TestServeFreePortsFlag: --free-ports is a serve flag, and the flags given are the
+// options serve keeps (Options.Given names options, not flags).
+func TestServeFreePortsFlag(t *testing.T) {
+	o := serveParsed(t, "--mode", "sotw", "--free-ports", "--listener-port", "19500")
+	assert.True(t, o.FreePorts)
+	assert.Equal(t, 19500, o.ListenerPort)
+	require.NotNil(t, o.Given)
+	assert.True(t, o.Given(serve.OptionListenerPort))
+	assert.False(t, o.Given(serve.OptionInventoryPort))
+	assert.False(t, o.Given(serve.OptionXDSAddr))
+}
+
+// TestServeFlagsReachOptions: each flag lands in its serve option.
+func TestServeFlagsReachOptions(t *testing.T) {
+	o := serveParsed(t, "--mode", "delta", "--xds-addr", "localhost:18001", "--node-id", "n", "--inventory-port", "18090",
+		"--log", "d.log", "--max-log-size", "1MiB", "--cache", "linear", "--on-demand", "vhds", "--max-streams", "7",
+		"--keepalive-min-time", "2s", "--quiet", "--with-envoy", "--with-inventory", "--metrics-addr", "127.0.0.1:0")
+	assert.Equal(t, protocol.Delta, o.Mode)
+	assert.Equal(t, "127.0.0.1:18001", o.XDSAddr)
+	assert.Equal(t, "n", o.NodeID)
+	assert.Equal(t, 18090, o.InventoryPort)
+	assert.Equal(t, "d.log", o.LogPath)
+	assert.Equal(t, int64(1<<20), o.MaxLogSize)
+	assert.Equal(t, frontend.LinearCache, o.Cache)
+	assert.True(t, o.OnDemand.VirtualHosts)
+	assert.Equal(t, 7, o.Limits.MaxStreams)
+	assert.Equal(t, 2*time.Second, o.Limits.KeepaliveMinTime)
+	assert.True(t, o.Quiet && o.WithEnvoy && o.WithInventory)
+	assert.Equal(t, "127.0.0.1:0", o.MetricsAddr)
+	assert.Equal(t, serve.ClientEnvoy, o.Client)
+}
+
+// TestServeRefusalNamesTheFlag: a refusal of experiments/serve reads as the flag's, with
+// its value; other errors pass unchanged.
+func TestServeRefusalNamesTheFlag(t *testing.T) {
+	o := serve.DefaultOptions()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&option.Error{Option: serve.OptionWithEnvoy, Err: os.ErrNotExist}, "--with-envoy: file does not exist"},
+		{&option.Error{Option: serve.OptionXDSAddr, Value: "127.0.0.1:18000", Err: os.ErrExist}, "--xds-addr 127.0.0.1:18000: file already exists"},
+		{&option.Error{Option: serve.OptionInventoryPort, Value: "65535", Err: serve.ErrNoRoomForV2}, "--inventory-port 65535: --with-inventory serves v2 on the next port (want at most 65534)"},
+		{&option.Error{Option: "no such option", Value: "x", Err: os.ErrExist}, "no such option x: file already exists"},
+		{os.ErrClosed, os.ErrClosed.Error()},
+	} {
+		assert.EqualError(t, serveRefusal(c.err, o), c.want)
+	}
+	assert.NoError(t, serveRefusal(nil, o))
+}
+
+// TestServeHelpListsTheCommands: lab serve --help lists the commands for both clients.
+func TestServeHelpListsTheCommands(t *testing.T) {
+	assert.Contains(t, newServeCmd().Long, serve.Help(""))
+}
+
+func TestServeCommandFlags(t *testing.T) {
+	_, _, err := runLabArgs(t, "serve")
+	require.Error(t, err)
+	assert.EqualError(t, err, "--mode: not given (want sotw or delta)")
+	_, _, err = runLabArgs(t, "serve", "--mode", "sotw", "extra")
+	require.Error(t, err)
+
+	cmd := newServeCmd()
+	assert.NotEmpty(t, cmd.Example)
+	defaults := map[string]string{
+		"xds-addr": "127.0.0.1:18000", "node-id": "teaching-envoy", "inventory-port": "18080",
+		"listener-port": "19000", "log": "xds.log", "max-recv-msg-bytes": "4194304",
+		"max-send-msg-bytes": "67108864", "max-concurrent-streams": "16", "max-streams": "2048",
+		"keepalive-min-time": "10s", "sotw-versions": "", "nack-policy": "", "cache": "snapshot",
+	}
+	for name, want := range defaults {
+		f := cmd.Flags().Lookup(name)
+		require.NotNil(t, f, "flag --%s", name)
+		assert.Equal(t, want, f.DefValue, "flag --%s", name)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/serve"
 	"github.com/xds-workbench/lab/experiments/tap"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -194,7 +195,7 @@ func (l *tapLogs) recorder(mode protocol.Mode) *xdslog.Recorder {
 	if fi, err := f.Stat(); err == nil {
 		before = fi.Size()
 	}
-	rec := xdslog.NewRecorder(f, mode, xdslog.WithTap(l.upstream), xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(DefaultMaxLogSize))
+	rec := xdslog.NewRecorder(f, mode, xdslog.WithTap(l.upstream), xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(serve.DefaultMaxLogSize))
 	rec.BeginSession()
 	if before > 0 {
 		fmt.Fprintf(l.out, "%s already held %s: this tap appends a new session; lab compare --session picks one\n", path, mib(before))
@@ -274,12 +275,12 @@ func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writ
 		return nil
 	}
 	names := map[string]int{}
-	serveEachLine(ctx, in, out, errOut, func(text string) (stop bool) {
+	serve.EachLine(ctx, in, out, errOut, func(text string) (stop bool) {
 		name := strings.TrimSpace(text)
 		if name == "" {
 			return false
 		}
-		name = uniqueStep(names, name)
+		name = serve.UniqueStep(names, name)
 		t.SetStep(name)
 		fmt.Fprintf(out, "step %s\n", name)
 		return false

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"fmt"
@@ -18,11 +18,11 @@ import (
 )
 
 // serveEnvoyOptions: serve --with-envoy --with-inventory on free ports.
-func serveEnvoyOptions(t *testing.T, bin envoy.Binary) serveOptions {
+func serveEnvoyOptions(t *testing.T, bin envoy.Binary) Options {
 	o := serveTestOptions(t, protocol.SotW)
 	ports := freePorts(t, 3)
-	o.withEnvoy, o.withInventory, o.envoyBin = true, true, bin.Path
-	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]
+	o.WithEnvoy, o.WithInventory, o.EnvoyBin = true, true, bin.Path
+	o.ListenerPort, o.InventoryPort, o.V2Port = ports[0], ports[1], ports[2]
 	return o
 }
 
@@ -64,15 +64,15 @@ func TestServeWithEnvoy(t *testing.T) {
 	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
 	s := startServeSession(t, o)
-	s.waitLine(10*time.Second, fmt.Sprintf(`^out: inventory: v1 on 127\.0\.0\.1:%d, v2 on 127\.0\.0\.1:%d \(port %d moves the traffic to v2\)$`, o.inventoryPort, o.v2Port, o.v2Port))
+	s.waitLine(10*time.Second, fmt.Sprintf(`^out: inventory: v1 on 127\.0\.0\.1:%d, v2 on 127\.0\.0\.1:%d \(port %d moves the traffic to v2\)$`, o.InventoryPort, o.V2Port, o.V2Port))
 	s.waitLine(30*time.Second, `^out: envoy: pid \d+, admin http://127\.0\.0\.1:\d+, bootstrap as lab bootstrap --mode sotw --xds-addr 127\.0\.0\.1:\d+ --admin-port 0 prints; listener 127\.0\.0\.1:\d+ \(type request to send /quote\?sku=paper through it\)$`)
 	s.waitLine(30*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\)$`)
 	for _, typ := range []string{"CDS", "EDS", "LDS", "RDS"} {
 		s.waitLine(30*time.Second, `^out: stream 1 `+typ+` ACK version 1$`)
 	}
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.inventoryPort))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.InventoryPort))
 
-	s.send(fmt.Sprintf("port %d", o.v2Port))
+	s.send(fmt.Sprintf("port %d", o.V2Port))
 	s.waitLine(30*time.Second, `^out: stream 1 EDS ACK version 2$`)
 	st := streamStatus(t, s.waitStatus(30*time.Second, "every type SYNCED at 2", func(st serveStatus) bool {
 		if len(st.Streams) != 1 {
@@ -88,7 +88,7 @@ func TestServeWithEnvoy(t *testing.T) {
 	assert.Equal(t, "teaching-envoy", st.Node)
 	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, st.Peer)
 	assert.Equal(t, "2", st.Accepted["EDS"]["inventory"].Version)
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.v2Port))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.V2Port))
 
 	s.send("invalid")
 	s.waitLine(30*time.Second, `^out: stream 1 RDS NACK of version 3 \(the client keeps version 2\): field: "path_specifier", reason: is required$`)
@@ -113,7 +113,7 @@ func TestServeWithEnvoy(t *testing.T) {
 	s.stop()
 	s.waitLine(10*time.Second, `^out: stream 1 closed: `)
 
-	ev, _, err := xdslog.ReadFile(o.logPath)
+	ev, _, err := xdslog.ReadFile(o.LogPath)
 	require.NoError(t, err)
 	steps := map[string]bool{}
 	answered := map[string]bool{}
@@ -125,7 +125,7 @@ func TestServeWithEnvoy(t *testing.T) {
 			answered[e.Backend] = true
 		}
 	}
-	for _, want := range []string{fmt.Sprintf("port %d", o.v2Port), "invalid", "valid", "request"} {
+	for _, want := range []string{fmt.Sprintf("port %d", o.V2Port), "invalid", "valid", "request"} {
 		assert.True(t, steps[want], "step %q in xds.log (have %v)", want, steps)
 	}
 	assert.Equal(t, map[string]bool{"v1": true, "v2": true}, answered, "the requests are data-plane events")
@@ -136,7 +136,7 @@ func TestServeWithEnvoy(t *testing.T) {
 func TestServeWithEnvoyWrongNode(t *testing.T) {
 	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
-	o.nodeID = "other"
+	o.NodeID = "other"
 	s := startServeSession(t, o)
 	s.waitLine(30*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\); no state for this node ID: this server publishes to node other `)
 	st := s.waitStatus(30*time.Second, "the stream's node", func(st serveStatus) bool {
@@ -157,7 +157,7 @@ func TestServeWithEnvoyRemove(t *testing.T) {
 	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		t.Run(mode.String(), func(t *testing.T) {
 			o := serveEnvoyOptions(t, bin)
-			o.mode = mode
+			o.Mode = mode
 			s := startServeSession(t, o)
 			s.waitLine(30*time.Second, `^out: stream 1 RDS ACK version 1$`)
 			s.send("remove")
@@ -176,20 +176,20 @@ func TestServeWithEnvoyRemove(t *testing.T) {
 func TestServeOnDemandWithEnvoy(t *testing.T) {
 	bin := envoytest.Require(t)
 	o := serveEnvoyOptions(t, bin)
-	o.mode = protocol.Delta
-	o.onDemand = resources.OnDemand{VirtualHosts: true, Clusters: true}
+	o.Mode = protocol.Delta
+	o.OnDemand = resources.OnDemand{VirtualHosts: true, Clusters: true}
 	s := startServeSession(t, o)
 	for _, typ := range []string{"LDS", "RDS", "VHDS"} {
 		s.waitLine(30*time.Second, `^out: stream 1 `+typ+` ACK version 1$`)
 	}
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.inventoryPort))
-	s.send(fmt.Sprintf("port %d", o.v2Port))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), response flags -$`, o.InventoryPort))
+	s.send(fmt.Sprintf("port %d", o.V2Port))
 	s.waitLine(30*time.Second, `^out: stream 1 EDS ACK version 2$`)
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.v2Port))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), response flags -$`, o.V2Port))
 	s.stop()
 	s.waitLine(10*time.Second, `^out: stream 1 closed: `)
 
-	ev, _, err := xdslog.ReadFile(o.logPath)
+	ev, _, err := xdslog.ReadFile(o.LogPath)
 	require.NoError(t, err)
 	added := map[string][]string{}
 	for _, e := range ev {

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"fmt"
@@ -18,20 +18,20 @@ import (
 func TestServeWithGRPCClient(t *testing.T) {
 	o := serveTestOptions(t, protocol.SotW)
 	ports := freePorts(t, 3)
-	o.client, o.withInventory, o.grpcCommand = serveClientGRPC, true, grpcclienttest.Command(t)
-	o.listenerPort, o.inventoryPort, o.v2Port = ports[0], ports[1], ports[2]
-	o.nackPolicy = "hold" // one NACK, not the library's endless re-send to this client too
+	o.Client, o.WithInventory, o.GRPCCommand = ClientGRPC, true, grpcclienttest.Command(t)
+	o.ListenerPort, o.InventoryPort, o.V2Port = ports[0], ports[1], ports[2]
+	o.NackPolicy = "hold" // one NACK, not the library's endless re-send to this client too
 	s := startServeSession(t, o)
-	s.waitLine(30*time.Second, fmt.Sprintf(`^out: grpc client: pid \d+, grpc-go's xDS client dialing xds:///quote-listener; front door http://127\.0\.0\.1:%d \(type request to send /quote\?sku=paper through it as one RPC\), CSDS on 127\.0\.0\.1:\d+$`, o.listenerPort))
+	s.waitLine(30*time.Second, fmt.Sprintf(`^out: grpc client: pid \d+, grpc-go's xDS client dialing xds:///quote-listener; front door http://127\.0\.0\.1:%d \(type request to send /quote\?sku=paper through it as one RPC\), CSDS on 127\.0\.0\.1:\d+$`, o.ListenerPort))
 	s.waitLine(30*time.Second, `^out: stream 1 open: node teaching-envoy from 127\.0\.0\.1:\d+ \(sotw ADS\)$`)
 	for _, typ := range []string{"LDS", "RDS", "CDS", "EDS"} {
 		s.waitLine(30*time.Second, `^out: stream 1 `+typ+` ACK version 1$`)
 	}
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), rpc OK$`, o.inventoryPort))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v1 \(127\.0\.0\.1:%d\), rpc OK$`, o.InventoryPort))
 
-	s.send(fmt.Sprintf("port %d", o.v2Port))
+	s.send(fmt.Sprintf("port %d", o.V2Port))
 	s.waitLine(30*time.Second, `^out: stream 1 EDS ACK version 2$`)
-	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), rpc OK$`, o.v2Port))
+	s.request(t, fmt.Sprintf(`^out: request serve-\d+: 200, answered by v2 \(127\.0\.0\.1:%d\), rpc OK$`, o.V2Port))
 
 	s.send("invalid")
 	s.waitLine(30*time.Second, `^out: stream 1 RDS NACK of version 3 \(the client keeps version 2\): error parsing "RouteConfigResource" response: resource "quote-route": received route is invalid: `)

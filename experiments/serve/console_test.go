@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// serveSession drives runServe through a pipe: send writes a command line, waitLine
+// serveSession drives Run through a pipe: send writes a command line, waitLine
 // waits for an output line matching a pattern, statusJSON runs status --json and decodes
 // its line.
 type serveSession struct {
@@ -37,23 +37,23 @@ type serveSession struct {
 	n    int // status marks sent so far
 }
 
-// startServeSession runs runServe in the background and waits for the ADS address it
+// startServeSession runs Run in the background and waits for the ADS address it
 // serves on.
-func startServeSession(t *testing.T, o serveOptions) *serveSession {
+func startServeSession(t *testing.T, o Options) *serveSession {
 	t.Helper()
 	return startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) `)
 }
 
 // startServeSessionLine is startServeSession waiting for a serving line matching line,
 // a pattern whose one group is the address.
-func startServeSessionLine(t *testing.T, o serveOptions, line string) *serveSession {
+func startServeSessionLine(t *testing.T, o Options, line string) *serveSession {
 	t.Helper()
 	out := newServeLines()
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	s := &serveSession{t: t, ctx: ctx, out: out, inW: inW, done: make(chan error, 1)}
-	go func() { s.done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+	go func() { s.done <- Run(ctx, o, inR, out.writer("out"), out.writer("err")) }()
 	s.addr = serveAddr(t, out, line)
 	return s
 }
@@ -132,13 +132,13 @@ func (s *serveSession) waitStatus(timeout time.Duration, what string, cond func(
 	return st
 }
 
-// stop ends the input and requires runServe to return without error.
+// stop ends the input and requires Run to return without error.
 func (s *serveSession) stop() {
 	s.t.Helper()
 	require.NoError(s.t, s.end(30*time.Second))
 }
 
-// end ends the input and returns runServe's error; it fails the test should runServe
+// end ends the input and returns Run's error; it fails the test should Run
 // not return within the timeout.
 func (s *serveSession) end(within time.Duration) error {
 	s.t.Helper()
@@ -147,7 +147,7 @@ func (s *serveSession) end(within time.Duration) error {
 	case err := <-s.done:
 		return err
 	case <-time.After(within):
-		s.t.Fatal("runServe did not stop at end of input")
+		s.t.Fatal("Run did not stop at end of input")
 		return nil
 	}
 }
@@ -206,8 +206,8 @@ func TestServeConsoleQuietAndWrongNode(t *testing.T) {
 	for _, quiet := range []bool{false, true} {
 		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) {
 			o := serveTestOptions(t, protocol.SotW)
-			o.nodeID = "other"
-			o.quiet = quiet
+			o.NodeID = "other"
+			o.Quiet = quiet
 			s := startServeSession(t, o)
 			ctx, stopClient := context.WithCancel(t.Context())
 			defer stopClient()

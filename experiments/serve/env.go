@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -50,29 +50,29 @@ const serveQuotePath = resources.QuotePath + "?sku=paper"
 
 // newServeEnv makes the directory; with Envoy the listener writes its access log there,
 // so the state published must carry accessLog from version 1 on.
-func newServeEnv(o serveOptions) (*serveEnv, error) {
-	if !o.withEnvoy && !o.withInventory && o.client != serveClientGRPC {
+func newServeEnv(o Options) (*serveEnv, error) {
+	if !o.WithEnvoy && !o.WithInventory && o.Client != ClientGRPC {
 		return nil, nil
 	}
 	dir, err := os.MkdirTemp("", "lab-serve-")
 	if err != nil {
 		return nil, fmt.Errorf("serve: temp dir: %w", err)
 	}
-	e := &serveEnv{dir: dir, listener: o.listenerPort,
+	e := &serveEnv{dir: dir, listener: o.ListenerPort,
 		http: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}}
-	if o.withEnvoy {
+	if o.WithEnvoy {
 		e.accessLog = filepath.Join(dir, "access.log")
 	}
 	return e, nil
 }
 
 // start starts the backends, then Envoy pointed at xdsAddr, and says where they are.
-func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, xdsAddr string, out io.Writer) error {
-	if o.withInventory {
+func (e *serveEnv) start(ctx context.Context, o Options, bin envoy.Binary, xdsAddr string, out io.Writer) error {
+	if o.WithInventory {
 		for _, b := range []struct {
 			name string
 			port int
-		}{{"v1", o.inventoryPort}, {"v2", o.v2Port}} {
+		}{{"v1", o.InventoryPort}, {"v2", o.V2Port}} {
 			be, err := inventory.Start(b.name, b.port, filepath.Join(e.dir, "inventory-"+b.name+".log"))
 			if err != nil {
 				return err
@@ -82,17 +82,17 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 		fmt.Fprintf(out, "inventory: v1 on %s, v2 on %s (port %d moves the traffic to v2)\n",
 			e.backends[0].Addr(), e.backends[1].Addr(), e.backends[1].Port())
 	}
-	if o.client == serveClientGRPC {
+	if o.Client == ClientGRPC {
 		return e.startGRPC(ctx, o, xdsAddr, out)
 	}
-	if !o.withEnvoy {
+	if !o.WithEnvoy {
 		return nil
 	}
 	// The same bootstrap `lab bootstrap --mode M --xds-addr ADDR --admin-port 0` prints:
 	// its node ID is the default one, so serving another --node-id shows the wrong-node
 	// fault.
-	b := envoy.Bootstrap{Mode: o.mode, Path: filepath.Join(e.dir, "bootstrap.yaml"),
-		Params: bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.onDemand.Clusters}}
+	b := envoy.Bootstrap{Mode: o.Mode, Path: filepath.Join(e.dir, "bootstrap.yaml"),
+		Params: bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.OnDemand.Clusters}}
 	p, err := envoy.Launch(ctx, b, envoy.Options{Binary: bin, LogPath: filepath.Join(e.dir, "envoy.log"),
 		ExtraArgs: []string{"--concurrency", "1"}})
 	if err != nil {
@@ -100,14 +100,14 @@ func (e *serveEnv) start(ctx context.Context, o serveOptions, bin envoy.Binary, 
 	}
 	e.proc = p
 	fmt.Fprintf(out, "envoy: pid %d, admin http://%s, bootstrap as lab bootstrap --mode %s --xds-addr %s --admin-port 0 prints; listener %s (type request to send %s through it)\n",
-		p.Pid(), p.AdminAddr(), o.mode, xdsAddr, loopback.Addr(o.listenerPort), serveQuotePath)
+		p.Pid(), p.AdminAddr(), o.Mode, xdsAddr, loopback.Addr(o.ListenerPort), serveQuotePath)
 	return nil
 }
 
 // startGRPC starts grpc-go's client for node resources.NodeID (the node Envoy's bootstrap
 // names), its front door on the listener port.
-func (e *serveEnv) startGRPC(ctx context.Context, o serveOptions, xdsAddr string, out io.Writer) error {
-	cmd := o.grpcCommand
+func (e *serveEnv) startGRPC(ctx context.Context, o Options, xdsAddr string, out io.Writer) error {
+	cmd := o.GRPCCommand
 	if cmd.Path == "" {
 		var err error
 		if cmd, err = grpcclient.LabCommand(); err != nil {
@@ -115,7 +115,7 @@ func (e *serveEnv) startGRPC(ctx context.Context, o serveOptions, xdsAddr string
 		}
 	}
 	c, err := grpcclient.Start(ctx, grpcclient.StartOptions{Command: cmd, XDSAddr: xdsAddr, NodeID: resources.NodeID,
-		LogPath: filepath.Join(e.dir, "grpc-client.log"), FrontDoorPort: o.listenerPort})
+		LogPath: filepath.Join(e.dir, "grpc-client.log"), FrontDoorPort: o.ListenerPort})
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 	sent := time.Now().UTC()
 	client := "envoy"
 	if e.grpc != nil {
-		client = serveClientGRPC
+		client = ClientGRPC
 	}
 	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: client, Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listener)+serveQuotePath, nil)

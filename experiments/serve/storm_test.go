@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -23,9 +24,9 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// startServe runs runServe in the background and returns its stdin, its output, the ADS
+// startServe runs Run in the background and returns its stdin, its output, the ADS
 // address it serves on, and a function that ends its input and waits for it to return.
-func startServe(t *testing.T, o serveOptions) (send func(string), out *serveLines, addr string, stop func() error) {
+func startServe(t *testing.T, o Options) (send func(string), out *serveLines, addr string, stop func() error) {
 	t.Helper()
 	s := startServeSession(t, o)
 	return s.send, s.out, s.addr, func() error { return s.end(20 * time.Second) }
@@ -53,8 +54,8 @@ func connectSim(t *testing.T, addr string, mode protocol.Mode) *simclient.Client
 // client saw.
 func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
 	o := serveTestOptions(t, protocol.SotW)
-	o.maxLogSize = 64 << 10
-	o.stormEvery = 300 * time.Millisecond
+	o.MaxLogSize = 64 << 10
+	o.StormEvery = 300 * time.Millisecond
 	send, out, addr, stop := startServe(t, o)
 	c := connectSim(t, addr, protocol.SotW)
 	_, err := c.WaitFor(t.Context(), func(s simclient.State) bool { return len(s.Accepted[resources.RDS]) == 1 })
@@ -69,7 +70,7 @@ func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
 	})
 	// Let the storm run past the limit for a while: summaries, not lines, are written.
 	serveWaitFor(t, 20*time.Second, "condensed storm lines in the log", func() bool {
-		ev, _, err := xdslog.ReadFile(o.logPath)
+		ev, _, err := xdslog.ReadFile(o.LogPath)
 		if err != nil {
 			return false
 		}
@@ -90,12 +91,12 @@ func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
 	client := c.State().Counters[resources.RDS]
 	require.NoError(t, stop())
 
-	fi, err := os.Stat(o.logPath)
+	fi, err := os.Stat(o.LogPath)
 	require.NoError(t, err)
 	// Past the limit, the log grows by one summary line (under 1 KiB) per second of storm
 	// plus the few events of the recovery, not by 1.6 MB/s.
-	assert.Less(t, fi.Size(), o.maxLogSize+32<<10, "the log stays near its limit")
-	ev, st, err := xdslog.ReadFile(o.logPath)
+	assert.Less(t, fi.Size(), o.MaxLogSize+32<<10, "the log stays near its limit")
+	ev, st, err := xdslog.ReadFile(o.LogPath)
 	require.NoError(t, err)
 	assert.Zero(t, st.Skipped, "the log stays parseable: %s", st.FirstSkip)
 	sum := analysis.Summarize(ev)
@@ -115,16 +116,16 @@ func TestServeStormWarnsAndBoundsTheLog(t *testing.T) {
 
 // TestServeSessionsDoNotMerge: two serve sessions on one log are two sessions: the second
 // says so on the console, each starts with a session line, and lab compare refuses the
-// log until one session is chosen.
+// log until one session is chosen (compare.LoadSession).
 func TestServeSessionsDoNotMerge(t *testing.T) {
 	o := serveTestOptions(t, protocol.Delta)
 	for i, script := range []string{"port 18081\n", "port 18082\nport 18083\n"} {
 		out := newServeLines()
-		require.NoError(t, runServe(t.Context(), o, strings.NewReader(script), out.writer("out"), out.writer("err")))
+		require.NoError(t, Run(t.Context(), o, strings.NewReader(script), out.writer("out"), out.writer("err")))
 		appended := strings.Contains(out.text(), "xds.log already held")
 		assert.Equal(t, i == 1, appended, "session %d: the console says when it appends", i+1)
 	}
-	ev, _, err := xdslog.ReadFile(o.logPath)
+	ev, _, err := xdslog.ReadFile(o.LogPath)
 	require.NoError(t, err)
 	ss := xdslog.Sessions(ev)
 	require.Len(t, ss, 2)
@@ -135,18 +136,13 @@ func TestServeSessionsDoNotMerge(t *testing.T) {
 	assert.Len(t, ss[0], 4, "session 1: its line, two publishes and a step")
 	assert.Len(t, ss[1], 6, "session 2: its line, three publishes and two steps")
 
-	cmd := newRootCmd()
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	cmd.SetOut(io.Discard)
-	cmd.SetArgs([]string{"compare", o.logPath, o.logPath})
-	err = cmd.Execute()
+	_, err = compare.LoadSession("A", o.LogPath, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "holds 2 sessions")
-	cmd = newRootCmd()
-	cmd.SetOut(io.Discard)
-	cmd.SetArgs([]string{"compare", "--session-a", "1", "--session-b", "2", o.logPath, o.logPath})
-	require.NoError(t, cmd.Execute())
+	for session := 1; session <= 2; session++ {
+		_, err = compare.LoadSession("A", o.LogPath, session)
+		require.NoError(t, err, "session %d", session)
+	}
 }
 
 // TestServeHeldPortTouchesNoLog: a held --xds-addr port is refused with the port (and,
@@ -156,11 +152,11 @@ func TestServeHeldPortTouchesNoLog(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	o := serveTestOptions(t, protocol.SotW)
-	o.xdsAddr = l.Addr().String()
-	err = runServe(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
+	o.XDSAddr = l.Addr().String()
+	err = Run(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), o.xdsAddr)
+	assert.Contains(t, err.Error(), o.XDSAddr)
 	assert.Contains(t, err.Error(), "in use")
-	_, serr := os.Stat(o.logPath)
+	_, serr := os.Stat(o.LogPath)
 	assert.True(t, os.IsNotExist(serr), "no xds.log was created")
 }

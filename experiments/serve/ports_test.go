@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 )
 
 // runServeScript runs serve on o with script as its input and returns its lines.
-func runServeScript(t *testing.T, o serveOptions, script string) []string {
+func runServeScript(t *testing.T, o Options, script string) []string {
 	t.Helper()
 	out := newServeLines()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, runServe(ctx, o, strings.NewReader(script), out.writer("out"), out.writer("err")))
+	require.NoError(t, Run(ctx, o, strings.NewReader(script), out.writer("out"), out.writer("err")))
 	return out.all()
 }
 
@@ -43,7 +43,7 @@ func TestServeFreePorts(t *testing.T) {
 	const addr = `127\.0\.0\.1:(\d+)`
 	t.Run("every port", func(t *testing.T) {
 		o := serveTestOptions(t, "sotw")
-		o.freePorts, o.withInventory = true, true
+		o.FreePorts, o.WithInventory = true, true
 		lines := runServeScript(t, o, "request\nquit\n")
 		m := matchLine(t, lines, `^out: free ports: xDS `+addr+`, listener `+addr+`, inventory v1 `+addr+`, v2 `+addr+`$`)
 		assert.Equal(t, "out: free ports: ", lines[0][:len("out: free ports: ")], "printed first")
@@ -60,8 +60,8 @@ func TestServeFreePorts(t *testing.T) {
 	t.Run("given flags kept", func(t *testing.T) {
 		o := serveTestOptions(t, "sotw")
 		keep := freePorts(t, 1)[0]
-		o.freePorts, o.listenerPort = true, keep
-		o.given = func(flag string) bool { return flag == "listener-port" }
+		o.FreePorts, o.ListenerPort = true, keep
+		o.Given = func(opt string) bool { return opt == OptionListenerPort }
 		lines := runServeScript(t, o, "request\nquit\n")
 		m := matchLine(t, lines, `^out: free ports: xDS `+addr+`, inventory v1 `+addr+`$`)
 		matchLine(t, lines, `^out: serving sotw ADS on 127\.0\.0\.1:`+m[1]+` `)
@@ -71,16 +71,4 @@ func TestServeFreePorts(t *testing.T) {
 		lines := runServeScript(t, serveTestOptions(t, "sotw"), "quit\n")
 		assert.NotRegexp(t, `free ports`, strings.Join(lines, "\n"))
 	})
-}
-
-// TestServeFreePortsFlag: --free-ports is a serve flag, and the flags given are what
-// serve keeps.
-func TestServeFreePortsFlag(t *testing.T) {
-	cmd := newServeCmd()
-	require.NoError(t, cmd.ParseFlags([]string{"--mode", "sotw", "--free-ports", "--listener-port", "19500"}))
-	v, err := cmd.Flags().GetBool("free-ports")
-	require.NoError(t, err)
-	assert.True(t, v)
-	assert.True(t, cmd.Flags().Changed("listener-port"))
-	assert.False(t, cmd.Flags().Changed("inventory-port"))
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -294,12 +294,12 @@ func runSoak(t *testing.T, bin envoy.Binary, mode protocol.Mode, n int) soakResu
 	listenerPort, err := loopback.FreePort()
 	require.NoError(t, err)
 	t.Cleanup(func() { loopback.Release(listenerPort) })
-	o := defaultServeOptions()
-	o.mode = mode
-	o.xdsAddr = loopback.Addr(0)
-	o.inventoryPort = backends[0].Port()
-	o.listenerPort = listenerPort
-	o.logPath = filepath.Join(dir, "xds.log")
+	o := DefaultOptions()
+	o.Mode = mode
+	o.XDSAddr = loopback.Addr(0)
+	o.InventoryPort = backends[0].Port()
+	o.ListenerPort = listenerPort
+	o.LogPath = filepath.Join(dir, "xds.log")
 
 	out := newSoakOutput()
 	inR, inW := io.Pipe()
@@ -307,7 +307,7 @@ func runSoak(t *testing.T, bin envoy.Binary, mode protocol.Mode, n int) soakResu
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = runServe(ctx, o, inR, out.writer("out"), out.writer("err"))
+		serveErr = Run(ctx, o, inR, out.writer("out"), out.writer("err"))
 	}()
 	stopServe := func() {
 		_ = inW.Close() // end of input
@@ -393,7 +393,7 @@ func runSoak(t *testing.T, bin envoy.Binary, mode protocol.Mode, n int) soakResu
 	// delta Envoy must run the last publish's EDS content (hash), under the label of the
 	// last EDS send, which must carry that content.
 	moving, still := soakStats(mode)
-	logPath := o.logPath
+	logPath := o.LogPath
 	var stats map[string]string
 	var conv soakConvergence
 	require.Eventually(t, func() bool {

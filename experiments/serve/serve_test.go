@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -21,7 +21,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -72,11 +75,11 @@ func (s *serveLines) all() []string {
 
 func (s *serveLines) text() string { return strings.Join(s.all(), "\n") }
 
-func serveTestOptions(t *testing.T, mode protocol.Mode) serveOptions {
-	o := defaultServeOptions()
-	o.mode = mode
-	o.xdsAddr = "127.0.0.1:0"
-	o.logPath = filepath.Join(t.TempDir(), "xds.log")
+func serveTestOptions(t *testing.T, mode protocol.Mode) Options {
+	o := DefaultOptions()
+	o.Mode = mode
+	o.XDSAddr = "127.0.0.1:0"
+	o.LogPath = filepath.Join(t.TempDir(), "xds.log")
 	return o
 }
 
@@ -127,16 +130,16 @@ func TestServeScript(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
 			// The log is appended to, never truncated.
-			require.NoError(t, os.WriteFile(o.logPath, []byte("line from an earlier run\n"), 0o644))
+			require.NoError(t, os.WriteFile(o.LogPath, []byte("line from an earlier run\n"), 0o644))
 			out := newServeLines()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			require.NoError(t, runServe(ctx, o, strings.NewReader(serveScript), out.writer("out"), out.writer("err")))
+			require.NoError(t, Run(ctx, o, strings.NewReader(serveScript), out.writer("out"), out.writer("err")))
 
 			version := `^out: version %d: `
 			err := `^err: error: `
 			want := []string{
-				`^out: serving ` + mode.String() + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.logPath) + ` \(type help for commands\)$`,
+				`^out: serving ` + mode.String() + ` ADS on 127\.0\.0\.1:\d+ for node teaching-envoy; xds\.log: ` + regexp.QuoteMeta(o.LogPath) + ` \(type help for commands\)$`,
 				`^out: xds\.log already held 0\.0 MiB: this serve appends a new session after a session line; lab compare --session picks one$`,
 				fmt.Sprintf(version, 1) + `CDS \+inventory; EDS \+inventory; LDS \+quote-listener; RDS \+quote-route$`,
 				fmt.Sprintf(version, 2) + `EDS ~inventory$`,
@@ -163,10 +166,10 @@ func TestServeScript(t *testing.T) {
 				assert.Regexp(t, w, got[i], "line %d", i)
 			}
 
-			raw, rerr := os.ReadFile(o.logPath)
+			raw, rerr := os.ReadFile(o.LogPath)
 			require.NoError(t, rerr)
 			require.True(t, strings.HasPrefix(string(raw), "line from an earlier run\n"), "log was not appended to")
-			ev, st, rerr := xdslog.ReadFile(o.logPath)
+			ev, st, rerr := xdslog.ReadFile(o.LogPath)
 			require.NoError(t, rerr)
 			assert.Equal(t, 1, st.Skipped, "only the earlier run's line is not an event")
 			require.NotEmpty(t, ev)
@@ -206,7 +209,7 @@ func TestServeHelpAndQuit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	in := "help\nquit\nport 18081\n" // nothing after quit runs
-	require.NoError(t, runServe(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
+	require.NoError(t, Run(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
 	text := out.text()
 	for _, cmd := range []string{"port N", "invalid", "valid", "remove", "restore", "status", "help", "quit"} {
 		assert.Contains(t, text, "\nout:   "+cmd+" ")
@@ -223,7 +226,7 @@ func TestServeLongLineIgnored(t *testing.T) {
 	defer cancel()
 	// The tail of an over-long line must not be read as a command.
 	in := strings.Repeat("x", 3*serveMaxLine) + "invalid\nport 18081\n"
-	require.NoError(t, runServe(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
+	require.NoError(t, Run(ctx, o, strings.NewReader(in), out.writer("out"), out.writer("err")))
 	got := out.all()
 	require.Len(t, got, 5, "output:\n%s", out.text())
 	assert.Regexp(t, `^err: error: line longer than 4096 bytes ignored$`, got[2])
@@ -238,69 +241,87 @@ func TestServeStopsOnSignalContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, o, inR, out.writer("out"), out.writer("err")) }()
+	go func() { done <- Run(ctx, o, inR, out.writer("out"), out.writer("err")) }()
 	serveWaitFor(t, 10*time.Second, "version 1", func() bool { return strings.Contains(out.text(), "version 1:") })
 	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("runServe did not stop when its context ended")
+		t.Fatal("Run did not stop when its context ended")
 	}
 	assert.Contains(t, out.text(), "out: stopping: interrupted")
 }
 
+// TestServeRefusesBadOptions: a bad option is refused before anything starts, as an
+// *option.Error naming the option (cmd/lab words it as its flag) with the rule broken.
 func TestServeRefusesBadOptions(t *testing.T) {
 	cases := []struct {
-		name string
-		edit func(*serveOptions)
-		want string
+		name   string
+		edit   func(*Options)
+		option string
+		value  string
+		rule   error
 	}{
-		{"no mode", func(o *serveOptions) { o.mode = "" }, "--mode: not given (want sotw or delta)"},
-		{"bad mode", func(o *serveOptions) { o.mode = "grpc" }, "--mode grpc: unknown protocol (want sotw or delta)"},
-		{"non-loopback", func(o *serveOptions) { o.xdsAddr = "0.0.0.0:18000" }, "--xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
-		{"inventory port", func(o *serveOptions) { o.inventoryPort = 0 }, "--inventory-port 0: outside 1-65535"},
-		{"listener port", func(o *serveOptions) { o.listenerPort = 70000 }, "--listener-port 70000: outside 1-65535"},
-		{"delta with nack policy", func(o *serveOptions) { o.mode = "delta"; o.nackPolicy = "hold" }, "--nack-policy hold: SotW only (want --mode sotw, or no --nack-policy)"},
-		{"bad versions", func(o *serveOptions) { o.sotwVersions = "sometimes" }, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
-		{"zero streams", func(o *serveOptions) { o.limits.MaxStreams = 0 }, "--max-streams 0: outside 1-1000000"},
-		{"no port for v2", func(o *serveOptions) { o.withInventory = true; o.inventoryPort = 65535 }, "--inventory-port 65535: --with-inventory serves v2 on the next port (want at most 65534)"},
-		{"log dir missing", func(o *serveOptions) { o.logPath = filepath.Join(o.logPath, "no", "such", "xds.log") }, "open xds.log"},
+		{"no mode", func(o *Options) { o.Mode = "" }, OptionMode, "", ErrNoMode},
+		{"bad mode", func(o *Options) { o.Mode = "grpc" }, OptionMode, "grpc", nil},
+		{"non-loopback", func(o *Options) { o.XDSAddr = "0.0.0.0:18000" }, OptionXDSAddr, "0.0.0.0:18000", nil},
+		{"inventory port", func(o *Options) { o.InventoryPort = 0 }, OptionInventoryPort, "0", nil},
+		{"listener port", func(o *Options) { o.ListenerPort = 70000 }, OptionListenerPort, "70000", nil},
+		{"no log", func(o *Options) { o.LogPath = "" }, OptionLog, "", ErrNoLog},
+		{"keepalive", func(o *Options) { o.Limits.KeepaliveMinTime = 0 }, OptionKeepaliveMinTime, "0s", nil},
+		{"delta with nack policy", func(o *Options) { o.Mode = "delta"; o.NackPolicy = "hold" }, OptionNackPolicy, "hold", ErrSotWOnly},
+		{"bad versions", func(o *Options) { o.SotWVersions = "sometimes" }, OptionSotWVersions, "sometimes", ErrUnknownVersions},
+		{"bad policy", func(o *Options) { o.NackPolicy = "ignore" }, OptionNackPolicy, "ignore", ErrUnknownNackPolicy},
+		{"bad cache", func(o *Options) { o.Cache = "lru" }, OptionCache, "lru", ErrUnknownCache},
+		{"linear uniform", func(o *Options) { o.Cache = frontend.LinearCache; o.SotWVersions = "uniform" }, OptionSotWVersions, "uniform", controlplane.ErrUniformNeedsSnapshot},
+		{"linear resend", func(o *Options) { o.Cache = frontend.LinearCache; o.NackPolicy = "resend" }, OptionNackPolicy, "resend", controlplane.ErrResendNeedsSnapshot},
+		{"on demand with sotw", func(o *Options) { o.OnDemand.Clusters = true }, OptionOnDemand, "cds", resources.ErrOnDemandNeedsDelta},
+		{"zero streams", func(o *Options) { o.Limits.MaxStreams = 0 }, OptionMaxStreams, "0", nil},
+		{"no port for v2", func(o *Options) { o.WithInventory = true; o.InventoryPort = 65535 }, OptionInventoryPort, "65535", ErrNoRoomForV2},
+		{"unknown client", func(o *Options) { o.Client = "curl" }, OptionClient, "curl", ErrUnknownClient},
+		{"grpc with delta", func(o *Options) { o.Mode = "delta"; o.Client = ClientGRPC }, OptionClient, ClientGRPC, grpcclient.ErrNoDelta},
+		{"grpc with envoy", func(o *Options) { o.Client = ClientGRPC; o.WithEnvoy = true }, OptionClient, ClientGRPC, ErrGRPCWithEnvoy},
+		{"metrics off loopback", func(o *Options) { o.MetricsAddr = "0.0.0.0:9090" }, OptionMetricsAddr, "0.0.0.0:9090", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := serveTestOptions(t, protocol.SotW)
 			tc.edit(&o)
 			out := newServeLines()
-			err := runServe(context.Background(), o, strings.NewReader("port 18081\n"), out.writer("out"), out.writer("err"))
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
+			err := Run(context.Background(), o, strings.NewReader("port 18081\n"), out.writer("out"), out.writer("err"))
+			var oe *option.Error
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.option, oe.Option)
+			assert.Equal(t, tc.value, oe.Value)
+			if tc.rule != nil {
+				assert.ErrorIs(t, err, tc.rule)
+			}
 			assert.NotContains(t, err.Error(), "\n")
 			assert.Empty(t, out.all(), "nothing served")
+			_, serr := os.Stat(o.LogPath)
+			assert.True(t, o.LogPath == "" || os.IsNotExist(serr), "no xds.log was created")
 		})
 	}
 }
 
-func TestServeCommandFlags(t *testing.T) {
-	_, _, err := runLabArgs(t, "serve")
+// TestServeLogDirMissing: a log that cannot be opened is an error with context.
+func TestServeLogDirMissing(t *testing.T) {
+	o := serveTestOptions(t, protocol.SotW)
+	o.LogPath = filepath.Join(o.LogPath, "no", "such", "xds.log")
+	out := newServeLines()
+	err := Run(context.Background(), o, strings.NewReader("port 18081\n"), out.writer("out"), out.writer("err"))
 	require.Error(t, err)
-	assert.EqualError(t, err, "--mode: not given (want sotw or delta)")
-	_, _, err = runLabArgs(t, "serve", "--mode", "sotw", "extra")
-	require.Error(t, err)
+	assert.Contains(t, err.Error(), "open xds.log")
+	assert.Empty(t, out.all(), "nothing served")
+}
 
-	cmd := newServeCmd()
-	assert.NotEmpty(t, cmd.Example)
-	defaults := map[string]string{
-		"xds-addr": "127.0.0.1:18000", "node-id": "teaching-envoy", "inventory-port": "18080",
-		"listener-port": "19000", "log": "xds.log", "max-recv-msg-bytes": "4194304",
-		"max-send-msg-bytes": "67108864", "max-concurrent-streams": "16", "max-streams": "2048",
-		"keepalive-min-time": "10s", "sotw-versions": "", "nack-policy": "", "cache": "snapshot",
-	}
-	for name, want := range defaults {
-		f := cmd.Flags().Lookup(name)
-		require.NotNil(t, f, "flag --%s", name)
-		assert.Equal(t, want, f.DefValue, "flag --%s", name)
-	}
+// TestValidateAcceptsLocalhost: localhost means 127.0.0.1, and validation maps it so.
+func TestValidateAcceptsLocalhost(t *testing.T) {
+	o := serveTestOptions(t, "sotw")
+	o.XDSAddr = "localhost:0"
+	require.NoError(t, o.Validate())
+	assert.Equal(t, "127.0.0.1:0", o.XDSAddr)
 }
 
 // serveClient is a raw ADS client that subscribes to CDS (wildcard) then EDS for the
@@ -410,7 +431,7 @@ func TestServeStatusShowsAcceptedVersions(t *testing.T) {
 				}
 			}
 
-			ev, _, err := xdslog.ReadFile(o.logPath)
+			ev, _, err := xdslog.ReadFile(o.LogPath)
 			require.NoError(t, err)
 			acks := map[string]int{}
 			for _, e := range ev {
@@ -431,7 +452,7 @@ func TestServeLinear(t *testing.T) {
 	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
-			o.cache = frontend.LinearCache
+			o.Cache = frontend.LinearCache
 			srv := startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
 			clientCtx, stopClient := context.WithCancel(srv.ctx)
 			defer stopClient()
@@ -444,7 +465,7 @@ func TestServeLinear(t *testing.T) {
 			serveWaitFor(t, 10*time.Second, "EDS's cache moved, CDS's did not", srv.statusShows(row("EDS", "2"), row("CDS", "1")))
 			stopClient()
 			require.NoError(t, srv.end(10*time.Second))
-			ev, _, err := xdslog.ReadFile(o.logPath)
+			ev, _, err := xdslog.ReadFile(o.LogPath)
 			require.NoError(t, err)
 			var publishes int
 			for _, e := range ev {

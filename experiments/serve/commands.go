@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"errors"
@@ -44,12 +44,12 @@ func (c serveCommand) String() string {
 	return string(c.Verb)
 }
 
-// serveHelpFor is the command list `help` prints, worded for the client served: envoy,
+// Help is the command list `help` prints, worded for the client served: envoy,
 // grpc, or "" for both (lab serve --help).
-func serveHelpFor(client string) string {
+func Help(client string) string {
 	request := map[string]string{
-		serveClientEnvoy: "send GET /quote through Envoy (serve --with-envoy): who answered, status, flags",
-		serveClientGRPC:  "send GET /quote through the grpc client as one RPC: who answered, status, rpc status",
+		ClientEnvoy: "send GET /quote through Envoy (serve --with-envoy): who answered, status, flags",
+		ClientGRPC:  "send GET /quote through the grpc client as one RPC: who answered, status, rpc status",
 		"": "send GET /quote through Envoy (--with-envoy: status, flags) or the grpc client\n" +
 			"            (--client grpc: one RPC, its status): who answered",
 	}[client]

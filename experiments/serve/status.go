@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"encoding/json"
@@ -30,8 +30,8 @@ type serveStatus struct {
 }
 
 func (sv *serveLoop) status() serveStatus {
-	st := serveStatus{Version: sv.cur.Version, TypeVersions: map[string]string{}, Node: serveNodeID(sv.o.nodeID),
-		Mode: sv.o.mode, Cache: string(sv.o.cache), Streams: sv.acc.Status()}
+	st := serveStatus{Version: sv.cur.Version, TypeVersions: map[string]string{}, Node: serveNodeID(sv.o.NodeID),
+		Mode: sv.o.Mode, Cache: string(sv.o.Cache), Streams: sv.acc.Status()}
 	for t, v := range sv.cp.Publisher().Versions() {
 		st.TypeVersions[string(t)] = v
 	}
@@ -39,14 +39,14 @@ func (sv *serveLoop) status() serveStatus {
 	for _, s := range st.Streams {
 		switch {
 		case s.Node == "":
-		case serveHasState(sv.o.cache, st.Node, s.Node):
+		case serveHasState(sv.o.Cache, st.Node, s.Node):
 			served = true
 		default:
 			st.Notes = append(st.Notes, fmt.Sprintf("stream %d has node ID %s, which has no state: this server publishes to node %s only", s.Stream, s.Node, st.Node))
 		}
 	}
 	if !served {
-		how := "start Envoy with the bootstrap lab bootstrap --mode " + sv.o.mode + " prints"
+		how := "start Envoy with the bootstrap lab bootstrap --mode " + sv.o.Mode + " prints"
 		if len(st.Streams) > 0 {
 			how = "check the node.id in Envoy's bootstrap, or serve with that --node-id"
 		}
