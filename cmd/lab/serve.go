@@ -142,19 +142,14 @@ func serveRefusal(err error, o serve.Options) error {
 	if !ok {
 		return err
 	}
-	if o.Cache == "" {
-		o.Cache = frontend.SnapshotCache
+	if worded := serveWordedElsewhere(oe, o); worded != nil {
+		return worded
 	}
 	switch {
-	case oe.Option == serve.OptionMode:
-		return checkMode(o.Mode)
 	case oe.Option == serve.OptionKeepaliveMinTime:
 		return badFlag(flag, shortDuration(o.Limits.KeepaliveMinTime), "outside %s", serveKeepaliveRange)
 	case errors.Is(oe, serve.ErrNoRoomForV2):
 		return badFlag(flag, oe.Value, "--with-inventory serves v2 on the next port (want at most %d)", portRange.max-1)
-	case errors.Is(oe, serve.ErrUnknownCache), errors.Is(oe, controlplane.ErrUniformNeedsSnapshot),
-		errors.Is(oe, controlplane.ErrResendNeedsSnapshot), errors.Is(oe, controlplane.ErrBackoffNeedsSnapshot):
-		return checkCache(o.Cache, o.Mode, o.SotWVersions, o.NackPolicy)
 	case errors.Is(oe, serve.ErrSotWOnly):
 		return sotwOnly(flag, oe.Value)
 	case errors.Is(oe, grpcclient.ErrNoDelta):
@@ -165,4 +160,20 @@ func serveRefusal(err error, o serve.Options) error {
 		return fmt.Errorf("--%s: %w", flag, oe.Err)
 	}
 	return &flagError{flag: flag, value: oe.Value, err: oe.Err}
+}
+
+// serveWordedElsewhere is the refusal of the mode and of the cache's rules as every
+// command words them (checkMode, checkCache); nil when oe is neither.
+func serveWordedElsewhere(oe *option.Error, o serve.Options) error {
+	if o.Cache == "" {
+		o.Cache = frontend.SnapshotCache
+	}
+	switch {
+	case oe.Option == serve.OptionMode:
+		return checkMode(o.Mode)
+	case errors.Is(oe, serve.ErrUnknownCache), errors.Is(oe, controlplane.ErrUniformNeedsSnapshot),
+		errors.Is(oe, controlplane.ErrResendNeedsSnapshot), errors.Is(oe, controlplane.ErrBackoffNeedsSnapshot):
+		return checkCache(o.Cache, o.Mode, o.SotWVersions, o.NackPolicy)
+	}
+	return nil
 }

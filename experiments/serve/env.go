@@ -19,10 +19,10 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// serveEnv is the teaching setup that --with-envoy and --with-inventory start beside the
-// control plane, from the runner's building blocks: a real Envoy (experiments/envoy) on
-// the bootstrap `lab bootstrap` renders, and the backends v1 and v2
-// (experiments/inventory). Its files (bootstrap, Envoy's log, the access log, the
+// serveEnv is the teaching setup that WithEnvoy, WithInventory and ClientGRPC start
+// beside the control plane, from the runner's building blocks: a real Envoy
+// (experiments/envoy) on the bootstrap `lab bootstrap` renders, or grpc-go's client, and
+// the backends v1 and v2 (experiments/inventory). Its files (bootstrap, Envoy's log, the access log, the
 // backends' request logs) live in one temporary directory removed when serve ends; the
 // evidence that stays is xds.log.
 type serveEnv struct {

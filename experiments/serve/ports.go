@@ -11,7 +11,7 @@ import (
 // when FreePorts is set, and returns what it picked for the console ("xDS 127.0.0.1:A,
 // listener 127.0.0.1:B, ..."; "" when nothing). The listener and the backends' ports are
 // in the state published, so they are picked here, not bound to port 0 later; v2 is
-// picked only with --with-inventory, which starts it.
+// picked only with WithInventory, which starts it.
 func (o *Options) pickFreePorts() (string, error) {
 	if !o.FreePorts {
 		return "", nil

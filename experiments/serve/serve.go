@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) (e
 	return nil
 }
 
-// preflight finds Envoy for --with-envoy and refuses a held --xds-addr port, before
+// preflight finds Envoy for WithEnvoy and refuses a held XDSAddr port, before
 // the log is touched (the control plane binds it only after the log is open, since it
 // records from its first stream on).
 func (o *Options) preflight() (envoy.Binary, error) {
@@ -206,7 +206,7 @@ func (o *Options) controlPlaneOptions(rec *xdslog.Recorder) controlplane.Options
 }
 
 // start publishes the first state, says where serve serves, and starts Envoy and the
-// backends when asked (bin is Envoy with --with-envoy); before is the log's size when
+// backends when asked (bin is Envoy with WithEnvoy); before is the log's size when
 // serve opened it.
 func (sv *serveLoop) start(ctx context.Context, first resources.State, bin envoy.Binary, before int64) error {
 	if err := sv.publish(ctx, first); err != nil {
@@ -254,7 +254,7 @@ type serveLoop struct {
 	out       io.Writer
 	o         Options
 	steps     map[string]int // step name -> times used, to keep names unique
-	env       *serveEnv      // nil without --with-envoy and --with-inventory
+	env       *serveEnv      // nil without WithEnvoy, WithInventory and ClientGRPC
 	state     resources.State
 	prev, cur *resources.Set
 	published int
