@@ -254,6 +254,12 @@ func (g *Generator) targeter(c int) vegeta.Targeter {
 	var mu sync.Mutex
 	n := 0
 	return func(t *vegeta.Target) error {
+		// A tick vegeta handed a worker before Stop, or one its loop sends while Stop
+		// closes it (its select may take either), must not become a request: the
+		// worker asks for its target first, and collect drops the refusal.
+		if g.stopping.Load() {
+			return errStopped
+		}
 		mu.Lock()
 		n++
 		id := fmt.Sprintf("%s-%d-%d", g.o.IDPrefix, c, n)
@@ -275,9 +281,16 @@ type quote struct {
 	RequestID string `json:"request_id"`
 }
 
+// errStopped is the targeter's refusal after Stop: no request was sent, so collect
+// keeps no response for it.
+var errStopped = errors.New("load stopped")
+
 func (g *Generator) collect(c int, results <-chan *vegeta.Result) {
 	defer g.wg.Done()
 	for res := range results {
+		if res.Error == errStopped.Error() {
+			continue
+		}
 		r := Response{Conn: c, Sent: res.Timestamp, Latency: res.Latency, Status: int(res.Code), Error: res.Error}
 		r.ID = res.Headers.Get("x-request-id")
 		var q quote
