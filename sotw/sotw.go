@@ -62,6 +62,15 @@ const (
 // Policies lists the NACK policies, the default first.
 var Policies = []NackPolicy{Resend, Hold, Backoff, Revert}
 
+// PolicyNames are Policies as strings, for flags and refusals.
+func PolicyNames() []string {
+	out := make([]string, len(Policies))
+	for i, p := range Policies {
+		out[i] = string(p)
+	}
+	return out
+}
+
 // ParseNackPolicy validates a --nack-policy value.
 func ParseNackPolicy(s string) (NackPolicy, error) {
 	switch NackPolicy(s) {

@@ -320,3 +320,7 @@ func TestRevertTellsOnNackAndHolds(t *testing.T) {
 	assert.Len(t, of(ev, xdslog.EventSend, "RDS", "invalid"), 1, "the rejected route was held, never re-sent")
 	assert.Len(t, of(ev, xdslog.EventNack, "RDS", ""), 1)
 }
+
+func TestPolicyNames(t *testing.T) {
+	assert.Equal(t, []string{"resend", "hold", "backoff", "revert"}, PolicyNames())
+}

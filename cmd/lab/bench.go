@@ -20,6 +20,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/suggest"
 )
 
 // Ranges of `lab bench`'s counts and durations.
@@ -316,7 +317,7 @@ func parseThrough(s string) error {
 // parseWorkload is one --workload name.
 func parseWorkload(s string) error {
 	if !slices.Contains(bench.Workloads, s) {
-		return fmt.Errorf("unknown workload (want %s)", orList(bench.Workloads))
+		return fmt.Errorf("unknown workload (want %s)", suggest.OrList(bench.Workloads))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 // Shell completion of flag values. Cobra provides `lab completion bash|zsh|fish|powershell`
@@ -54,7 +55,7 @@ func flagCompletion(cmd *cobra.Command, f *pflag.Flag) completionFunc {
 	case "sotw-versions":
 		return fixedCompletion(completionVersions, list)
 	case "nack-policy":
-		return fixedCompletion(nackPolicies(), false)
+		return fixedCompletion(sotw.PolicyNames(), false)
 	case "format":
 		if cmd.Name() == "compare" {
 			return fixedCompletion(compare.Formats, false)

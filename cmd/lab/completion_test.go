@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 // complete runs cobra's hidden __complete command, what the shell scripts call, and
@@ -52,7 +53,7 @@ func TestCompleteFlagValues(t *testing.T) {
 		{[]string{"bench", "--modes", "sotw,"}, []string{"sotw,delta"}},
 		{[]string{"compare", "--format", ""}, compare.Formats},
 		{[]string{"run", "--sotw-versions", ""}, []string{"uniform", "per-type"}},
-		{[]string{"serve", "--nack-policy", ""}, nackPolicies()},
+		{[]string{"serve", "--nack-policy", ""}, sotw.PolicyNames()},
 		{[]string{"run", "--client", ""}, []string{"envoy", "grpc", "sim", "auto"}},
 		{[]string{"serve", "--client", ""}, []string{"envoy", "grpc"}},
 	} {

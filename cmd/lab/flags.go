@@ -241,15 +241,6 @@ func checkCache(cache frontend.Cache, mode protocol.Mode, versions, nackPolicy s
 	return err
 }
 
-// nackPolicies are --nack-policy's values.
-func nackPolicies() []string {
-	out := make([]string, len(sotw.Policies))
-	for i, p := range sotw.Policies {
-		out[i] = string(p)
-	}
-	return out
-}
-
 // nackPolicyHelp is --nack-policy's usage line.
 const nackPolicyHelp = "SotW behaviour after a NACK: resend (the library's loop: the rejected response again at once), hold (nothing until the next publish), " +
 	"backoff (resend after 100ms, doubling per NACK up to 5s; snapshot cache only) or revert (republish what the client last accepted) " +
@@ -308,18 +299,10 @@ func (v choiceValue) String() string { return *v.p }
 func (choiceValue) Type() string     { return "string" }
 func (v choiceValue) Set(s string) error {
 	if !slices.Contains(v.values, s) {
-		return fmt.Errorf("unknown %s (want %s)", v.what, orList(v.values))
+		return fmt.Errorf("unknown %s (want %s)", v.what, suggest.OrList(v.values))
 	}
 	*v.p = s
 	return nil
-}
-
-// orList is "a", "a or b", "a, b or c".
-func orList(v []string) string {
-	if len(v) < 2 {
-		return strings.Join(v, "")
-	}
-	return strings.Join(v[:len(v)-1], ", ") + " or " + v[len(v)-1]
 }
 
 // intRange is an inclusive range of whole numbers.

@@ -9,35 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// readmeBlocks returns the README's fenced code blocks of one language ("" for a bare
-// fence), each as its lines.
-func readmeBlocks(t *testing.T, lang string) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	var (
-		out   [][]string
-		cur   []string
-		in    bool
-		taken bool
-	)
-	for _, l := range strings.Split(string(b), "\n") {
-		switch {
-		case !in && strings.HasPrefix(l, "```"):
-			in, taken, cur = true, strings.TrimPrefix(l, "```") == lang, nil
-		case in && l == "```":
-			in = false
-			if taken {
-				out = append(out, cur)
-			}
-		case in:
-			cur = append(cur, l)
-		}
-	}
-	return out
-}
+	"github.com/xds-workbench/lab/experiments/testenv"
+)
 
 // shellCommands splits one line of shell into its simple commands, each as its words:
 // quotes are kept together and removed, a comment ends the line, and the operators
@@ -105,7 +79,7 @@ func TestShellCommands(t *testing.T) {
 func TestREADMECommandsWorkAsWritten(t *testing.T) {
 	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
-	blocks := readmeBlocks(t, "sh")
+	blocks := testenv.READMEBlocks(t, "sh")
 	require.NotEmpty(t, blocks)
 	checked := 0
 	for _, block := range blocks {

@@ -174,7 +174,7 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 	f.StringVar(&o.run.Out, "out", "", "run directory, new or without a run (default experiments/evidence/<mode>/<UTC time>-<PID>)")
 	f.Var(choiceValue{&o.versions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions",
 		"SotW version strategy: uniform (default) or per-type")
-	f.Var(choiceValue{&o.nackPolicy, "NACK policy", nackPolicies()}, "nack-policy", nackPolicyHelp)
+	f.Var(choiceValue{&o.nackPolicy, "NACK policy", sotw.PolicyNames()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.run.Cache}, "cache", cacheHelp)
 	f.StringVar(&o.run.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(addrValue{p: &o.xdsAddr}, "xds-addr", "xDS server address, 127.0.0.1:PORT (localhost means 127.0.0.1)")

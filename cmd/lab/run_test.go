@@ -27,30 +27,14 @@ import (
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// freePorts returns n distinct free loopback ports.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	seen := map[int]bool{}
-	var out []int
-	for len(out) < n {
-		p, err := loopback.FreePort()
-		require.NoError(t, err)
-		t.Cleanup(func() { loopback.Release(p) }) // after the run's own cleanups
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // runArgs are `lab run` flags on free ports, writing to out.
 func runArgs(t *testing.T, client, out string) []string {
-	p := freePorts(t, 4)
+	p := loopbacktest.FreePorts(t, 4)
 	return []string{"run", "--mode=sotw", "--client=" + client, "--out", out,
 		"--xds-addr", loopback.Addr(p[0]), "--listener-port", strconv.Itoa(p[1]), "--admin-port", "0",
 		"--inventory-ports", fmt.Sprintf("%d,%d", p[2], p[3])}
@@ -270,7 +254,7 @@ func TestRunPortInUse(t *testing.T) {
 		what   string
 	}{
 		"xds":          {"sim", "--xds-addr", func(p int) string { return loopback.Addr(p) }, "xDS server port"},
-		"inventory v2": {"sim", "--inventory-ports", func(p int) string { return fmt.Sprintf("%d,%d", freePorts(t, 1)[0], p) }, "inventory v2 port"},
+		"inventory v2": {"sim", "--inventory-ports", func(p int) string { return fmt.Sprintf("%d,%d", loopbacktest.FreePorts(t, 1)[0], p) }, "inventory v2 port"},
 		"listener":     {"envoy", "--listener-port", strconv.Itoa, "Envoy listener port"},
 		"admin":        {"envoy", "--admin-port", strconv.Itoa, "Envoy admin port"},
 	}
@@ -291,8 +275,8 @@ func TestRunPortInUse(t *testing.T) {
 	}
 	t.Run("twice", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "run")
-		p := freePorts(t, 1)[0]
-		args := withFlag(withFlag(runArgs(t, "sim", out), "--xds-addr", loopback.Addr(p)), "--inventory-ports", fmt.Sprintf("%d,%d", p, freePorts(t, 1)[0]))
+		p := loopbacktest.FreePorts(t, 1)[0]
+		args := withFlag(withFlag(runArgs(t, "sim", out), "--xds-addr", loopback.Addr(p)), "--inventory-ports", fmt.Sprintf("%d,%d", p, loopbacktest.FreePorts(t, 1)[0]))
 		_, _, err := runLabArgs(t, args...)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), fmt.Sprintf("port %d is given twice", p))

@@ -17,6 +17,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 func newServeCmd() *cobra.Command { return newServeCmdWith(serve.Run) }
@@ -83,7 +84,7 @@ publishes, refusals, storm warnings and errors only.
 	f.StringVar(&o.LogPath, "log", o.LogPath, "xds.log file, appended to line by line; each serve adds a session line first")
 	f.Var(byteSize{&o.MaxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
 	f.Var(choiceValue{&o.SotWVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
-	f.Var(choiceValue{&o.NackPolicy, "NACK policy", serve.NackPolicies()}, "nack-policy", nackPolicyHelp)
+	f.Var(choiceValue{&o.NackPolicy, "NACK policy", sotw.PolicyNames()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.Cache}, "cache", cacheHelp)
 	f.Var(onDemandValue{&o.OnDemand}, "on-demand", "what Envoy fetches only when a request needs it: vhds (the route, for Host "+resources.QuoteHost+"), cds (the cluster), vhds,cds or none (delta only)")
 	f.Var(intValue{&o.Limits.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request accepted, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")

@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -26,7 +27,7 @@ func TestTapWithEnvoy(t *testing.T) {
 	bin := envoytest.Require(t)
 	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		t.Run(mode.String(), func(t *testing.T) {
-			r := startTapRunOn(t, mode, freePorts(t, 1)[0])
+			r := startTapRunOn(t, mode, loopbacktest.FreePorts(t, 1)[0])
 			bs, err := bootstrap.Render(mode, bootstrap.Params{XDSAddr: r.addr})
 			require.NoError(t, err)
 			dir := t.TempDir()

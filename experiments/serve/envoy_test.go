@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -20,7 +21,7 @@ import (
 // serveEnvoyOptions: serve --with-envoy --with-inventory on free ports.
 func serveEnvoyOptions(t *testing.T, bin envoy.Binary) Options {
 	o := serveTestOptions(t, protocol.SotW)
-	ports := freePorts(t, 3)
+	ports := loopbacktest.FreePorts(t, 3)
 	o.WithEnvoy, o.WithInventory, o.EnvoyBin = true, true, bin.Path
 	o.ListenerPort, o.InventoryPort, o.V2Port = ports[0], ports[1], ports[2]
 	return o

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -17,7 +18,7 @@ import (
 // after port; invalid is NACKed with grpc-go's reason while v2 keeps answering.
 func TestServeWithGRPCClient(t *testing.T) {
 	o := serveTestOptions(t, protocol.SotW)
-	ports := freePorts(t, 3)
+	ports := loopbacktest.FreePorts(t, 3)
 	o.Client, o.WithInventory, o.GRPCCommand = ClientGRPC, true, grpcclienttest.Command(t)
 	o.ListenerPort, o.InventoryPort, o.V2Port = ports[0], ports[1], ports[2]
 	o.NackPolicy = "hold" // one NACK, not the library's endless re-send to this client too

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
@@ -14,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
+	"github.com/xds-workbench/lab/shared/suggest"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -250,7 +250,7 @@ func (o *Options) checkShape() error {
 		return refuse(OptionSotWVersions, o.SotWVersions, ErrUnknownVersions)
 	}
 	if _, err := sotw.ParseNackPolicy(o.NackPolicy); err != nil {
-		return refuse(OptionNackPolicy, o.NackPolicy, fmt.Errorf("%w (want %s)", ErrUnknownNackPolicy, orList(NackPolicies())))
+		return refuse(OptionNackPolicy, o.NackPolicy, fmt.Errorf("%w (want %s)", ErrUnknownNackPolicy, suggest.OrList(sotw.PolicyNames())))
 	}
 	return nil
 }
@@ -273,20 +273,4 @@ func (o *Options) checkClient() error {
 	}
 	// On demand needs delta (checked above), which grpc-go has not: refused above.
 	return nil
-}
-
-// NackPolicies are NackPolicy's values.
-func NackPolicies() []string {
-	out := make([]string, len(sotw.Policies))
-	for i, p := range sotw.Policies {
-		out[i] = string(p)
-	}
-	return out
-}
-
-func orList(v []string) string {
-	if len(v) < 2 {
-		return strings.Join(v, "")
-	}
-	return strings.Join(v[:len(v)-1], ", ") + " or " + v[len(v)-1]
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 )
 
 // runServeScript runs serve on o with script as its input and returns its lines.
@@ -59,7 +61,7 @@ func TestServeFreePorts(t *testing.T) {
 	})
 	t.Run("given flags kept", func(t *testing.T) {
 		o := serveTestOptions(t, "sotw")
-		keep := freePorts(t, 1)[0]
+		keep := loopbacktest.FreePorts(t, 1)[0]
 		o.FreePorts, o.ListenerPort = true, keep
 		o.Given = func(opt string) bool { return opt == OptionListenerPort }
 		lines := runServeScript(t, o, "request\nquit\n")

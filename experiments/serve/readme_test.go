@@ -1,50 +1,22 @@
 package serve
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// readmeBlocks returns the README's fenced code blocks of one language ("" for a bare
-// fence), each as its lines.
-func readmeBlocks(t *testing.T, lang string) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	var (
-		out   [][]string
-		cur   []string
-		in    bool
-		taken bool
-	)
-	for _, l := range strings.Split(string(b), "\n") {
-		switch {
-		case !in && strings.HasPrefix(l, "```"):
-			in, taken, cur = true, strings.TrimPrefix(l, "```") == lang, nil
-		case in && l == "```":
-			in = false
-			if taken {
-				out = append(out, cur)
-			}
-		case in:
-			cur = append(cur, l)
-		}
-	}
-	return out
-}
+	"github.com/xds-workbench/lab/experiments/testenv"
+)
 
 // TestREADMEServeSessionIsServes: the README's serve session is what serve shows: no
 // prompt (serve prints none), each line either a command typed (as serve parses it) or
 // one of serve's own output lines.
 func TestREADMEServeSessionIsServes(t *testing.T) {
 	var session []string
-	for _, b := range readmeBlocks(t, "") {
+	for _, b := range testenv.READMEBlocks(t, "") {
 		if len(b) > 0 && b[0] == "port 18081" {
 			session = b
 		}

@@ -2,10 +2,14 @@
 // command, scenario or step name is matched against the names that exist, and the
 // closest one within MaxDistance edits (Levenshtein: an insertion, a deletion or a
 // substitution each count one) is offered, in one wording (Hint). cmd/lab asks for
-// flags and commands, shared/scenario for scenario, step and field names.
+// flags and commands, shared/scenario for scenario, step and field names. OrList is how
+// a refusal lists the values it wants.
 package suggest
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // MaxDistance is the most edits a suggestion may be away from what was typed: "--mod"
 // for "--mode" and "teachnig" for "teaching" are within it, an unrelated word is not.
@@ -63,4 +67,12 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// OrList is how a refusal lists the values it wants: "a", "a or b", "a, b or c".
+func OrList(v []string) string {
+	if len(v) < 2 {
+		return strings.Join(v, "")
+	}
+	return strings.Join(v[:len(v)-1], ", ") + " or " + v[len(v)-1]
 }

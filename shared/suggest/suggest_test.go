@@ -54,3 +54,11 @@ func TestHint(t *testing.T) {
 	assert.Equal(t, "; did you mean teaching?", Hint("teachnig", []string{"teaching", "warming-order"}, ""))
 	assert.Empty(t, Hint("quux", []string{"teaching"}, ""))
 }
+
+func TestOrList(t *testing.T) {
+	for want, v := range map[string][]string{"": nil, "a": {"a"}, "a or b": {"a", "b"}, "a, b or c": {"a", "b", "c"}} {
+		if got := OrList(v); got != want {
+			t.Errorf("OrList(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
