@@ -212,7 +212,7 @@ bench-ondemand: build
 # The Go benchmarks: the bench's own code, the incremental build and publish, and what
 # go-control-plane's LinearCache costs per change.
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/ ./shared/resources/ ./shared/frontend/
+	$(GO) test -run '^$$' -bench . -benchmem ./experiments/bench/ ./shared/resources/ ./shared/publish/
 
 FUZZTIME ?= 30s
 

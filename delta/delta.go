@@ -3,7 +3,7 @@
 // cache). Each resource's version is the library's content hash; system_version_info is
 // the published version label. Every request, send, ACK and NACK is recorded in
 // xds.log. It holds no state of its own: the cache and what publishes to it
-// (frontend.Publisher) belong to the caller, and any number of transports may serve the
+// (publish.Publisher) belong to the caller, and any number of transports may serve the
 // same cache. It refuses the SotW method so that a mismatched Envoy fails loudly.
 package delta
 
@@ -11,25 +11,22 @@ import (
 	"context"
 	"errors"
 
-	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/log"
 	deltaserver "github.com/envoyproxy/go-control-plane/pkg/server/delta/v3"
 	server "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
-	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // Config configures the delta transport.
 type Config struct {
 	// Cache is what the library's server serves from (for the workbench, the
-	// frontend.NewSnapshotCache a frontend.Publisher feeds); required.
+	// publish.NewSnapshotCache a publish.Publisher feeds); required.
 	Cache cachev3.Cache
 	// Recorder writes xds.log (nil: not recorded).
 	Recorder *xdslog.Recorder
@@ -44,9 +41,8 @@ type Config struct {
 type FrontEnd struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 
-	describe frontend.DescribeFunc
-	rec      *xdslog.Recorder
-	srv      server.Server
+	record frontend.Record
+	srv    server.Server
 }
 
 var _ frontend.FrontEnd = (*FrontEnd)(nil)
@@ -58,20 +54,14 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = frontend.DiscardLogger{}
+		logger = log.LoggerFuncs{}
 	}
-	f := &FrontEnd{describe: cfg.Describe, rec: cfg.Recorder}
-	if f.describe == nil {
-		f.describe = frontend.DescribeWire
-	}
+	f := &FrontEnd{record: frontend.NewRecord(cfg.Recorder, cfg.Describe)}
 	cb := server.CallbackFuncs{
-		DeltaStreamOpenFunc: func(sctx context.Context, id int64, _ string) error {
-			f.rec.StreamOpen(id, frontend.PeerAddr(sctx))
-			return nil
-		},
-		DeltaStreamClosedFunc:   func(id int64, _ *core.Node) { f.rec.StreamClose(id) },
-		StreamDeltaRequestFunc:  f.onRequest,
-		StreamDeltaResponseFunc: f.onResponse,
+		DeltaStreamOpenFunc:     f.record.Open,
+		DeltaStreamClosedFunc:   f.record.Close,
+		StreamDeltaRequestFunc:  f.record.Delta,
+		StreamDeltaResponseFunc: f.record.DeltaResponse,
 	}
 	f.srv = server.NewServer(ctx, cfg.Cache, cb, deltaserver.WithLogger(logger))
 	return f, nil
@@ -94,21 +84,5 @@ const RefusalMessage = "this control plane serves delta ADS (DeltaAggregatedReso
 // StreamAggregatedResources refuses SotW: serving it would let a SotW bootstrap talk to a
 // server the user believes is delta.
 func (f *FrontEnd) StreamAggregatedResources(s discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return frontend.RefuseProtocol(s.Context(), f.rec, "SotW stream", RefusalMessage)
-}
-
-// onRequest runs before the library fills in node and type defaults; with ADS the client
-// must name the type on every request, so the type URL is checked here.
-func (f *FrontEnd) onRequest(id int64, req *discovery.DeltaDiscoveryRequest) error {
-	typ, err := frontend.CheckType(f.rec, id, req.GetTypeUrl())
-	if err != nil {
-		return err
-	}
-	f.rec.Delta(id, string(typ), frontend.DeltaRequest(req))
-	return nil
-}
-
-func (f *FrontEnd) onResponse(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
-	typ, _ := resources.TypeOf(resp.GetTypeUrl())
-	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetSystemVersionInfo(), frontend.DeltaSent(resp, f.describe), resp.GetRemovedResources(), proto.Size(resp))
+	return f.record.Refuse(s.Context(), "SotW stream", RefusalMessage)
 }

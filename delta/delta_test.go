@@ -17,8 +17,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/bufconntest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -34,7 +34,7 @@ type rig struct {
 	ctx context.Context
 	log *xdslogtest.Log
 	rec *xdslog.Recorder
-	pub *frontend.Publisher
+	pub *publish.Publisher
 	lis *bufconntest.Listener
 }
 
@@ -45,8 +45,8 @@ func newRig(t *testing.T) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{t: t, ctx: ctx, log: &xdslogtest.Log{}}
 	r.rec = xdslog.NewRecorder(r.log, protocol.Delta)
-	sc := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, Recorder: r.rec})
+	sc := publish.NewSnapshotCache(nil)
+	pub, err := publish.NewPublisher(publish.PublisherConfig{Cache: sc, Recorder: r.rec})
 	require.NoError(t, err)
 	r.pub = pub
 	fe, err := New(ctx, Config{Cache: sc, Recorder: r.rec, Describe: pub.Describe})
@@ -183,7 +183,7 @@ func TestNewNeedsACache(t *testing.T) {
 // one to serve and the SotW one to refuse (TestRefusesSotW), so that a SotW client is
 // told why rather than getting grpc's unknown method.
 func TestRegistersTheADSService(t *testing.T) {
-	fe, err := New(context.Background(), Config{Cache: frontend.NewSnapshotCache(nil)})
+	fe, err := New(context.Background(), Config{Cache: publish.NewSnapshotCache(nil)})
 	require.NoError(t, err)
 	assert.Equal(t, protocol.Delta, fe.Mode())
 	srv := grpc.NewServer()

@@ -1,7 +1,7 @@
 // Package sotw is the State-of-the-World ADS transport: go-control-plane's SotW server,
 // with ordered ADS pushes, on a cache it is given, recording every request, send, ACK
 // and NACK in xds.log. It holds no state of its own (beyond the Backoff policy's NACK
-// counts per open stream): the cache and what publishes to it (frontend.Publisher) belong
+// counts per open stream): the cache and what publishes to it (publish.Publisher) belong
 // to the caller, and any number of transports may serve the same cache. Its one
 // intervention in the cache's view is the NACK policy (Hold, Backoff, Revert; Revert's
 // publish is the caller's, through Config.OnNack). It refuses the delta method so that a
@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -114,7 +113,7 @@ type Nack struct {
 // Config configures the SotW transport.
 type Config struct {
 	// Cache is what the library's server serves from (for the workbench, the
-	// frontend.NewSnapshotCache a frontend.Publisher feeds); required.
+	// publish.NewSnapshotCache a publish.Publisher feeds); required.
 	Cache cachev3.Cache
 	// Recorder writes xds.log (nil: not recorded).
 	Recorder   *xdslog.Recorder
@@ -137,11 +136,10 @@ type Config struct {
 type FrontEnd struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
 
-	describe frontend.DescribeFunc
-	rec      *xdslog.Recorder
-	policy   NackPolicy
-	srv      server.Server
-	onNack   func(Nack)
+	record frontend.Record
+	policy NackPolicy
+	srv    server.Server
+	onNack func(Nack)
 
 	// Backoff state: the server's context, the delays, and per open stream its context
 	// and consecutive NACKs per type.
@@ -186,11 +184,10 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = frontend.DiscardLogger{}
+		logger = log.LoggerFuncs{}
 	}
 	f := &FrontEnd{
-		describe:    cfg.Describe,
-		rec:         cfg.Recorder,
+		record:      frontend.NewRecord(cfg.Recorder, cfg.Describe),
 		policy:      policy,
 		onNack:      cfg.OnNack,
 		ctx:         ctx,
@@ -198,12 +195,11 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 		backoffMax:  maxDelay,
 		streams:     map[int64]*streamState{},
 	}
-	if f.describe == nil {
-		f.describe = frontend.DescribeWire
-	}
 	cb := server.CallbackFuncs{
-		StreamOpenFunc: func(sctx context.Context, id int64, _ string) error {
-			f.rec.StreamOpen(id, frontend.PeerAddr(sctx))
+		StreamOpenFunc: func(sctx context.Context, id int64, typeURL string) error {
+			if err := f.record.Open(sctx, id, typeURL); err != nil {
+				return err
+			}
 			if f.policy == Backoff {
 				// The stream's context, so that a backoff wait ends with the stream.
 				f.mu.Lock()
@@ -212,14 +208,14 @@ func New(ctx context.Context, cfg Config) (*FrontEnd, error) {
 			}
 			return nil
 		},
-		StreamClosedFunc: func(id int64, _ *core.Node) {
+		StreamClosedFunc: func(id int64, node *core.Node) {
 			f.mu.Lock()
 			delete(f.streams, id)
 			f.mu.Unlock()
-			f.rec.StreamClose(id)
+			f.record.Close(id, node)
 		},
 		StreamRequestFunc:  f.onRequest,
-		StreamResponseFunc: f.onResponse,
+		StreamResponseFunc: f.record.SotWResponse,
 	}
 	f.srv = server.NewServer(ctx, cfg.Cache, cb, sotwserver.WithOrderedADS(), sotwserver.WithLogger(logger))
 	return f, nil
@@ -242,18 +238,16 @@ const RefusalMessage = "this control plane serves SotW ADS (StreamAggregatedReso
 // DeltaAggregatedResources refuses delta: serving it would let a delta bootstrap talk to a
 // server the user believes is SotW.
 func (f *FrontEnd) DeltaAggregatedResources(s discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return frontend.RefuseProtocol(s.Context(), f.rec, "delta stream", RefusalMessage)
+	return f.record.Refuse(s.Context(), "delta stream", RefusalMessage)
 }
 
 func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
-	typ, err := frontend.CheckType(f.rec, id, req.GetTypeUrl())
+	// The policies act on the recorder's classification (only the latest nonce answers a
+	// send), so without a recorder every policy is Resend.
+	typ, e, err := f.record.SotW(id, req)
 	if err != nil {
 		return err
 	}
-	q := frontend.SotWRequest(req)
-	// The policies act on the recorder's classification (only the latest nonce answers a
-	// send), so without a recorder every policy is Resend.
-	e := f.rec.SotW(id, string(typ), q)
 	switch f.policy {
 	case Hold, Revert:
 		if e.Event != xdslog.EventNack {
@@ -265,7 +259,7 @@ func (f *FrontEnd) onRequest(id int64, req *discovery.DiscoveryRequest) error {
 		req.VersionInfo = e.SentVersion
 		if f.policy == Revert {
 			// The next publish is the revert; the stream loop must not wait for it.
-			go f.onNack(Nack{Stream: id, Node: q.Node, Type: typ, SentVersion: e.SentVersion, AcceptedVersion: e.Accepted(), Error: e.Error})
+			go f.onNack(Nack{Stream: id, Node: req.GetNode().GetId(), Type: typ, SentVersion: e.SentVersion, AcceptedVersion: e.Accepted(), Error: e.Error})
 		}
 	case Backoff:
 		return f.backoff(id, typ, e)
@@ -314,9 +308,4 @@ func (f *FrontEnd) nackCount(id int64, typ resources.Type) int {
 		return st.nacks[typ]
 	}
 	return 0
-}
-
-func (f *FrontEnd) onResponse(_ context.Context, id int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-	typ, _ := resources.TypeOf(resp.GetTypeUrl())
-	f.rec.Send(id, string(typ), resp.GetNonce(), resp.GetVersionInfo(), frontend.SotWSent(resp, f.describe), nil, proto.Size(resp))
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/bufconntest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -40,7 +40,7 @@ type rig struct {
 	// stopServer cancels the context the transport's library server runs under.
 	stopServer context.CancelFunc
 	rec        *xdslog.Recorder
-	pub        *frontend.Publisher
+	pub        *publish.Publisher
 	fe         *FrontEnd
 	lis        *bufconntest.Listener
 
@@ -68,8 +68,8 @@ func newRig(t *testing.T, log io.Writer, cfg Config) *rig {
 		r.changed = make(chan struct{})
 		r.mu.Unlock()
 	}))
-	sc := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, Recorder: r.rec})
+	sc := publish.NewSnapshotCache(nil)
+	pub, err := publish.NewPublisher(publish.PublisherConfig{Cache: sc, Recorder: r.rec})
 	require.NoError(t, err)
 	r.pub = pub
 	cfg.Cache, cfg.Recorder, cfg.Describe = sc, r.rec, pub.Describe
@@ -174,7 +174,7 @@ func TestParseNackPolicy(t *testing.T) {
 }
 
 func TestNewRefusesBadPolicyConfig(t *testing.T) {
-	cache := frontend.NewSnapshotCache(nil)
+	cache := publish.NewSnapshotCache(nil)
 	for name, c := range map[string]struct {
 		cfg  Config
 		want string

@@ -18,8 +18,8 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/suggest"
 )
 
@@ -62,8 +62,8 @@ func defaultBenchOptions() benchOptions {
 			ColdHosts: bench.DefaultColdHosts,
 		},
 		modes:    modeNames(bench.DefaultModes),
-		versions: []string{string(frontend.Uniform), string(frontend.PerType)},
-		caches:   []string{string(frontend.SnapshotCache)},
+		versions: []string{string(publish.Uniform), string(publish.PerType)},
+		caches:   []string{string(publish.SnapshotCache)},
 		given:    func(string) bool { return false },
 		value:    func(string) string { return "" },
 	}
@@ -259,11 +259,11 @@ func (o *benchOptions) convert() bench.Options {
 	}
 	b.SotWVersions = nil
 	for _, v := range o.versions {
-		b.SotWVersions = append(b.SotWVersions, frontend.VersionStrategy(v))
+		b.SotWVersions = append(b.SotWVersions, publish.VersionStrategy(v))
 	}
 	b.Caches = nil
 	for _, c := range o.caches {
-		b.Caches = append(b.Caches, frontend.Cache(c))
+		b.Caches = append(b.Caches, publish.Cache(c))
 	}
 	b.OnDemand = nil
 	for _, s := range o.onDemand {
@@ -328,7 +328,7 @@ func parseVersionStrategy(s string) error {
 	if s == "" {
 		return errors.New("empty (want uniform or per-type)")
 	}
-	if _, err := frontend.ParseVersionStrategy(s); err != nil {
+	if _, err := publish.ParseVersionStrategy(s); err != nil {
 		return errors.New("unknown version strategy (want uniform or per-type)")
 	}
 	return nil

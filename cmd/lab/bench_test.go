@@ -16,8 +16,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 func execBench(t *testing.T, args ...string) (string, error) {
@@ -165,16 +165,16 @@ func parseBench(t *testing.T, args ...string) bench.Options {
 // the endpoint change); lists keep their order.
 func TestBenchCacheAndWorkloadFlags(t *testing.T) {
 	o := parseBench(t)
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache}, o.Caches)
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
 
 	o = parseBench(t, "--cache", "linear,snapshot", "--workload", "listener,cluster-add")
-	assert.Equal(t, []frontend.Cache{frontend.LinearCache, frontend.SnapshotCache}, o.Caches)
+	assert.Equal(t, []publish.Cache{publish.LinearCache, publish.SnapshotCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadListener, bench.WorkloadClusterAdd}, o.Workloads)
 
 	// Linear alone with the default strategies (both): accepted, uniform is skipped.
 	o = parseBench(t, "--cache", "linear")
-	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions)
+	assert.Equal(t, []publish.VersionStrategy{publish.Uniform, publish.PerType}, o.SotWVersions)
 }
 
 // TestBenchThroughFlag: direct by default with no tap command; with tap the CLI runs
@@ -198,7 +198,7 @@ func TestRunBenchLinear(t *testing.T) {
 	var progress bytes.Buffer
 	err := runBench(context.Background(), bench.Options{
 		Clusters: []int{5}, Client: bench.ClientSim, Modes: bench.DefaultModes, SotWVersions: bench.DefaultVersions,
-		Caches: []frontend.Cache{frontend.LinearCache}, Workloads: []string{bench.WorkloadClusterRemove}, Repeat: 1, Out: out,
+		Caches: []publish.Cache{publish.LinearCache}, Workloads: []string{bench.WorkloadClusterRemove}, Repeat: 1, Out: out,
 	}, &progress)
 	require.NoError(t, err, progress.String())
 	assert.Contains(t, progress.String(), "bench: note: sotw-uniform is not run with --cache linear")
@@ -252,10 +252,10 @@ func makeTargetArgs(t *testing.T, name string) []string {
 func TestMakeBench(t *testing.T) {
 	o := parseBench(t, makeTargetArgs(t, "bench")...)
 	assert.Equal(t, bench.ClientEnvoy, o.Client)
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}, o.Caches)
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, o.Workloads)
 	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
-	assert.Equal(t, []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}, o.SotWVersions, "every SotW strategy")
+	assert.Equal(t, []publish.VersionStrategy{publish.Uniform, publish.PerType}, o.SotWVersions, "every SotW strategy")
 	assert.Equal(t, 10_000, slices.Max(o.Clusters))
 	assert.Equal(t, 1, o.Envoys)
 }
@@ -268,7 +268,7 @@ func TestMakeBenchFanout(t *testing.T) {
 	assert.Equal(t, 10, o.Envoys)
 	assert.Equal(t, 1, o.Clients)
 	assert.Equal(t, []int{1000}, o.Clusters)
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, o.Caches)
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache}, o.Caches)
 	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
 	assert.Equal(t, 5, o.Repeat)
 	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
@@ -354,7 +354,7 @@ func assertBenchRefused(t *testing.T, args []string, want string) {
 // lab bench accepts.
 func TestMakeBench100k(t *testing.T) {
 	o := parseBench(t, makeTargetArgs(t, "bench-100k")...)
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}, o.Caches)
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache}, o.Caches)
 	assert.Equal(t, []int{100_000}, o.Clusters)
 	assert.Equal(t, "no-scaled-clusters", o.EnvoyStats, "the 100,000 clusters' stats left out (docs/performance.md)")
 	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")

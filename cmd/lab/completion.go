@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/xds-workbench/lab/experiments/compare"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -26,8 +26,8 @@ import (
 // version-strategy names.
 var (
 	completionModes    = modeNames(protocol.Modes)
-	completionCaches   = []string{string(frontend.SnapshotCache), string(frontend.LinearCache), string(frontend.IndexedCache)}
-	completionVersions = []string{string(frontend.Uniform), string(frontend.PerType)}
+	completionCaches   = []string{string(publish.SnapshotCache), string(publish.LinearCache), string(publish.IndexedCache)}
+	completionVersions = []string{string(publish.Uniform), string(publish.PerType)}
 )
 
 // registerCompletions registers the value completions of cmd's flags and its subcommands'.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/suggest"
 	"github.com/xds-workbench/lab/sotw"
@@ -184,13 +184,13 @@ func (v modeValue) Set(s string) error {
 	return nil
 }
 
-// parseCache is the one reading of a --cache value (frontend.ParseCache), shared by run
+// parseCache is the one reading of a --cache value (publish.ParseCache), shared by run
 // and serve. Its error is the problem alone; callers add the flag.
-func parseCache(s string) (frontend.Cache, error) {
+func parseCache(s string) (publish.Cache, error) {
 	if s == "" {
 		return "", errors.New("empty (want snapshot, linear or indexed)")
 	}
-	c, err := frontend.ParseCache(s)
+	c, err := publish.ParseCache(s)
 	if err != nil {
 		return "", errors.New("unknown cache (want snapshot, linear or indexed)")
 	}
@@ -198,7 +198,7 @@ func parseCache(s string) (frontend.Cache, error) {
 }
 
 // cacheValue is --cache.
-type cacheValue struct{ p *frontend.Cache }
+type cacheValue struct{ p *publish.Cache }
 
 func (v cacheValue) String() string { return string(*v.p) }
 func (cacheValue) Type() string     { return "snapshot|linear|indexed" }
@@ -217,17 +217,17 @@ const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a Linear
 // checkCache words as flags, in one line, the refusal of the SotW options the cache
 // cannot honour (flag values as given; "" is the default). The rule is
 // controlplane.CheckCacheOptions'; only the wording is here.
-func checkCache(cache frontend.Cache, mode protocol.Mode, versions, nackPolicy string) error {
-	if _, err := frontend.ParseCache(string(cache)); err != nil {
+func checkCache(cache publish.Cache, mode protocol.Mode, versions, nackPolicy string) error {
+	if _, err := publish.ParseCache(string(cache)); err != nil {
 		return badFlag("cache", string(cache), "unknown cache (want snapshot, linear or indexed)")
 	}
 	// The flags accept only known names; "" (unset) is the cache's default and passes.
-	err := controlplane.CheckCacheOptions(cache, mode, frontend.VersionStrategy(versions), sotw.NackPolicy(nackPolicy))
+	err := controlplane.CheckCacheOptions(cache, mode, publish.VersionStrategy(versions), sotw.NackPolicy(nackPolicy))
 	if err == nil {
 		return nil
 	}
 	each, a := "each LinearCache versions its own type", "a LinearCache"
-	if cache == frontend.IndexedCache {
+	if cache == publish.IndexedCache {
 		each, a = "the indexed cache versions each type itself", "the indexed cache, like a LinearCache,"
 	}
 	switch {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/xdsmetrics"
 )
 
@@ -16,7 +16,7 @@ const metricsAddrHelp = "serve Prometheus metrics of the xDS exchange at http://
 // says where on out. The metrics observe the recorder's events (give Observe to
 // xdslog.WithObserver); with addr empty they are nil, which observes nothing. stop ends
 // the serving.
-func startMetrics(addr string, mode protocol.Mode, cache frontend.Cache, out io.Writer, prefix string) (m *xdsmetrics.Metrics, stop func(), err error) {
+func startMetrics(addr string, mode protocol.Mode, cache publish.Cache, out io.Writer, prefix string) (m *xdsmetrics.Metrics, stop func(), err error) {
 	if addr == "" {
 		return nil, func() {}, nil
 	}
@@ -25,7 +25,7 @@ func startMetrics(addr string, mode protocol.Mode, cache frontend.Cache, out io.
 		return nil, nil, badFlag("metrics-addr", addr, "%v", err)
 	}
 	if cache == "" {
-		cache = frontend.SnapshotCache
+		cache = publish.SnapshotCache
 	}
 	m = xdsmetrics.New(mode, string(cache))
 	srv, err := xdsmetrics.Serve(a, m)

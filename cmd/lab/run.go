@@ -16,9 +16,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/runner"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -54,7 +54,7 @@ func defaultRunOptions() runOptions {
 			Client:         runner.ClientAuto,
 			ListenerPort:   19000,
 			AdminPort:      9901,
-			Cache:          frontend.SnapshotCache,
+			Cache:          publish.SnapshotCache,
 			InventoryPorts: [2]int{18080, 18081},
 			StepTimeout:    45 * time.Second,
 		},
@@ -172,7 +172,7 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 	f.Var(choiceValue{&o.run.Client, "data plane", []string{runner.ClientEnvoy, runner.ClientGRPC, runner.ClientSim, runner.ClientAuto}}, "client",
 		"data plane: envoy, grpc (grpc-go's xDS client; sotw only), sim, or auto (Envoy when found, else the simulated client)")
 	f.StringVar(&o.run.Out, "out", "", "run directory, new or without a run (default experiments/evidence/<mode>/<UTC time>-<PID>)")
-	f.Var(choiceValue{&o.versions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions",
+	f.Var(choiceValue{&o.versions, "version strategy", []string{string(publish.Uniform), string(publish.PerType)}}, "sotw-versions",
 		"SotW version strategy: uniform (default) or per-type")
 	f.Var(choiceValue{&o.nackPolicy, "NACK policy", sotw.PolicyNames()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.run.Cache}, "cache", cacheHelp)
@@ -225,7 +225,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 	}
 	if r.Mode == protocol.SotW {
 		// The flags accept only known names; "" is the default.
-		r.Versions, _ = frontend.ParseVersionStrategy(o.versions)
+		r.Versions, _ = publish.ParseVersionStrategy(o.versions)
 		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
 		// Unset, they are what the cache does (set, checkCache below refuses the ones it
 		// cannot honour).

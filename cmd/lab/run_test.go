@@ -25,9 +25,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/testenv"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -168,15 +168,15 @@ func TestRunRefusesBadFlags(t *testing.T) {
 func TestRunCacheOptions(t *testing.T) {
 	for name, c := range map[string]struct {
 		args             []string
-		cache            frontend.Cache
+		cache            publish.Cache
 		versions, policy string
 	}{
-		"default":          {nil, frontend.SnapshotCache, "uniform", "resend"},
-		"snapshot":         {[]string{"--cache", "snapshot"}, frontend.SnapshotCache, "uniform", "resend"},
-		"linear":           {[]string{"--cache", "linear"}, frontend.LinearCache, "per-type", "hold"},
-		"linear per-type":  {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, frontend.LinearCache, "per-type", "hold"},
-		"linear revert":    {[]string{"--cache", "linear", "--nack-policy", "revert"}, frontend.LinearCache, "per-type", "revert"},
-		"snapshot backoff": {[]string{"--nack-policy", "backoff"}, frontend.SnapshotCache, "uniform", "backoff"},
+		"default":          {nil, publish.SnapshotCache, "uniform", "resend"},
+		"snapshot":         {[]string{"--cache", "snapshot"}, publish.SnapshotCache, "uniform", "resend"},
+		"linear":           {[]string{"--cache", "linear"}, publish.LinearCache, "per-type", "hold"},
+		"linear per-type":  {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, publish.LinearCache, "per-type", "hold"},
+		"linear revert":    {[]string{"--cache", "linear", "--nack-policy", "revert"}, publish.LinearCache, "per-type", "revert"},
+		"snapshot backoff": {[]string{"--nack-policy", "backoff"}, publish.SnapshotCache, "uniform", "backoff"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got runner.Options
@@ -197,7 +197,7 @@ func TestRunCacheOptions(t *testing.T) {
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
 		require.NoError(t, cmd.Execute())
-		assert.Equal(t, frontend.LinearCache, got.Cache)
+		assert.Equal(t, publish.LinearCache, got.Cache)
 		assert.Empty(t, got.Versions)
 		assert.Empty(t, got.NackPolicy)
 	})

@@ -14,8 +14,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/serve"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -83,7 +83,7 @@ publishes, refusals, storm warnings and errors only.
 	f.Var(portValue{&o.ListenerPort, portRange}, "listener-port", "Envoy listener port, 1-65535 (--free-ports picks a free one)")
 	f.StringVar(&o.LogPath, "log", o.LogPath, "xds.log file, appended to line by line; each serve adds a session line first")
 	f.Var(byteSize{&o.MaxLogSize}, "max-log-size", "past this size a NACK storm is written as one summary line per second instead of two lines per re-send (0: never)")
-	f.Var(choiceValue{&o.SotWVersions, "version strategy", []string{string(frontend.Uniform), string(frontend.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
+	f.Var(choiceValue{&o.SotWVersions, "version strategy", []string{string(publish.Uniform), string(publish.PerType)}}, "sotw-versions", "SotW type versions: uniform (every publish re-sends all types) or per-type (default uniform; sotw only)")
 	f.Var(choiceValue{&o.NackPolicy, "NACK policy", sotw.PolicyNames()}, "nack-policy", nackPolicyHelp)
 	f.Var(cacheValue{&o.Cache}, "cache", cacheHelp)
 	f.Var(onDemandValue{&o.OnDemand}, "on-demand", "what Envoy fetches only when a request needs it: vhds (the route, for Host "+resources.QuoteHost+"), cds (the cluster), vhds,cds or none (delta only)")
@@ -167,7 +167,7 @@ func serveRefusal(err error, o serve.Options) error {
 // command words them (checkMode, checkCache); nil when oe is neither.
 func serveWordedElsewhere(oe *option.Error, o serve.Options) error {
 	if o.Cache == "" {
-		o.Cache = frontend.SnapshotCache
+		o.Cache = publish.SnapshotCache
 	}
 	switch {
 	case oe.Option == serve.OptionMode:

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/serve"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // TestServeRefusesBadFlags: through the command line, every bad address, port, limit
@@ -108,7 +108,7 @@ func TestServeFlagsReachOptions(t *testing.T) {
 	assert.Equal(t, 18090, o.InventoryPort)
 	assert.Equal(t, "d.log", o.LogPath)
 	assert.Equal(t, int64(1<<20), o.MaxLogSize)
-	assert.Equal(t, frontend.LinearCache, o.Cache)
+	assert.Equal(t, publish.LinearCache, o.Cache)
 	assert.True(t, o.OnDemand.VirtualHosts)
 	assert.Equal(t, 7, o.Limits.MaxStreams)
 	assert.Equal(t, 2*time.Second, o.Limits.KeepaliveMinTime)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 )
 
@@ -28,7 +28,7 @@ type sweepOptions struct {
 	connections int
 	protocol    string
 	mode        protocol.Mode
-	cache       frontend.Cache
+	cache       publish.Cache
 	repeat      int
 	out         string
 	envoyBin    string
@@ -45,7 +45,7 @@ func newSweepCmd() *cobra.Command { return newSweepCmdWith(runSweep) }
 // newSweepCmdWith only parses flags; run does the work (tests pass their own).
 func newSweepCmdWith(run func(ctx context.Context, o sweep.Options, out io.Writer) error) *cobra.Command {
 	o := sweepOptions{scenario: "under-load", rates: defaultSweepRates, connections: 4, protocol: string(load.HTTP2),
-		mode: protocol.SotW, cache: frontend.SnapshotCache, repeat: 1}
+		mode: protocol.SotW, cache: publish.SnapshotCache, repeat: 1}
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Find the highest load one Envoy sustains while changes land, and what load adds to publish-to-ACK",

@@ -12,8 +12,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // TestSweepFlags: the flags become the sweep's options; the defaults are the documented
@@ -40,7 +40,7 @@ func TestSweepFlags(t *testing.T) {
 	assert.Equal(t, "slow-endpoint", got.Scenario.Name)
 	assert.Equal(t, []int{100, 300}, got.Rates)
 	assert.Equal(t, load.HTTP1, got.Protocol)
-	assert.Equal(t, frontend.LinearCache, got.Cache)
+	assert.Equal(t, publish.LinearCache, got.Cache)
 	assert.Equal(t, 3, got.Repeat)
 	assert.Equal(t, "/tmp/x", got.Out)
 }

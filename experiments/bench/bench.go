@@ -26,9 +26,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/progress"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -62,7 +62,7 @@ const (
 var (
 	DefaultClusters = []int{10, 100, 1000, 10000}
 	DefaultModes    = []protocol.Mode{protocol.SotW, protocol.Delta}
-	DefaultVersions = []frontend.VersionStrategy{frontend.Uniform, frontend.PerType}
+	DefaultVersions = []publish.VersionStrategy{publish.Uniform, publish.PerType}
 )
 
 // DefaultRepeat is how many changes each configuration measures.
@@ -100,9 +100,9 @@ type Options struct {
 	// The LinearCache versions each type itself, so with it only per-type runs: uniform
 	// is skipped for it (a progress note says so), and refused when nothing else would
 	// measure it.
-	SotWVersions []frontend.VersionStrategy
+	SotWVersions []publish.VersionStrategy
 	// Caches are the library caches to measure (DefaultCaches when empty).
-	Caches []frontend.Cache
+	Caches []publish.Cache
 	// Workloads are the changes to measure (DefaultWorkloads when empty).
 	Workloads []string
 	// Repeat is how many changes each configuration measures.
@@ -158,9 +158,9 @@ func DefaultOut() string {
 // LinearCache's carry it ("sotw-per-type/linear", "delta/linear").
 type series struct {
 	name     string
-	cache    frontend.Cache
+	cache    publish.Cache
 	mode     protocol.Mode
-	versions frontend.VersionStrategy
+	versions publish.VersionStrategy
 	// tap: the client connects through an ADS tap (the name ends in "+tap").
 	tap bool
 }
@@ -168,12 +168,12 @@ type series struct {
 // file is the series name as it appears in file names ("sotw-per-type-linear").
 func (s series) file() string { return strings.ReplaceAll(s.name, "/", "-") }
 
-func seriesName(cache frontend.Cache, mode protocol.Mode, versions frontend.VersionStrategy) string {
+func seriesName(cache publish.Cache, mode protocol.Mode, versions publish.VersionStrategy) string {
 	name := mode.String()
 	if mode == protocol.SotW {
 		name += "-" + string(versions)
 	}
-	if cache != frontend.SnapshotCache {
+	if cache != publish.SnapshotCache {
 		name += "/" + string(cache)
 	}
 	return name
@@ -211,7 +211,7 @@ func (o *Options) series() ([]series, []string) {
 			}
 			for _, v := range o.SotWVersions {
 				if controlplane.CheckCacheOptions(c, m, v, "") != nil {
-					notes = append(notes, fmt.Sprintf("%s is not run with --cache %s: each LinearCache versions its own type, so SotW under it is per-type only", seriesName(frontend.SnapshotCache, m, v), c))
+					notes = append(notes, fmt.Sprintf("%s is not run with --cache %s: each LinearCache versions its own type, so SotW under it is per-type only", seriesName(publish.SnapshotCache, m, v), c))
 					continue
 				}
 				out = append(out, series{name: seriesName(c, m, v), cache: c, mode: m, versions: v})

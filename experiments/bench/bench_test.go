@@ -32,6 +32,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -144,7 +145,7 @@ func BenchmarkRecorder(b *testing.B) {
 // scenario is a publisher and the transport serving its cache on a bufconn gRPC server,
 // with one connected simulated client.
 type scenario struct {
-	pub    *frontend.Publisher
+	pub    *publish.Publisher
 	client *simclient.Client
 	stop   func()
 }
@@ -158,8 +159,8 @@ type scenario struct {
 func startScenario(tb testing.TB, mode protocol.Mode, rec *xdslog.Recorder) *scenario {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cache := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: cache, Recorder: rec, Strategy: frontend.Uniform})
+	cache := publish.NewSnapshotCache(nil)
+	pub, err := publish.NewPublisher(publish.PublisherConfig{Cache: cache, Recorder: rec, Strategy: publish.Uniform})
 	if err != nil {
 		cancel()
 		tb.Fatal(err)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -58,7 +58,7 @@ type target struct {
 	// node is the node ID the state is served to ("" for the control plane's one node);
 	// proxy is the Envoy served it (nil for simulated and fan-out clients).
 	node  string
-	pub   frontend.StatePublisher
+	pub   publish.StatePublisher
 	proxy *proxy
 	// listenerPort is the port the state puts the listener on (the default without
 	// Envoy).

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -58,7 +58,7 @@ func TestSweepEnvoyFleet(t *testing.T) {
 	out := &syncbuf.Buffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientEnvoy, Envoys: k, Modes: DefaultModes, SotWVersions: DefaultVersions,
-		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Repeat: 2,
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Repeat: 2,
 		Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 	}
 	// Whatever happens, no Envoy is left behind: the sweep stops each configuration's

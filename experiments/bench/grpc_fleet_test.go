@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 )
 
@@ -26,18 +26,18 @@ import (
 func TestSweepGRPCFleet(t *testing.T) {
 	for _, tc := range []struct {
 		unprobed string
-		versions []frontend.VersionStrategy
-	}{{UnprobedDeadPort, DefaultVersions}, {UnprobedNoEndpoints, []frontend.VersionStrategy{frontend.PerType}}} {
+		versions []publish.VersionStrategy
+	}{{UnprobedDeadPort, DefaultVersions}, {UnprobedNoEndpoints, []publish.VersionStrategy{publish.PerType}}} {
 		t.Run(tc.unprobed, func(t *testing.T) { sweepGRPCFleet(t, tc.unprobed, tc.versions) })
 	}
 }
 
-func sweepGRPCFleet(t *testing.T, unprobed string, versions []frontend.VersionStrategy) {
+func sweepGRPCFleet(t *testing.T, unprobed string, versions []publish.VersionStrategy) {
 	const k = 3
 	out := &syncbuf.Buffer{}
 	o := Options{
 		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
-		Modes: []protocol.Mode{protocol.SotW}, SotWVersions: versions, Caches: []frontend.Cache{frontend.SnapshotCache},
+		Modes: []protocol.Mode{protocol.SotW}, SotWVersions: versions, Caches: []publish.Cache{publish.SnapshotCache},
 		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 		Unprobed: unprobed,
 	}

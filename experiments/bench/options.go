@@ -9,9 +9,9 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // The option names an *OptionError carries: the Options fields in words. The bench
@@ -220,8 +220,8 @@ func (o *Options) checkSotWVersions() error {
 	if !slices.Contains(o.Modes, protocol.SotW) {
 		return nil
 	}
-	return checkList(OptionSotWVersions, o.SotWVersions, "give uniform, per-type or both", func(v frontend.VersionStrategy) error {
-		if _, err := frontend.ParseVersionStrategy(string(v)); err != nil || v == "" {
+	return checkList(OptionSotWVersions, o.SotWVersions, "give uniform, per-type or both", func(v publish.VersionStrategy) error {
+		if _, err := publish.ParseVersionStrategy(string(v)); err != nil || v == "" {
 			return fmt.Errorf("unknown strategy %q (want uniform or per-type)", v)
 		}
 		return nil
@@ -234,11 +234,11 @@ func (o *Options) checkCaches() error {
 	if len(o.Caches) == 0 {
 		o.Caches = slices.Clone(DefaultCaches)
 	}
-	return checkList(OptionCaches, o.Caches, "", func(c frontend.Cache) error {
+	return checkList(OptionCaches, o.Caches, "", func(c publish.Cache) error {
 		if c == "" {
 			return errors.New("empty cache name (want snapshot, linear or indexed)")
 		}
-		if _, err := frontend.ParseCache(string(c)); err != nil {
+		if _, err := publish.ParseCache(string(c)); err != nil {
 			return fmt.Errorf("unknown cache %q (want snapshot, linear or indexed)", c)
 		}
 		return nil
@@ -279,13 +279,13 @@ func (o *Options) checkTimeout() error {
 // another strategy or cache, series leaves the refused series out with a note.
 func (o *Options) checkUniformCache() error {
 	if !slices.Contains(o.Modes, protocol.SotW) || len(o.Caches) != 1 ||
-		!slices.Equal(o.SotWVersions, []frontend.VersionStrategy{frontend.Uniform}) {
+		!slices.Equal(o.SotWVersions, []publish.VersionStrategy{publish.Uniform}) {
 		return nil
 	}
-	if controlplane.CheckCacheOptions(o.Caches[0], protocol.SotW, frontend.Uniform, "") == nil {
+	if controlplane.CheckCacheOptions(o.Caches[0], protocol.SotW, publish.Uniform, "") == nil {
 		return nil
 	}
-	return refuse(OptionSotWVersions, string(frontend.Uniform), fmt.Errorf("%w (cache %s)", ErrUniformNeedsSnapshot, o.Caches[0]))
+	return refuse(OptionSotWVersions, string(publish.Uniform), fmt.Errorf("%w (cache %s)", ErrUniformNeedsSnapshot, o.Caches[0]))
 }
 
 // checkWorkloadsFit checks what the workloads, in order, need of the cluster counts.

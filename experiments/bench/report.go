@@ -12,8 +12,8 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/envoy"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/stats"
 )
 
@@ -430,7 +430,7 @@ func ratios(cfgs []*Config) []Ratio {
 		if c.Mode != protocol.SotW || c.Error != "" {
 			continue
 		}
-		name := seriesName(frontend.Cache(c.Cache), protocol.Delta, "")
+		name := seriesName(publish.Cache(c.Cache), protocol.Delta, "")
 		if c.Through == ThroughTap {
 			name += tapSuffix
 		}
@@ -551,7 +551,7 @@ func ReadReport(path string) (*Report, error) {
 	// the endpoint change.
 	for _, c := range r.Configs {
 		if c.Cache == "" {
-			c.Cache = string(frontend.SnapshotCache)
+			c.Cache = string(publish.SnapshotCache)
 		}
 		if c.Workload == "" {
 			c.Workload = WorkloadEndpoint
@@ -559,7 +559,7 @@ func ReadReport(path string) (*Report, error) {
 	}
 	for i := range r.Ratios {
 		if r.Ratios[i].Cache == "" {
-			r.Ratios[i].Cache = string(frontend.SnapshotCache)
+			r.Ratios[i].Cache = string(publish.SnapshotCache)
 		}
 		if r.Ratios[i].Workload == "" {
 			r.Ratios[i].Workload = WorkloadEndpoint
@@ -571,7 +571,7 @@ func ReadReport(path string) (*Report, error) {
 		}
 	}
 	if len(r.Options.Caches) == 0 {
-		r.Options.Caches = []string{string(frontend.SnapshotCache)}
+		r.Options.Caches = []string{string(publish.SnapshotCache)}
 	}
 	if len(r.Options.Workloads) == 0 {
 		r.Options.Workloads = []string{WorkloadEndpoint}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/compare"
-	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // TestScaleReadsBenchJSON: compare reads the scale sweep from bench.json with its own
@@ -19,8 +19,8 @@ import (
 func TestScaleReadsBenchJSON(t *testing.T) {
 	out := t.TempDir()
 	rep, err := Run(context.Background(), Options{
-		Clusters: []int{1, 10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
-		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Workloads: []string{WorkloadEndpoint, WorkloadClusterAdd},
+		Clusters: []int{1, 10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{WorkloadEndpoint, WorkloadClusterAdd},
 		Repeat: 2, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ func startStuck(ctx context.Context, addr string, mode protocol.Mode, k int) (*s
 			return nil, fmt.Errorf("stuck client: dial %s: %w", addr, err)
 		}
 		// The node the fan-out clients name: the snapshot cache keys states by node ID
-		// (shared/frontend.NewSnapshotCache, IDHash), so it is served the same state.
+		// (shared/publish.NewSnapshotCache, IDHash), so it is served the same state.
 		c, err := simclient.New(mode, resources.NodeID)
 		if err != nil {
 			_ = conn.Close()

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -38,8 +38,8 @@ func TestSweepStuckClient(t *testing.T) {
 	const k, repeat = 3, 4
 	rep, dir, _ := sweep(t, Options{
 		Clusters: []int{1000}, Clients: k, StuckClients: 1, Client: ClientSim, Modes: DefaultModes,
-		SotWVersions: []frontend.VersionStrategy{frontend.PerType},
-		Caches:       []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Repeat: repeat,
+		SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches:       []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Repeat: repeat,
 	})
 	require.Len(t, rep.Configs, 4)
 	checkStructure(t, rep, k)
@@ -65,7 +65,7 @@ func TestSweepStuckClient(t *testing.T) {
 // buffered channel, and answers no watch the stuck client did not reopen.
 func TestStuckSendParksInFlowControl(t *testing.T) {
 	for _, mode := range DefaultModes {
-		for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache} {
+		for _, cache := range []publish.Cache{publish.SnapshotCache, publish.LinearCache} {
 			t.Run(mode.String()+"-"+string(cache), func(t *testing.T) {
 				o := controlplane.Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(io.Discard, mode)}
 				if mode == protocol.SotW {

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -207,7 +207,7 @@ func TestSweepSimulated(t *testing.T) {
 	checkStructure(t, rep, 1)
 	checkFiles(t, rep, dir)
 	for _, c := range rep.Configs {
-		assert.Equal(t, frontend.SnapshotCache, frontend.Cache(c.Cache), "the default cache")
+		assert.Equal(t, publish.SnapshotCache, publish.Cache(c.Cache), "the default cache")
 		assert.Equal(t, WorkloadEndpoint, c.Workload, "the default workload")
 		for i, s := range c.Updates {
 			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], s.Backend)
@@ -244,7 +244,7 @@ func TestSweepSimulated(t *testing.T) {
 func TestSweepFanOut(t *testing.T) {
 	const k = 3
 	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.Uniform}, Repeat: 1,
+		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.Uniform}, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 2)
 	for _, c := range rep.Configs {
@@ -307,14 +307,14 @@ func TestValidate(t *testing.T) {
 		"unknown mode":      {func(o *Options) { o.Modes = []protocol.Mode{"incremental"} }, OptionModes, "unknown mode"},
 		"no modes":          {func(o *Options) { o.Modes = nil }, OptionModes, "give sotw, delta or both"},
 		"duplicate mode":    {func(o *Options) { o.Modes = []protocol.Mode{"delta", "delta"} }, OptionModes, "listed twice"},
-		"unknown strategy":  {func(o *Options) { o.SotWVersions = []frontend.VersionStrategy{"lazy"} }, OptionSotWVersions, "unknown"},
+		"unknown strategy":  {func(o *Options) { o.SotWVersions = []publish.VersionStrategy{"lazy"} }, OptionSotWVersions, "unknown"},
 		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, OptionSotWVersions, "give uniform, per-type or both"},
 		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, OptionTimeout, "negative"},
-		"unknown cache":     {func(o *Options) { o.Caches = []frontend.Cache{"lru"} }, OptionCaches, `unknown cache "lru"`},
-		"empty cache":       {func(o *Options) { o.Caches = []frontend.Cache{""} }, OptionCaches, "empty"},
-		"duplicate cache":   {func(o *Options) { o.Caches = []frontend.Cache{"linear", "linear"} }, OptionCaches, "linear is listed twice"},
+		"unknown cache":     {func(o *Options) { o.Caches = []publish.Cache{"lru"} }, OptionCaches, `unknown cache "lru"`},
+		"empty cache":       {func(o *Options) { o.Caches = []publish.Cache{""} }, OptionCaches, "empty"},
+		"duplicate cache":   {func(o *Options) { o.Caches = []publish.Cache{"linear", "linear"} }, OptionCaches, "linear is listed twice"},
 		"linear uniform": {func(o *Options) {
-			o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []protocol.Mode{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+			o.Caches, o.Modes, o.SotWVersions = []publish.Cache{publish.LinearCache}, []protocol.Mode{"sotw"}, []publish.VersionStrategy{publish.Uniform}
 		}, OptionSotWVersions, "uniform needs the snapshot cache"},
 		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, OptionWorkloads, `unknown workload "cluster-move"`},
 		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, OptionUnprobed, "unknown setting (want dead-port or no-endpoints)"},
@@ -339,7 +339,7 @@ func TestValidate(t *testing.T) {
 	o.Clusters, o.Workloads = []int{1, 10}, []string{"route"}
 	require.ErrorIs(t, o.Validate(), ErrRouteNeedsTwo)
 	o = good()
-	o.Caches, o.Modes, o.SotWVersions = []frontend.Cache{frontend.LinearCache}, []protocol.Mode{"sotw"}, []frontend.VersionStrategy{frontend.Uniform}
+	o.Caches, o.Modes, o.SotWVersions = []publish.Cache{publish.LinearCache}, []protocol.Mode{"sotw"}, []publish.VersionStrategy{publish.Uniform}
 	require.ErrorIs(t, o.Validate(), ErrUniformNeedsSnapshot)
 	o = good()
 	o.Modes = []protocol.Mode{"delta"}
@@ -348,7 +348,7 @@ func TestValidate(t *testing.T) {
 	assert.Equal(t, 1, o.Clients)
 	assert.Equal(t, DefaultTimeout, o.Timeout)
 	assert.Contains(t, o.Out, filepath.Join("experiments", "evidence", "bench"))
-	assert.Equal(t, []frontend.Cache{frontend.SnapshotCache}, o.Caches, "the default cache")
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache}, o.Caches, "the default cache")
 	assert.Equal(t, []string{WorkloadEndpoint}, o.Workloads, "the default workload")
 	assert.Equal(t, UnprobedDeadPort, o.Unprobed, "the default: what every figure before --unprobed used")
 	ser, notes := o.series()
@@ -363,7 +363,7 @@ func TestValidate(t *testing.T) {
 	// Both caches: the snapshot series keep their names, uniform is skipped for linear
 	// with one note.
 	o = good()
-	o.Caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}
+	o.Caches = []publish.Cache{publish.SnapshotCache, publish.LinearCache}
 	require.NoError(t, o.Validate())
 	ser, notes = o.series()
 	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta", "sotw-per-type/linear", "delta/linear"}, namesOf(ser))
@@ -374,7 +374,7 @@ func TestValidate(t *testing.T) {
 	}
 	// Linear alone with both strategies: per-type runs, uniform is a note, not an error.
 	o = good()
-	o.Caches = []frontend.Cache{frontend.LinearCache}
+	o.Caches = []publish.Cache{publish.LinearCache}
 	require.NoError(t, o.Validate())
 	ser, notes = o.series()
 	assert.Equal(t, []string{"sotw-per-type/linear", "delta/linear"}, namesOf(ser))
@@ -480,7 +480,7 @@ func TestReadOldReport(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Configs)
 	for _, c := range rep.Configs {
-		assert.Equal(t, string(frontend.SnapshotCache), c.Cache)
+		assert.Equal(t, string(publish.SnapshotCache), c.Cache)
 		assert.Equal(t, WorkloadEndpoint, c.Workload)
 	}
 	assert.Equal(t, []string{"snapshot"}, rep.Options.Caches)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -86,7 +86,7 @@ func checkThroughTap(t *testing.T, rep *Report, dir string, series int) {
 
 func TestThroughTapSim(t *testing.T) {
 	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
+		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
 		Through: []string{ThroughDirect, ThroughTap}, Repeat: 2,
 	})
 	checkThroughTap(t, rep, dir, 2)
@@ -102,7 +102,7 @@ func TestThroughTapSim(t *testing.T) {
 func TestThroughTapEnvoy(t *testing.T) {
 	envoytest.Require(t)
 	rep, dir, progress := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
+		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
 		Through: []string{ThroughDirect, ThroughTap}, Repeat: 2,
 	})
 	t.Log(progress)

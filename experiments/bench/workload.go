@@ -3,8 +3,8 @@ package bench
 import (
 	"fmt"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -33,7 +33,7 @@ var Workloads = []string{WorkloadEndpoint, WorkloadClusterAdd, WorkloadClusterRe
 var DefaultWorkloads = []string{WorkloadEndpoint}
 
 // DefaultCaches is today's bench: the snapshot cache.
-var DefaultCaches = []frontend.Cache{frontend.SnapshotCache}
+var DefaultCaches = []publish.Cache{publish.SnapshotCache}
 
 // serverNames are the listener workload's two server_names: the initial listener has
 // the first, odd changes the second.
@@ -188,7 +188,7 @@ func wildcardType(t resources.Type) bool { return t == resources.LDS || t == res
 //     (droppedNames).
 func expectedTypes(s series, set, prev *resources.Set) []string {
 	ts := resources.CoreTypes
-	if prev != nil && !(s.mode == protocol.SotW && s.versions == frontend.Uniform) {
+	if prev != nil && !(s.mode == protocol.SotW && s.versions == publish.Uniform) {
 		ts = nil
 		change := resources.Diff(prev, set)
 		for _, t := range change.Types() {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -46,8 +46,8 @@ type sent struct {
 //   - Redundant: what the client already held with the same content (every cluster but
 //     the new one, every assignment but the changed one, an unchanged listener or route).
 func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) map[string]sent {
-	linear := cache == string(frontend.LinearCache)
-	uniform := mode == protocol.SotW && versions == string(frontend.Uniform)
+	linear := cache == string(publish.LinearCache)
+	uniform := mode == protocol.SotW && versions == string(publish.Uniform)
 	delta := mode == protocol.Delta
 	one := sent{responses: 1, resources: 1}
 	switch w {
@@ -145,7 +145,7 @@ func TestWorkloadStructure(t *testing.T) {
 		t.Run(w, func(t *testing.T) {
 			rep, dir, progress := sweep(t, Options{
 				Clusters: []int{10, 1000}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions,
-				Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Workloads: []string{w}, Repeat: 2,
+				Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{w}, Repeat: 2,
 			})
 			require.Len(t, rep.Configs, 2*5, "2 N x (3 snapshot series + 2 linear)")
 			assert.Contains(t, progress, "bench: note: sotw-uniform is not run with --cache linear")
@@ -153,7 +153,7 @@ func TestWorkloadStructure(t *testing.T) {
 			checkFiles(t, rep, dir)
 			for _, c := range rep.Configs {
 				assert.Equal(t, w, c.Workload)
-				assert.Equal(t, strings.HasSuffix(c.Series, "/linear"), c.Cache == string(frontend.LinearCache), c.Series)
+				assert.Equal(t, strings.HasSuffix(c.Series, "/linear"), c.Cache == string(publish.LinearCache), c.Series)
 				if w != WorkloadEndpoint {
 					assert.Equal(t, "xds-"+w+"-"+SeriesID(c.Series)+"-N"+itoa(c.N)+".log", c.Log)
 				}
@@ -179,7 +179,7 @@ func TestWorkloadStructure(t *testing.T) {
 				}
 				// The versions: SotW under the LinearCache ACKs the cache's own versions,
 				// not the bench's labels.
-				if c.Cache == string(frontend.LinearCache) {
+				if c.Cache == string(publish.LinearCache) {
 					for _, s := range c.Updates {
 						assert.NotEqual(t, s.Version, lastAckedVersion(t, dir, c, s.Step), "%s %s acked the label", c.Series, s.Step)
 					}
@@ -189,7 +189,7 @@ func TestWorkloadStructure(t *testing.T) {
 			// change touches a type of N resources.
 			if w == WorkloadEndpoint || w == WorkloadClusterAdd || w == WorkloadClusterRemove {
 				for _, r := range rep.Ratios {
-					if r.Cache == string(frontend.SnapshotCache) && r.N == 1000 {
+					if r.Cache == string(publish.SnapshotCache) && r.N == 1000 {
 						assert.Greater(t, r.Ratios["resources"], 10.0, "%s %s", r.Series, w)
 					}
 				}
@@ -218,8 +218,8 @@ func lastAckedVersion(t *testing.T, dir string, c *Config, step string) string {
 func TestWorkloadFanOut(t *testing.T) {
 	const k = 3
 	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
-		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Workloads: []string{WorkloadClusterAdd, WorkloadClusterRemove}, Repeat: 1,
+		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{WorkloadClusterAdd, WorkloadClusterRemove}, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 2*4)
 	checkStructure(t, rep, k)
@@ -233,7 +233,7 @@ func TestWorkloadEnvoy(t *testing.T) {
 	envoytest.Require(t)
 	rep, dir, _ := sweep(t, Options{
 		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions,
-		Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache}, Workloads: Workloads, Repeat: 2,
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: Workloads, Repeat: 2,
 	})
 	require.Len(t, rep.Configs, len(Workloads)*5)
 	checkFiles(t, rep, dir)

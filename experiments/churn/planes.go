@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -46,7 +46,7 @@ func startPlane(ctx context.Context, mode protocol.Mode, dir string, envoyNodes 
 	opts := controlplane.Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(p.log, mode),
 		Nodes: append([]string{ClientNode}, envoyNodes...)}
 	if mode == protocol.SotW {
-		opts.Versions, opts.NackPolicy = frontend.PerType, sotw.Resend
+		opts.Versions, opts.NackPolicy = publish.PerType, sotw.Resend
 	}
 	for _, n := range opts.Nodes {
 		if p.ports[n], err = loopback.FreePort(); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
-	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // scaleFixture runs a small scale sweep with the simulated client (N = 1, 10, 100, both
@@ -23,7 +23,7 @@ func scaleFixture(t *testing.T) *Scale {
 	out := t.TempDir()
 	_, err := bench.Run(context.Background(), bench.Options{
 		Clusters: []int{1, 10, 100}, Client: bench.ClientSim, Modes: bench.DefaultModes,
-		SotWVersions: []frontend.VersionStrategy{frontend.PerType}, Caches: []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache},
+		SotWVersions: []publish.VersionStrategy{publish.PerType}, Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache},
 		Workloads: []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)

@@ -19,8 +19,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -55,18 +55,18 @@ func wanted(dir string) bool {
 var fixtures = []struct {
 	dir        string
 	mode       protocol.Mode
-	versions   frontend.VersionStrategy
+	versions   publish.VersionStrategy
 	nackPolicy sotw.NackPolicy
-	cache      frontend.Cache
+	cache      publish.Cache
 	// stormNacks is how many NACKs the invalid-route step must have recorded before the
 	// run moves on to recover, whose publish ends the storm (0: no storm to wait for).
 	stormNacks int
 }{
-	{"sotw", protocol.SotW, frontend.Uniform, sotw.Resend, "", stormNacks},
+	{"sotw", protocol.SotW, publish.Uniform, sotw.Resend, "", stormNacks},
 	{"delta", protocol.Delta, "", "", "", 0},
-	{"sotw-per-type-hold", protocol.SotW, frontend.PerType, sotw.Hold, "", 0},
-	{"sotw-linear", protocol.SotW, frontend.PerType, sotw.Hold, frontend.LinearCache, 0},
-	{"delta-linear", protocol.Delta, "", "", frontend.LinearCache, 0},
+	{"sotw-per-type-hold", protocol.SotW, publish.PerType, sotw.Hold, "", 0},
+	{"sotw-linear", protocol.SotW, publish.PerType, sotw.Hold, publish.LinearCache, 0},
+	{"delta-linear", protocol.Delta, "", "", publish.LinearCache, 0},
 }
 
 // stormNacks keeps the committed SotW NACK storm longer than a rendered diagram
@@ -149,12 +149,12 @@ func commitFixture(t *testing.T, out, dir string) {
 var scaledFixtures = []struct {
 	dir   string
 	mode  protocol.Mode
-	cache frontend.Cache
+	cache publish.Cache
 }{
-	{"sotw", protocol.SotW, frontend.SnapshotCache},
-	{"delta", protocol.Delta, frontend.SnapshotCache},
-	{"sotw-linear", protocol.SotW, frontend.LinearCache},
-	{"delta-linear", protocol.Delta, frontend.LinearCache},
+	{"sotw", protocol.SotW, publish.SnapshotCache},
+	{"delta", protocol.Delta, publish.SnapshotCache},
+	{"sotw-linear", protocol.SotW, publish.LinearCache},
+	{"delta-linear", protocol.Delta, publish.LinearCache},
 }
 
 // scaledSteps are the scaled fixtures' steps: one endpoint of three changes (EDS), a
@@ -176,7 +176,7 @@ var scaledSteps = []struct {
 func generateScaled(t *testing.T, fx struct {
 	dir   string
 	mode  protocol.Mode
-	cache frontend.Cache
+	cache publish.Cache
 }) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), fx.dir)
@@ -190,7 +190,7 @@ func generateScaled(t *testing.T, fx struct {
 	o := controlplane.Options{Mode: fx.mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(f, fx.mode), Cache: fx.cache}
 	meta := compareMeta{Mode: fx.mode, Client: "simulated", Cache: string(fx.cache), Started: time.Now().UTC().Format(time.RFC3339Nano)}
 	if fx.mode == protocol.SotW {
-		o.Versions, o.NackPolicy = frontend.PerType, sotw.Hold
+		o.Versions, o.NackPolicy = publish.PerType, sotw.Hold
 		meta.SotwVersions, meta.NackPolicy = string(o.Versions), string(o.NackPolicy)
 	}
 	cp, err := controlplane.Start(ctx, o)

@@ -15,15 +15,15 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/table"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // runPack runs the built-in scenario name with the simulated client (in process, a
 // second or so) in mode with cache, and loads the run as label.
-func runPack(t *testing.T, name, label string, mode protocol.Mode, cache frontend.Cache) *Run {
+func runPack(t *testing.T, name, label string, mode protocol.Mode, cache publish.Cache) *Run {
 	t.Helper()
 	sc, err := scenario.Builtin(name)
 	require.NoError(t, err)
@@ -51,8 +51,8 @@ var manyPerType = []resourceKey{
 // versions table names those resources, in every format, and counts what moved as the
 // summaries' held versions say.
 func TestVersionsOfManyPerType(t *testing.T) {
-	a := runPack(t, "many-per-type", "A", protocol.SotW, frontend.SnapshotCache)
-	b := runPack(t, "many-per-type", "B", protocol.Delta, frontend.SnapshotCache)
+	a := runPack(t, "many-per-type", "A", protocol.SotW, publish.SnapshotCache)
+	b := runPack(t, "many-per-type", "B", protocol.Delta, publish.SnapshotCache)
 	rep, err := Compare(a, b, Options{})
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 4)
@@ -89,8 +89,8 @@ func TestVersionsOfManyPerType(t *testing.T) {
 
 	// A matrix of the four (both caches) has the same set in every column group, and
 	// each run's checkpoints as its two-run report has them.
-	c := runPack(t, "many-per-type", "C", protocol.SotW, frontend.LinearCache)
-	d := runPack(t, "many-per-type", "D", protocol.Delta, frontend.LinearCache)
+	c := runPack(t, "many-per-type", "C", protocol.SotW, publish.LinearCache)
+	d := runPack(t, "many-per-type", "D", protocol.Delta, publish.LinearCache)
 	m, err := CompareMatrix([]*Run{a, b, c, d}, Options{})
 	require.NoError(t, err)
 	for i, cp := range m.Versions {

@@ -3,7 +3,7 @@
 // experiments start it the same way and see the same refusals. New and Serve split Start
 // for a caller that brings its own listener (a test's bufconn). It owns the state and picks the transport:
 // one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
-// MuxCache), the one frontend.StatePublisher that feeds it, and one transport (SotW or
+// MuxCache), the one publish.StatePublisher that feeds it, and one transport (SotW or
 // delta, chosen by Options.Mode) serving that cache.
 package controlplane
 
@@ -28,6 +28,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -128,19 +129,19 @@ type Options struct {
 	// (the library's server fills in the node of a stream's later requests).
 	Nodes []string
 	// Versions is the SotW version strategy; must be empty in delta mode.
-	Versions frontend.VersionStrategy
+	Versions publish.VersionStrategy
 	// NackPolicy is the SotW NACK policy; must be empty in delta mode. Under sotw.Revert
 	// the control plane answers a NACK by republishing what the client last accepted
 	// (revert.go).
 	NackPolicy sotw.NackPolicy
-	// Cache is the library cache served (frontend.SnapshotCache when empty). With
-	// frontend.LinearCache, SotW versions are per type and a NACK holds by construction:
+	// Cache is the library cache served (publish.SnapshotCache when empty). With
+	// publish.LinearCache, SotW versions are per type and a NACK holds by construction:
 	// Versions uniform and NackPolicy resend and backoff are refused (see
 	// CheckCacheOptions); revert is served.
-	Cache frontend.Cache
+	Cache publish.Cache
 	// OnDemand is the on-demand shape of what will be published (delta only:
 	// resources.OnDemand.CheckMode). With VirtualHosts the cache is served through
-	// frontend.OnDemandCache, which answers VHDS as on-demand xDS asks.
+	// publish.OnDemandCache, which answers VHDS as on-demand xDS asks.
 	OnDemand resources.OnDemand
 	// Recorder writes xds.log; required, and its mode must equal Mode.
 	Recorder *xdslog.Recorder
@@ -152,12 +153,12 @@ type Options struct {
 // transport serving what it publishes.
 type ControlPlane struct {
 	limits Limits
-	pub    frontend.StatePublisher // the first node's
-	pubs   map[string]frontend.StatePublisher
+	pub    publish.StatePublisher // the first node's
+	pubs   map[string]publish.StatePublisher
 	nodes  []string
 	// perNode: each node has a state of its own (Options.Nodes).
 	perNode bool
-	cache   frontend.Cache
+	cache   publish.Cache
 	fe      frontend.FrontEnd
 	rec     *xdslog.Recorder
 	srv     *grpc.Server
@@ -311,8 +312,8 @@ func (c *ControlPlane) serve(lis net.Listener) error {
 
 // check validates o (all but Addr, which is Start's) and returns its cache and its
 // limits with the defaults filled in.
-func (o Options) check() (frontend.Cache, Limits, error) {
-	fail := func(err error) (frontend.Cache, Limits, error) {
+func (o Options) check() (publish.Cache, Limits, error) {
+	fail := func(err error) (publish.Cache, Limits, error) {
 		return "", Limits{}, fmt.Errorf("%s control plane: %w", o.Mode, err)
 	}
 	if err := o.Mode.Check(); err != nil {
@@ -336,7 +337,7 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 	if err := checkNodes(o.Nodes); err != nil {
 		return fail(err)
 	}
-	cacheKind, err := frontend.ParseCache(string(o.Cache))
+	cacheKind, err := publish.ParseCache(string(o.Cache))
 	if err != nil {
 		return fail(err)
 	}
@@ -352,8 +353,8 @@ func (o Options) check() (frontend.Cache, Limits, error) {
 
 // CheckSotWOptions refuses an unknown version strategy or NACK policy, and either one set
 // in delta mode, where it would silently do nothing.
-func CheckSotWOptions(mode protocol.Mode, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
-	if _, err := frontend.ParseVersionStrategy(string(versions)); err != nil {
+func CheckSotWOptions(mode protocol.Mode, versions publish.VersionStrategy, policy sotw.NackPolicy) error {
+	if _, err := publish.ParseVersionStrategy(string(versions)); err != nil {
 		return err
 	}
 	if _, err := sotw.ParseNackPolicy(string(policy)); err != nil {
@@ -377,8 +378,8 @@ func CheckSotWOptions(mode protocol.Mode, versions frontend.VersionStrategy, pol
 // feeding it, and the SotW NACK policy the cache is served with.
 type state struct {
 	cache   cachev3.Cache
-	pub     frontend.StatePublisher // the first node's
-	pubs    map[string]frontend.StatePublisher
+	pub     publish.StatePublisher // the first node's
+	pubs    map[string]publish.StatePublisher
 	nodes   []string
 	perNode bool
 	policy  sotw.NackPolicy
@@ -392,12 +393,12 @@ func (s *state) revert(mode protocol.Mode) bool {
 // newState builds the cache of kind and its publishers. Delta's system_version_info is
 // the label and its resource versions are hashes, so in delta mode Versions is empty and
 // the strategy is Uniform.
-func newState(o Options, kind frontend.Cache) (*state, error) {
+func newState(o Options, kind publish.Cache) (*state, error) {
 	st := &state{nodes: o.Nodes, perNode: len(o.Nodes) > 0, policy: o.NackPolicy}
 	if !st.perNode {
 		st.nodes = []string{o.NodeID}
 	}
-	st.pubs = make(map[string]frontend.StatePublisher, len(st.nodes))
+	st.pubs = make(map[string]publish.StatePublisher, len(st.nodes))
 	if kind.VersionsPerType() {
 		st.perTypeCaches(o, kind)
 	} else if err := st.snapshotCache(o); err != nil {
@@ -413,7 +414,7 @@ func newState(o Options, kind frontend.Cache) (*state, error) {
 	// has the same names, and content it does not know is named by decoding it.
 	st.pub = st.pubs[st.nodes[0]]
 	if o.OnDemand.VirtualHosts {
-		st.cache = &frontend.OnDemandCache{Cache: st.cache, State: func(node string) *resources.Set {
+		st.cache = &publish.OnDemandCache{Cache: st.cache, State: func(node string) *resources.Set {
 			if p, ok := st.pubs[node]; ok && st.perNode {
 				return p.Current()
 			}
@@ -428,10 +429,10 @@ func newState(o Options, kind frontend.Cache) (*state, error) {
 // it sent, not what was ACKed, so a NACK never makes it re-send: the SotW transport
 // presents the rejected version (Hold) so that this holds even for a client that had
 // nothing before.
-func (st *state) perTypeCaches(o Options, kind frontend.Cache) {
+func (st *state) perTypeCaches(o Options, kind publish.Cache) {
 	byNode := make(map[string]cachev3.Cache, len(st.nodes))
 	for _, n := range st.nodes {
-		pub, c := newPerTypePublisher(kind, frontend.LinearConfig{Recorder: o.Recorder, Node: n})
+		pub, c := newPerTypePublisher(kind, publish.LinearConfig{Recorder: o.Recorder, Node: n})
 		st.pubs[n], byNode[n], st.cache = pub, c, c
 	}
 	if st.perNode {
@@ -449,9 +450,9 @@ func (st *state) perTypeCaches(o Options, kind frontend.Cache) {
 
 // snapshotCache serves one SnapshotCache keyed on node ID, with a publisher per node.
 func (st *state) snapshotCache(o Options) error {
-	sc := frontend.NewSnapshotCache(nil)
+	sc := publish.NewSnapshotCache(nil)
 	for _, n := range st.nodes {
-		sp, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: st.perNode})
+		sp, err := publish.NewPublisher(publish.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: st.perNode})
 		if err != nil {
 			return err
 		}
@@ -497,7 +498,7 @@ func (c *ControlPlane) FrontEnd() frontend.FrontEnd { return c.fe }
 
 // PublisherFor returns the publisher of one node's state (nil for a node not served one).
 // Without Options.Nodes the one node is Options.NodeID as given ("" for the default).
-func (c *ControlPlane) PublisherFor(node string) frontend.StatePublisher { return c.pubs[node] }
+func (c *ControlPlane) PublisherFor(node string) publish.StatePublisher { return c.pubs[node] }
 
 // Nodes lists the nodes with a state of their own (Options.Nodes), in the order given.
 func (c *ControlPlane) Nodes() []string {
@@ -525,19 +526,19 @@ func checkNodes(nodes []string) error {
 // Publisher returns the publisher of the state served (with Options.Nodes, the first
 // node's; see PublisherFor): what was published last
 // (Current, Versions) and Publish for a set built elsewhere.
-func (c *ControlPlane) Publisher() frontend.StatePublisher { return c.pub }
+func (c *ControlPlane) Publisher() publish.StatePublisher { return c.pub }
 
 // Cache returns the library cache served.
-func (c *ControlPlane) Cache() frontend.Cache { return c.cache }
+func (c *ControlPlane) Cache() publish.Cache { return c.cache }
 
 // newPerTypePublisher is the publisher of a cache that versions each type itself, and
 // the cache it feeds.
-func newPerTypePublisher(kind frontend.Cache, cfg frontend.LinearConfig) (frontend.StatePublisher, cachev3.Cache) {
-	if kind == frontend.IndexedCache {
-		p := frontend.NewIndexedPublisher(cfg)
+func newPerTypePublisher(kind publish.Cache, cfg publish.LinearConfig) (publish.StatePublisher, cachev3.Cache) {
+	if kind == publish.IndexedCache {
+		p := publish.NewIndexedPublisher(cfg)
 		return p, p.Cache()
 	}
-	p := frontend.NewLinearPublisher(cfg)
+	p := publish.NewLinearPublisher(cfg)
 	return p, p.Cache()
 }
 
@@ -556,11 +557,11 @@ var (
 // LinearCache and the indexed cache they mean per-type versions and hold; hold and revert
 // are served with every cache). The indexed cache mirrors the LinearCache, so it honours
 // what the LinearCache honours and refuses the rest for the same reasons.
-func CheckCacheOptions(cache frontend.Cache, mode protocol.Mode, versions frontend.VersionStrategy, policy sotw.NackPolicy) error {
+func CheckCacheOptions(cache publish.Cache, mode protocol.Mode, versions publish.VersionStrategy, policy sotw.NackPolicy) error {
 	if !cache.VersionsPerType() || mode != protocol.SotW {
 		return nil
 	}
-	if versions == frontend.Uniform {
+	if versions == publish.Uniform {
 		return fmt.Errorf("%w: each LinearCache (and the indexed cache) versions its own type (per-type is what it does)", ErrUniformNeedsSnapshot)
 	}
 	if policy == sotw.Resend {
@@ -575,11 +576,11 @@ func CheckCacheOptions(cache frontend.Cache, mode protocol.Mode, versions fronte
 // SotWDefaults is what a cache does in SotW when the version strategy and the NACK
 // policy are left unset: uniform labels and resend with the snapshot cache, per-type
 // versions and hold with the caches that version each type themselves.
-func SotWDefaults(cache frontend.Cache) (frontend.VersionStrategy, sotw.NackPolicy) {
+func SotWDefaults(cache publish.Cache) (publish.VersionStrategy, sotw.NackPolicy) {
 	if cache.VersionsPerType() {
-		return frontend.PerType, sotw.Hold
+		return publish.PerType, sotw.Hold
 	}
-	return frontend.Uniform, sotw.Resend
+	return publish.Uniform, sotw.Resend
 }
 
 // Recorder returns the xds.log recorder.

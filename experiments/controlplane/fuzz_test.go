@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -37,7 +37,7 @@ var (
 
 // planeFor returns the worker's control plane for a mode and cache, building it once.
 // It is never stopped: it lives as long as the fuzz worker process.
-func planeFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *fuzzPlane {
+func planeFor(t *testing.T, mode protocol.Mode, cache publish.Cache) *fuzzPlane {
 	fuzzPlanesMu.Lock()
 	defer fuzzPlanesMu.Unlock()
 	key := mode.String() + "/" + string(cache)
@@ -69,9 +69,9 @@ func planeFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *fuzzPlane
 func fuzzStream(t *testing.T, mode protocol.Mode, data []byte) {
 	s := adsfuzz.Decode(data)
 	s.Delta = mode == protocol.Delta
-	cache := frontend.SnapshotCache
+	cache := publish.SnapshotCache
 	if s.Linear {
-		cache = frontend.LinearCache
+		cache = publish.LinearCache
 	}
 	if err := planeFor(t, mode, cache).Exercise(s, fuzzRecvLimit); err != nil {
 		t.Fatalf("%s: %v", s, err)
@@ -102,7 +102,7 @@ func FuzzDeltaStream(f *testing.F) {
 func TestFuzzScriptReachesServer(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := planeFor(t, mode, frontend.SnapshotCache)
+			p := planeFor(t, mode, publish.SnapshotCache)
 			p.Log.Take()
 			baseline := runtime.NumGoroutine()
 			cds := adsfuzz.Op{Kind: adsfuzz.Send, TypeURL: adsfuzz.TypeURLs[0], Names: []string{resources.ClusterName}}

@@ -19,9 +19,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -75,10 +75,10 @@ func subscribed(ev []xdslog.Event, typ string) []string {
 // TestOnDemandWithEnvoy: with routes (VHDS) and clusters (on-demand CDS) on demand, real
 // Envoy starts holding no virtual host and no cluster, fetches exactly the one virtual
 // host, cluster and assignment a request needs, answers it from the right backend, and
-// answers a host the state does not have with 404 at once (frontend.OnDemandCache's
+// answers a host the state does not have with 404 at once (publish.OnDemandCache's
 // not-found answer), under both library caches.
 func TestOnDemandWithEnvoy(t *testing.T) {
-	for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache} {
+	for _, cache := range []publish.Cache{publish.SnapshotCache, publish.LinearCache} {
 		t.Run(string(cache), func(t *testing.T) {
 			backend, err := inventory.Start("v1", 0, "")
 			require.NoError(t, err)

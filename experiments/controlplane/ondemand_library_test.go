@@ -19,16 +19,16 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xds-workbench/lab/bootstrap"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
 // TestLibraryAloneIsNotOnDemand: served by go-control-plane's delta server without
-// frontend.OnDemandCache, real Envoy receives every virtual host in answer to its first
+// publish.OnDemandCache, real Envoy receives every virtual host in answer to its first
 // VHDS request (a legacy wildcard), before any traffic: the library's wildcard rule, not
 // on demand.
 func TestLibraryAloneIsNotOnDemand(t *testing.T) {
@@ -83,7 +83,7 @@ func TestVHDSWaitsForAFirstAnswer(t *testing.T) {
 	set := vhdsSetWithFetchTimeout(t, listenerPort)
 
 	// Named-only, no first answer: a bare library server over a snapshot cache.
-	sc := frontend.NewSnapshotCache(nil)
+	sc := publish.NewSnapshotCache(nil)
 	snap, err := set.Snapshot(resources.UniformVersions("1"))
 	require.NoError(t, err)
 	require.NoError(t, sc.SetSnapshot(context.Background(), resources.NodeID, snap))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -34,13 +34,13 @@ const RevertHistory = 8
 // RevertHistory sets published through it, and serializes publishes with reverts, so that
 // a revert never replaces a state published after the NACK it answers.
 type revertingPublisher struct {
-	frontend.StatePublisher
+	publish.StatePublisher
 
 	mu      sync.Mutex
 	history []*resources.Set // oldest first
 }
 
-// Publish implements frontend.StatePublisher.
+// Publish implements publish.StatePublisher.
 func (p *revertingPublisher) Publish(ctx context.Context, set *resources.Set) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

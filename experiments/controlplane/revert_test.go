@@ -13,8 +13,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/experiments/simclient/simclienttest"
 	"github.com/xds-workbench/lab/experiments/testenv"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -27,17 +27,17 @@ const revertWait = 20 * time.Second
 // revertVariants are the caches and version strategies revert is served with.
 var revertVariants = []struct {
 	name     string
-	cache    frontend.Cache
-	versions frontend.VersionStrategy
+	cache    publish.Cache
+	versions publish.VersionStrategy
 }{
-	{"snapshot-uniform", frontend.SnapshotCache, frontend.Uniform},
-	{"snapshot-per-type", frontend.SnapshotCache, frontend.PerType},
-	{"linear", frontend.LinearCache, ""},
-	{"indexed", frontend.IndexedCache, ""},
+	{"snapshot-uniform", publish.SnapshotCache, publish.Uniform},
+	{"snapshot-per-type", publish.SnapshotCache, publish.PerType},
+	{"linear", publish.LinearCache, ""},
+	{"indexed", publish.IndexedCache, ""},
 }
 
 // startRevert runs a SotW control plane under the revert NACK policy.
-func startRevert(t *testing.T, cache frontend.Cache, versions frontend.VersionStrategy) (*ControlPlane, *xdslogtest.Log, *xdslog.Recorder) {
+func startRevert(t *testing.T, cache publish.Cache, versions publish.VersionStrategy) (*ControlPlane, *xdslogtest.Log, *xdslog.Recorder) {
 	t.Helper()
 	// First, so that its check runs after every cleanup registered below.
 	testenv.VerifyNoLeaks(t)
@@ -211,7 +211,7 @@ func TestRevertFallsBackToHold(t *testing.T) {
 // calls the revert directly: the history bound, a revert of a revert, a NACK overtaken
 // by a publish, a closed stream.
 func TestRevertDecisions(t *testing.T) {
-	cp, log, rec := startRevert(t, frontend.SnapshotCache, frontend.Uniform)
+	cp, log, rec := startRevert(t, publish.SnapshotCache, publish.Uniform)
 	ctx := context.Background()
 	// The scaled state with two clusters: route targets change the route's content.
 	state := func(v int, retarget bool) resources.State {

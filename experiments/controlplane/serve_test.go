@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xds-workbench/lab/shared/bufconntest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -69,7 +69,7 @@ func TestStopWithoutServe(t *testing.T) {
 
 // TestNewRefusesWhatStartRefuses: New's errors are Start's without "start ".
 func TestNewRefusesWhatStartRefuses(t *testing.T) {
-	o := Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, protocol.SotW), Cache: frontend.LinearCache, NackPolicy: sotw.Resend}
+	o := Options{Mode: protocol.SotW, Recorder: xdslog.NewRecorder(&xdslogtest.Log{}, protocol.SotW), Cache: publish.LinearCache, NackPolicy: sotw.Resend}
 	_, newErr := New(o)
 	_, startErr := Start(context.Background(), o)
 	require.Error(t, newErr)
@@ -79,13 +79,13 @@ func TestNewRefusesWhatStartRefuses(t *testing.T) {
 // TestCheckCacheOptionsTyped: each refusal wraps its own error, so callers that word it
 // for their flags match it rather than restate the rule.
 func TestCheckCacheOptionsTyped(t *testing.T) {
-	for _, cache := range []frontend.Cache{frontend.LinearCache, frontend.IndexedCache} {
+	for _, cache := range []publish.Cache{publish.LinearCache, publish.IndexedCache} {
 		for _, tc := range []struct {
-			versions frontend.VersionStrategy
+			versions publish.VersionStrategy
 			policy   sotw.NackPolicy
 			want     error
 		}{
-			{frontend.Uniform, "", ErrUniformNeedsSnapshot},
+			{publish.Uniform, "", ErrUniformNeedsSnapshot},
 			{"", sotw.Resend, ErrResendNeedsSnapshot},
 			{"", sotw.Backoff, ErrBackoffNeedsSnapshot},
 		} {
@@ -96,11 +96,11 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 					assert.False(t, errors.Is(err, other))
 				}
 			}
-			assert.NoError(t, CheckCacheOptions(frontend.SnapshotCache, protocol.SotW, tc.versions, tc.policy))
+			assert.NoError(t, CheckCacheOptions(publish.SnapshotCache, protocol.SotW, tc.versions, tc.policy))
 			assert.NoError(t, CheckCacheOptions(cache, protocol.Delta, tc.versions, tc.policy))
 		}
 		for _, p := range []sotw.NackPolicy{"", sotw.Hold, sotw.Revert} {
-			assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, frontend.PerType, p))
+			assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, publish.PerType, p))
 		}
 	}
 }
@@ -108,14 +108,14 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 // TestSotWDefaults: what each cache does when the SotW options are unset passes its own
 // check.
 func TestSotWDefaults(t *testing.T) {
-	for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache} {
+	for _, cache := range []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache} {
 		v, p := SotWDefaults(cache)
 		assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, v, p), "%s", cache)
 	}
-	v, p := SotWDefaults(frontend.LinearCache)
-	assert.Equal(t, frontend.PerType, v)
+	v, p := SotWDefaults(publish.LinearCache)
+	assert.Equal(t, publish.PerType, v)
 	assert.Equal(t, sotw.Hold, p)
-	v, p = SotWDefaults(frontend.SnapshotCache)
-	assert.Equal(t, frontend.Uniform, v)
+	v, p = SotWDefaults(publish.SnapshotCache)
+	assert.Equal(t, publish.Uniform, v)
 	assert.Equal(t, sotw.Resend, p)
 }

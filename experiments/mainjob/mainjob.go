@@ -23,8 +23,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/runner"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -33,8 +33,8 @@ import (
 type Config struct {
 	Name       string
 	Mode       protocol.Mode
-	Cache      frontend.Cache
-	Versions   frontend.VersionStrategy
+	Cache      publish.Cache
+	Versions   publish.VersionStrategy
 	NackPolicy sotw.NackPolicy
 }
 
@@ -42,11 +42,11 @@ type Config struct {
 // with the SnapshotCache at the teaching defaults, SotW per-type with hold (the same
 // cache, other options), and SotW and delta with the LinearCache.
 var Configs = []Config{
-	{Name: "sotw", Mode: protocol.SotW, Cache: frontend.SnapshotCache, Versions: frontend.Uniform, NackPolicy: sotw.Resend},
-	{Name: "delta", Mode: protocol.Delta, Cache: frontend.SnapshotCache},
-	{Name: "sotw-per-type-hold", Mode: protocol.SotW, Cache: frontend.SnapshotCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
-	{Name: "sotw-linear", Mode: protocol.SotW, Cache: frontend.LinearCache, Versions: frontend.PerType, NackPolicy: sotw.Hold},
-	{Name: "delta-linear", Mode: protocol.Delta, Cache: frontend.LinearCache},
+	{Name: "sotw", Mode: protocol.SotW, Cache: publish.SnapshotCache, Versions: publish.Uniform, NackPolicy: sotw.Resend},
+	{Name: "delta", Mode: protocol.Delta, Cache: publish.SnapshotCache},
+	{Name: "sotw-per-type-hold", Mode: protocol.SotW, Cache: publish.SnapshotCache, Versions: publish.PerType, NackPolicy: sotw.Hold},
+	{Name: "sotw-linear", Mode: protocol.SotW, Cache: publish.LinearCache, Versions: publish.PerType, NackPolicy: sotw.Hold},
+	{Name: "delta-linear", Mode: protocol.Delta, Cache: publish.LinearCache},
 }
 
 // ScaleClusters are the scale sweep's N: a few seconds with the simulated client.

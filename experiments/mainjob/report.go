@@ -11,7 +11,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/experiments/compare"
-	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // scale runs the scale sweep with the simulated client and copies its bench.json to
@@ -21,8 +21,8 @@ func (j *job) scale(ctx context.Context) string {
 	start := time.Now()
 	_, err := bench.Run(ctx, bench.Options{
 		Clusters: ScaleClusters, Client: bench.ClientSim, Modes: bench.DefaultModes,
-		SotWVersions: []frontend.VersionStrategy{frontend.PerType},
-		Caches:       []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache},
+		SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches:       []publish.Cache{publish.SnapshotCache, publish.LinearCache},
 		Workloads:    []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd},
 		Repeat:       3, Out: dir, Progress: j.log, Timeout: 5 * time.Minute,
 	})

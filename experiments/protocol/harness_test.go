@@ -18,6 +18,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -30,24 +31,24 @@ const wait = 10 * time.Second
 type variant struct {
 	name     string
 	mode     protocol.Mode
-	versions frontend.VersionStrategy
+	versions publish.VersionStrategy
 	policy   sotw.NackPolicy
-	// cache is the library cache (frontend.SnapshotCache when empty).
-	cache frontend.Cache
+	// cache is the library cache (publish.SnapshotCache when empty).
+	cache publish.Cache
 }
 
 var variants = []variant{
-	{"sotw-uniform-resend", protocol.SotW, frontend.Uniform, sotw.Resend, ""},
-	{"sotw-pertype-hold", protocol.SotW, frontend.PerType, sotw.Hold, ""},
+	{"sotw-uniform-resend", protocol.SotW, publish.Uniform, sotw.Resend, ""},
+	{"sotw-pertype-hold", protocol.SotW, publish.PerType, sotw.Hold, ""},
 	{"delta", protocol.Delta, "", "", ""},
 	// The LinearCache per type behind a MuxCache (--cache linear): versions per type by
 	// construction and a NACK holds, so SotW is per-type and hold.
-	{"sotw-linear", protocol.SotW, frontend.PerType, sotw.Hold, frontend.LinearCache},
-	{"delta-linear", protocol.Delta, "", "", frontend.LinearCache},
+	{"sotw-linear", protocol.SotW, publish.PerType, sotw.Hold, publish.LinearCache},
+	{"delta-linear", protocol.Delta, "", "", publish.LinearCache},
 	// The workbench's indexed cache (--cache indexed, shared/indexcache): the
 	// LinearCache's semantics, so every LinearCache expectation holds for it too.
-	{"sotw-indexed", protocol.SotW, frontend.PerType, sotw.Hold, frontend.IndexedCache},
-	{"delta-indexed", protocol.Delta, "", "", frontend.IndexedCache},
+	{"sotw-indexed", protocol.SotW, publish.PerType, sotw.Hold, publish.IndexedCache},
+	{"delta-indexed", protocol.Delta, "", "", publish.IndexedCache},
 }
 
 // linear reports whether v serves with the LinearCache's semantics: from the
@@ -62,7 +63,7 @@ type harness struct {
 	// cache is what pub feeds and fe serves when the test wires them itself
 	// (TestOnePublisherFeedsBothTransports); nil on a control plane's harness.
 	cache cachev3.Cache
-	pub   frontend.StatePublisher
+	pub   publish.StatePublisher
 	fe    frontend.FrontEnd
 	lis   *bufconntest.Listener
 	// addr, when set, is a real control plane's 127.0.0.1 address to dial instead of lis.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -49,12 +49,12 @@ func kinds(ev []xdslog.Event) []string {
 // the NACKed nonce stale, which is a different rule).
 func TestSotWRequestRules(t *testing.T) {
 	// The snapshot cache, and the indexed cache (the protocol's floor) alike.
-	for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.IndexedCache} {
+	for _, cache := range []publish.Cache{publish.SnapshotCache, publish.IndexedCache} {
 		t.Run(string(cache), func(t *testing.T) { sotwRequestRules(t, cache) })
 	}
 }
 
-func sotwRequestRules(t *testing.T, cache frontend.Cache) {
+func sotwRequestRules(t *testing.T, cache publish.Cache) {
 	v := variant{"sotw-pertype-hold", protocol.SotW, "per-type", "hold", cache}
 	h := newHarness(t, v)
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
@@ -158,7 +158,7 @@ func sotwRequestRules(t *testing.T, cache frontend.Cache) {
 	// LinearCache, compares per resource with what it sent: the transport presents the
 	// rejected version (hold), nothing differs, nothing is sent.
 	latest := r2
-	if cache == frontend.SnapshotCache {
+	if cache == publish.SnapshotCache {
 		r3 := recv()
 		assert.Equal(t, r2.GetVersionInfo(), r3.GetVersionInfo())
 		latest = r3
@@ -196,12 +196,12 @@ func (h *harness) eventsAfterLen(what, event string, want int) int {
 // does not exist (the spec expects removed_resources; go-control-plane sends nothing),
 // and a nonce never sent.
 func TestDeltaRequestRules(t *testing.T) {
-	for _, cache := range []frontend.Cache{frontend.SnapshotCache, frontend.IndexedCache} {
+	for _, cache := range []publish.Cache{publish.SnapshotCache, publish.IndexedCache} {
 		t.Run(string(cache), func(t *testing.T) { deltaRequestRules(t, cache) })
 	}
 }
 
-func deltaRequestRules(t *testing.T, cache frontend.Cache) {
+func deltaRequestRules(t *testing.T, cache publish.Cache) {
 	h := newHarness(t, variant{"delta", protocol.Delta, "", "", cache})
 	h.publish("rules", resources.State{Version: "1", InventoryPort: portV1})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)

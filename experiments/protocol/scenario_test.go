@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/simclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -310,7 +310,7 @@ func goodRoute(v variant, vers1 map[resources.Type]string) string {
 	if v.linear() {
 		return vers1[resources.RDS]
 	}
-	if v.versions == frontend.PerType {
+	if v.versions == publish.PerType {
 		return "1"
 	}
 	return "2"

@@ -14,6 +14,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -32,8 +33,8 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 	sv := variants[0] // SotW, uniform labels: the publisher records into its log
 	s := &harness{t: t, v: sv, log: &xdslogtest.Log{}, ctx: ctx}
 	s.rec = xdslog.NewRecorder(s.log, sv.mode)
-	snapshots := frontend.NewSnapshotCache(nil)
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, Recorder: s.rec, Strategy: sv.versions})
+	snapshots := publish.NewSnapshotCache(nil)
+	pub, err := publish.NewPublisher(publish.PublisherConfig{Cache: snapshots, Recorder: s.rec, Strategy: sv.versions})
 	require.NoError(t, err)
 	s.cache, s.pub = snapshots, pub
 	s.fe = newTransport(t, ctx, sv, s.cache, s.pub, s.rec)
@@ -99,12 +100,12 @@ func TestTransportsNeedACache(t *testing.T) {
 	assert.ErrorContains(t, err, "no cache")
 	_, err = delta.New(context.Background(), delta.Config{})
 	assert.ErrorContains(t, err, "no cache")
-	_, err = sotw.New(context.Background(), sotw.Config{Cache: frontend.NewSnapshotCache(nil), NackPolicy: "sometimes"})
+	_, err = sotw.New(context.Background(), sotw.Config{Cache: publish.NewSnapshotCache(nil), NackPolicy: "sometimes"})
 	assert.ErrorContains(t, err, "unknown NACK policy")
 }
 
 // newTransport builds v's transport on cache, naming what it sends with pub.
-func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub frontend.StatePublisher, rec *xdslog.Recorder) frontend.FrontEnd {
+func newTransport(t *testing.T, ctx context.Context, v variant, cache cachev3.Cache, pub publish.StatePublisher, rec *xdslog.Recorder) frontend.FrontEnd {
 	t.Helper()
 	var (
 		fe  frontend.FrontEnd

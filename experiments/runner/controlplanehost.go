@@ -7,9 +7,9 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -162,7 +162,7 @@ func (h *controlPlaneHost) accepted(set, prev *resources.Set, rejected map[resou
 			// The LinearCache moves a type's label on any change of the type but sends only
 			// to clients subscribed to a changed resource (pkg/cache/v3/linear.go), so a
 			// label no response carried cannot be ACKed; the hashes above are the test.
-			if h.base.Mode == protocol.SotW && h.base.Cache == frontend.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
+			if h.base.Mode == protocol.SotW && h.base.Cache == publish.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
 				ok = false
 			}
 		}

@@ -15,9 +15,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -210,7 +210,7 @@ func TestGRPCNarrowedSubscriptionGetsTheLateCluster(t *testing.T) {
 	t.Parallel()
 	sc, err := scenario.ParseFile(filepath.Join("testdata", "late-cluster.yaml"))
 	require.NoError(t, err)
-	for _, cache := range []frontend.Cache{frontend.LinearCache, frontend.SnapshotCache} {
+	for _, cache := range []publish.Cache{publish.LinearCache, publish.SnapshotCache} {
 		t.Run(string(cache), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -221,7 +221,7 @@ func TestGRPCNarrowedSubscriptionGetsTheLateCluster(t *testing.T) {
 			narrowed := cdsRequestsOf(t, dir, "route-before-cluster")
 			require.NotEmpty(t, narrowed, "grpc-go asks for blue by name")
 			assert.Equal(t, []string{"blue"}, narrowed[len(narrowed)-1], "after the timer: CDS narrowed to the missing cluster (all requests: %v)", narrowed)
-			if cache == frontend.LinearCache {
+			if cache == publish.LinearCache {
 				require.NoError(t, err, "%+v", res)
 				assert.Equal(t, "PASS", res.EnvoyResult)
 				c := readCheckpoint(t, dir, "cluster-after-route")

@@ -17,9 +17,9 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -38,7 +38,7 @@ func TestRunEnvoyLinear(t *testing.T) {
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			res, err := Execute(ctx, Options{Mode: mode, Client: ClientEnvoy, Out: dir, StepTimeout: 40 * time.Second, Cache: frontend.LinearCache})
+			res, err := Execute(ctx, Options{Mode: mode, Client: ClientEnvoy, Out: dir, StepTimeout: 40 * time.Second, Cache: publish.LinearCache})
 			require.NoError(t, err)
 			require.True(t, res.Passed)
 			assert.Equal(t, "PASS", readLine(t, filepath.Join(dir, "envoy.result")))
@@ -92,7 +92,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	acc := analysis.NewAccumulator()
 	var log xdslogtest.Log
 	rec := xdslog.NewRecorder(&log, mode, xdslog.WithObserver(acc.Observe))
-	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec, Cache: frontend.LinearCache})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Mode: mode, Addr: loopback.Addr(0), Recorder: rec, Cache: publish.LinearCache})
 	require.NoError(t, err)
 	defer cp.Stop()
 	b, err := inventory.Start("v1", 0, "")

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdsmetrics"
 	"github.com/xds-workbench/lab/shared/xdsmetrics/xdsmetricstest"
@@ -25,8 +25,8 @@ import (
 func TestRunMetrics(t *testing.T) {
 	for _, c := range []struct {
 		mode  protocol.Mode
-		cache frontend.Cache
-	}{{protocol.SotW, frontend.SnapshotCache}, {protocol.Delta, frontend.LinearCache}, {protocol.SotW, frontend.IndexedCache}} {
+		cache publish.Cache
+	}{{protocol.SotW, publish.SnapshotCache}, {protocol.Delta, publish.LinearCache}, {protocol.SotW, publish.IndexedCache}} {
 		t.Run(c.mode.String()+"-"+string(c.cache), func(t *testing.T) {
 			dir := t.TempDir()
 			m := xdsmetrics.New(c.mode, string(c.cache))

@@ -15,8 +15,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/testenv"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -25,7 +25,7 @@ import (
 
 var (
 	modes  = []protocol.Mode{protocol.SotW, protocol.Delta}
-	caches = []frontend.Cache{frontend.SnapshotCache, frontend.LinearCache, frontend.IndexedCache}
+	caches = []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache}
 )
 
 // scenarioRun runs sc on free ports in a temporary directory and returns it with the
@@ -113,7 +113,7 @@ func TestPackEnvoy(t *testing.T) {
 func TestPackGRPC(t *testing.T) {
 	for _, sc := range loadPack(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			o := Options{Mode: protocol.SotW, Cache: frontend.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
+			o := Options{Mode: protocol.SotW, Cache: publish.SnapshotCache, Client: ClientGRPC, GRPCCommand: grpcclienttest.Command(t)}
 			switch {
 			case sc.OnDemand.Any():
 				assertNotApplicable(t, sc, o, resources.ErrOnDemandNeedsDelta)
@@ -167,7 +167,7 @@ func assertPackRun(t *testing.T, sc *scenario.Scenario, o Options, result string
 
 // assertPackEvidence checks, beyond the scenario's own expectations, the evidence that
 // makes each scenario's point, from the checkpoints and xds.log.
-func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache frontend.Cache, dir string, cps map[string]Checkpoint, real bool) {
+func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache publish.Cache, dir string, cps map[string]Checkpoint, real bool) {
 	t.Helper()
 	ev := logEvents(t, dir)
 	switch name {
@@ -215,7 +215,7 @@ func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache fro
 	case "cds-without-eds":
 		if real {
 			want := int64(1)
-			if mode == protocol.SotW && cache == frontend.SnapshotCache {
+			if mode == protocol.SotW && cache == publish.SnapshotCache {
 				want = 0
 			}
 			assert.Equal(t, want, cps["cluster-change"].StatValues["cluster.inventory.init_fetch_timeout"], "warming waited for initial_fetch_timeout")

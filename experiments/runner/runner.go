@@ -24,10 +24,10 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -57,10 +57,10 @@ type Options struct {
 	Mode       protocol.Mode
 	Client     string // envoy, grpc, sim or auto
 	Out        string // run directory; default experiments/evidence/<mode>/<UTC time>-<PID>
-	Versions   frontend.VersionStrategy
+	Versions   publish.VersionStrategy
 	NackPolicy sotw.NackPolicy
-	// Cache is the library cache (frontend.SnapshotCache when empty).
-	Cache    frontend.Cache
+	// Cache is the library cache (publish.SnapshotCache when empty).
+	Cache    publish.Cache
 	EnvoyBin string // --envoy-bin
 	// GRPCCommand runs the grpc client (--client grpc); zero: `lab grpc-client` from this
 	// executable (grpcclient.LabCommand).
@@ -412,7 +412,7 @@ func (o *Options) checkProtocol() error {
 	if err := controlplane.CheckSotWOptions(o.Mode, o.Versions, o.NackPolicy); err != nil {
 		return err
 	}
-	cache, err := frontend.ParseCache(string(o.Cache))
+	cache, err := publish.ParseCache(string(o.Cache))
 	if err != nil {
 		return err
 	}

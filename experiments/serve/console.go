@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -30,7 +30,7 @@ type serveConsole struct {
 	wake  chan struct{}
 }
 
-func newServeConsole(out io.Writer, quiet bool, mode protocol.Mode, served string, cache frontend.Cache) *serveConsole {
+func newServeConsole(out io.Writer, quiet bool, mode protocol.Mode, served string, cache publish.Cache) *serveConsole {
 	return &serveConsole{out: out, quiet: quiet, mode: mode, served: served,
 		servesNode: func(n string) bool { return serveHasState(cache, served, n) },
 		peers:      map[int64]string{}, wake: make(chan struct{}, 1)}
@@ -39,7 +39,7 @@ func newServeConsole(out io.Writer, quiet bool, mode protocol.Mode, served strin
 // serveHasState says whether a client with node ID node gets the published state: the
 // SnapshotCache keeps it under the served node ID only, the LinearCache serves every
 // node alike.
-func serveHasState(cache frontend.Cache, served, node string) bool {
+func serveHasState(cache publish.Cache, served, node string) bool {
 	return cache.VersionsPerType() || node == served
 }
 

@@ -8,10 +8,10 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/suggest"
 	"github.com/xds-workbench/lab/sotw"
@@ -27,7 +27,7 @@ type Options struct {
 	LogPath       string
 	SotWVersions  string
 	NackPolicy    string
-	Cache         frontend.Cache
+	Cache         publish.Cache
 	// OnDemand serves the teaching state's route (VHDS, Host "quote") and/or its cluster
 	// (on-demand CDS) on demand; delta only.
 	OnDemand resources.OnDemand
@@ -69,7 +69,7 @@ func DefaultOptions() Options {
 		InventoryPort: 18080,
 		ListenerPort:  resources.DefaultListener,
 		LogPath:       "xds.log",
-		Cache:         frontend.SnapshotCache,
+		Cache:         publish.SnapshotCache,
 		Client:        ClientEnvoy,
 		Limits:        controlplane.DefaultLimits(),
 		MaxLogSize:    DefaultMaxLogSize,
@@ -219,12 +219,12 @@ func (o *Options) checkCounts() error {
 // mode and each other.
 func (o *Options) checkShape() error {
 	if o.Cache == "" {
-		o.Cache = frontend.SnapshotCache
+		o.Cache = publish.SnapshotCache
 	}
-	if _, err := frontend.ParseCache(string(o.Cache)); err != nil {
+	if _, err := publish.ParseCache(string(o.Cache)); err != nil {
 		return refuse(OptionCache, string(o.Cache), ErrUnknownCache)
 	}
-	err := controlplane.CheckCacheOptions(o.Cache, o.Mode, frontend.VersionStrategy(o.SotWVersions), sotw.NackPolicy(o.NackPolicy))
+	err := controlplane.CheckCacheOptions(o.Cache, o.Mode, publish.VersionStrategy(o.SotWVersions), sotw.NackPolicy(o.NackPolicy))
 	switch {
 	case errors.Is(err, controlplane.ErrUniformNeedsSnapshot):
 		return refuse(OptionSotWVersions, o.SotWVersions, err)
@@ -246,7 +246,7 @@ func (o *Options) checkShape() error {
 		}
 		return nil
 	}
-	if _, err := frontend.ParseVersionStrategy(o.SotWVersions); err != nil {
+	if _, err := publish.ParseVersionStrategy(o.SotWVersions); err != nil {
 		return refuse(OptionSotWVersions, o.SotWVersions, ErrUnknownVersions)
 	}
 	if _, err := sotw.ParseNackPolicy(o.NackPolicy); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -196,7 +196,7 @@ func (o *Options) controlPlaneOptions(rec *xdslog.Recorder) controlplane.Options
 		Mode:       o.Mode,
 		Addr:       o.XDSAddr,
 		NodeID:     o.NodeID,
-		Versions:   frontend.VersionStrategy(o.SotWVersions),
+		Versions:   publish.VersionStrategy(o.SotWVersions),
 		NackPolicy: sotw.NackPolicy(o.NackPolicy),
 		Cache:      o.Cache,
 		OnDemand:   o.OnDemand,
@@ -227,10 +227,10 @@ func printServing(out io.Writer, o Options, addr string, before int64) {
 		logAbs = o.LogPath
 	}
 	cacheNote := ""
-	if o.Cache == frontend.LinearCache {
+	if o.Cache == publish.LinearCache {
 		cacheNote = " from a LinearCache per type (versions per type, behind a prefix of this start)"
 	}
-	if o.Cache == frontend.IndexedCache {
+	if o.Cache == publish.IndexedCache {
 		cacheNote = " from the indexed cache (versions per type, behind a prefix of this start)"
 	}
 	fmt.Fprintf(out, "serving %s ADS on %s for node %s%s; xds.log: %s (type help for commands)\n", o.Mode, addr, serveNodeID(o.NodeID), cacheNote, logAbs)

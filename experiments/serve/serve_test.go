@@ -23,9 +23,9 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -274,8 +274,8 @@ func TestServeRefusesBadOptions(t *testing.T) {
 		{"bad versions", func(o *Options) { o.SotWVersions = "sometimes" }, OptionSotWVersions, "sometimes", ErrUnknownVersions},
 		{"bad policy", func(o *Options) { o.NackPolicy = "ignore" }, OptionNackPolicy, "ignore", ErrUnknownNackPolicy},
 		{"bad cache", func(o *Options) { o.Cache = "lru" }, OptionCache, "lru", ErrUnknownCache},
-		{"linear uniform", func(o *Options) { o.Cache = frontend.LinearCache; o.SotWVersions = "uniform" }, OptionSotWVersions, "uniform", controlplane.ErrUniformNeedsSnapshot},
-		{"linear resend", func(o *Options) { o.Cache = frontend.LinearCache; o.NackPolicy = "resend" }, OptionNackPolicy, "resend", controlplane.ErrResendNeedsSnapshot},
+		{"linear uniform", func(o *Options) { o.Cache = publish.LinearCache; o.SotWVersions = "uniform" }, OptionSotWVersions, "uniform", controlplane.ErrUniformNeedsSnapshot},
+		{"linear resend", func(o *Options) { o.Cache = publish.LinearCache; o.NackPolicy = "resend" }, OptionNackPolicy, "resend", controlplane.ErrResendNeedsSnapshot},
 		{"on demand with sotw", func(o *Options) { o.OnDemand.Clusters = true }, OptionOnDemand, "cds", resources.ErrOnDemandNeedsDelta},
 		{"zero streams", func(o *Options) { o.Limits.MaxStreams = 0 }, OptionMaxStreams, "0", nil},
 		{"no port for v2", func(o *Options) { o.WithInventory = true; o.InventoryPort = 65535 }, OptionInventoryPort, "65535", ErrNoRoomForV2},
@@ -452,7 +452,7 @@ func TestServeLinear(t *testing.T) {
 	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		t.Run(mode.String(), func(t *testing.T) {
 			o := serveTestOptions(t, mode)
-			o.Cache = frontend.LinearCache
+			o.Cache = publish.LinearCache
 			srv := startServeSessionLine(t, o, `ADS on (127\.0\.0\.1:\d+) for node teaching-envoy from a LinearCache per type`)
 			clientCtx, stopClient := context.WithCancel(srv.ctx)
 			defer stopClient()

@@ -25,8 +25,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/stats"
 )
@@ -46,7 +46,7 @@ type Options struct {
 	Connections int
 	Protocol    load.Protocol
 	Mode        protocol.Mode
-	Cache       frontend.Cache
+	Cache       publish.Cache
 	Repeat      int
 	Out         string
 	EnvoyBin    string

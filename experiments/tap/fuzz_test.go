@@ -8,8 +8,8 @@ import (
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/internal/adsfuzz"
 	"github.com/xds-workbench/lab/shared/bufconntest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -27,7 +27,7 @@ var (
 )
 
 // tapFor returns the worker's tap for a mode and cache, building it once.
-func tapFor(t *testing.T, mode protocol.Mode, cache frontend.Cache) *adsfuzz.Target {
+func tapFor(t *testing.T, mode protocol.Mode, cache publish.Cache) *adsfuzz.Target {
 	fuzzTapsMu.Lock()
 	defer fuzzTapsMu.Unlock()
 	key := mode.String() + "/" + string(cache)
@@ -76,12 +76,12 @@ func FuzzTapStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := adsfuzz.Decode(data)
-		mode, cache := protocol.SotW, frontend.SnapshotCache
+		mode, cache := protocol.SotW, publish.SnapshotCache
 		if s.Delta {
 			mode = protocol.Delta
 		}
 		if s.Linear {
-			cache = frontend.LinearCache
+			cache = publish.LinearCache
 		}
 		if err := tapFor(t, mode, cache).Exercise(s, fuzzRecvLimit); err != nil {
 			t.Fatalf("%s: %v", s, err)

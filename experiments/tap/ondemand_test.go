@@ -8,19 +8,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
 // startOnDemandUpstream is the workbench's delta control plane serving the teaching
-// state with its routes on demand (VHDS), through frontend.OnDemandCache.
+// state with its routes on demand (VHDS), through publish.OnDemandCache.
 func startOnDemandUpstream(t *testing.T) *upstream {
 	t.Helper()
 	state := resources.State{Version: "1", InventoryPort: 18080, OnDemand: resources.OnDemand{VirtualHosts: true}}
-	return serveUpstream(t, protocol.Delta, state, func(lib cachev3.Cache, pub *frontend.Publisher) cachev3.Cache {
-		return &frontend.OnDemandCache{Cache: lib, State: func(string) *resources.Set { return pub.Current() }}
+	return serveUpstream(t, protocol.Delta, state, func(lib cachev3.Cache, pub *publish.Publisher) cachev3.Cache {
+		return &publish.OnDemandCache{Cache: lib, State: func(string) *resources.Set { return pub.Current() }}
 	})
 }
 

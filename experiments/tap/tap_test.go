@@ -26,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -63,15 +64,15 @@ func startUpstream(t *testing.T, mode protocol.Mode) *upstream {
 
 // serveUpstream publishes state and serves it in mode from the publisher's snapshot
 // cache, or from what serveFrom wraps around it.
-func serveUpstream(t *testing.T, mode protocol.Mode, state resources.State, serveFrom func(cachev3.Cache, *frontend.Publisher) cachev3.Cache) *upstream {
+func serveUpstream(t *testing.T, mode protocol.Mode, state resources.State, serveFrom func(cachev3.Cache, *publish.Publisher) cachev3.Cache) *upstream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	u := &upstream{srv: grpc.NewServer(), log: &xdslogtest.Log{}}
 	rec := xdslog.NewRecorder(u.log, mode)
-	snapshots := frontend.NewSnapshotCache(nil)
+	snapshots := publish.NewSnapshotCache(nil)
 	var cache cachev3.Cache = snapshots
-	pub, err := frontend.NewPublisher(frontend.PublisherConfig{Cache: snapshots, NodeID: resources.NodeID, Recorder: rec})
+	pub, err := publish.NewPublisher(publish.PublisherConfig{Cache: snapshots, NodeID: resources.NodeID, Recorder: rec})
 	require.NoError(t, err)
 	set, err := resources.Build(state)
 	require.NoError(t, err)

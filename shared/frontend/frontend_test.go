@@ -1,352 +1,156 @@
 package frontend
 
 import (
-	"bytes"
 	"context"
-	"fmt"
+	"net"
 	"testing"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
 )
 
-// publish builds s and publishes it with p, either cache's publisher.
-func publish(t *testing.T, p StatePublisher, s resources.State) *resources.Set {
+// cdsAny is the first cluster of a built state, as a transport sends it, and the
+// resource it is.
+func cdsAny(t *testing.T) (*anypb.Any, resources.Resource) {
 	t.Helper()
-	set, err := resources.Build(s)
-	require.NoError(t, err)
-	require.NoError(t, p.Publish(context.Background(), set))
-	return set
-}
-
-func newPublisher(t *testing.T, cfg PublisherConfig) *Publisher {
-	t.Helper()
-	p, err := NewPublisher(cfg)
-	require.NoError(t, err)
-	return p
-}
-
-func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	cache := NewSnapshotCache(nil)
-	p := newPublisher(t, PublisherConfig{Cache: cache, NodeID: resources.NodeID,
-		Recorder: xdslog.NewRecorder(&buf, protocol.SotW), Strategy: PerType})
-	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
-	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
-	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
-	publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
-	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
-	snap, err := cache.GetSnapshot(resources.NodeID)
-	require.NoError(t, err)
-	assert.Equal(t, "3", snap.GetVersion(resources.RDS.URL()))
-	assert.Equal(t, "2", snap.GetVersion(resources.EDS.URL()))
-
-	ev, _, err := xdslog.Read(&buf)
-	require.NoError(t, err)
-	require.Len(t, ev, 3)
-	assert.Equal(t, []string{"EDS"}, ev[1].Changed)
-	assert.Equal(t, []string{"RDS"}, ev[2].Changed)
-	assert.Len(t, ev[0].Resources, 4)
-
-	u := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID, Strategy: Uniform})
-	publish(t, u, resources.State{Version: "1", InventoryPort: 18080})
-	publish(t, u, resources.State{Version: "2", InventoryPort: 18081})
-	assert.Equal(t, resources.UniformVersions("2"), u.Versions())
-}
-
-func TestDescribeHashesTheWireBytes(t *testing.T) {
-	t.Parallel()
-	p := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID})
-	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
-	r := set.ByType[resources.CDS][0]
-	b, err := cachev3.MarshalResource(r.Resource)
-	require.NoError(t, err)
-	name, hash := p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
-	assert.Equal(t, r.Name, name)
-	assert.Equal(t, r.Hash, hash)
-
-	// Content never published is named by decoding it.
-	other, err := resources.Build(resources.State{Version: "9", InventoryPort: 18080, Clusters: 1})
-	require.NoError(t, err)
-	b, err = cachev3.MarshalResource(other.ByType[resources.CDS][0].Resource)
-	require.NoError(t, err)
-	name, _ = p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
-	assert.Equal(t, "inventory-0000", name)
-	name, _ = p.Describe(&anypb.Any{TypeUrl: "type.googleapis.com/nope", Value: []byte{1}})
-	assert.Equal(t, "?undecodable", name)
-}
-
-func TestCheckTypeAndRefusal(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	rec := xdslog.NewRecorder(&buf, protocol.Delta)
-	typ, err := CheckType(rec, 1, resources.EDS.URL())
-	require.NoError(t, err)
-	assert.Equal(t, resources.EDS, typ)
-	_, err = CheckType(rec, 1, "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret")
-	assert.Equal(t, codes.InvalidArgument, status.Code(err))
-	err = RefuseProtocol(context.Background(), rec, "SotW stream", "start Envoy with the bootstrap `lab bootstrap --mode delta` prints")
-	assert.Equal(t, codes.Unimplemented, status.Code(err))
-	ev, _, rerr := xdslog.Read(&buf)
-	require.NoError(t, rerr)
-	require.Len(t, ev, 2)
-	assert.Equal(t, xdslog.EventRefused, ev[0].Event)
-	assert.Contains(t, ev[0].Error, "Secret")
-	assert.Contains(t, ev[1].Error, "SotW stream refused")
-
-	_, err = ParseVersionStrategy("sometimes")
-	assert.Error(t, err)
-	s, err := ParseVersionStrategy("")
-	require.NoError(t, err)
-	assert.Equal(t, Uniform, s)
-}
-
-// setter is a cache that is only what a Publisher needs.
-type setter struct {
-	snaps map[string]cachev3.ResourceSnapshot
-}
-
-func (s *setter) SetSnapshot(_ context.Context, node string, snap cachev3.ResourceSnapshot) error {
-	s.snaps[node] = snap
-	return nil
-}
-
-func TestNewPublisher(t *testing.T) {
-	t.Parallel()
-	_, err := NewPublisher(PublisherConfig{})
-	assert.ErrorContains(t, err, "no cache")
-	_, err = NewPublisher(PublisherConfig{Cache: &setter{}, Strategy: "sometimes"})
-	assert.ErrorContains(t, err, "unknown version strategy")
-
-	// Defaults, and a cache behind the small interface: SetSnapshot is all it uses.
-	c := &setter{snaps: map[string]cachev3.ResourceSnapshot{}}
-	p := newPublisher(t, PublisherConfig{Cache: c})
-	assert.Equal(t, resources.NodeID, p.NodeID())
-	assert.Equal(t, Uniform, p.Strategy())
-	assert.Nil(t, p.Current())
-	assert.Empty(t, p.Versions())
-	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
-	assert.Same(t, set, p.Current())
-	require.Contains(t, c.snaps, resources.NodeID)
-	assert.Equal(t, "1", c.snaps[resources.NodeID].GetVersion(resources.EDS.URL()))
-}
-
-func TestDescribeWire(t *testing.T) {
-	t.Parallel()
 	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
 	require.NoError(t, err)
 	r := set.ByType[resources.CDS][0]
 	b, err := cachev3.MarshalResource(r.Resource)
 	require.NoError(t, err)
-	name, hash := DescribeWire(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
+	return &anypb.Any{TypeUrl: resources.CDS.URL(), Value: b}, r
+}
+
+func TestDescribeWire(t *testing.T) {
+	t.Parallel()
+	a, r := cdsAny(t)
+	name, hash := DescribeWire(a)
 	assert.Equal(t, r.Name, name)
-	assert.Equal(t, r.Hash, hash)
+	assert.Equal(t, r.Hash, hash, "the hash of the bytes sent is the publisher's content hash")
 	name, _ = DescribeWire(&anypb.Any{TypeUrl: "type.googleapis.com/nope", Value: []byte{1}})
 	assert.Equal(t, "?undecodable", name)
 }
 
-func TestParseCache(t *testing.T) {
+// A request of a type the workbench does not serve is refused with InvalidArgument and
+// recorded; the other protocol's stream is refused with Unimplemented, naming the peer.
+func TestRecordRefuses(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache, "indexed": IndexedCache} {
-		c, err := ParseCache(in)
-		require.NoError(t, err)
-		assert.Equal(t, want, c)
+	var log xdslogtest.Log
+	r := NewRecord(xdslog.NewRecorder(&log, protocol.Delta), nil)
+	secret := "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	err := r.Delta(1, &discovery.DeltaDiscoveryRequest{TypeUrl: secret})
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+	_, _, err = r.SotW(2, &discovery.DiscoveryRequest{TypeUrl: secret})
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4321}})
+	err = r.Refuse(ctx, "SotW stream", "start Envoy with the bootstrap `lab bootstrap --mode delta` prints")
+	assert.Equal(t, codes.Unimplemented, status.Code(err))
+
+	ev := log.Events(t)
+	require.Len(t, ev, 3)
+	for _, e := range ev {
+		assert.Equal(t, xdslog.EventRefused, e.Event)
 	}
-	_, err := ParseCache("lru")
-	assert.EqualError(t, err, `unknown cache "lru" (want snapshot, linear or indexed)`)
+	assert.Equal(t, int64(1), ev[0].Stream)
+	assert.Contains(t, ev[0].Error, "Secret")
+	assert.Equal(t, int64(2), ev[1].Stream)
+	assert.Equal(t, "127.0.0.1:4321", ev[2].Peer)
+	assert.Contains(t, ev[2].Error, "SotW stream refused")
 }
 
-// TestLinearPublisher: each type's cache gets only what changed; an unchanged type's
-// version does not move; versions carry the instance prefix, and two publishers never
-// share one.
-func TestLinearPublisher(t *testing.T) {
+// A SotW stream as the library's callbacks report it: opened, a request, the response
+// named and hashed by the DescribeFunc given, the ACK classified, closed.
+func TestRecordSotW(t *testing.T) {
 	t.Parallel()
-	p := NewLinearPublisher(LinearConfig{})
-	other := NewLinearPublisher(LinearConfig{})
-	assert.NotEqual(t, p.VersionPrefix(), other.VersionPrefix(), "a new instance, a new prefix")
-	assert.Equal(t, PerType, p.Strategy())
-	assert.Nil(t, p.Current())
-	pre := p.VersionPrefix()
-	for _, v := range p.Versions() {
-		assert.Equal(t, pre+"0", v)
-	}
-	set1 := publish(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
-	assert.Same(t, set1, p.Current())
-	for _, typ := range resources.CoreTypes {
-		assert.Equal(t, pre+"1", p.Versions()[typ], typ)
-	}
-	assert.Equal(t, pre+"0", p.Versions()[resources.VHDS], "a type never published keeps its first version")
-	// One endpoint changes: only EDS's cache is updated, with that one resource.
-	publish(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
-	v := p.Versions()
-	assert.Equal(t, pre+"2", v[resources.EDS])
-	for _, typ := range []resources.Type{resources.CDS, resources.LDS, resources.RDS} {
-		assert.Equal(t, pre+"1", v[typ], "%s untouched", typ)
-	}
-	eds := p.caches[resources.EDS]
-	assert.Equal(t, 3, eds.NumResources())
-	// The clusters go: CDS and EDS delete them, RDS and LDS are not touched.
-	publish(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
-	v = p.Versions()
-	assert.Equal(t, pre+"3", v[resources.EDS])
-	assert.Equal(t, pre+"2", v[resources.CDS])
-	assert.Equal(t, pre+"1", v[resources.RDS])
-	assert.Zero(t, eds.NumResources())
-	assert.Zero(t, p.caches[resources.CDS].NumResources())
-	// The same content again changes nothing.
-	publish(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
-	assert.Equal(t, v, p.Versions())
-	assert.Error(t, p.Publish(context.Background(), nil))
-}
-
-// statePublisher makes a publisher of either cache that records into buf.
-func statePublisher(t testing.TB, cache Cache, buf *bytes.Buffer) StatePublisher {
-	rec := xdslog.NewRecorder(buf, protocol.Delta)
-	if cache == LinearCache {
-		return NewLinearPublisher(LinearConfig{Recorder: rec})
-	}
-	p, err := NewPublisher(PublisherConfig{Cache: NewSnapshotCache(nil), Recorder: rec, Strategy: PerType})
+	var log xdslogtest.Log
+	r := NewRecord(xdslog.NewRecorder(&log, protocol.SotW), func(a *anypb.Any) (string, string) { return "named-by-describe", "h" })
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1234}})
+	require.NoError(t, r.Open(ctx, 7, ""))
+	node := &core.Node{Id: "envoy-1"}
+	req := &discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), Node: node}
+	typ, e, err := r.SotW(7, req)
 	require.NoError(t, err)
-	return p
+	assert.Equal(t, resources.CDS, typ)
+	assert.Empty(t, e.Event, "the first request answers no send")
+	a, _ := cdsAny(t)
+	resp := &discovery.DiscoveryResponse{TypeUrl: resources.CDS.URL(), VersionInfo: "v1", Nonce: "n1", Resources: []*anypb.Any{a}}
+	r.SotWResponse(ctx, 7, req, resp)
+	_, e, err = r.SotW(7, &discovery.DiscoveryRequest{TypeUrl: resources.CDS.URL(), VersionInfo: "v1", ResponseNonce: "n1"})
+	require.NoError(t, err)
+	assert.Equal(t, xdslog.EventAck, e.Event, "the event returned is the recorder's classification")
+	r.Close(7, node)
+
+	ev := log.Events(t)
+	require.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventStreamOpen))
+	assert.Equal(t, "127.0.0.1:1234", ev[0].Peer)
+	sends := sendsOf(ev)
+	require.Len(t, sends, 1)
+	assert.Equal(t, "CDS", sends[0].Type)
+	assert.Equal(t, proto.Size(resp), sends[0].Bytes)
+	assert.Equal(t, xdslog.Resources{{Name: "named-by-describe", Version: "v1", Hash: "h", Redundant: new(false)}}, sends[0].Resources)
+	assert.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventAck))
+	assert.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventStreamClose))
 }
 
-// The first publish lists every resource; each later one only what it added, modified
-// and deleted; a reader's model rebuilds the published state from them. Both publishers
-// write the same events, whether the set was rebuilt from the current one or built whole.
-func TestPublishEventsAreIncremental(t *testing.T) {
+// A delta response is recorded with the names and versions on the wire, the content
+// hashed by DescribeWire when no DescribeFunc is given, a bodiless resource as not found
+// and the removed names.
+func TestRecordDelta(t *testing.T) {
 	t.Parallel()
-	for _, cache := range []Cache{SnapshotCache, LinearCache} {
-		for _, rebuild := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/rebuild=%v", cache, rebuild), func(t *testing.T) {
-				var buf bytes.Buffer
-				p := statePublisher(t, cache, &buf)
-				states := []resources.State{
-					{Version: "1", InventoryPort: 18080, Clusters: 3},
-					{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}},
-					{Version: "3", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{1: 18081}},
-					{Version: "4", InventoryPort: 18080, Clusters: 2, EndpointPorts: map[int]int{1: 18081}},
-				}
-				for _, s := range states {
-					var (
-						set *resources.Set
-						err error
-					)
-					if rebuild {
-						set, err = resources.Rebuild(p.Current(), s)
-					} else {
-						set, err = resources.Build(s)
-					}
-					require.NoError(t, err)
-					require.NoError(t, p.Publish(context.Background(), set))
-				}
-				ev, _, err := xdslog.Read(&buf)
-				require.NoError(t, err)
-				require.Len(t, ev, 4)
-				assert.False(t, ev[0].Incremental)
-				assert.Len(t, ev[0].Resources, 8, "the first publish in full: 3+3 clusters and endpoints, a listener, a route")
-				assert.True(t, ev[1].Incremental)
-				assert.Equal(t, []string{"EDS/inventory-0001"}, typeNames(ev[1].Resources))
-				assert.Empty(t, ev[1].Deleted)
-				assert.Equal(t, []string{"RDS/quote-route"}, typeNames(ev[2].Resources))
-				assert.Equal(t, []string{"CDS/inventory-0002", "EDS/inventory-0002"}, typeNames(ev[2].Deleted))
-				assert.Len(t, ev[2].Deleted[0].Hash, 64, "a deletion names the content it removes")
-				assert.Equal(t, []string{"CDS", "EDS", "RDS"}, ev[2].Changed)
-				assert.True(t, ev[3].Incremental)
-				assert.Empty(t, ev[3].Resources, "nothing changed")
-				assert.Empty(t, ev[3].Changed)
+	var log xdslogtest.Log
+	r := NewRecord(xdslog.NewRecorder(&log, protocol.Delta), nil)
+	require.NoError(t, r.Open(context.Background(), 3, ""))
+	req := &discovery.DeltaDiscoveryRequest{TypeUrl: resources.CDS.URL(), ResourceNamesSubscribe: []string{"*"}}
+	require.NoError(t, r.Delta(3, req))
+	a, res := cdsAny(t)
+	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: resources.CDS.URL(), SystemVersionInfo: "1", Nonce: "n1",
+		Resources:        []*discovery.Resource{{Name: res.Name, Version: "wire-v", Resource: a}, {Name: "gone-host"}},
+		RemovedResources: []string{"old"}}
+	r.DeltaResponse(3, req, resp)
+	r.Close(3, nil)
 
-				m := xdslog.NewModel(nil)
-				for _, e := range ev {
-					m.Observe(e)
-				}
-				for name, want := range map[string]bool{"inventory-0000": true, "inventory-0001": true, "inventory-0002": false} {
-					has, ok := m.Published("CDS", name)
-					assert.True(t, ok)
-					assert.Equal(t, want, has, name)
-				}
-			})
-		}
-	}
+	sends := sendsOf(log.Events(t))
+	require.Len(t, sends, 1)
+	assert.Equal(t, xdslog.Resources{{Name: res.Name, Version: "wire-v", Hash: res.Hash, Redundant: new(false)}, {Name: "gone-host", NotFound: true}}, sends[0].Resources)
+	assert.Equal(t, []string{"old"}, sends[0].Removed)
+	assert.Equal(t, proto.Size(resp), sends[0].Bytes)
 }
 
-func typeNames(rs xdslog.Resources) []string {
-	var out []string
-	for _, r := range rs {
-		out = append(out, r.Type+"/"+r.Name)
+// Without a recorder nothing is recorded, and the type check still refuses.
+func TestRecordWithoutRecorder(t *testing.T) {
+	t.Parallel()
+	r := NewRecord(nil, nil)
+	require.NoError(t, r.Open(context.Background(), 1, ""))
+	typ, e, err := r.SotW(1, &discovery.DiscoveryRequest{TypeUrl: resources.EDS.URL()})
+	require.NoError(t, err)
+	assert.Equal(t, resources.EDS, typ)
+	assert.Zero(t, e)
+	assert.Error(t, r.Delta(1, &discovery.DeltaDiscoveryRequest{TypeUrl: "nope"}))
+	r.SotWResponse(context.Background(), 1, nil, &discovery.DiscoveryResponse{TypeUrl: resources.EDS.URL()})
+	r.Close(1, nil)
+}
+
+// sendsOf is ev's send events.
+func sendsOf(ev []xdslog.Event) []xdslog.Event {
+	var out []xdslog.Event
+	for _, e := range ev {
+		if e.Event == xdslog.EventSend {
+			out = append(out, e)
+		}
 	}
 	return out
-}
-
-// The name table holds the published state and what the last publish replaced, no more:
-// a long run of publishes does not grow it.
-func TestNameTableStaysBounded(t *testing.T) {
-	t.Parallel()
-	for _, cache := range []Cache{SnapshotCache, LinearCache} {
-		var buf bytes.Buffer
-		p := statePublisher(t, cache, &buf)
-		var set *resources.Set
-		for i := range 200 {
-			var err error
-			set, err = resources.Rebuild(p.Current(), resources.State{Version: fmt.Sprint(i + 1), InventoryPort: 18080, Clusters: 5, EndpointPorts: map[int]int{i % 5: 18081 + i%7}})
-			require.NoError(t, err)
-			require.NoError(t, p.Publish(context.Background(), set))
-		}
-		var names *nameTable
-		switch p := p.(type) {
-		case *Publisher:
-			names = &p.names
-		case *LinearPublisher:
-			names = &p.names
-		}
-		// Each publish moves two endpoints: the new override and the one it drops.
-		assert.LessOrEqual(t, len(names.byHash), 12+2, "%s: 12 resources published and the two the last publish replaced", cache)
-		// What was sent of the state before the last publish is still named.
-		for _, r := range set.ByType[resources.EDS] {
-			any, err := anypb.New(r.Resource)
-			require.NoError(t, err)
-			name, hash := p.Describe(any)
-			assert.Equal(t, r.Name, name)
-			assert.Equal(t, r.Hash, hash)
-		}
-	}
-}
-
-// BenchmarkPublishEndpoint is one endpoint change at N = 10,000 made and published the way
-// the control plane does (Rebuild, then Publish, recorded), per cache, with no client
-// connected: what the workbench itself costs per change.
-func BenchmarkPublishEndpoint(b *testing.B) {
-	for _, cache := range []Cache{SnapshotCache, LinearCache} {
-		b.Run(string(cache), func(b *testing.B) {
-			var buf bytes.Buffer
-			p := statePublisher(b, cache, &buf)
-			state := func(i int) resources.State {
-				return resources.State{Version: fmt.Sprint(i), InventoryPort: 18080, Clusters: 10_000, EndpointPorts: map[int]int{0: 18081 + i%2}}
-			}
-			set, err := resources.Build(state(0))
-			require.NoError(b, err)
-			require.NoError(b, p.Publish(context.Background(), set))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				i++
-				buf.Reset()
-				set, err := resources.Rebuild(p.Current(), state(i))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Publish(context.Background(), set); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }

@@ -16,7 +16,7 @@ import (
 // is, to all N assignments by name, for the indexed cache and go-control-plane's
 // LinearCache: the update, the K responses, and the K watches the server opens again
 // after them (what pkg/server/{sotw,delta}/v3 do), as
-// frontend.BenchmarkLinearCacheEndpointChange measures the LinearCache alone. No
+// publish.BenchmarkLinearCacheEndpointChange measures the LinearCache alone. No
 // transport. The LinearCache grows with N (computeResourceChange, trackWatch); the
 // indexed cache in delta should not, and in SotW grows by what the library's SotW
 // re-watch requires (the subscription map rebuilt per request, filed per watch).

@@ -33,7 +33,7 @@ import (
 // unsubscribe, names the cache lacks), ACKs and NACKs, and reconnects (SotW with the
 // last version_info, delta with initial_resource_versions), applied alike to
 // go-control-plane's LinearCache (one per type behind a MuxCache, as
-// frontend.LinearPublisher builds it) and to the indexed cache, each served by the
+// publish.LinearPublisher builds it) and to the indexed cache, each served by the
 // library's own ADS server (pkg/server/v3, ordered ADS as the workbench's sotw package
 // runs it) over bufconn. After every step each client
 // collects what both servers sent and the two must agree response by response: whether
@@ -53,7 +53,7 @@ import (
 // indexed cache that drops removals (indexcache.BreakForTest), and must see a difference.
 
 // VirtualHost (VHDS) is served by the indexed cache like the others (the workbench puts
-// frontend.OnDemandCache's named-only rules in front of it, tested there).
+// publish.OnDemandCache's named-only rules in front of it, tested there).
 var diffTypes = []string{rsrc.ListenerType, rsrc.RouteType, rsrc.ClusterType, rsrc.EndpointType, rsrc.VirtualHostType}
 
 const probeType = "type.googleapis.com/workbench.Probe"

@@ -431,7 +431,7 @@ func apiListenerConsistent(snap *cachev3.Snapshot) error {
 }
 
 // Has reports whether the set holds a resource of type t named name. The first call
-// indexes the set, O(resources); every later one is O(1) (frontend.OnDemandCache asks it
+// indexes the set, O(resources); every later one is O(1) (publish.OnDemandCache asks it
 // once per on-demand subscribe).
 func (s *Set) Has(t Type, name string) bool {
 	if s.names == nil {
@@ -505,6 +505,16 @@ func Hash(r types.Resource) (string, error) {
 		return "", err
 	}
 	return cachev3.HashResource(b), nil
+}
+
+// NameOnWire is the name of a resource as sent, read by decoding its bytes
+// ("?undecodable" when they do not decode): how xds.log names content no publisher knows.
+func NameOnWire(a *anypb.Any) string {
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		return "?undecodable"
+	}
+	return cachev3.GetResourceName(m)
 }
 
 // validator is what every generated Envoy message implements.

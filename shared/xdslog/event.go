@@ -151,7 +151,7 @@ type Resource struct {
 	Hash      string `json:"hash"`
 	Redundant *bool  `json:"redundant,omitempty"`
 	// NotFound marks a sent delta resource with a name (and that name as its alias) but
-	// no body: the server says the name does not exist (VHDS, frontend.OnDemandCache).
+	// no body: the server says the name does not exist (VHDS, publish.OnDemandCache).
 	// It is an answer, not content: never redundant (the recorder leaves Redundant
 	// unset), and the model does not count it as held.
 	NotFound bool `json:"not_found,omitempty"`

@@ -1,4 +1,4 @@
-package frontend
+package publish
 
 import (
 	"context"
@@ -48,7 +48,7 @@ type SnapshotSetter interface {
 // library's logs.
 func NewSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
 	if logger == nil {
-		logger = DiscardLogger{}
+		logger = log.LoggerFuncs{}
 	}
 	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
 }
@@ -221,7 +221,7 @@ func (n *nameTable) describe(a *anypb.Any) (name, hash string) {
 	if ok {
 		return name, hash
 	}
-	return decodedName(a), hash
+	return resources.NameOnWire(a), hash
 }
 
 // Current returns the last published set (nil before the first publish).

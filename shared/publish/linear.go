@@ -1,4 +1,4 @@
-package frontend
+package publish
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/resources"
@@ -186,7 +187,7 @@ func NewLinearPublisher(cfg LinearConfig) *LinearPublisher {
 	}
 	byURL := make(map[string]cachev3.Cache, len(resources.Types))
 	for _, t := range resources.Types {
-		c := cachev3.NewLinearCache(t.URL(), cachev3.WithVersionPrefix(p.prefix), cachev3.WithLogger(DiscardLogger{}))
+		c := cachev3.NewLinearCache(t.URL(), cachev3.WithVersionPrefix(p.prefix), cachev3.WithLogger(log.LoggerFuncs{}))
 		p.caches[t] = c
 		byURL[t.URL()] = c
 	}

@@ -1,4 +1,4 @@
-package frontend
+package publish
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/log"
 	"github.com/envoyproxy/go-control-plane/pkg/server/stream/v3"
 	"github.com/stretchr/testify/require"
 
@@ -41,7 +42,7 @@ func BenchmarkLinearCacheEndpointChange(b *testing.B) {
 					require.NoError(b, err)
 					moved[i] = s.ByType[resources.EDS][0].Resource
 				}
-				c := cachev3.NewLinearCache(resources.EDS.URL(), cachev3.WithLogger(DiscardLogger{}))
+				c := cachev3.NewLinearCache(resources.EDS.URL(), cachev3.WithLogger(log.LoggerFuncs{}))
 				c.SetResources(all)
 				w := newEDSWatcher(b, c, names, delta)
 				b.ReportAllocs()
