@@ -19,6 +19,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
+	"github.com/xds-workbench/lab/shared/publish/publishtest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -60,10 +61,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) publish(step string, s resources.State) *resources.Set {
 	r.t.Helper()
 	r.rec.SetStep(step)
-	set, err := resources.Build(s)
-	require.NoError(r.t, err)
-	require.NoError(r.t, r.pub.Publish(r.ctx, set))
-	return set
+	return publishtest.Publish(r.t, r.pub, s)
 }
 
 // client is an ADS client on its own connection, its streams ending with the test.

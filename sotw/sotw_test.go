@@ -17,6 +17,7 @@ import (
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
+	"github.com/xds-workbench/lab/shared/publish/publishtest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -102,9 +103,7 @@ func (r *rig) connect(c *simclient.Client) (stop func()) {
 func (r *rig) publish(step string, s resources.State) {
 	r.t.Helper()
 	r.rec.SetStep(step)
-	set, err := resources.Build(s)
-	require.NoError(r.t, err)
-	require.NoError(r.t, r.pub.Publish(r.ctx, set))
+	publishtest.Publish(r.t, r.pub, s)
 }
 
 // waitEvents blocks until cond holds for the events so far, or fails at the deadline.

@@ -19,6 +19,7 @@ import (
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
+	"github.com/xds-workbench/lab/shared/publish/publishtest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/shared/xdslog/xdslogtest"
@@ -113,10 +114,7 @@ func (h *harness) dial() *grpc.ClientConn {
 func (h *harness) publish(step string, s resources.State) *resources.Set {
 	h.t.Helper()
 	h.rec.SetStep(step)
-	set, err := resources.Build(s)
-	require.NoError(h.t, err)
-	require.NoError(h.t, h.pub.Publish(h.ctx, set))
-	return set
+	return publishtest.Publish(h.t, h.pub, s)
 }
 
 // connect runs a simulated client on a new stream; stop ends the stream and waits.

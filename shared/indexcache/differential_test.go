@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/log"
 	rsrc "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	sotwserver "github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
@@ -99,7 +99,7 @@ func newSides(t *testing.T, broken bool) [2]*side {
 	linear := map[string]*cachev3.LinearCache{}
 	byURL := map[string]cachev3.Cache{}
 	for _, u := range diffTypes {
-		linear[u] = cachev3.NewLinearCache(u, cachev3.WithVersionPrefix(prefix), cachev3.WithLogger(quiet{}))
+		linear[u] = cachev3.NewLinearCache(u, cachev3.WithVersionPrefix(prefix), cachev3.WithLogger(log.LoggerFuncs{}))
 		byURL[u] = linear[u]
 	}
 	mux := &cachev3.MuxCache{Classify: func(r *cachev3.Request) string { return r.GetTypeUrl() },
@@ -144,13 +144,6 @@ func (p probed) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscrip
 	ch <- &cachev3.DeltaPassthroughResponse{DeltaRequest: req, DeltaDiscoveryResponse: &discovery.DeltaDiscoveryResponse{TypeUrl: probeType}, NextVersionMap: map[string]string{}}
 	return nil, nil
 }
-
-type quiet struct{}
-
-func (quiet) Debugf(string, ...any) {}
-func (quiet) Infof(string, ...any)  {}
-func (quiet) Warnf(string, ...any)  {}
-func (quiet) Errorf(string, ...any) {}
 
 // resourceFor builds a resource of typ named name whose content depends on gen.
 func resourceFor(typ, name string, gen int) types.Resource {
@@ -227,14 +220,4 @@ func publish(rng *rand.Rand, sides [2]*side, gen int) string {
 		s.update(typ, set, del)
 	}
 	return fmt.Sprintf("publish %s set %d delete %v", typ, len(set), del)
-}
-
-// sortedKeys is m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,7 @@ package indexcache_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -142,7 +143,7 @@ func applyDelta(names, sub, unsub []string) []string {
 	for _, n := range unsub {
 		delete(set, n)
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (p *pair) sendSotW(e *end, r *discovery.DiscoveryRequest) { require.NoError(p.t, e.sotw.Send(r)) }

@@ -12,18 +12,10 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish/publishtest"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
-
-// publish builds s and publishes it with p, either cache's publisher.
-func publish(t *testing.T, p StatePublisher, s resources.State) *resources.Set {
-	t.Helper()
-	set, err := resources.Build(s)
-	require.NoError(t, err)
-	require.NoError(t, p.Publish(context.Background(), set))
-	return set
-}
 
 func newPublisher(t *testing.T, cfg PublisherConfig) *Publisher {
 	t.Helper()
@@ -38,10 +30,10 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 	cache := NewSnapshotCache(nil)
 	p := newPublisher(t, PublisherConfig{Cache: cache, NodeID: resources.NodeID,
 		Recorder: xdslog.NewRecorder(&buf, protocol.SotW), Strategy: PerType})
-	publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
-	publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
+	publishtest.Publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	publishtest.Publish(t, p, resources.State{Version: "2", InventoryPort: 18081})
 	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "1", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
-	publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
+	publishtest.Publish(t, p, resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	assert.Equal(t, map[resources.Type]string{resources.LDS: "1", resources.RDS: "3", resources.CDS: "1", resources.EDS: "2", resources.VHDS: "1"}, p.Versions())
 	snap, err := cache.GetSnapshot(resources.NodeID)
 	require.NoError(t, err)
@@ -56,15 +48,15 @@ func TestPerTypeVersionsMoveOnlyWithContent(t *testing.T) {
 	assert.Len(t, ev[0].Resources, 4)
 
 	u := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID, Strategy: Uniform})
-	publish(t, u, resources.State{Version: "1", InventoryPort: 18080})
-	publish(t, u, resources.State{Version: "2", InventoryPort: 18081})
+	publishtest.Publish(t, u, resources.State{Version: "1", InventoryPort: 18080})
+	publishtest.Publish(t, u, resources.State{Version: "2", InventoryPort: 18081})
 	assert.Equal(t, resources.UniformVersions("2"), u.Versions())
 }
 
 func TestDescribeHashesTheWireBytes(t *testing.T) {
 	t.Parallel()
 	p := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID})
-	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	set := publishtest.Publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	r := set.ByType[resources.CDS][0]
 	b, err := cachev3.MarshalResource(r.Resource)
 	require.NoError(t, err)
@@ -118,7 +110,7 @@ func TestNewPublisher(t *testing.T) {
 	assert.Equal(t, Uniform, p.Strategy())
 	assert.Nil(t, p.Current())
 	assert.Empty(t, p.Versions())
-	set := publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
+	set := publishtest.Publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
 	assert.Same(t, set, p.Current())
 	require.Contains(t, c.snaps, resources.NodeID)
 	assert.Equal(t, "1", c.snaps[resources.NodeID].GetVersion(resources.EDS.URL()))
@@ -149,14 +141,14 @@ func TestLinearPublisher(t *testing.T) {
 	for _, v := range p.Versions() {
 		assert.Equal(t, pre+"0", v)
 	}
-	set1 := publish(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
+	set1 := publishtest.Publish(t, p, resources.State{Version: "1", InventoryPort: 18080, Clusters: 3})
 	assert.Same(t, set1, p.Current())
 	for _, typ := range resources.CoreTypes {
 		assert.Equal(t, pre+"1", p.Versions()[typ], typ)
 	}
 	assert.Equal(t, pre+"0", p.Versions()[resources.VHDS], "a type never published keeps its first version")
 	// One endpoint changes: only EDS's cache is updated, with that one resource.
-	publish(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
+	publishtest.Publish(t, p, resources.State{Version: "2", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{1: 18081}})
 	v := p.Versions()
 	assert.Equal(t, pre+"2", v[resources.EDS])
 	for _, typ := range []resources.Type{resources.CDS, resources.LDS, resources.RDS} {
@@ -165,7 +157,7 @@ func TestLinearPublisher(t *testing.T) {
 	eds := p.caches[resources.EDS]
 	assert.Equal(t, 3, eds.NumResources())
 	// The clusters go: CDS and EDS delete them, RDS and LDS are not touched.
-	publish(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	publishtest.Publish(t, p, resources.State{Version: "3", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
 	v = p.Versions()
 	assert.Equal(t, pre+"3", v[resources.EDS])
 	assert.Equal(t, pre+"2", v[resources.CDS])
@@ -173,7 +165,7 @@ func TestLinearPublisher(t *testing.T) {
 	assert.Zero(t, eds.NumResources())
 	assert.Zero(t, p.caches[resources.CDS].NumResources())
 	// The same content again changes nothing.
-	publish(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
+	publishtest.Publish(t, p, resources.State{Version: "4", InventoryPort: 18080, Clusters: 3, InventoryRemoved: true})
 	assert.Equal(t, v, p.Versions())
 	assert.Error(t, p.Publish(context.Background(), nil))
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -282,7 +284,7 @@ func (r *Recorder) StreamCloseStatus(stream int64, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.model.streams[streamKey{r.server, stream}]; ok {
-		for _, typ := range sortedKeys(s.types) {
+		for _, typ := range slices.Sorted(maps.Keys(s.types)) {
 			r.flushStormLocked(stream, typ, s.types[typ], true)
 		}
 	}

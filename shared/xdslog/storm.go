@@ -106,7 +106,7 @@ func (r *Recorder) Flush() {
 		return cmp.Compare(a.stream, b.stream)
 	}) {
 		s := r.model.streams[k]
-		for _, typ := range sortedKeys(s.types) {
+		for _, typ := range slices.Sorted(maps.Keys(s.types)) {
 			r.flushStormLocked(k.stream, typ, s.types[typ], true)
 		}
 	}
@@ -139,5 +139,3 @@ func (r *Recorder) BeginSession() string {
 	r.Emit(e)
 	return id
 }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
