@@ -87,16 +87,6 @@ func index(ev []xdslog.Event, keep func(xdslog.Event) bool) int {
 	return slices.IndexFunc(ev, keep)
 }
 
-func stepEvents(ev []xdslog.Event, step, event, typ string) []xdslog.Event {
-	var out []xdslog.Event
-	for _, e := range ev {
-		if e.Step == step && e.Event == event && (typ == "" || e.Type == typ) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // TestRevertRepublishesAcceptedContent: a NACK of the invalid route is answered by
 // publishing <version>-reverted, the current state with the route the client last
 // accepted; the client ACKs it, runs the accepted route again and NACKs nothing more;
@@ -125,11 +115,11 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			// The client's state moves before its ACK reaches the server.
 			ev := log.WaitFor(t, revertWait, "the ACK of the reverted route", func(ev []xdslog.Event) bool {
 				i := index(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventPublish && e.Version == "2"+RevertSuffix })
-				return i >= 0 && len(stepEvents(ev[i:], "invalid", xdslog.EventAck, "RDS")) > 0
+				return i >= 0 && len(xdslogtest.Select(ev[i:], "invalid", xdslog.EventAck, "RDS")) > 0
 			})
-			nacks := stepEvents(ev, "invalid", xdslog.EventNack, "RDS")
+			nacks := xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS")
 			require.Len(t, nacks, 1)
-			reverts := stepEvents(ev, "invalid", xdslog.EventRevert, "RDS")
+			reverts := xdslogtest.Select(ev, "invalid", xdslog.EventRevert, "RDS")
 			require.Len(t, reverts, 1)
 			r := reverts[0]
 			assert.Equal(t, "2"+RevertSuffix, r.Version)
@@ -149,11 +139,11 @@ func TestRevertRepublishesAcceptedContent(t *testing.T) {
 			assert.Equal(t, []string{"RDS"}, pub.Changed, "only the route changes back")
 			require.Len(t, pub.Resources, 1)
 			assert.Equal(t, xdslog.Resource{Type: "RDS", Name: resources.RouteName, Hash: good}, pub.Resources[0])
-			sends := stepEvents(ev[iPublish:], "invalid", xdslog.EventSend, "RDS")
+			sends := xdslogtest.Select(ev[iPublish:], "invalid", xdslog.EventSend, "RDS")
 			require.Len(t, sends, 1, "the reverted route is sent once")
 			require.Len(t, sends[0].Resources, 1)
 			assert.Equal(t, good, sends[0].Resources[0].Hash, "its content is the one accepted before")
-			acks := stepEvents(ev[iPublish:], "invalid", xdslog.EventAck, "RDS")
+			acks := xdslogtest.Select(ev[iPublish:], "invalid", xdslog.EventAck, "RDS")
 			require.Len(t, acks, 1)
 			assert.Equal(t, sends[0].Nonce, acks[0].Nonce)
 
@@ -182,9 +172,9 @@ func TestRevertFallsBackToHold(t *testing.T) {
 			publishStep(t, cp, rec, "initial", resources.State{Version: "1", InventoryPort: 18080, InvalidRoute: true})
 			c := runClient(t, cp)
 			ev := log.WaitFor(t, revertWait, "the revert event", func(ev []xdslog.Event) bool {
-				return len(stepEvents(ev, "initial", xdslog.EventRevert, "RDS")) > 0
+				return len(xdslogtest.Select(ev, "initial", xdslog.EventRevert, "RDS")) > 0
 			})
-			reverts := stepEvents(ev, "initial", xdslog.EventRevert, "RDS")
+			reverts := xdslogtest.Select(ev, "initial", xdslog.EventRevert, "RDS")
 			require.Len(t, reverts, 1)
 			assert.Empty(t, reverts[0].Version)
 			assert.Contains(t, reverts[0].Error, "never accepted any RDS")
@@ -195,8 +185,8 @@ func TestRevertFallsBackToHold(t *testing.T) {
 			assert.Equal(t, 1, st.Counters[resources.RDS].Nacks)
 			assert.Equal(t, "127.0.0.1:18080", c.Route("/quote").Endpoint)
 			ev = log.Events(t)
-			assert.Len(t, stepEvents(ev, "initial", xdslog.EventSend, "RDS"), 1, "held: the rejected route was never re-sent")
-			assert.Len(t, stepEvents(ev, "initial", xdslog.EventNack, "RDS"), 1)
+			assert.Len(t, xdslogtest.Select(ev, "initial", xdslog.EventSend, "RDS"), 1, "held: the rejected route was never re-sent")
+			assert.Len(t, xdslogtest.Select(ev, "initial", xdslog.EventNack, "RDS"), 1)
 			assert.Equal(t, "2", cp.Publisher().Current().Version, "nothing was reverted")
 			for _, e := range ev {
 				if e.Event == xdslog.EventPublish {

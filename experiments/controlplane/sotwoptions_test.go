@@ -112,10 +112,10 @@ func (p *sotwPlane) assertVersionsMove(t *testing.T, perType bool) {
 		}
 	}
 	ev := p.log.WaitFor(t, revertWait, "the ACKs of port-change", func(ev []xdslog.Event) bool {
-		return len(stepEvents(ev, "port-change", xdslog.EventAck, "")) >= len(sent)
+		return len(xdslogtest.Select(ev, "port-change", xdslog.EventAck, "")) >= len(sent)
 	})
 	var types []string
-	for _, e := range stepEvents(ev, "port-change", xdslog.EventSend, "") {
+	for _, e := range xdslogtest.Select(ev, "port-change", xdslog.EventSend, "") {
 		types = append(types, e.Type)
 		assert.Equal(t, after[resources.Type(e.Type)], e.Version, "%s: version_info as served", e.Type)
 	}
@@ -130,13 +130,13 @@ func (p *sotwPlane) assertAfterNack(t *testing.T, policy sotw.NackPolicy) {
 	rejected := publishStep(t, p.cp, p.cp.Recorder(), "invalid", resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	bad := rejected.Hashes(resources.RDS)[resources.RouteName]
 	nacked := func(n int) func([]xdslog.Event) bool {
-		return func(ev []xdslog.Event) bool { return len(stepEvents(ev, "invalid", xdslog.EventNack, "RDS")) >= n }
+		return func(ev []xdslog.Event) bool { return len(xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS")) >= n }
 	}
 	switch policy {
 	case sotw.Resend, sotw.Backoff:
 		// The rejected route again, with no publish in between.
 		ev := p.log.WaitFor(t, revertWait, "a second RDS NACK", nacked(2))
-		sends, nacks := stepEvents(ev, "invalid", xdslog.EventSend, "RDS"), stepEvents(ev, "invalid", xdslog.EventNack, "RDS")
+		sends, nacks := xdslogtest.Select(ev, "invalid", xdslog.EventSend, "RDS"), xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS")
 		require.GreaterOrEqual(t, len(sends), 2)
 		for _, s := range sends {
 			assert.Equal(t, []string{bad}, hashes(s), "the rejected route re-sent")
@@ -149,9 +149,9 @@ func (p *sotwPlane) assertAfterNack(t *testing.T, policy sotw.NackPolicy) {
 	case sotw.Revert:
 		ev := p.log.WaitFor(t, revertWait, "the reverted route's ACK", func(ev []xdslog.Event) bool {
 			i := index(ev, func(e xdslog.Event) bool { return e.Event == xdslog.EventPublish && e.Version == "3"+RevertSuffix })
-			return i >= 0 && len(stepEvents(ev[i:], "invalid", xdslog.EventAck, "RDS")) > 0
+			return i >= 0 && len(xdslogtest.Select(ev[i:], "invalid", xdslog.EventAck, "RDS")) > 0
 		})
-		reverts := stepEvents(ev, "invalid", xdslog.EventRevert, "RDS")
+		reverts := xdslogtest.Select(ev, "invalid", xdslog.EventRevert, "RDS")
 		require.Len(t, reverts, 1)
 		assert.Equal(t, "3"+RevertSuffix, reverts[0].Version)
 		assert.NotEqual(t, bad, p.cp.Publisher().Current().Hashes(resources.RDS)[resources.RouteName], "the accepted route is served again")
@@ -162,9 +162,9 @@ func (p *sotwPlane) assertAfterNack(t *testing.T, policy sotw.NackPolicy) {
 	simclienttest.WaitFor(t, p.client, revertWait, "version 4 run", p.runsAll)
 	if policy == sotw.Hold || policy == sotw.Revert {
 		ev := p.log.Events(t)
-		assert.Len(t, stepEvents(ev, "invalid", xdslog.EventNack, "RDS"), 1, "NACKed once")
+		assert.Len(t, xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS"), 1, "NACKed once")
 		rejectedSends := 0
-		for _, s := range stepEvents(ev, "invalid", xdslog.EventSend, "RDS") {
+		for _, s := range xdslogtest.Select(ev, "invalid", xdslog.EventSend, "RDS") {
 			if slices.Equal([]string{bad}, hashes(s)) {
 				rejectedSends++
 			}

@@ -97,7 +97,7 @@ func TestRecordSotW(t *testing.T) {
 	ev := log.Events(t)
 	require.Equal(t, 1, xdslogtest.Count(ev, xdslog.EventStreamOpen))
 	assert.Equal(t, "127.0.0.1:1234", ev[0].Peer)
-	sends := sendsOf(ev)
+	sends := xdslogtest.Select(ev, "", xdslog.EventSend, "")
 	require.Len(t, sends, 1)
 	assert.Equal(t, "CDS", sends[0].Type)
 	assert.Equal(t, proto.Size(resp), sends[0].Bytes)
@@ -123,7 +123,7 @@ func TestRecordDelta(t *testing.T) {
 	r.DeltaResponse(3, req, resp)
 	r.Close(3, nil)
 
-	sends := sendsOf(log.Events(t))
+	sends := xdslogtest.Select(log.Events(t), "", xdslog.EventSend, "")
 	require.Len(t, sends, 1)
 	assert.Equal(t, xdslog.Resources{{Name: res.Name, Version: "wire-v", Hash: res.Hash, Redundant: new(false)}, {Name: "gone-host", NotFound: true}}, sends[0].Resources)
 	assert.Equal(t, []string{"old"}, sends[0].Removed)
@@ -142,15 +142,4 @@ func TestRecordWithoutRecorder(t *testing.T) {
 	assert.Error(t, r.Delta(1, &discovery.DeltaDiscoveryRequest{TypeUrl: "nope"}))
 	r.SotWResponse(context.Background(), 1, nil, &discovery.DiscoveryResponse{TypeUrl: resources.EDS.URL()})
 	r.Close(1, nil)
-}
-
-// sendsOf is ev's send events.
-func sendsOf(ev []xdslog.Event) []xdslog.Event {
-	var out []xdslog.Event
-	for _, e := range ev {
-		if e.Event == xdslog.EventSend {
-			out = append(out, e)
-		}
-	}
-	return out
 }

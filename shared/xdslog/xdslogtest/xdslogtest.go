@@ -1,6 +1,6 @@
 // Package xdslogtest is an xds.log in memory for tests: a recorder writes it from its
-// goroutines while the test reads its events, waits for them with a deadline and counts
-// them. Every test that records into memory uses it, rather than a copy of its own.
+// goroutines while the test reads its events, waits for them with a deadline, counts and
+// selects them. Every test that records into memory uses it, rather than a copy of its own.
 package xdslogtest
 
 import (
@@ -67,4 +67,17 @@ func Count(ev []xdslog.Event, event string) int {
 		}
 	}
 	return n
+}
+
+// Select is ev's events named event (xdslog.EventSend, ...) in step (the recorder's
+// SetStep label; "" for events recorded before any), of type typ ("" for any type), in
+// log order.
+func Select(ev []xdslog.Event, step, event, typ string) []xdslog.Event {
+	var out []xdslog.Event
+	for _, e := range ev {
+		if e.Step == step && e.Event == event && (typ == "" || e.Type == typ) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -89,3 +89,17 @@ func TestWaitForFailsAtTheDeadline(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
 	assert.Equal(t, "waited 50ms for a send; the log has 1 events", msg)
 }
+
+func TestSelectByStepEventAndType(t *testing.T) {
+	ev := []xdslog.Event{
+		{Event: xdslog.EventSend, Type: "CDS"},
+		{Step: "a", Event: xdslog.EventSend, Type: "CDS", Nonce: "1"},
+		{Step: "a", Event: xdslog.EventSend, Type: "EDS", Nonce: "2"},
+		{Step: "a", Event: xdslog.EventAck, Type: "CDS"},
+		{Step: "b", Event: xdslog.EventSend, Type: "CDS"},
+	}
+	assert.Equal(t, ev[1:3], Select(ev, "a", xdslog.EventSend, ""), "any type, in log order")
+	assert.Equal(t, ev[2:3], Select(ev, "a", xdslog.EventSend, "EDS"))
+	assert.Equal(t, ev[:1], Select(ev, "", xdslog.EventSend, "CDS"), `"" is the events before any step`)
+	assert.Empty(t, Select(ev, "c", xdslog.EventSend, ""))
+}
