@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -203,7 +204,7 @@ func readEnvoyResult(path string) (string, error) {
 	if s == "PASS" || s == "NOT_RUN" || strings.HasPrefix(s, "FAIL:") {
 		return s, nil
 	}
-	return "", fmt.Errorf("envoy.result: want PASS, FAIL: reason or NOT_RUN, got %q", clip(s, 60))
+	return "", fmt.Errorf("envoy.result: want PASS, FAIL: reason or NOT_RUN, got %q", words.Clip(s, 60))
 }
 
 // oneLine keeps an error on one line: paths and file contents can hold newlines, and
@@ -214,13 +215,4 @@ func oneLine(err error) error {
 		return err
 	}
 	return errors.New(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg))
-}
-
-// clip shortens s to n runes with "...".
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "..."
 }
