@@ -1,3 +1,10 @@
+// Package words holds the few words and figures every section of a comparison writes
+// alike, whether experiments/compare computes it (a finding's text) or
+// experiments/compare/render shows it (a table cell): counts with their noun, ratios of
+// two totals, byte sizes, lists, abbreviated hashes, and the unnamed step's name. Each
+// has one helper, so a report never says "1 responses" in one place and "1 response" in
+// another, nor a ratio as 0.00 here and 1/2554 there. Only the two compare packages use
+// it.
 package words
 
 import (
@@ -8,11 +15,7 @@ import (
 	"strings"
 )
 
-// The few words and figures every section writes alike: counts with their noun and
-// ratios of two totals. Each has one helper, so a report never says "1 responses" in one
-// place and "1 response" in another, nor a ratio as 0.00 here and 1/2554 there.
-
-// count is "1 resource" or "3 resources": every count printed with its noun goes
+// Count is "1 resource" or "3 resources": every count printed with its noun goes
 // through it.
 func Count(n int, word string) string {
 	switch {
@@ -24,7 +27,7 @@ func Count(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// ratioText is a over b as a reader can weigh it: "30.87" when a is larger, "1/2554"
+// Ratio is a over b as a reader can weigh it: "30.87" when a is larger, "1/2554"
 // when a is smaller (a plain quotient would print 1,729 bytes over 4,415,311 as 0.00),
 // "1" when equal, "0" when a is 0 and "∞" when only b is. A quotient has at most two
 // decimals, none from 100 up (they say nothing at that size), and no trailing zeros.
@@ -49,7 +52,7 @@ func quotient(q float64) string {
 	return strconv.FormatFloat(math.Round(q*100)/100, 'f', -1, 64)
 }
 
-// sanitize drops control characters (a log line can carry anything in an error string)
+// Sanitize drops control characters (a log line can carry anything in an error string)
 // so one value stays on one line of the output.
 func Sanitize(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
@@ -65,6 +68,7 @@ func Sanitize(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
+// OrDash is s, or "-" when it is empty.
 func OrDash(s string) string {
 	if s == "" {
 		return "-"
@@ -72,6 +76,7 @@ func OrDash(s string) string {
 	return s
 }
 
+// Steps shows each step as Step does.
 func Steps(s []string) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
@@ -80,6 +85,7 @@ func Steps(s []string) []string {
 	return out
 }
 
+// SortedKeys are m's keys in order.
 func SortedKeys(m map[string]int) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -89,7 +95,7 @@ func SortedKeys(m map[string]int) []string {
 	return out
 }
 
-// clip shortens s to n runes with "...".
+// Clip shortens s to n runes with "...".
 func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -98,6 +104,7 @@ func Clip(s string, n int) string {
 	return string(r[:n]) + "..."
 }
 
+// ListOrNone joins s with commas, "none" when it is empty.
 func ListOrNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
@@ -106,10 +113,10 @@ func ListOrNone(s []string) string {
 }
 
 // NoStep is how every format shows the unnamed step: the events recorded before the
-// first step was set (a lab serve log's first pushes). Options.Step accepts it.
+// first step was set (a lab serve log's first pushes). compare.Options.Step accepts it.
 const NoStep = "(no step)"
 
-// stepName shows the unnamed step as NoStep.
+// Step shows the unnamed step as NoStep.
 func Step(s string) string {
 	if s == "" {
 		return NoStep
@@ -117,7 +124,7 @@ func Step(s string) string {
 	return s
 }
 
-// andList is "a", "a and b", "a, b and c".
+// AndList is "a", "a and b", "a, b and c".
 func AndList(v []string) string {
 	if len(v) < 2 {
 		return strings.Join(v, "")
@@ -125,6 +132,7 @@ func AndList(v []string) string {
 	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
 }
 
+// AppendNew appends v to s unless s holds it.
 func AppendNew(s []string, v string) []string {
 	if slices.Contains(s, v) {
 		return s
@@ -132,7 +140,7 @@ func AppendNew(s []string, v string) []string {
 	return append(s, v)
 }
 
-// nameList is "[a,b,c]" for short lists and "N <what>" for long ones (a bench send of
+// NameList is "[a,b,c]" for short lists and "N <what>" for long ones (a bench send of
 // 10,000 clusters must not produce a 10,000-name label).
 func NameList(names []string, what string) string {
 	switch {
@@ -144,7 +152,7 @@ func NameList(names []string, what string) string {
 	return fmt.Sprintf("%d %s", len(names), what)
 }
 
-// short abbreviates a 64-hex content hash (a delta resource version) to 8 characters;
+// Short abbreviates a 64-hex content hash (a delta resource version) to 8 characters;
 // version labels pass through.
 func Short(v string) string {
 	if isHash(v) {
@@ -165,7 +173,7 @@ func isHash(v string) bool {
 	return true
 }
 
-// bytesText is 1234567 as "1.2 MB", 2345 as "2.3 kB", 512 as "512 B".
+// Bytes is 1234567 as "1.2 MB", 2345 as "2.3 kB", 512 as "512 B".
 func Bytes(b float64) string {
 	switch {
 	case b >= 1e6:
@@ -176,7 +184,7 @@ func Bytes(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
-// fmtInt is 1001 as "1,001".
+// Int is 1001 as "1,001".
 func Int(n int) string {
 	s := fmt.Sprint(n)
 	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
