@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/experiments/mainjob"
 )
 
@@ -129,7 +130,7 @@ func newCompareCmdWith(run func(o *compareOptions) error) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.Var(choiceValue{&o.Format, "format", compare.Formats}, "format", "output format: "+strings.Join(compare.Formats, ", "))
+	f.Var(choiceValue{&o.Format, "format", render.Formats}, "format", "output format: "+strings.Join(render.Formats, ", "))
 	f.StringVar(&o.Out, "out", "", "write the report to FILE instead of standard output")
 	f.StringVar(&o.Step, "step", "", `show only this step, with its sequence diagrams ("`+compare.NoStep+`": the events before the first step)`)
 	f.Var(intValue{&o.Width, widthRange}, "width", "split text tables wider than N columns into stacked ones, "+widthRange.String()+
@@ -214,7 +215,7 @@ func runCompare(o *compareOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := compare.Render(&buf, rep, o.Format, o.Width); err != nil {
+		if err := render.Report(&buf, rep, o.Format, o.Width); err != nil {
 			return err
 		}
 	} else {
@@ -222,7 +223,7 @@ func runCompare(o *compareOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := compare.RenderMatrix(&buf, m, o.Format, o.Width); err != nil {
+		if err := render.Matrix(&buf, m, o.Format, o.Width); err != nil {
 			return err
 		}
 	}

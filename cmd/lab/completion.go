@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -58,7 +58,7 @@ func flagCompletion(cmd *cobra.Command, f *pflag.Flag) completionFunc {
 		return fixedCompletion(sotw.PolicyNames(), false)
 	case "format":
 		if cmd.Name() == "compare" {
-			return fixedCompletion(compare.Formats, false)
+			return fixedCompletion(render.Formats, false)
 		}
 	case "scenario":
 		names := scenario.PackNames()

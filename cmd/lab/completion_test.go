@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/sotw"
 )
@@ -51,7 +51,7 @@ func TestCompleteFlagValues(t *testing.T) {
 		{[]string{"bench", "--modes", ""}, modes},
 		// A comma list: the next item, among those not listed yet.
 		{[]string{"bench", "--modes", "sotw,"}, []string{"sotw,delta"}},
-		{[]string{"compare", "--format", ""}, compare.Formats},
+		{[]string{"compare", "--format", ""}, render.Formats},
 		{[]string{"run", "--sotw-versions", ""}, []string{"uniform", "per-type"}},
 		{[]string{"serve", "--nack-policy", ""}, sotw.PolicyNames()},
 		{[]string{"run", "--client", ""}, []string{"envoy", "grpc", "sim", "auto"}},

@@ -1,7 +1,8 @@
 // Package chart is the workbench's one SVG chart kit: self-contained SVG (no scripts,
 // fonts or external references, so a chart opens offline and renders the same on
-// GitHub), the series' colours, dashes and markers, and the log-log panel grid that
-// bench.svg and the compare report's scale chart are drawn with. A series is named as
+// GitHub), the series' colours, dashes and markers, the log-log panel grid that
+// bench.svg and the compare report's scale chart are drawn with (Grid), and the strip
+// chart of lab churn's samples.svg (Strips). A series is named as
 // lab bench names it ("sotw-per-type", "delta/linear"): the name picks its style, so a
 // series looks the same in every chart.
 package chart

@@ -3,11 +3,12 @@ package churn
 import (
 	"bytes"
 	"encoding/csv"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/xds-workbench/lab/experiments/chart"
 )
 
 // Sample is one look at the process every SampleEvery.
@@ -48,14 +49,12 @@ func writeCSV(path string, samples []Sample) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// SVG geometry: one small panel per series, stacked.
-const (
-	svgW, panelH, svgPad = 640.0, 90.0, 30.0
-)
+// samples.svg's geometry: one small strip per series, stacked.
+var stripFrame = chart.StripFrame{W: 640, StripH: 90, Pad: 30}
 
-// svgSeries are the charted series: each drawn against its own maximum, so a panel
+// stripSeries are the charted series: each drawn against its own maximum, so a strip
 // shows shape (flat or growing), and its label says the range.
-var svgSeries = []struct {
+var stripSeries = []struct {
 	name string
 	v    func(Sample) float64
 }{
@@ -65,34 +64,19 @@ var svgSeries = []struct {
 	{"xds.log MiB", func(s Sample) float64 { return float64(s.LogBytes) / (1 << 20) }},
 }
 
-// chartSVG draws samples as a small hand-written SVG.
+// chartSVG draws samples.svg: a strip per series against the run's elapsed time, drawn by
+// the chart kit (experiments/chart).
 func chartSVG(samples []Sample) []byte {
-	var b bytes.Buffer
-	h := svgPad + float64(len(svgSeries))*(panelH+svgPad)
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", svgW, h)
-	end := 1.0
-	if n := len(samples); n > 0 && samples[n-1].Elapsed > 0 {
-		end = samples[n-1].Elapsed.Seconds()
+	at := make([]float64, len(samples))
+	for i, s := range samples {
+		at[i] = s.Elapsed.Seconds()
 	}
-	for i, sr := range svgSeries {
-		y0 := svgPad + float64(i)*(panelH+svgPad)
-		hi := 0.0
+	strips := make([]chart.Strip, len(stripSeries))
+	for i, sr := range stripSeries {
+		strips[i].Name = sr.name
 		for _, s := range samples {
-			hi = max(hi, sr.v(s))
+			strips[i].Values = append(strips[i].Values, sr.v(s))
 		}
-		if hi == 0 {
-			hi = 1
-		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s (0-%.1f) over %.0f s</text>`+"\n", svgPad, y0-6, sr.name, hi, end)
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#ccc"/>`+"\n", svgPad, y0, svgW-2*svgPad, panelH)
-		b.WriteString(`<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="`)
-		for _, s := range samples {
-			x := svgPad + s.Elapsed.Seconds()/end*(svgW-2*svgPad)
-			y := y0 + panelH - sr.v(s)/hi*panelH
-			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
-		}
-		b.WriteString("\"/>\n")
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	return chart.Strips(stripFrame, at, strips)
 }

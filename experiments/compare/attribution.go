@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 )
 
@@ -123,13 +124,13 @@ func runsDiffer(runs [2]*Run) string {
 		{"--nack-policy", a.policy, b.policy}, {"the client", a.client, b.client},
 	} {
 		if d.x != d.y {
-			parts = append(parts, fmt.Sprintf("%s (%s, %s)", d.name, orDash(d.x), orDash(d.y)))
+			parts = append(parts, fmt.Sprintf("%s (%s, %s)", d.name, words.OrDash(d.x), words.OrDash(d.y)))
 		}
 	}
 	if len(parts) == 0 {
 		return "nothing recorded tells the runs apart (timing, or the scenario)"
 	}
-	return "they differ in " + andList(parts) + ", which may make it"
+	return "they differ in " + words.AndList(parts) + ", which may make it"
 }
 
 // checked is the verdict when its sources can carry it, else unattributed with why.
@@ -437,9 +438,9 @@ func pairsByCache(list []pairFacet) string {
 			}
 		}
 	}
-	out := andList(parts)
+	out := words.AndList(parts)
 	if len(clients) > 0 {
-		out += ", with " + andList(clients)
+		out += ", with " + words.AndList(clients)
 	}
 	return out
 }
@@ -555,7 +556,7 @@ func (cs pairComparisons) basis() (basis string, cache bool) {
 		if len(o.axes) == 1 {
 			verb = "changes"
 		}
-		basis = fmt.Sprintf("%s %s it with the same cache: %s differ", andList(o.axes), verb, o.text())
+		basis = fmt.Sprintf("%s %s it with the same cache: %s differ", words.AndList(o.axes), verb, o.text())
 		if len(cs.agreeOnCache) > 0 {
 			basis += "; the cache does not: " + cs.agreeOnCache[0].text() + " agree"
 		}
@@ -563,7 +564,7 @@ func (cs pairComparisons) basis() (basis string, cache bool) {
 	}
 	c := cs.several[0]
 	return fmt.Sprintf("%s differ between %s, and either may change it; all are implementation choices",
-		andList(c.axes), c.text()), true
+		words.AndList(c.axes), c.text()), true
 }
 
 // differingAxes names what two pairs were run with differently: the cache, a SotW
@@ -583,12 +584,4 @@ func differingAxes(a, b pairRef) []string {
 		out = append(out, "the client")
 	}
 	return out
-}
-
-// andList is "a", "a and b", "a, b and c".
-func andList(v []string) string {
-	if len(v) < 2 {
-		return strings.Join(v, "")
-	}
-	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 )
 
 // Two runs of one protocol cannot differ by it: a delta-vs-delta (and a SotW-vs-SotW)
@@ -95,8 +96,8 @@ func TestNoAttributionByDefault(t *testing.T) {
 	rep.Rows = []Row{{Step: "", Runs: [2]Figures{{Bytes: 4213}, {Bytes: 5487}}}}
 	total, ok = totalFinding(runs, rep, 1, nil)
 	require.True(t, ok)
-	assert.Contains(t, total.Text, "the largest difference is in "+stepName(""))
-	assert.Contains(t, total.Source, "no finding of "+stepName("")+" explains its bytes (4213 vs 5487)")
+	assert.Contains(t, total.Text, "the largest difference is in "+words.Step(""))
+	assert.Contains(t, total.Source, "no finding of "+words.Step("")+" explains its bytes (4213 vs 5487)")
 }
 
 // A finding explains a difference only where it concerns the larger side: the SotW run's

@@ -2,10 +2,10 @@ package compare
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 )
 
 // Clients is the report's section for two runs of different clients (run.json "client":
@@ -120,48 +120,10 @@ func differenceText(names [2]string, d ClientDifference) string {
 		where = d.Type + " " + where
 	}
 	if d.Step != "" {
-		where = stepName(d.Step) + ": " + where
+		where = words.Step(d.Step) + ": " + where
 	}
 	if d.Runs[0] == d.Runs[1] {
 		return fmt.Sprintf("%s: both (%s, %s) %s", where, names[0], names[1], d.Runs[0])
 	}
 	return fmt.Sprintf("%s: A (%s) %s; B (%s) %s", where, names[0], d.Runs[0], names[1], d.Runs[1])
-}
-
-// clientsIntro opens the section in every format.
-func clientsIntro(c *Clients) string {
-	return fmt.Sprintf("A runs %s and B runs %s: where the clients themselves differ, read from each run's "+
-		"xds.log. The protocol only where the xDS protocol document says so and both clients do so.",
-		c.Names[0], c.Names[1])
-}
-
-// writeTextClients writes the CLIENTS section of a text report (nothing when c is nil).
-func writeTextClients(b *strings.Builder, c *Clients, pw int) {
-	if c == nil {
-		return
-	}
-	b.WriteString("\nCLIENTS\n")
-	b.WriteString(wrap(clientsIntro(c), pw, "  ", "  "))
-	if len(c.Differences) == 0 {
-		b.WriteString("  none: the compared steps show no client behaviour to set side by side\n")
-	}
-	for i, d := range c.Differences {
-		writeTextFinding(b, i, Finding{Text: d.Text, Attribution: d.Attribution, Source: d.Source}, pw)
-	}
-}
-
-// writeMDClients writes the "Clients" section of a Markdown report (nothing when c is nil).
-func writeMDClients(b *strings.Builder, c *Clients) {
-	if c == nil {
-		return
-	}
-	b.WriteString("\n## Clients\n\n" + mdEscape(clientsIntro(c)) + "\n\n")
-	if len(c.Differences) == 0 {
-		b.WriteString("None: the compared steps show no client behaviour to set side by side.\n")
-	}
-	for i, d := range c.Differences {
-		marker := fmt.Sprintf("%d. ", i+1)
-		fmt.Fprintf(b, "%s%s\n%s- *%s*: %s\n", marker, mdEscape(sanitize(d.Text)),
-			strings.Repeat(" ", len(marker)), mdEscape(d.Attribution), mdEscape(sanitize(d.Source)))
-	}
 }

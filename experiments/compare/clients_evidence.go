@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -197,7 +198,7 @@ func nackDiffs(kinds [2]string, ev [2]clientEvidence, steps []string) []ClientDi
 					verdict: sides(kinds, "nack-reason", cite.SpecErrorDetail)})
 			if na.count != nb.count {
 				out = append(out, ClientDifference{Topic: "nack-rate", Step: s, Type: t,
-					Runs:    [2]string{count(na.count, "NACK") + na.rate(), count(nb.count, "NACK") + nb.rate()},
+					Runs:    [2]string{words.Count(na.count, "NACK") + na.rate(), words.Count(nb.count, "NACK") + nb.rate()},
 					verdict: sides(kinds, "nack-rate", cite.NackPolicy)})
 			}
 		}
@@ -290,7 +291,7 @@ func answersText(m map[string]int) string {
 	if len(m) == 0 {
 		return "nothing (no request)"
 	}
-	keys := sortedKeys(m)
+	keys := words.SortedKeys(m)
 	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
 	parts := make([]string, len(keys))
 	for i, k := range keys {

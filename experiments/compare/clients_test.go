@@ -1,9 +1,6 @@
 package compare
 
 import (
-	"bytes"
-	"encoding/json"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,17 +15,6 @@ const (
 	envoyDNERun    = "testdata/clients/envoy-dne"
 	grpcDNERun     = "testdata/clients/grpc-dne"
 )
-
-func compareFixtures(t *testing.T, a, b string) *Report {
-	t.Helper()
-	ra, err := Load("A", a)
-	require.NoError(t, err)
-	rb, err := Load("B", b)
-	require.NoError(t, err)
-	rep, err := Compare(ra, rb, Options{})
-	require.NoError(t, err)
-	return rep
-}
 
 // difference finds the one difference of topic, step and type.
 func difference(t *testing.T, c *Clients, topic, step, typ string) ClientDifference {
@@ -51,7 +37,7 @@ func noDifference(t *testing.T, c *Clients, topic, step, typ string) {
 }
 
 func TestClientsEnvoyAgainstGRPC(t *testing.T) {
-	c := compareFixtures(t, envoyClientRun, grpcClientRun).Clients
+	c := report(t, envoyClientRun, grpcClientRun, Options{}).Clients
 	require.NotNil(t, c)
 	assert.Equal(t, [2]string{"Envoy", "grpc-go"}, c.Names)
 
@@ -131,7 +117,7 @@ func TestClientsEnvoyAgainstGRPC(t *testing.T) {
 
 // With grpc-go as A, each side's source follows its label.
 func TestClientsSidesFollowTheLabels(t *testing.T) {
-	c := compareFixtures(t, grpcClientRun, envoyClientRun).Clients
+	c := report(t, grpcClientRun, envoyClientRun, Options{}).Clients
 	require.NotNil(t, c)
 	assert.Equal(t, [2]string{"grpc-go", "Envoy"}, c.Names)
 	d := difference(t, c, "subscription", "", "LDS")
@@ -140,7 +126,7 @@ func TestClientsSidesFollowTheLabels(t *testing.T) {
 }
 
 func TestClientsDoesNotExist(t *testing.T) {
-	c := compareFixtures(t, envoyDNERun, grpcDNERun).Clients
+	c := report(t, envoyDNERun, grpcDNERun, Options{}).Clients
 	require.NotNil(t, c)
 	d := difference(t, c, "does-not-exist", "subscribe-missing", "")
 	assert.Equal(t, AttrImplementation, d.Attribution)
@@ -154,46 +140,9 @@ func TestClientsDoesNotExist(t *testing.T) {
 	assert.Contains(t, d.Source, "Knowing When a Requested Resource Does Not Exist")
 }
 
-// The section is only for two different, known clients, and every format shows it then.
+// The section is only for two different, known clients (render: every format shows it then).
 func TestClientsSectionOnlyForDifferentClients(t *testing.T) {
-	assert.Nil(t, compareFixtures(t, envoyClientRun, envoyClientRun).Clients)
-	assert.Nil(t, compareFixtures(t, sotwRun, deltaRun).Clients)
+	assert.Nil(t, report(t, envoyClientRun, envoyClientRun, Options{}).Clients)
+	assert.Nil(t, report(t, sotwRun, deltaRun, Options{}).Clients)
 
-	same := compareFixtures(t, envoyClientRun, envoyClientRun)
-	mixed := compareFixtures(t, envoyClientRun, grpcClientRun)
-	for format, marker := range map[string]string{"text": "\nCLIENTS\n", "markdown": "\n## Clients\n", "html": `<section id="clients">`} {
-		var withC, without bytes.Buffer
-		require.NoError(t, Render(&withC, mixed, format, 0))
-		require.NoError(t, Render(&without, same, format, 0))
-		assert.Contains(t, withC.String(), marker, format)
-		assert.Contains(t, withC.String(), "have a path specifier", format)
-		assert.NotContains(t, without.String(), marker, format)
-	}
-	var js bytes.Buffer
-	require.NoError(t, Render(&js, mixed, "json", 0))
-	var back Report
-	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
-	require.NotNil(t, back.Clients)
-	want := slices.Clone(mixed.Clients.Differences)
-	for i := range want {
-		want[i].verdict = attribution{} // not in the JSON
-	}
-	assert.Equal(t, want, back.Clients.Differences)
-}
-
-// grpc-go's answers are real: labelled grpc, never SIMULATED.
-func TestGRPCAnswersAreNotSimulated(t *testing.T) {
-	rep := compareFixtures(t, envoyClientRun, grpcClientRun)
-	for _, row := range rep.Rows {
-		dp := row.Runs[1].DataPlane
-		require.NotNil(t, dp, row.Step)
-		assert.False(t, dp.Simulated, row.Step)
-		assert.Contains(t, dp.Text, " grpc", row.Step)
-		require.NotNil(t, row.Runs[1].Probes, row.Step)
-		assert.False(t, row.Runs[1].Probes.Simulated, row.Step)
-	}
-	var b bytes.Buffer
-	require.NoError(t, Render(&b, rep, "text", 0))
-	// The legend explains SIMULATED; no cell says it.
-	assert.NotRegexp(t, `v[12] SIMULATED|\| *SIMULATED`, b.String())
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -141,19 +142,19 @@ func protocolMessage(m *Message, e xdslog.Event, absent map[sendKey][]string) bo
 		m.Label = sendLabel(e, m.Removed, m.ByAbsence)
 	case xdslog.EventAck:
 		m.From, m.To, m.Kind = Client, ControlPlane, KindAck
-		m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+		m.Label = fmt.Sprintf("ACK %s n=%s v=%s", e.Type, e.Nonce, words.Short(e.SentVersion))
 	case xdslog.EventNack:
 		m.From, m.To, m.Kind = Client, ControlPlane, KindNack
-		m.Label = fmt.Sprintf("NACK %s n=%s v=%s", e.Type, e.Nonce, short(e.SentVersion))
+		m.Label = fmt.Sprintf("NACK %s n=%s v=%s", e.Type, e.Nonce, words.Short(e.SentVersion))
 		if a := e.Accepted(); a != "" {
-			m.Label += " keeps v=" + short(a)
+			m.Label += " keeps v=" + words.Short(a)
 		}
 		if e.Repeat > 1 {
 			m.Label += fmt.Sprintf(" repeat %d", e.Repeat)
 		}
 	case xdslog.EventStorm:
 		m.From, m.To, m.Kind = Client, ControlPlane, KindNack
-		m.Label = fmt.Sprintf("storm %s: %s, %s n=%s..%s (condensed)", e.Type, count(e.Sends, "re-send"), count(e.Nacks, "NACK"), e.Nonce, e.LastNonce)
+		m.Label = fmt.Sprintf("storm %s: %s, %s n=%s..%s (condensed)", e.Type, words.Count(e.Sends, "re-send"), words.Count(e.Nacks, "NACK"), e.Nonce, e.LastNonce)
 	case xdslog.EventUnmatched:
 		m.From, m.To, m.Kind = Client, ControlPlane, KindUnmatched
 		m.Label = fmt.Sprintf("unmatched %s n=%s", e.Type, e.Nonce)
@@ -177,7 +178,7 @@ func protocolMessage(m *Message, e xdslog.Event, absent map[sendKey][]string) bo
 		}
 	case xdslog.EventRefused:
 		m.From, m.To, m.Kind = ControlPlane, Client, KindRefused
-		m.Label = "refused: " + clip(firstLine(e.Error), 80)
+		m.Label = "refused: " + words.Clip(firstLine(e.Error), 80)
 	default:
 		return false
 	}
@@ -261,12 +262,12 @@ func sendLabel(e xdslog.Event, removed []string, byAbsence bool) string {
 			red++
 		}
 	}
-	s := fmt.Sprintf("send %s n=%s v=%s %s", e.Type, e.Nonce, short(e.Version), nameList(names, "resources"))
+	s := fmt.Sprintf("send %s n=%s v=%s %s", e.Type, e.Nonce, words.Short(e.Version), words.NameList(names, "resources"))
 	switch {
 	case byAbsence:
-		s += " removes " + nameList(removed, "names") + " by absence"
+		s += " removes " + words.NameList(removed, "names") + " by absence"
 	case len(removed) > 0:
-		s += " removed " + nameList(removed, "names")
+		s += " removed " + words.NameList(removed, "names")
 	}
 	if red > 0 {
 		s += fmt.Sprintf(" (%d redundant)", red)
@@ -278,7 +279,7 @@ func sendLabel(e xdslog.Event, removed []string, byAbsence bool) string {
 		}
 	}
 	if len(missing) > 0 {
-		s += " not found " + nameList(missing, "names")
+		s += " not found " + words.NameList(missing, "names")
 	}
 	return s + fmt.Sprintf(" %dB", e.Bytes)
 }
@@ -293,23 +294,23 @@ func requestLabel(e xdslog.Event) string {
 	case xdslog.RequestWildcard:
 		s = "wildcard " + e.Type
 	case xdslog.RequestInitial:
-		s = fmt.Sprintf("initial %s %s", e.Type, nameList(e.Names, "names"))
+		s = fmt.Sprintf("initial %s %s", e.Type, words.NameList(e.Names, "names"))
 	case xdslog.RequestResume:
 		s = "resume " + e.Type
 		if len(e.Names) > 0 {
-			s += " " + nameList(e.Names, "names")
+			s += " " + words.NameList(e.Names, "names")
 		}
 		switch {
 		case len(e.InitialVersions) > 0:
 			s += fmt.Sprintf(" initial_versions=%d", len(e.InitialVersions))
 		case e.Version != "":
-			s += " v=" + short(e.Version)
+			s += " v=" + words.Short(e.Version)
 		}
 		switch {
 		case e.HeldUnknown:
 			s += " (held unknown)"
 		case len(e.Held) > 0:
-			s += fmt.Sprintf(" (held %s)", count(len(e.Held), "resource"))
+			s += fmt.Sprintf(" (held %s)", words.Count(len(e.Held), "resource"))
 		}
 	case xdslog.RequestSubscribe, xdslog.RequestUnsubscribe:
 		s = kind + " " + e.Type + changeText(e)
@@ -324,7 +325,7 @@ func requestLabel(e xdslog.Event) string {
 		// A kind this reader does not know: say what the request holds.
 		names := "*"
 		if len(e.Names) > 0 {
-			names = nameList(e.Names, "names")
+			names = words.NameList(e.Names, "names")
 		}
 		s = fmt.Sprintf("request %s %s", e.Type, names)
 		if kind != "" {
@@ -332,7 +333,7 @@ func requestLabel(e xdslog.Event) string {
 		}
 	}
 	if len(e.Missing) > 0 {
-		s += " missing " + nameList(e.Missing, "names")
+		s += " missing " + words.NameList(e.Missing, "names")
 	}
 	return s
 }
@@ -349,10 +350,10 @@ func hostText(e xdslog.Event) string {
 func changeText(e xdslog.Event) string {
 	var s string
 	if len(e.Added) > 0 {
-		s += " +" + nameList(e.Added, "names")
+		s += " +" + words.NameList(e.Added, "names")
 	}
 	if len(e.Removed) > 0 {
-		s += " -" + nameList(e.Removed, "names")
+		s += " -" + words.NameList(e.Removed, "names")
 	}
 	return s
 }
@@ -360,7 +361,7 @@ func changeText(e xdslog.Event) string {
 // staleLabel is "stale EDS n=5 (latest n=6) unsubscribe -[inventory]": the request the
 // server dropped, and what it would have done.
 func staleLabel(e xdslog.Event) string {
-	s := fmt.Sprintf("stale %s n=%s", e.Type, orDash(e.Nonce))
+	s := fmt.Sprintf("stale %s n=%s", e.Type, words.OrDash(e.Nonce))
 	if e.LatestNonce != "" {
 		s += " (latest n=" + e.LatestNonce + ")"
 	}
@@ -368,7 +369,7 @@ func staleLabel(e xdslog.Event) string {
 		s += " " + e.Kind + changeText(e)
 	}
 	if e.Error != "" {
-		s += " NACK: " + clip(firstLine(e.Error), 60)
+		s += " NACK: " + words.Clip(firstLine(e.Error), 60)
 	}
 	return s
 }
@@ -380,39 +381,6 @@ func streamText(e xdslog.Event) string {
 	return fmt.Sprintf("stream %d", e.Stream)
 }
 
-// nameList is "[a,b,c]" for short lists and "N <what>" for long ones (a bench send of
-// 10,000 clusters must not produce a 10,000-name label).
-func nameList(names []string, what string) string {
-	switch {
-	case len(names) == 0:
-		return "[]"
-	case len(names) <= 3:
-		return "[" + strings.Join(names, ",") + "]"
-	}
-	return fmt.Sprintf("%d %s", len(names), what)
-}
-
-// short abbreviates a 64-hex content hash (a delta resource version) to 8 characters;
-// version labels pass through.
-func short(v string) string {
-	if isHash(v) {
-		return v[:8]
-	}
-	return v
-}
-
-func isHash(v string) bool {
-	if len(v) != 64 {
-		return false
-	}
-	for _, c := range v {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func firstLine(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		return s[:i]
@@ -421,27 +389,3 @@ func firstLine(s string) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// capMessages splits a diagram for rendering: the first max messages, and a note
-// summarizing the rest by kind ("" when nothing is hidden).
-func capMessages(msgs []Message, max int) ([]Message, string) {
-	if len(msgs) <= max {
-		return msgs, ""
-	}
-	rest := msgs[max:]
-	counts := map[string]int{}
-	for _, m := range rest {
-		counts[m.Kind]++
-	}
-	var parts []string
-	for _, k := range []struct{ kind, word string }{
-		{KindNack, "nack"}, {KindSend, "send"}, {KindAck, "ack"}, {KindRequest, "request"}, {KindOnDemand, "on-demand subscribe"}, {KindStale, "stale request"},
-		{KindUnmatched, "unmatched answer"}, {KindDataPlane, "data-plane request"}, {KindPublish, "publish"},
-		{KindStreamOpen, "stream open"}, {KindStreamClose, "stream close"}, {KindRefused, "refusal"},
-	} {
-		if n := counts[k.kind]; n > 0 {
-			parts = append(parts, count(n, k.word))
-		}
-	}
-	return msgs[:max], fmt.Sprintf("... %d more (%s)", len(rest), strings.Join(parts, ", "))
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -163,7 +164,7 @@ func protocolDifferences(pairs []diffPair, scale *Scale) []ProtocolDifference {
 			if sh, ok := scale.changeAtScale(); ok {
 				d.SotW, d.Delta = joinEvidence(first != "", d.SotW, sh.sotw), joinEvidence(first != "", d.Delta, sh.delta)
 				d.Summary = sh.summary
-				seen = append(seen, "the scale sweep ("+scale.clientWord()+")")
+				seen = append(seen, "the scale sweep ("+scale.ClientWord()+")")
 			}
 		}
 		d.ObservedWith = strings.Join(seen, "; ")
@@ -202,9 +203,9 @@ func showChange(p diffPair) (shown, bool) {
 			if s == nil || d == nil || s.Resources <= d.Resources || d.Resources == 0 {
 				continue
 			}
-			return shown{sotw: fmt.Sprintf("%s: %s in its %s responses (every %s it has)", stepName(st), count(s.Resources, "resource"), typ, typ),
-				delta:   fmt.Sprintf("%s: %s, the changed ones", stepName(st), count(d.Resources, typ+" resource")),
-				summary: fmt.Sprintf("%s: SotW sent %d %s resources, delta %d", stepName(st), s.Resources, typ, d.Resources), shape: typ}, true
+			return shown{sotw: fmt.Sprintf("%s: %s in its %s responses (every %s it has)", words.Step(st), words.Count(s.Resources, "resource"), typ, typ),
+				delta:   fmt.Sprintf("%s: %s, the changed ones", words.Step(st), words.Count(d.Resources, typ+" resource")),
+				summary: fmt.Sprintf("%s: SotW sent %d %s resources, delta %d", words.Step(st), s.Resources, typ, d.Resources), shape: typ}, true
 		}
 	}
 	return shown{}, false
@@ -232,9 +233,9 @@ func showRemoval(p diffPair) (shown, bool) {
 	s, d := details(p.sotw)[st[0]], details(p.delta)[st[0]]
 	at, dt := strings.Join(namedTypes(s.absence), ", "), strings.Join(namedTypes(d.explicit), ", ")
 	return shown{
-		sotw: stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.sotw, s), p.sotw.Name()+" ") +
+		sotw: words.Step(st[0]) + ": " + strings.TrimPrefix(removalText(p.sotw, s), p.sotw.Name()+" ") +
 			"; RDS and EDS have no removal: a parent stops naming them",
-		delta:   stepName(st[0]) + ": " + strings.TrimPrefix(removalText(p.delta, d), p.delta.Name()+" ") + " in removed_resources",
+		delta:   words.Step(st[0]) + ": " + strings.TrimPrefix(removalText(p.delta, d), p.delta.Name()+" ") + " in removed_resources",
 		summary: fmt.Sprintf("SotW leaves the name out of the next %s response; delta lists it in removed_resources (%s)", at, dt),
 		shape:   at + "/" + dt}, true
 }
@@ -261,9 +262,9 @@ func showReconnect(p diffPair) (shown, bool) {
 	s, d := details(p.sotw)[st[0]].re, details(p.delta)[st[0]].re
 	return shown{
 		sotw: fmt.Sprintf("%s: each type's first request carried version_info %s and its names; the version names the type, "+
-			"not what the client holds of it", stepName(st[0]), strings.Join(s.Resume, ", ")),
+			"not what the client holds of it", words.Step(st[0]), strings.Join(s.Resume, ", ")),
 		delta: fmt.Sprintf("%s: %d initial_resource_versions entries, one version per resource the client holds",
-			stepName(st[0]), d.InitialVersions),
+			words.Step(st[0]), d.InitialVersions),
 		summary: fmt.Sprintf("SotW presents a version per type (%s); delta one per resource (%d initial_resource_versions)",
 			strings.Join(s.Resume, ", "), d.InitialVersions),
 		shape: "resume/initial"}, true
@@ -282,8 +283,8 @@ func showAck(p diffPair) (shown, bool) {
 		}
 	}
 	sotw := fmt.Sprintf("%s, each repeating every name subscribed of its type (most at once: %s; wildcard LDS/CDS: none)",
-		count(acks, "ACK"), orDash(strings.Join(parts, ", ")))
-	delta := fmt.Sprintf("%s, each the nonce alone: names change only by subscribe and unsubscribe", count(p.delta.Summary.Total.Acks, "ACK"))
+		words.Count(acks, "ACK"), words.OrDash(strings.Join(parts, ", ")))
+	delta := fmt.Sprintf("%s, each the nonce alone: names change only by subscribe and unsubscribe", words.Count(p.delta.Summary.Total.Acks, "ACK"))
 	return shown{sotw: sotw, delta: delta, shape: "names/nonce",
 		summary: "a SotW ACK repeats every subscribed name of its type; a delta ACK carries the nonce alone"}, true
 }
@@ -323,7 +324,7 @@ func lastAccepted(r *Run) []string {
 	var out []string
 	for _, t := range analysis.Types {
 		if v, ok := last[t]; ok {
-			out = append(out, t+" "+clip(v, 12))
+			out = append(out, t+" "+words.Clip(v, 12))
 		}
 	}
 	return out
@@ -351,7 +352,7 @@ func lastSentResourceVersions(r *Run) []string {
 			out = append(out, fmt.Sprintf("%d more", len(order)-3))
 			break
 		}
-		out = append(out, n+" "+clip(last[n], 8))
+		out = append(out, n+" "+words.Clip(last[n], 8))
 	}
 	return out
 }
@@ -365,8 +366,8 @@ func showOnDemand(p diffPair) (shown, bool) {
 			continue
 		}
 		return shown{sotw: "cannot: VHDS has no SotW method, and Envoy NACKs a VHDS route configuration over SotW ADS",
-			delta:   fmt.Sprintf("%s: %s", stepName(st), strings.TrimPrefix(onDemandText(p.delta, s.OnDemand), p.delta.Name()+" on-demand: ")),
-			summary: fmt.Sprintf("delta fetched %s on demand; SotW has no VHDS", count(len(s.OnDemand.Fetches), "name")),
+			delta:   fmt.Sprintf("%s: %s", words.Step(st), strings.TrimPrefix(onDemandText(p.delta, s.OnDemand), p.delta.Name()+" on-demand: ")),
+			summary: fmt.Sprintf("delta fetched %s on demand; SotW has no VHDS", words.Count(len(s.OnDemand.Fetches), "name")),
 			shape:   "on-demand"}, true
 	}
 	return shown{}, false
@@ -394,7 +395,7 @@ func configurationDifferences(fs []sourcedFinding) []ConfigDifference {
 					Where: strings.TrimSuffix(s.File+", "+s.Func, ", "), Steps: []string{}, src: s})
 			}
 			out[i].Findings++
-			if st := stepName(f.step); f.step != "" && !slices.Contains(out[i].Steps, st) {
+			if st := words.Step(f.step); f.step != "" && !slices.Contains(out[i].Steps, st) {
 				out[i].Steps = append(out[i].Steps, st)
 			}
 		}

@@ -1,14 +1,13 @@
 package compare
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 )
 
 // protoDiff finds a protocol difference by key.
@@ -25,7 +24,7 @@ func protoDiff(t *testing.T, ds []ProtocolDifference, key string) ProtocolDiffer
 
 // TestProtocolDifferences: the teaching pair's protocol differences are computed from
 // its runs, each citing a section of the protocol document, and every format has them
-// (JSON as protocol_differences).
+// (render: JSON as protocol_differences).
 func TestProtocolDifferences(t *testing.T) {
 	rep := report(t, sotwRun, deltaRun, Options{})
 	require.Len(t, rep.ProtocolDifferences, len(properties))
@@ -52,18 +51,6 @@ func TestProtocolDifferences(t *testing.T) {
 	assert.Empty(t, ch.ObservedWith)
 	od := protoDiff(t, rep.ProtocolDifferences, "on-demand")
 	assert.Contains(t, od.SotW, "not exercised in these runs")
-
-	var back struct {
-		ProtocolDifferences []ProtocolDifference `json:"protocol_differences"`
-		ConfigDifferences   []ConfigDifference   `json:"configuration_differences"`
-	}
-	require.NoError(t, json.Unmarshal(render(t, rep, "json"), &back))
-	require.Len(t, back.ProtocolDifferences, len(properties))
-	assert.Equal(t, rm.SotW, back.ProtocolDifferences[1].SotW)
-	assert.NotEmpty(t, back.ConfigDifferences)
-	assert.Contains(t, string(render(t, rep, "text")), "WHAT DIFFERS BETWEEN SOTW AND DELTA")
-	assert.Contains(t, string(render(t, rep, "markdown")), "| How a removal is said | remove-cluster: removed \\`inventory\\` by absence")
-	assert.Contains(t, string(render(t, rep, "html")), `<table id="differences" class="diff">`)
 }
 
 // TestConfigurationDifferences: what the configuration adds names each option and
@@ -84,17 +71,6 @@ func TestConfigurationDifferences(t *testing.T) {
 	assert.Equal(t, "shared/frontend, Publisher.Publish", uniform.Where)
 }
 
-// TestProtocolDifferencesNeedBothProtocols: two runs of one protocol have none, and
-// every format says why.
-func TestProtocolDifferencesNeedBothProtocols(t *testing.T) {
-	rep := report(t, deltaRun, deltaLinearRun, Options{})
-	assert.Empty(t, rep.ProtocolDifferences)
-	for _, f := range []string{"text", "markdown", "html"} {
-		assert.Contains(t, strings.Join(strings.Fields(string(render(t, rep, f))), " "),
-			"No protocol difference to show: the runs speak delta, and two runs of one protocol do not differ by it.", f)
-	}
-}
-
 // TestProtocolDifferencesAtScale: with a scale sweep, the change row shows what a cluster
 // add sent at the sweep's largest N: every cluster in SotW under both caches, one in
 // delta, observed with the sweep's client; the matrix observes the other rows in every
@@ -104,12 +80,11 @@ func TestProtocolDifferencesAtScale(t *testing.T) {
 	m := matrix(t, teaching4, Options{Scale: scale})
 	ch := protoDiff(t, m.ProtocolDifferences, "change")
 	assert.Equal(t, "a cluster add at N = 100 (scale sweep): 101 clusters in CDS, "+
-		bytesText(scale.point("cluster-add", "sotw", "snapshot", 100).Bytes)+" (snapshot), "+
-		bytesText(scale.point("cluster-add", "sotw", "linear", 100).Bytes)+" (linear) in all", ch.SotW)
+		words.Bytes(scale.point("cluster-add", "sotw", "snapshot", 100).Bytes)+" (snapshot), "+
+		words.Bytes(scale.point("cluster-add", "sotw", "linear", 100).Bytes)+" (linear) in all", ch.SotW)
 	assert.Equal(t, "a cluster add at N = 100 (scale sweep): 1 cluster in CDS, "+
-		bytesText(scale.point("cluster-add", "delta", "snapshot", 100).Bytes)+" in all", ch.Delta)
+		words.Bytes(scale.point("cluster-add", "delta", "snapshot", 100).Bytes)+" in all", ch.Delta)
 	assert.Equal(t, "the scale sweep (simulated client)", ch.ObservedWith)
 	rm := protoDiff(t, m.ProtocolDifferences, "removal")
 	assert.Equal(t, "A vs B (snapshot, simulated client); C vs D (linear, simulated client)", rm.ObservedWith)
-	assert.Contains(t, string(renderMatrix(t, m, "html")), `<figure id="scale"><svg`)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -141,13 +142,6 @@ func classifyRedundant(d *detail, e xdslog.Event, firstOnFresh, typeChanged, rem
 	c[cause] += redundant
 }
 
-func appendNew(s []string, v string) []string {
-	if slices.Contains(s, v) {
-		return s
-	}
-	return append(s, v)
-}
-
 // findings computes the report's findings for the compared steps. Each kind is emitted
 // only when the figures support it, and each says whether it shows the protocol or an
 // implementation, and where (attribution.go), and what it says in the terms a matrix of
@@ -224,7 +218,7 @@ func observedWith(runs []*Run) string {
 func stepFindings(runs [2]*Run, s string, f [2]Figures, cp Checkpoint, st [2]*analysis.Step, d [2]*detail) []Finding {
 	var out []Finding
 	add := func(kind string, a attribution, facets []facet, format string, args ...any) {
-		x := newFinding(s, kind, stepName(s)+": "+fmt.Sprintf(format, args...), a)
+		x := newFinding(s, kind, words.Step(s)+": "+fmt.Sprintf(format, args...), a)
 		x.facets = facets
 		out = append(out, x)
 	}
@@ -307,13 +301,13 @@ func totalFinding(runs [2]*Run, rep *Report, steps int, stepOut []Finding) (Find
 		return Finding{}, false
 	}
 	sent := func(f Figures) string {
-		return fmt.Sprintf("%s in %s (%s, %d redundant)", count(f.Bytes, "byte"), count(sumMap(f.Responses), "response"),
-			count(f.Resources, "resource"), f.Redundant)
+		return fmt.Sprintf("%s in %s (%s, %d redundant)", words.Count(f.Bytes, "byte"), words.Count(sumMap(f.Responses), "response"),
+			words.Count(f.Resources, "resource"), f.Redundant)
 	}
-	text := fmt.Sprintf("total over %s: %s sent %s; %s sent %s", count(steps, "step"),
+	text := fmt.Sprintf("total over %s: %s sent %s; %s sent %s", words.Count(steps, "step"),
 		runs[0].Name(), sent(t[0]), runs[1].Name(), sent(t[1]))
 	if t[0].Bytes > 0 && t[1].Bytes > 0 {
-		text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, ratioText(t[0].Bytes, t[1].Bytes))
+		text += fmt.Sprintf("; bytes %s/%s = %s", runs[0].Label, runs[1].Label, words.Ratio(t[0].Bytes, t[1].Bytes))
 	}
 	// The total is attributed as the step that makes most of its difference is; when no
 	// step differs, or no finding explains that step, it is not attributed.
@@ -321,8 +315,8 @@ func totalFinding(runs [2]*Run, rep *Report, steps int, stepOut []Finding) (Find
 	if !ex.found {
 		ex.attr = unattributed("not attributed: no compared step differs in bytes")
 	} else {
-		text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", stepName(ex.step),
-			runs[0].Label, count(ex.values[0], "byte"), runs[1].Label, count(ex.values[1], "byte"))
+		text += fmt.Sprintf("; the largest difference is in %s (%s %s, %s %s)", words.Step(ex.step),
+			runs[0].Label, words.Count(ex.values[0], "byte"), runs[1].Label, words.Count(ex.values[1], "byte"))
 		if ex.kind != "" {
 			text += ", see its " + ex.kind + " finding"
 		}
@@ -336,7 +330,7 @@ func staleFinding(r *Run, step string, d *detail) (Finding, bool) {
 	if len(d.stale) == 0 {
 		return Finding{}, false
 	}
-	return newFinding(step, "stale", stepName(step)+": "+staleText(r, d.stale), implementation(cite.StaleDropped)), true
+	return newFinding(step, "stale", words.Step(step)+": "+staleText(r, d.stale), implementation(cite.StaleDropped)), true
 }
 
 // anomalyFinding is one run's feedback that matched no send and sends never answered
@@ -345,8 +339,8 @@ func anomalyFinding(r *Run, step string, f Figures) (Finding, bool) {
 	if f.Unmatched == 0 && f.Dropped == 0 {
 		return Finding{}, false
 	}
-	return newFinding(step, "anomaly", stepName(step)+": "+fmt.Sprintf("%s recorded %s and %s never answered before a stream closed",
-		r.Name(), count(f.Unmatched, "unmatched nonce"), count(f.Dropped, "send")), attributeAnomaly(f)), true
+	return newFinding(step, "anomaly", words.Step(step)+": "+fmt.Sprintf("%s recorded %s and %s never answered before a stream closed",
+		r.Name(), words.Count(f.Unmatched, "unmatched nonce"), words.Count(f.Dropped, "send")), attributeAnomaly(f)), true
 }
 
 // A facet is one aspect of a two-run finding that a matrix of runs compares across pairs
@@ -477,12 +471,12 @@ func removalShape(runs [2]*Run, d [2]*detail) string {
 			var names []string
 			for _, t := range sortedNameKeys(how.names) {
 				for _, n := range how.names[t] {
-					names = appendNew(names, n)
+					names = words.AppendNew(names, n)
 				}
 			}
 			if len(names) > 0 {
 				slices.Sort(names)
-				parts = append(parts, fmt.Sprintf("removed %s %s", nameList(names, "names"), how.word))
+				parts = append(parts, fmt.Sprintf("removed %s %s", words.NameList(names, "names"), how.word))
 			}
 		}
 		if len(parts) == 0 {
@@ -535,30 +529,30 @@ func staleText(r *Run, stale []xdslog.Event) string {
 			what += " " + e.Kind
 		}
 		if len(e.Removed) > 0 {
-			what += " -" + nameList(e.Removed, "names")
+			what += " -" + words.NameList(e.Removed, "names")
 		}
 		if len(e.Added) > 0 {
-			what += " +" + nameList(e.Added, "names")
+			what += " +" + words.NameList(e.Added, "names")
 		}
 		parts = append(parts, fmt.Sprintf("%s n=%s (latest n=%s)", what, e.Nonce, e.LatestNonce))
 	}
 	return fmt.Sprintf("%s got %s, skipped by the server, so its subscription did not change: %s",
-		r.Name(), count(len(stale), "stale request"), strings.Join(parts, ", "))
+		r.Name(), words.Count(len(stale), "stale request"), strings.Join(parts, ", "))
 }
 
 func redundantText(r *Run, f Figures) string {
 	if f.Redundant > 0 {
 		return fmt.Sprintf("%s re-sent %s (%s) among %s in %s (%s)",
-			r.Name(), count(f.Redundant, "unchanged resource"), count(f.RedundantBytes, "byte"), count(f.Resources, "resource"),
-			count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
+			r.Name(), words.Count(f.Redundant, "unchanged resource"), words.Count(f.RedundantBytes, "byte"), words.Count(f.Resources, "resource"),
+			words.Count(sumMap(f.Responses), "response"), words.Count(f.Bytes, "byte"))
 	}
 	switch {
 	case sumMap(f.Responses) == 0:
 		return r.Name() + " sent nothing"
 	case f.Resources == 0:
-		return fmt.Sprintf("%s sent %s without resources (%s)", r.Name(), count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
+		return fmt.Sprintf("%s sent %s without resources (%s)", r.Name(), words.Count(sumMap(f.Responses), "response"), words.Count(f.Bytes, "byte"))
 	}
-	return fmt.Sprintf("%s sent %s in %s (%s), none unchanged", r.Name(), count(f.Resources, "resource"), count(sumMap(f.Responses), "response"), count(f.Bytes, "byte"))
+	return fmt.Sprintf("%s sent %s in %s (%s), none unchanged", r.Name(), words.Count(f.Resources, "resource"), words.Count(sumMap(f.Responses), "response"), words.Count(f.Bytes, "byte"))
 }
 
 func nackText(r *Run, f Figures, st *analysis.Step) string {
@@ -577,17 +571,17 @@ func nackText(r *Run, f Figures, st *analysis.Step) string {
 		}
 	}
 	if f.RejectedResends == 0 {
-		return fmt.Sprintf("%s got %s (%s) and re-sent the rejected content 0 times", r.Name(), count(f.Nacks, "NACK"), strings.Join(types, ", "))
+		return fmt.Sprintf("%s got %s (%s) and re-sent the rejected content 0 times", r.Name(), words.Count(f.Nacks, "NACK"), strings.Join(types, ", "))
 	}
-	s := fmt.Sprintf("%s re-sent the rejected %s content %s", r.Name(), strings.Join(resent, ", "), count(f.RejectedResends, "time"))
+	s := fmt.Sprintf("%s re-sent the rejected %s content %s", r.Name(), strings.Join(resent, ", "), words.Count(f.RejectedResends, "time"))
 	if f.RejectedResends >= 2 {
-		s += " (NACK storm: " + count(f.Nacks, "NACK")
+		s += " (NACK storm: " + words.Count(f.Nacks, "NACK")
 		if f.NackRate > 0 {
 			s += fmt.Sprintf(", %.0f NACKs/s", f.NackRate)
 		}
 		return s + ")"
 	}
-	return s + " (" + count(f.Nacks, "NACK") + ")"
+	return s + " (" + words.Count(f.Nacks, "NACK") + ")"
 }
 
 func removalText(r *Run, d *detail) string {
@@ -601,7 +595,7 @@ func removalText(r *Run, d *detail) string {
 			if len(how.names[t]) > 0 {
 				types = append(types, t)
 				for _, n := range how.names[t] {
-					names = appendNew(names, n)
+					names = words.AppendNew(names, n)
 				}
 			}
 		}
@@ -629,10 +623,10 @@ func reconnectText(r *Run, re *analysis.Reconnect) string {
 	case re.Responses == 0:
 		s = fmt.Sprintf("%s sent nothing on the new stream", r.Name())
 	case re.Resources == 0:
-		s = fmt.Sprintf("%s sent %s without resources (%s) on the new stream", r.Name(), count(re.Responses, "response"), count(re.Bytes, "byte"))
+		s = fmt.Sprintf("%s sent %s without resources (%s) on the new stream", r.Name(), words.Count(re.Responses, "response"), words.Count(re.Bytes, "byte"))
 	default:
 		s = fmt.Sprintf("%s sent %s with %s (%s) on the new stream, %d of them what the client already ran",
-			r.Name(), count(re.Responses, "response"), count(re.Resources, "resource"), count(re.Bytes, "byte"), re.Redundant)
+			r.Name(), words.Count(re.Responses, "response"), words.Count(re.Resources, "resource"), words.Count(re.Bytes, "byte"), re.Redundant)
 	}
 	switch {
 	case re.InitialVersions > 0:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 )
 
 // Totals the headline and the total finding weigh.
@@ -79,7 +80,7 @@ func explain(fs []Finding, rows []Row, metric string) explanation {
 		}
 	}
 	ex.attr = unattributed(fmt.Sprintf("not attributed: no finding of %s explains its %s (%d vs %d)",
-		stepName(ex.step), metric, ex.values[0], ex.values[1]))
+		words.Step(ex.step), metric, ex.values[0], ex.values[1]))
 	return ex
 }
 
@@ -130,7 +131,7 @@ func headline(runs [2]*Run, rep *Report) Headline {
 	if !math.IsInf(bestRatio, 1) {
 		r := bestRatio
 		h.Ratio = &r
-		shown = ratioText(max(h.Values[0], h.Values[1]), min(h.Values[0], h.Values[1])) + "×"
+		shown = words.Ratio(max(h.Values[0], h.Values[1]), min(h.Values[0], h.Values[1])) + "×"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s differed most: %s %s %d, %s %d (%s).", capitalize(chosen.noun),
@@ -138,7 +139,7 @@ func headline(runs [2]*Run, rep *Report) Headline {
 	ex := explain(rep.Findings, rep.Rows, h.Metric)
 	if ex.found {
 		h.Step = ex.step
-		fmt.Fprintf(&b, " Most of the difference is in %s (%s %d, %s %d)", stepName(ex.step), runs[0].Label, ex.values[0], runs[1].Label, ex.values[1])
+		fmt.Fprintf(&b, " Most of the difference is in %s (%s %d, %s %d)", words.Step(ex.step), runs[0].Label, ex.values[0], runs[1].Label, ex.values[1])
 		if ex.kind != "" {
 			fmt.Fprintf(&b, ", explained by its %s finding", ex.kind)
 		}

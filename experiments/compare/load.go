@@ -1,26 +1,26 @@
-// Package compare puts recorded runs side by side: a table of per-step figures, each
-// step's data-plane probes, the per-resource versions at every checkpoint, findings
-// computed from the data, and a sequence diagram per step, rendered as text, Markdown
-// (with Mermaid), JSON or one self-contained HTML file. Runs recorded under steady load
-// (lab run --load) add a traffic section: per step and run the load's counts, rate,
-// failures, latencies and move from one backend to another (traffic.go), and its
-// timeline with the step's publishes, ACKs and NACKs marked on it, as sparklines in text
-// and Markdown and an inline SVG in HTML (timeline.go); runs without a traffic event
-// render as they did before it. Every figure comes from analysis.Summarize or directly
-// from the recorded xds.log events, so `lab compare` can never disagree with
-// summary.json.
+// Package compare computes the comparison of recorded runs, the data model every report
+// is written from: per step and run the figures (responses, bytes, ACKs and NACKs, the
+// data-plane probes, the steady load of lab run --load and its timeline, on-demand
+// fetches), the per-resource versions at every checkpoint, the findings computed from
+// them, each attributed to the protocol or an implementation with its sources
+// (attribution.go), what differs between SotW and delta by the protocol and what the
+// configuration adds (differences.go), and the parsed sequence diagram of each step
+// (diagram.go). Every figure comes from analysis.Summarize or directly from the recorded
+// xds.log events, so `lab compare` can never disagree with summary.json.
 //
-// Two runs make a Report (Compare): every finding attributed to the protocol or an
-// implementation. Two runs of different clients (Envoy and grpc-go) add a Clients section
-// (clients.go): where the clients themselves differ, from each run's xds.log and the
-// client's own view kept at the step (clients_view.go). Two or more make a Matrix (CompareMatrix), a column per run, whose
-// findings are the two-run findings of each SotW/delta pair with the same cache,
-// compared across the pairs: the protocol only when they hold with both caches.
+// Two runs make a Report (Compare): its headline, findings and, for two different
+// clients (Envoy and grpc-go), where the clients themselves differ (clients.go), from
+// each run's xds.log and the client's own view kept at the step (clients_view.go). Two
+// or more make a Matrix (CompareMatrix), a column per run, whose findings are the two-run
+// findings of each SotW/delta pair with the same cache, compared across the pairs: the
+// protocol only when they hold with both caches. A scale sweep (LoadScale, bench.json)
+// adds what a change costs at large N.
 //
-// The tables are experiments/table's, one each for text, Markdown and HTML: text tables
-// are split to a width (Render, RenderMatrix), a table wider stacked parts that each
-// repeat the step column. Counts with a noun and ratios are written by one helper each
-// (words.go).
+// Report and Matrix are the JSON format as they are; experiments/compare/render writes
+// them as text, Markdown or HTML, and is the only package that reads the accessors kept
+// for it (Cites, Why, Scale.Choosing). Callers: cmd/lab (lab compare), experiments/mainjob
+// (make lab's report), and the tests of tap, serve and bench, which compare what they
+// record. Words and figures both sides write alike are compare/internal/words'.
 package compare
 
 import (
@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -203,7 +204,7 @@ func readEnvoyResult(path string) (string, error) {
 	if s == "PASS" || s == "NOT_RUN" || strings.HasPrefix(s, "FAIL:") {
 		return s, nil
 	}
-	return "", fmt.Errorf("envoy.result: want PASS, FAIL: reason or NOT_RUN, got %q", clip(s, 60))
+	return "", fmt.Errorf("envoy.result: want PASS, FAIL: reason or NOT_RUN, got %q", words.Clip(s, 60))
 }
 
 // oneLine keeps an error on one line: paths and file contents can hold newlines, and
@@ -214,13 +215,4 @@ func oneLine(err error) error {
 		return err
 	}
 	return errors.New(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg))
-}
-
-// clip shortens s to n runes with "...".
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "..."
 }

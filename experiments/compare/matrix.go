@@ -8,6 +8,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 )
 
@@ -177,7 +178,7 @@ func axesTitles(runs []*Run) []string {
 				parts = append(parts, a.client)
 			}
 		}
-		out[i] = sanitize(strings.Join(parts, " · "))
+		out[i] = words.Sanitize(strings.Join(parts, " · "))
 	}
 	return out
 }
@@ -339,16 +340,16 @@ func uncheckedAxes(runs []*Run, pairs []pairRef) string {
 	for _, r := range runs {
 		a := axesOf(r)
 		if a.cache != "" && !slices.ContainsFunc(pairs, func(p pairRef) bool { return p.Cache == a.cache }) {
-			missing = appendNew(missing, fmt.Sprintf("the %s cache (%s)", a.cache, r.Label))
+			missing = words.AppendNew(missing, fmt.Sprintf("the %s cache (%s)", a.cache, r.Label))
 		}
 		if a.client != "" && !slices.ContainsFunc(pairs, func(p pairRef) bool { return p.sotw.client == a.client || p.delta.client == a.client }) {
-			missing = appendNew(missing, fmt.Sprintf("%s (%s)", clientTitle(a.client), r.Label))
+			missing = words.AppendNew(missing, fmt.Sprintf("%s (%s)", clientTitle(a.client), r.Label))
 		}
 	}
 	if len(missing) == 0 {
 		return ""
 	}
-	return "no SotW and delta pair ran with " + andList(missing) + ", so it was not seen to hold there"
+	return "no SotW and delta pair ran with " + words.AndList(missing) + ", so it was not seen to hold there"
 }
 
 // kindTitles name a matrix finding's kind in its text.
@@ -469,7 +470,7 @@ func crossText(f *MatrixFinding) string {
 		}
 		groups[p.Shape] = append(groups[p.Shape], p.Pair+" ("+p.Cache+")")
 	}
-	parts := []string{stepName(f.Step) + ", " + kindTitles[f.Kind]}
+	parts := []string{words.Step(f.Step) + ", " + kindTitles[f.Kind]}
 	if len(order) == 1 && len(f.Pairs) > 1 {
 		parts = append(parts, "Every pair, "+strings.Join(groups[order[0]], ", ")+": "+order[0])
 	} else {
@@ -505,7 +506,7 @@ func matrixNotes(runs []*Run, steps []string, rows []MatrixRow) []Finding {
 			for i, r := range runs {
 				parts = append(parts, r.Name()+" "+dpOrNone(row.Runs[i].DataPlane))
 			}
-			out = append(out, newFinding(s, "dataplane", stepName(s)+": the data planes answered differently: "+strings.Join(parts, "; "),
+			out = append(out, newFinding(s, "dataplane", words.Step(s)+": the data planes answered differently: "+strings.Join(parts, "; "),
 				implementation(cite.DataPlane)))
 		}
 		for i, r := range runs {
@@ -519,7 +520,7 @@ func matrixNotes(runs []*Run, steps []string, rows []MatrixRow) []Finding {
 
 func matrixSummary(m *Matrix) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d runs over %s.", len(m.Runs), count(len(m.SharedSteps), "shared step"))
+	fmt.Fprintf(&b, "%d runs over %s.", len(m.Runs), words.Count(len(m.SharedSteps), "shared step"))
 	if len(m.Pairs) == 0 {
 		b.WriteString(" No SotW run and delta run share a known cache, so no finding compares the protocols; the tables show each run.")
 		return b.String()
@@ -538,7 +539,7 @@ func matrixSummary(m *Matrix) string {
 		n[f.Attribution]++
 	}
 	fmt.Fprintf(&b, " Of %s, %d %s the protocol (the same with both caches), %d an implementation (the cache or another option changes it, or both caches' servers chose it), %d unattributed.",
-		count(len(m.Findings), "finding"), n[AttrProtocol], isAre(n[AttrProtocol]), n[AttrImplementation], n[AttrUnattributed])
+		words.Count(len(m.Findings), "finding"), n[AttrProtocol], isAre(n[AttrProtocol]), n[AttrImplementation], n[AttrUnattributed])
 	return b.String()
 }
 

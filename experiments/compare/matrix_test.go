@@ -2,8 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"encoding/json"
-	"html/template"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,58 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// The committed runs of the matrix tests (generate_test.go): the teaching scenario with
-// the LinearCaches, and the scaled state (three, four, three clusters) in each protocol
-// with each cache, its SotW runs per-type with hold so that only the cache differs.
-const (
-	sotwLinearRun  = "testdata/sotw-linear"
-	deltaLinearRun = "testdata/delta-linear"
-
-	scaledSotw        = "testdata/scaled/sotw"
-	scaledDelta       = "testdata/scaled/delta"
-	scaledSotwLinear  = "testdata/scaled/sotw-linear"
-	scaledDeltaLinear = "testdata/scaled/delta-linear"
-)
-
-// teaching4 is the 4-run matrix of the teaching scenario: SotW and delta, each with the
-// SnapshotCache and the LinearCache (A sotw uniform/resend, B delta, C sotw linear, D
-// delta linear), as make lab runs them.
-var teaching4 = []string{sotwRun, deltaRun, sotwLinearRun, deltaLinearRun}
-
-var scaled4 = []string{scaledSotw, scaledDelta, scaledSotwLinear, scaledDeltaLinear}
-
-// loadRuns loads paths labelled A, B, C, ... as lab compare does.
-func loadRuns(t *testing.T, paths []string) []*Run {
-	t.Helper()
-	runs := make([]*Run, len(paths))
-	for i, p := range paths {
-		r, err := Load(RunLabel(i), p)
-		require.NoError(t, err)
-		runs[i] = r
-	}
-	return runs
-}
-
-func matrix(t *testing.T, paths []string, opt Options) *Matrix {
-	t.Helper()
-	m, err := CompareMatrix(loadRuns(t, paths), opt)
-	require.NoError(t, err)
-	return m
-}
-
-// renderMatrix renders m as --wide does, like render.
-func renderMatrix(t *testing.T, m *Matrix, format string) []byte {
-	t.Helper()
-	return renderMatrixWidth(t, m, format, 0)
-}
-
-func renderMatrixWidth(t *testing.T, m *Matrix, format string, width int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, RenderMatrix(&buf, m, format, width))
-	return buf.Bytes()
-}
 
 // matrixFinding returns the matrix finding of kind in step that covers typ ("" for a
 // kind without types).
@@ -96,36 +42,6 @@ func findingTexts(m *Matrix) []string {
 		out = append(out, f.Attribution+": "+f.Text)
 	}
 	return out
-}
-
-var matrixGoldens = []struct {
-	file, format string
-	runs         []string
-	opt          Options
-	width        int // text only: 0 is --wide
-}{
-	{"golden-matrix.txt", "text", teaching4, Options{}, 0},
-	{"golden-matrix-narrow.txt", "text", teaching4, Options{}, narrowWidth},
-	{"golden-matrix-scaled.md", "markdown", scaled4, Options{}, 0},
-}
-
-// TestMatrixGolden renders the committed matrices byte for byte (regenerated with
-// -update, like the two-run goldens).
-func TestMatrixGolden(t *testing.T) {
-	if *update {
-		return // TestGolden -update writes them
-	}
-	for _, c := range matrixGoldens {
-		t.Run(c.file, func(t *testing.T) {
-			got := renderMatrixWidth(t, matrix(t, c.runs, c.opt), c.format, c.width)
-			path := filepath.Join("testdata", c.file)
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "missing golden file: go test ./experiments/compare -run TestGolden -update")
-			if !bytes.Equal(want, got) {
-				t.Fatalf("%s differs from the rendered matrix (regenerate with -update if intended):\n%s", path, firstDiff(want, got))
-			}
-		})
-	}
 }
 
 // TestMatrixColumns: a column per run, named by what tells the runs apart, with each
@@ -285,9 +201,6 @@ func TestMatrixUnattributed(t *testing.T) {
 		assert.Empty(t, f.Source)
 	}
 	assert.Contains(t, m.Summary, "cannot be decided: only snapshot runs given")
-	text := string(renderMatrix(t, m, "text"))
-	assert.Contains(t, text, "\n     unattributed: only snapshot runs given\n")
-	assert.NotContains(t, text, "\n     protocol: ")
 
 	m = matrix(t, []string{sotwLinearRun, deltaLinearRun, sotwHoldRun}, Options{})
 	assert.Equal(t, "no SotW and delta pair with the snapshot cache given", m.Coverage)
@@ -341,7 +254,8 @@ func TestMatrixSharedSteps(t *testing.T) {
 	require.EqualError(t, err, "want two or more runs, got 1")
 }
 
-// TestMatrixStep: --step narrows every section to the step and adds one diagram per run.
+// TestMatrixStep: --step narrows every section to the step and adds one diagram per run
+// (render: TestMatrixStepDiagrams).
 func TestMatrixStep(t *testing.T) {
 	m := matrix(t, teaching4, Options{Step: "remove-cluster"})
 	require.Len(t, m.Rows, 1)
@@ -352,50 +266,6 @@ func TestMatrixStep(t *testing.T) {
 	for _, f := range m.Findings {
 		assert.Equal(t, "remove-cluster", f.Step)
 	}
-	text := string(renderMatrix(t, m, "text"))
-	assert.Contains(t, text, "\nSEQUENCE remove-cluster\n")
-	assert.Equal(t, 4, strings.Count(text, ": CP = control plane, C = simulated client, DP = data plane"))
-	md := string(renderMatrix(t, m, "markdown"))
-	assert.Equal(t, 4, strings.Count(md, "```mermaid\nsequenceDiagram\n"))
-	assert.Contains(t, md, "#### C sotw · linear · per-type · nack hold\n")
-}
-
-// TestMatrixFormats: every format shows a column per run and each finding's label.
-func TestMatrixFormats(t *testing.T) {
-	m := matrix(t, teaching4, Options{})
-
-	md := string(renderMatrix(t, m, "markdown"))
-	assert.Contains(t, md, "| step | A responses | A resources |")
-	assert.Contains(t, md, "| D responses | D resources |")
-	assert.Contains(t, md, "A: sotw · snapshot · uniform · nack resend; B: delta · snapshot; C: sotw · linear · per-type · nack hold; D: delta · linear")
-	assert.Contains(t, md, "   - *protocol*: the same in every pair, with the SnapshotCache (A vs B) and the LinearCache (C vs D), with the simulated client\n")
-	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(md, "```mermaid\n"))
-
-	var back Matrix
-	require.NoError(t, json.Unmarshal(renderMatrix(t, m, "json"), &back))
-	assert.Equal(t, m.Pairs, back.Pairs)
-	require.Len(t, back.Findings, len(m.Findings))
-	want := m.Findings[0]
-	want.srcs = nil // not in the JSON
-	assert.Equal(t, want, back.Findings[0])
-	assert.Equal(t, "sotw · linear · per-type · nack hold", back.Runs[2].Axes)
-	assert.Equal(t, "C", back.Runs[2].Label, "the run header is flattened into each run")
-
-	html := string(renderMatrix(t, m, "html"))
-	for _, banned := range []string{"<script", "http://", "https://", " src=", "@import", "url(", "<link", "javascript:"} {
-		assert.NotContains(t, strings.ToLower(html), banned)
-	}
-	for _, r := range m.Runs {
-		title := template.HTMLEscapeString(r.Label + ": " + r.Axes)
-		assert.Contains(t, html, `<th class="group" colspan="12">`+title+`</th>`, "a step-table column group per run")
-		assert.Contains(t, html, `<th class="group" colspan="5">`+title+`</th>`, "a version-table column group per run")
-	}
-	assert.Equal(t, len(m.Findings)+len(m.Notes), strings.Count(html, `<span class="attr attr-`))
-	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(html, "<svg viewBox="), "a diagram per run and step")
-	assert.Equal(t, 4*len(m.SharedSteps), strings.Count(html, `<svg class="bar"`), "an error-window bar per run and step")
-	rm := matrixFinding(t, m, "remove-cluster", "removal", "")
-	assert.Contains(t, html, `<span class="attr attr-protocol">protocol</span>`+template.HTMLEscapeString(rm.Basis))
-	assert.Contains(t, html, `<li>C vs D (linear): remove-cluster: C sotw removed <code>inventory</code> by absence (CDS)`)
 }
 
 // TestLinearAttribution: the two-run findings of LinearCache runs name the LinearCache's

@@ -7,7 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/cite"
-	"github.com/xds-workbench/lab/experiments/table"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -16,101 +16,6 @@ import (
 // for it (analysis.OnDemand, Figures.OnDemand), with its timeline from the data-plane
 // request that asked. One table, built here for text, Markdown and HTML; a comparison of
 // runs without on-demand subscribes has no such section (and no such finding).
-
-// onDemandColumns are the on-demand table's columns; onDemandLegend explains them.
-var onDemandColumns = []string{"step", "run", "type", "name", "request", "subscribe-ms", "response-ms", "answer-ms", "answer", "data plane"}
-
-const onDemandLegend = "every name a client subscribed to on demand (a delta request adding VHDS names after " +
-	"its first request of the type, or CDS names without \"*\": Envoy asks for a virtual host \"<route>/<Host>\" " +
-	"or a cluster when a request needs one it does not hold, and holds the request meanwhile); request = the data-plane request that " +
-	"asked (the first sent that was in flight when the subscribe went out; for VHDS, the one whose Host names the " +
-	"virtual host); subscribe-ms, response-ms, answer-ms = ms from that request's send to the subscribe, to the " +
-	"response carrying the name, and to the request's answer; answer = found, not found (a bodiless \"does not " +
-	"exist\" resource, which is not content), removed, or none (no response carried the name); data plane = the " +
-	"request's status and backend"
-
-// anyOnDemand reports whether a step of rows has an on-demand subscribe in any run.
-func anyOnDemand(rows []stepFigures) bool {
-	return anyFigures(rows, func(f Figures) bool { return f.OnDemand != nil })
-}
-
-// onDemandTable is the on-demand table: a row per fetch, by step then run (titled by
-// labels, "A" and "B").
-func onDemandTable(labels []string, rows []stepFigures) table.Table {
-	t := table.Table{Head: onDemandColumns}
-	for _, row := range rows {
-		for i, f := range row.runs {
-			if f.OnDemand == nil {
-				continue
-			}
-			for _, x := range f.OnDemand.Fetches {
-				t.Rows = append(t.Rows, fetchCells(stepName(row.step), labels[i], x))
-			}
-		}
-	}
-	return t
-}
-
-func fetchCells(step, run string, x analysis.Fetch) []table.Cell {
-	answer := table.Cell{Text: orDash(x.Answer)}
-	switch x.Answer {
-	case "":
-		answer = table.Cell{Text: "none", Class: "bad"}
-	case analysis.FetchNotFound, analysis.FetchRemoved:
-		answer.Class = "warn"
-	}
-	dp := table.Cell{Text: "-", Class: "dp"}
-	if x.RequestID != "" {
-		dp.Text = fmt.Sprint(x.Status)
-		if x.Status == 0 {
-			dp.Text = "no-answer"
-		}
-		if x.Backend != "" {
-			dp.Text += " " + sanitize(x.Backend)
-		}
-	}
-	req := orDash(x.RequestID)
-	if x.Host != "" {
-		req += " (Host " + x.Host + ")"
-	}
-	return []table.Cell{{Text: step}, {Text: run}, {Text: sanitize(x.Type)}, {Text: sanitize(clip(x.Name, 60)), Title: sanitize(x.Name)},
-		{Text: sanitize(clip(req, 50))}, msCell(x.SubscribeMS), msCell(x.ResponseMS), msCell(x.AnswerMS), answer, dp}
-}
-
-// writeTextOnDemand is the text report's on-demand section: nothing when no step has an
-// on-demand subscribe.
-func writeTextOnDemand(b *strings.Builder, labels []string, rows []stepFigures, width int) {
-	if !anyOnDemand(rows) {
-		return
-	}
-	b.WriteString("\nON-DEMAND\n")
-	b.WriteString(onDemandTable(labels, rows).Text(width))
-	b.WriteString(wrap(onDemandLegend, proseWidth(width), "  ", "  "))
-}
-
-// writeMDOnDemand is the Markdown report's on-demand section, like writeTextOnDemand.
-func writeMDOnDemand(b *strings.Builder, labels []string, rows []stepFigures) {
-	if !anyOnDemand(rows) {
-		return
-	}
-	b.WriteString("\n## On-demand\n\n")
-	b.WriteString(onDemandTable(labels, rows).Markdown(mdCell))
-	b.WriteString("\n" + mdEscape(upperFirst(onDemandLegend)) + ".\n")
-}
-
-// onDemandView is the HTML on-demand section.
-type onDemandView struct {
-	Table  table.Table
-	Legend string
-}
-
-// htmlOnDemand is the HTML on-demand section (nil when no step has an on-demand subscribe).
-func htmlOnDemand(labels []string, rows []stepFigures) *onDemandView {
-	if !anyOnDemand(rows) {
-		return nil
-	}
-	return &onDemandView{Table: onDemandTable(labels, rows), Legend: upperFirst(onDemandLegend) + "."}
-}
 
 // onDemandFindings are a step's on-demand findings, one per run that subscribed on
 // demand or (SotW) NACKed a VHDS route configuration. Fetching on demand is what Envoy
@@ -125,12 +30,12 @@ func onDemandFindings(runs [2]*Run, step string, f [2]Figures, st [2]*analysis.S
 				a.srcs = append(a.srcs, cite.OnDemandNotFound)
 			}
 			a.sides[i] = a.srcs
-			out = append(out, newFinding(step, "ondemand", stepName(step)+": "+onDemandText(r, od), a))
+			out = append(out, newFinding(step, "ondemand", words.Step(step)+": "+onDemandText(r, od), a))
 		}
 		if msg := vhdsNack(r, st[i]); msg != "" {
 			out = append(out, newFinding(step, "ondemand",
 				fmt.Sprintf("%s: %s cannot fetch virtual hosts on demand: Envoy NACKed the VHDS route configuration: %q",
-					stepName(step), r.Name(), msg), protocolVerdict(cite.SpecVHDSDeltaOnly, cite.EnvoyVHDSNack)))
+					words.Step(step), r.Name(), msg), protocolVerdict(cite.SpecVHDSDeltaOnly, cite.EnvoyVHDSNack)))
 		}
 	}
 	return out
@@ -157,9 +62,9 @@ func onDemandText(r *Run, od *analysis.OnDemand) string {
 			}
 		}
 		what := map[string]string{"VHDS": "virtual host", "CDS": "cluster"}[t]
-		s := count(len(fetched), what)
+		s := words.Count(len(fetched), what)
 		if n, ok := od.Available[t]; ok {
-			s = fmt.Sprintf("%d of %s", len(fetched), count(n, what))
+			s = fmt.Sprintf("%d of %s", len(fetched), words.Count(n, what))
 		}
 		if len(notFound) > 0 {
 			s += fmt.Sprintf(" and asked for %d the server does not have (answered not found)", len(notFound))
@@ -178,7 +83,7 @@ func onDemandText(r *Run, od *analysis.OnDemand) string {
 		// answers, not the mean of the two middle ones. Kept as it was printed; using
 		// stats.Median would change the text of a report with an even count.
 		slices.Sort(answers)
-		text += fmt.Sprintf("; held request to answer %.1f ms median over %s", answers[len(answers)/2], count(len(answers), "name"))
+		text += fmt.Sprintf("; held request to answer %.1f ms median over %s", answers[len(answers)/2], words.Count(len(answers), "name"))
 	}
 	return text
 }
@@ -200,7 +105,7 @@ func vhdsNack(r *Run, st *analysis.Step) string {
 	}
 	for _, e := range st.NackErrors {
 		if strings.Contains(strings.ToLower(e), "vhds") {
-			return clip(firstLine(e), 160)
+			return words.Clip(firstLine(e), 160)
 		}
 	}
 	return ""

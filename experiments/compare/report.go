@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -411,11 +412,11 @@ func isSimulated(client string, r *Run) bool {
 	if client == "" && r.Meta != nil {
 		client = r.Meta.Client
 	}
-	return !isRealClient(client)
+	return !RealClient(client)
 }
 
-// isRealClient: the data planes that forward real requests (Envoy, grpc-go's channel).
-func isRealClient(client string) bool {
+// RealClient reports whether client is one of the data planes that forward real requests (Envoy, grpc-go's channel).
+func RealClient(client string) bool {
 	return client == clientview.ClientEnvoy || client == clientview.ClientGRPC
 }
 
@@ -490,24 +491,9 @@ func set(s []string) map[string]bool {
 	return m
 }
 
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
 // NoStep is how every format shows the unnamed step: the events recorded before the
 // first step was set (a lab serve log's first pushes). Options.Step accepts it.
-const NoStep = "(no step)"
-
-// stepName shows the unnamed step as NoStep.
-func stepName(s string) string {
-	if s == "" {
-		return NoStep
-	}
-	return s
-}
+const NoStep = words.NoStep
 
 // selectSteps is the steps a report shows: every shared step, or only the one step
 // asked for, given by its shown name (NoStep for the unnamed one); in says where it must
@@ -522,7 +508,7 @@ func selectSteps(shared []string, step, in string) ([]string, error) {
 		want = ""
 	}
 	if !slices.Contains(shared, want) {
-		return nil, fmt.Errorf("step %q is not in %s (shared steps: %s)", step, in, listOrNone(stepNames(shared)))
+		return nil, fmt.Errorf("step %q is not in %s (shared steps: %s)", step, in, words.ListOrNone(words.Steps(shared)))
 	}
 	return []string{want}, nil
 }

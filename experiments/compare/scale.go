@@ -1,15 +1,12 @@
 package compare
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"os"
-	"slices"
 	"strings"
 
-	"github.com/xds-workbench/lab/experiments/chart"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/protocol"
 )
 
@@ -131,8 +128,8 @@ func (s *Scale) maxN(workload string) int {
 	return n
 }
 
-// clientWord names the sweep's client in a caption.
-func (s *Scale) clientWord() string {
+// ClientWord names the sweep's client in a caption.
+func (s *Scale) ClientWord() string {
 	if s.Simulated {
 		return "simulated client"
 	}
@@ -152,108 +149,27 @@ func (s *Scale) changeAtScale() (shown, bool) {
 	for _, c := range []string{cacheSnapshot, cacheLinear} {
 		if p := s.point(workloadClusterAdd, protocol.SotW, c, n); p != nil {
 			cds = p.CDS
-			sizes = append(sizes, fmt.Sprintf("%s (%s)", bytesText(p.Bytes), c))
+			sizes = append(sizes, fmt.Sprintf("%s (%s)", words.Bytes(p.Bytes), c))
 		}
 	}
 	if len(sizes) == 0 {
 		return shown{}, false
 	}
-	at := fmt.Sprintf("a cluster add at N = %s (scale sweep): ", fmtInt(n))
-	return shown{sotw: at + fmt.Sprintf("%s clusters in CDS, %s in all", fmtInt(cds), strings.Join(sizes, ", ")),
-		delta: at + fmt.Sprintf("%s in CDS, %s in all", count(d.CDS, "cluster"), bytesText(d.Bytes)),
+	at := fmt.Sprintf("a cluster add at N = %s (scale sweep): ", words.Int(n))
+	return shown{sotw: at + fmt.Sprintf("%s clusters in CDS, %s in all", words.Int(cds), strings.Join(sizes, ", ")),
+		delta: at + fmt.Sprintf("%s in CDS, %s in all", words.Count(d.CDS, "cluster"), words.Bytes(d.Bytes)),
 		summary: fmt.Sprintf("a cluster add at N = %s: SotW sent %s clusters, delta %d (%s sweep)",
-			fmtInt(n), fmtInt(cds), d.CDS, s.clientWord())}, true
+			words.Int(n), words.Int(cds), d.CDS, s.ClientWord())}, true
 }
 
-// chart is the bytes-per-change chart, inline in HTML: one log-log panel per workload,
-// a line per series, drawn by the chart kit without its XML declaration.
-func (s *Scale) chart() template.HTML {
-	var panels []chart.Panel
-	for _, wl := range s.workloads() {
-		p := chart.Panel{ID: wl + "-bytes", Group: wl, Title: wl + ": " + bytesTitle(wl), Unit: "B"}
-		for _, name := range s.series() {
-			var pts []chart.Point
-			for _, pt := range s.Points {
-				if pt.Workload == wl && pt.Series == name && pt.Bytes > 0 {
-					pts = append(pts, chart.Point{N: pt.N, Med: pt.Bytes, Min: pt.BytesMin, Max: pt.BytesMax,
-						Tip: fmt.Sprintf("%s %s N=%d: median %s", wl, name, pt.N, bytesText(pt.Bytes))})
-				}
-			}
-			slices.SortFunc(pts, func(a, b chart.Point) int { return a.N - b.N })
-			p.Series = append(p.Series, chart.Series{Name: name, Points: pts})
-		}
-		panels = append(panels, p)
-	}
-	b := chart.Grid("bytes sent per change against the number of clusters N", panels, len(panels), 470, 120, s.series(),
-		"median of the repeats; whiskers: min–max")
-	if i := bytes.Index(b, []byte("<svg")); i > 0 {
-		b = b[i:]
-	}
-	// Drawn from numbers and XML-escaped names: safe to inline as is.
-	return template.HTML(b)
-}
-
-// bytesTitle is a workload's panel title.
-func bytesTitle(workload string) string {
-	switch workload {
-	case "endpoint":
-		return "bytes sent per endpoint change"
-	case "cluster-add":
-		return "bytes sent per cluster added"
-	}
-	return "bytes sent per change"
-}
-
-// workloads are the sweep's workloads in report order.
-func (s *Scale) workloads() []string {
-	var out []string
-	for _, p := range s.Points {
-		if !slices.Contains(out, p.Workload) {
-			out = append(out, p.Workload)
-		}
-	}
-	return out
-}
-
-// series are the sweep's series in report order.
-func (s *Scale) series() []string {
-	var out []string
-	for _, p := range s.Points {
-		if !slices.Contains(out, p.Series) {
-			out = append(out, p.Series)
-		}
-	}
-	return out
-}
-
-// bytesText is 1234567 as "1.2 MB", 2345 as "2.3 kB", 512 as "512 B".
-func bytesText(b float64) string {
-	switch {
-	case b >= 1e6:
-		return fmt.Sprintf("%.1f MB", b/1e6)
-	case b >= 1e3:
-		return fmt.Sprintf("%.1f kB", b/1e3)
-	}
-	return fmt.Sprintf("%.0f B", b)
-}
-
-// fmtInt is 1001 as "1,001".
-func fmtInt(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// choosing is the decision guide's summary (docs/choosing.md) with this sweep's figures
+// Choosing is the decision guide's summary (docs/choosing.md) with this sweep's figures
 // at its largest N: what a cluster add and an endpoint change cost each protocol under
 // each cache ("" when the sweep lacks them).
-func (s *Scale) choosing() string {
+func (s *Scale) Choosing() string {
 	n := s.maxN(workloadClusterAdd)
 	get := func(wl string, mode protocol.Mode, cache string) string {
 		if p := s.point(wl, mode, cache, n); p != nil {
-			return bytesText(p.Bytes)
+			return words.Bytes(p.Bytes)
 		}
 		return "-"
 	}
@@ -264,7 +180,7 @@ func (s *Scale) choosing() string {
 		"(LinearCache) against delta's %s, the protocol's full-state CDS; an endpoint change cost SotW %s or %s against delta's "+
 		"%s, the SnapshotCache's whole-type EDS. Delta pays where clusters or listeners change often at large N; the "+
 		"LinearCache alone removes SotW's endpoint cost; on-demand loading needs delta; proxyless grpc-go speaks SotW only.",
-		fmtInt(n), get(workloadClusterAdd, protocol.SotW, cacheSnapshot), get(workloadClusterAdd, protocol.SotW, cacheLinear),
+		words.Int(n), get(workloadClusterAdd, protocol.SotW, cacheSnapshot), get(workloadClusterAdd, protocol.SotW, cacheLinear),
 		get(workloadClusterAdd, protocol.Delta, cacheSnapshot), get("endpoint", protocol.SotW, cacheSnapshot), get("endpoint", protocol.SotW, cacheLinear),
 		get("endpoint", protocol.Delta, cacheSnapshot))
 }

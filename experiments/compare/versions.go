@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
-	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -86,143 +85,15 @@ func compareTypes(a, b string) int {
 	return cmp.Or(cmp.Compare(ia, ib), strings.Compare(a, b))
 }
 
-// maxVersionColumns bounds the resource columns of a run's group in the versions table:
+// MaxVersionColumns bounds the resource columns of a run's group in the versions table:
 // a set of more resources folds whole types into one column each, the type with the
 // most resources first, until the columns fit; past that many types (only a hostile
-// log has them), the types after the first maxVersionColumns-1 share one column.
-const maxVersionColumns = 12
-
-// maxColumnNames bounds the moved resources a folded column names.
-const maxColumnNames = 3
-
-// versionColumn is one column of a run's group: a single resource, shown by its
-// version, or a folded type (or the other types), shown by a count.
-type versionColumn struct {
-	head    string
-	members []int // indices into a VersionSet's Resources
-	// typed: every member has the column's type, so a name says which one.
-	typed bool
-}
-
-// versionColumns lays out the columns of res, one run's resources at a checkpoint (every
-// run of a report has the same; versionResources).
-func versionColumns(res []ResourceVersion) []versionColumn {
-	byType := map[string][]int{}
-	var types []string
-	for i, r := range res {
-		if byType[r.Type] == nil {
-			types = append(types, r.Type)
-		}
-		byType[r.Type] = append(byType[r.Type], i)
-	}
-	folded := map[string]bool{}
-	if len(res) > maxVersionColumns {
-		bySize := slices.Clone(types)
-		slices.SortStableFunc(bySize, func(a, b string) int { return len(byType[b]) - len(byType[a]) })
-		n := len(res)
-		for _, t := range bySize {
-			if n <= maxVersionColumns || len(byType[t]) == 1 {
-				break
-			}
-			folded[t], n = true, n-len(byType[t])+1
-		}
-	}
-	var cols []versionColumn
-	for i, t := range types {
-		if i == maxVersionColumns-1 && len(types) > maxVersionColumns {
-			var rest []int
-			for _, o := range types[i:] {
-				rest = append(rest, byType[o]...)
-			}
-			return append(cols, versionColumn{head: fmt.Sprintf("other ×%d", len(rest)), members: rest})
-		}
-		if folded[t] {
-			cols = append(cols, versionColumn{head: fmt.Sprintf("%s ×%d", sanitize(t), len(byType[t])), members: byType[t], typed: true})
-			continue
-		}
-		for _, m := range byType[t] {
-			cols = append(cols, versionColumn{head: sanitize(clip(t+" "+res[m].Name, 60)), members: []int{m}})
-		}
-	}
-	return cols
-}
-
-// folds reports whether any column holds several resources (the legend then says how to
-// read them).
-func folds(cols []versionColumn) bool {
-	return slices.ContainsFunc(cols, func(c versionColumn) bool { return len(c.members) > 1 })
-}
-
-// versionCell is a run's cell of column c at a checkpoint: a single resource's version
-// (- for none), "*" when it moved; a folded column's "held/n", "v=" the version when every
-// held one has the same, and "*k:" the k that moved, the first maxColumnNames named
-// ("*all" when every one did).
-func versionCell(vs VersionSet, c versionColumn) table.Cell {
-	var held, moved []ResourceVersion
-	for _, m := range c.members {
-		if m >= len(vs.Resources) {
-			continue
-		}
-		r := vs.Resources[m]
-		if r.Version != "" {
-			held = append(held, r)
-		}
-		if r.Moved {
-			moved = append(moved, r)
-		}
-	}
-	if len(c.members) == 1 {
-		out := table.Cell{Text: "-"}
-		if len(held) == 1 {
-			out.Text, out.Title = sanitize(short(held[0].Version)), held[0].Version
-		}
-		if len(moved) == 1 {
-			out.Text += "*"
-			out.Class = "moved"
-		}
-		return out
-	}
-	out := table.Cell{Text: fmt.Sprintf("%d/%d", len(held), len(c.members))}
-	if len(held) > 0 && !slices.ContainsFunc(held, func(r ResourceVersion) bool { return r.Version != held[0].Version }) {
-		out.Text += " v=" + sanitize(short(held[0].Version))
-	}
-	switch {
-	case len(moved) == len(c.members):
-		out.Text += " *all"
-		out.Class = "moved"
-	case len(moved) > 0:
-		names := make([]string, len(moved))
-		for i, r := range moved {
-			names[i] = clip(r.Name, 60)
-			if !c.typed {
-				names[i] = r.Type + " " + names[i]
-			}
-		}
-		out.Text += fmt.Sprintf(" *%d: %s", len(moved), sanitize(firstNames(names, maxColumnNames)))
-		out.Title = sanitize(firstNames(names, 50))
-		out.Class = "moved"
-	}
-	return out
-}
-
-// firstNames joins the first n names, then says how many more there are.
-func firstNames(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:n], ", ") + fmt.Sprintf(", +%d", len(names)-n)
-}
-
-// foldLegend is what the versions legend adds when a column holds several resources.
-var foldLegend = fmt.Sprintf("over %d resources, the types with the most take one column each "+
-	"(TYPE ×n; with more than %d types, those after the first %d share one, other ×n): "+
-	"held/n = how many of the n the client ran, v= their version when all it ran have the same, "+
-	"*k: the k that moved, the first %d named (*all: every one; the JSON lists every resource)",
-	maxVersionColumns, maxVersionColumns, maxVersionColumns-1, maxColumnNames)
+// log has them), the types after the first MaxVersionColumns-1 share one column.
+const MaxVersionColumns = 12
 
 // maxMovedLabels bounds the resources a "versions" finding names one by one (as many as
 // the table has columns before it folds); past it, it counts them per type.
-const maxMovedLabels = maxVersionColumns
+const maxMovedLabels = MaxVersionColumns
 
 // movedLabels names the resources of vs that moved: by type alone when the set has one
 // resource of the type (the teaching scenario's LDS, RDS, CDS, EDS), else by type and

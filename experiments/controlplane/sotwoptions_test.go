@@ -130,7 +130,9 @@ func (p *sotwPlane) assertAfterNack(t *testing.T, policy sotw.NackPolicy) {
 	rejected := publishStep(t, p.cp, p.cp.Recorder(), "invalid", resources.State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	bad := rejected.Hashes(resources.RDS)[resources.RouteName]
 	nacked := func(n int) func([]xdslog.Event) bool {
-		return func(ev []xdslog.Event) bool { return len(xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS")) >= n }
+		return func(ev []xdslog.Event) bool {
+			return len(xdslogtest.Select(ev, "invalid", xdslog.EventNack, "RDS")) >= n
+		}
 	}
 	switch policy {
 	case sotw.Resend, sotw.Backoff:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/shared/publish"
 )
 
@@ -70,7 +71,7 @@ func (j *job) report(res *Result) error {
 	res.Matrix = m
 	for _, f := range []struct{ name, format string }{{"report.html", "html"}, {"report.md", "markdown"}, {"report.txt", "text"}, {"report.json", "json"}} {
 		var b bytes.Buffer
-		if err := compare.RenderMatrix(&b, m, f.format, 100); err != nil {
+		if err := render.Matrix(&b, m, f.format, 100); err != nil {
 			return fmt.Errorf("report %s: %w", f.name, err)
 		}
 		if err := os.WriteFile(filepath.Join(j.o.Out, f.name), b.Bytes(), 0o644); err != nil {
@@ -95,7 +96,7 @@ func (j *job) pairReport(runs []*compare.Run, opt compare.Options) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	var b bytes.Buffer
-	if err := compare.Render(&b, rep, "html", 0); err != nil {
+	if err := render.Report(&b, rep, "html", 0); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return os.WriteFile(filepath.Join(j.o.Out, "report-sotw-vs-delta.html"), b.Bytes(), 0o644)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/xds-workbench/lab/delta"
 	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/shared/bufconntest"
 	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -512,9 +513,9 @@ func renderComparison(t *testing.T, nameA string, logA []byte, nameB string, log
 	require.NoError(t, err)
 	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
-	for _, format := range compare.Formats {
+	for _, format := range render.Formats {
 		var out bytes.Buffer
-		require.NoError(t, compare.Render(&out, rep, format, 0), format)
+		require.NoError(t, render.Report(&out, rep, format, 0), format)
 		assert.NotEmpty(t, out.String(), format)
 	}
 	return a, b

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"encoding/json"
@@ -9,22 +9,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// Formats accepted by Render.
+// Formats accepted by Report and Matrix.
 var Formats = []string{"text", "markdown", "json", "html"}
 
 // DiagramCap is how many messages a rendered diagram shows before summarizing the rest
 // (a NACK storm can be thousands of messages). The Diagram structure keeps them all.
 const DiagramCap = 50
 
-// Render writes the report in format (text, markdown, json or html). width bounds the
+// Report writes the report in format (text, markdown, json or html). width bounds the
 // text tables: one wider is split into stacked tables (0: never split); the other
 // formats have no width.
-func Render(w io.Writer, rep *Report, format string, width int) error {
+func Report(w io.Writer, rep *compare.Report, format string, width int) error {
 	var err error
 	switch format {
 	case "text", "":
@@ -32,7 +34,7 @@ func Render(w io.Writer, rep *Report, format string, width int) error {
 	case "markdown":
 		err = renderMarkdown(w, rep)
 	case "json":
-		err = renderJSON(w, rep)
+		err = writeJSON(w, rep)
 	case "html":
 		err = renderHTML(w, rep)
 	default:
@@ -44,8 +46,10 @@ func Render(w io.Writer, rep *Report, format string, width int) error {
 	return nil
 }
 
-func renderJSON(w io.Writer, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
+// writeJSON writes a report or a matrix as the json format has it: indented, its field
+// names the stable interface their types document.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -54,19 +58,19 @@ func renderJSON(w io.Writer, rep *Report) error {
 }
 
 // headerTable lists each run's origin and options.
-func headerTable(rep *Report) table.Table { return runsTable(rep.Runs[:], []string{"A", "B"}) }
+func headerTable(rep *compare.Report) table.Table { return runsTable(rep.Runs[:], []string{"A", "B"}) }
 
 // runsTable lists each run's origin and options, a column per run headed by labels.
-func runsTable(runs []RunHeader, labels []string) table.Table {
+func runsTable(runs []compare.RunHeader, labels []string) table.Table {
 	t := table.Table{Head: append([]string{""}, labels...)}
-	row := func(name string, f func(h RunHeader) string) {
+	row := func(name string, f func(h compare.RunHeader) string) {
 		r := []table.Cell{{Text: name}}
 		for _, h := range runs {
-			r = append(r, table.Cell{Text: sanitize(f(h))})
+			r = append(r, table.Cell{Text: words.Sanitize(f(h))})
 		}
 		t.Rows = append(t.Rows, r)
 	}
-	opt := func(h RunHeader, v string, sotwOnly bool) string {
+	opt := func(h compare.RunHeader, v string, sotwOnly bool) string {
 		switch {
 		case sotwOnly && h.Mode != protocol.SotW:
 			return "n/a"
@@ -77,43 +81,43 @@ func runsTable(runs []RunHeader, labels []string) table.Table {
 		}
 		return v
 	}
-	row("path", func(h RunHeader) string { return orDash(h.Path) })
-	row("mode", func(h RunHeader) string { return h.Mode.String() })
-	row("options", func(h RunHeader) string {
+	row("path", func(h compare.RunHeader) string { return words.OrDash(h.Path) })
+	row("mode", func(h compare.RunHeader) string { return h.Mode.String() })
+	row("options", func(h compare.RunHeader) string {
 		if h.OptionsKnown {
 			return "from run.json"
 		}
 		return "options unknown (no run.json; mode from xds.log)"
 	})
-	row("client", func(h RunHeader) string { return opt(h, h.Client, false) })
-	row("--sotw-versions", func(h RunHeader) string { return opt(h, h.SotwVersions, true) })
-	row("--nack-policy", func(h RunHeader) string { return opt(h, h.NackPolicy, true) })
+	row("client", func(h compare.RunHeader) string { return opt(h, h.Client, false) })
+	row("--sotw-versions", func(h compare.RunHeader) string { return opt(h, h.SotwVersions, true) })
+	row("--nack-policy", func(h compare.RunHeader) string { return opt(h, h.NackPolicy, true) })
 	// Runs older than --cache have no cache in run.json (they used the snapshot cache);
 	// the row appears once a run says which.
-	if slices.ContainsFunc(runs, func(h RunHeader) bool { return h.Cache != "" }) {
-		row("--cache", func(h RunHeader) string {
+	if slices.ContainsFunc(runs, func(h compare.RunHeader) bool { return h.Cache != "" }) {
+		row("--cache", func(h compare.RunHeader) string {
 			if h.OptionsKnown && h.Cache == "" {
 				return "snapshot"
 			}
 			return opt(h, h.Cache, false)
 		})
 	}
-	row("Envoy version", func(h RunHeader) string { return opt(h, h.EnvoyVersion, false) })
-	row("envoy.result", func(h RunHeader) string {
+	row("Envoy version", func(h compare.RunHeader) string { return opt(h, h.EnvoyVersion, false) })
+	row("envoy.result", func(h compare.RunHeader) string {
 		if h.EnvoyResult == "" {
 			return "not recorded"
 		}
 		return h.EnvoyResult
 	})
-	row("started", func(h RunHeader) string { return opt(h, h.Started, false) })
-	row("events", func(h RunHeader) string {
+	row("started", func(h compare.RunHeader) string { return opt(h, h.Started, false) })
+	row("events", func(h compare.RunHeader) string {
 		s := fmt.Sprint(h.Events)
 		if h.SkippedLines > 0 {
-			s += fmt.Sprintf(" (%s skipped; first %s)", count(h.SkippedLines, "unreadable line"), clip(h.FirstSkip, 80))
+			s += fmt.Sprintf(" (%s skipped; first %s)", words.Count(h.SkippedLines, "unreadable line"), words.Clip(h.FirstSkip, 80))
 		}
 		return s
 	})
-	row("steps only in this run", func(h RunHeader) string { return listOrNone(stepNames(h.OnlyHere)) })
+	row("steps only in this run", func(h compare.RunHeader) string { return words.ListOrNone(words.Steps(h.OnlyHere)) })
 	return t
 }
 
@@ -157,19 +161,19 @@ const labelLegend = "In the diagrams, n= is a nonce: which response a message be
 	"dropped because it had sent a newer response. A send that removes names says so (removed [...], or removes [...] " +
 	"by absence)."
 
-func stepTable(rep *Report) table.Table {
+func stepTable(rep *compare.Report) table.Table {
 	return figuresTable(runTitles(rep.Runs[:]), reportStepRows(rep), rep.Total[:])
 }
 
 // stepFigures is one step's figures, a value per run.
 type stepFigures struct {
 	step string
-	runs []Figures
+	runs []compare.Figures
 }
 
 // reportStepRows are the two-run report's steps, for the step, data-plane and traffic
 // tables.
-func reportStepRows(rep *Report) []stepFigures {
+func reportStepRows(rep *compare.Report) []stepFigures {
 	rows := make([]stepFigures, len(rep.Rows))
 	for i, r := range rep.Rows {
 		rows[i] = stepFigures{r.Step, r.Runs[:]}
@@ -178,7 +182,7 @@ func reportStepRows(rep *Report) []stepFigures {
 }
 
 // matrixStepRows are the matrix's steps, for the step, data-plane and traffic tables.
-func matrixStepRows(m *Matrix) []stepFigures {
+func matrixStepRows(m matrix) []stepFigures {
 	rows := make([]stepFigures, len(m.Rows))
 	for i, r := range m.Rows {
 		rows[i] = stepFigures{r.Step, r.Runs}
@@ -188,13 +192,13 @@ func matrixStepRows(m *Matrix) []stepFigures {
 
 // figuresTable is the step table: a row per step and a total, a column group per run
 // titled by titles.
-func figuresTable(titles []string, rows []stepFigures, total []Figures) table.Table {
+func figuresTable(titles []string, rows []stepFigures, total []compare.Figures) table.Table {
 	t := table.Table{Groups: []table.Group{{Span: 1}}, Head: []string{"step"}, Tips: stepTips}
 	for _, title := range titles {
 		t.Groups = append(t.Groups, table.Group{Title: title, Span: len(stepColumns)})
 		t.Head = append(t.Head, stepColumns...)
 	}
-	add := func(name string, f []Figures) {
+	add := func(name string, f []compare.Figures) {
 		r := []table.Cell{{Text: name}}
 		for _, x := range f {
 			r = append(r, figureCells(x)...)
@@ -202,7 +206,7 @@ func figuresTable(titles []string, rows []stepFigures, total []Figures) table.Ta
 		t.Rows = append(t.Rows, r)
 	}
 	for _, row := range rows {
-		add(stepName(row.step), row.runs)
+		add(words.Step(row.step), row.runs)
 	}
 	add("total", total)
 	return t
@@ -210,14 +214,14 @@ func figuresTable(titles []string, rows []stepFigures, total []Figures) table.Ta
 
 // stepLegendOf is stepLegend, with V=VHDS when a step of rows sent virtual hosts.
 func stepLegendOf(rows []stepFigures) string {
-	if !anyFigures(rows, func(f Figures) bool { return f.Responses["VHDS"] > 0 }) {
+	if !anyFigures(rows, func(f compare.Figures) bool { return f.Responses["VHDS"] > 0 }) {
 		return stepLegend
 	}
 	return strings.Replace(stepLegend, "E=EDS)", "E=EDS V=VHDS)", 1)
 }
 
 // runLabels are the runs' labels ("A", "B").
-func runLabels(runs []RunHeader) []string {
+func runLabels(runs []compare.RunHeader) []string {
 	out := make([]string, len(runs))
 	for i, h := range runs {
 		out[i] = h.Label
@@ -225,7 +229,7 @@ func runLabels(runs []RunHeader) []string {
 	return out
 }
 
-func runTitles(runs []RunHeader) []string {
+func runTitles(runs []compare.RunHeader) []string {
 	out := make([]string, len(runs))
 	for i, h := range runs {
 		out[i] = runTitle(h)
@@ -233,7 +237,7 @@ func runTitles(runs []RunHeader) []string {
 	return out
 }
 
-func figureCells(f Figures) []table.Cell {
+func figureCells(f compare.Figures) []table.Cell {
 	num := func(n int) table.Cell { return table.Cell{Text: fmt.Sprint(n), Right: true} }
 	msCell := func(p *float64) table.Cell {
 		if p == nil {
@@ -255,7 +259,7 @@ func figureCells(f Figures) []table.Cell {
 	}
 	dp := table.Cell{Text: "-", Class: "dp"}
 	if f.DataPlane != nil {
-		dp = table.Cell{Text: sanitize(f.DataPlane.Text), Title: "request " + sanitize(f.DataPlane.RequestID), Class: "dp"}
+		dp = table.Cell{Text: words.Sanitize(f.DataPlane.Text), Title: "request " + words.Sanitize(f.DataPlane.RequestID), Class: "dp"}
 		switch {
 		case f.DataPlane.Simulated:
 			dp.Class += " sim"
@@ -275,9 +279,9 @@ func sentCell(m map[string]int) string {
 			parts = append(parts, fmt.Sprintf("%c%d", t[0], n))
 		}
 	}
-	for _, t := range sortedKeys(m) {
+	for _, t := range words.SortedKeys(m) {
 		if !slices.Contains(xdslog.Types, t) && m[t] > 0 {
-			parts = append(parts, fmt.Sprintf("%s%d", sanitize(t), m[t]))
+			parts = append(parts, fmt.Sprintf("%s%d", words.Sanitize(t), m[t]))
 		}
 	}
 	if len(parts) == 0 {
@@ -288,11 +292,11 @@ func sentCell(m map[string]int) string {
 
 // versionTable shows the tracked resources' versions at each checkpoint; "*" marks a
 // version that moved since the run's previous checkpoint.
-func versionTable(rep *Report) table.Table {
+func versionTable(rep *compare.Report) table.Table {
 	return versionsTable(runTitles(rep.Runs[:]), reportVersions(rep))
 }
 
-func reportVersions(rep *Report) []stepVersions {
+func reportVersions(rep *compare.Report) []stepVersions {
 	cps := make([]stepVersions, len(rep.Versions))
 	for i, cp := range rep.Versions {
 		cps[i] = stepVersions{cp.Step, cp.Runs[:]}
@@ -301,14 +305,14 @@ func reportVersions(rep *Report) []stepVersions {
 }
 
 // reportVersionNote is the two-run report's versions legend.
-func reportVersionNote(rep *Report) string {
+func reportVersionNote(rep *compare.Report) string {
 	return versionNote(runLabels(rep.Runs[:]), reportVersions(rep))
 }
 
 // stepVersions is one checkpoint's versions, a set per run.
 type stepVersions struct {
 	step string
-	runs []VersionSet
+	runs []compare.VersionSet
 }
 
 // versionsTable is the checkpoint table, a column group per run titled by titles, a
@@ -331,7 +335,7 @@ func versionsTable(titles []string, cps []stepVersions) table.Table {
 		t.Groups = append(t.Groups, table.Group{Title: title, Span: span})
 	}
 	for _, cp := range cps {
-		r := []table.Cell{{Text: stepName(cp.step)}}
+		r := []table.Cell{{Text: words.Step(cp.step)}}
 		for _, vs := range cp.runs {
 			for _, c := range cols {
 				r = append(r, versionCell(vs, c))
@@ -348,7 +352,7 @@ func versionsTable(titles []string, cps []stepVersions) table.Table {
 
 // firstResources is the resources of the checkpoints' first version set (every set of a
 // report or a matrix lists the same), nil when there is none.
-func firstResources(cps []stepVersions) []ResourceVersion {
+func firstResources(cps []stepVersions) []compare.ResourceVersion {
 	for _, cp := range cps {
 		if len(cp.runs) > 0 {
 			return cp.runs[0].Resources
@@ -375,11 +379,11 @@ func viewCell(v *analysis.ClientView) table.Cell {
 	case v == nil:
 		return table.Cell{Text: "-"}
 	case v.Error != "":
-		return table.Cell{Text: "not checked", Title: sanitize(v.Error)}
+		return table.Cell{Text: "not checked", Title: words.Sanitize(v.Error)}
 	case len(v.Findings) == 0:
 		return table.Cell{Text: "agrees", Title: fmt.Sprintf("%d resources", v.Checked)}
 	}
-	return table.Cell{Text: count(len(v.Findings), "finding"), Class: "moved", Title: sanitize(strings.Join(v.Findings, "; "))}
+	return table.Cell{Text: words.Count(len(v.Findings), "finding"), Class: "moved", Title: words.Sanitize(strings.Join(v.Findings, "; "))}
 }
 
 // maxNoteFindings bounds the client-view findings a legend lists.
@@ -405,7 +409,7 @@ func versionNote(labels []string, cps []stepVersions) string {
 			for _, f := range vs.ClientView.Findings {
 				total++
 				if len(lines) < maxNoteFindings {
-					lines = append(lines, fmt.Sprintf("%s %s: %s", labels[i], stepName(cp.step), clip(f, 240)))
+					lines = append(lines, fmt.Sprintf("%s %s: %s", labels[i], words.Step(cp.step), words.Clip(f, 240)))
 				}
 			}
 		}
@@ -418,7 +422,7 @@ func versionNote(labels []string, cps []stepVersions) string {
 	if total > len(lines) {
 		note += fmt.Sprintf(" | and %d more (each checkpoint's client_view lists them)", total-len(lines))
 	}
-	return sanitize(note)
+	return words.Sanitize(note)
 }
 
 const viewLegend = "own view = the client's own view of what it holds (Envoy's /config_dump, grpc-go's CSDS) " +
@@ -429,7 +433,7 @@ const versionLegend = "the version the client ran at the end of each step, from 
 	"(SotW: version_info; delta: the resource's content hash, first 8 of 64 hex); " +
 	"* = moved since the previous step; - = none"
 
-func runTitle(h RunHeader) string {
+func runTitle(h compare.RunHeader) string {
 	s := h.Label + ": " + h.Mode.String()
 	var opts []string
 	if h.Mode == protocol.SotW && h.SotwVersions != "" {
@@ -447,22 +451,22 @@ func runTitle(h RunHeader) string {
 	if len(opts) > 0 {
 		s += " (" + strings.Join(opts, ", ") + ")"
 	}
-	return sanitize(s)
+	return words.Sanitize(s)
 }
 
 // ---- text ----
 
-func renderText(w io.Writer, rep *Report, width int) error {
+func renderText(w io.Writer, rep *compare.Report, width int) error {
 	var b strings.Builder
 	pw := proseWidth(width)
 	fmt.Fprintf(&b, "lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
-	writeTextAnswer(&b, rep.answer(), pw)
-	b.WriteString(wrap(sanitize(rep.Headline.Text), pw, "", ""))
+	writeTextAnswer(&b, reportAnswer(rep), pw)
+	b.WriteString(wrap(words.Sanitize(rep.Headline.Text), pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(headerTable(rep).Text(width))
-	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(rep.SharedSteps)), pw, "", "  "))
+	b.WriteString("\n" + wrap("compared steps: "+words.ListOrNone(words.Steps(rep.SharedSteps)), pw, "", "  "))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", rep.Step)
 	}
@@ -511,14 +515,14 @@ func proseWidth(width int) int {
 
 // writeTextFinding writes finding i of a text report, wrapped at pw: its text, numbered,
 // then its attribution and source, indented under it.
-func writeTextFinding(b *strings.Builder, i int, f Finding, pw int) {
-	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), pw, "  ", "     "))
-	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.cited())), pw, "     ", "       "))
+func writeTextFinding(b *strings.Builder, i int, f compare.Finding, pw int) {
+	b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, words.Sanitize(f.Text)), pw, "  ", "     "))
+	b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, words.Sanitize(cited(f))), pw, "     ", "       "))
 }
 
 // cited is the finding's source as the reports show it: for a protocol finding, followed
 // by what it was observed with.
-func (f Finding) cited() string {
+func cited(f compare.Finding) string {
 	if f.ObservedWith == "" {
 		return f.Source
 	}
@@ -527,7 +531,7 @@ func (f Finding) cited() string {
 
 // writeTextDiagrams prints each step's two diagrams side by side, one message per line,
 // or one after the other when the two sides do not fit width (0: any width).
-func writeTextDiagrams(b *strings.Builder, ds []Diagram, width int) {
+func writeTextDiagrams(b *strings.Builder, ds []compare.Diagram, width int) {
 	if width > 0 && width < 2+2*textColumn+3 {
 		writeStackedDiagrams(b, ds)
 		return
@@ -552,7 +556,7 @@ func writeTextDiagrams(b *strings.Builder, ds []Diagram, width int) {
 }
 
 // writeStackedDiagrams prints the diagrams one after the other.
-func writeStackedDiagrams(b *strings.Builder, ds []Diagram) {
+func writeStackedDiagrams(b *strings.Builder, ds []compare.Diagram) {
 	for _, d := range ds {
 		for _, l := range textDiagram(d) {
 			b.WriteString(strings.TrimRight("  "+l, " ") + "\n")
@@ -564,9 +568,9 @@ func writeStackedDiagrams(b *strings.Builder, ds []Diagram) {
 // textColumn bounds one side of the side-by-side text diagram.
 const textColumn = 72
 
-func textDiagram(d Diagram) []string {
+func textDiagram(d compare.Diagram) []string {
 	out := []string{
-		clip(fmt.Sprintf("%s %s: CP = control plane, C = %s, DP = data plane", d.Run, d.Mode, d.ClientName), textColumn),
+		words.Clip(fmt.Sprintf("%s %s: CP = control plane, C = %s, DP = data plane", d.Run, d.Mode, d.ClientName), textColumn),
 		"",
 	}
 	shown, note := capMessages(d.Messages, DiagramCap)
@@ -575,7 +579,7 @@ func textDiagram(d Diagram) []string {
 		// (a data-plane answer, a removal) is often what matters.
 		lead := fmt.Sprintf("%9s %-6s ", fmt.Sprintf("+%.1fms", m.OffsetMS), arrow(m))
 		pad := strings.Repeat(" ", utf8.RuneCountInString(lead))
-		lines := strings.Split(strings.TrimSuffix(wrap(sanitize(m.Label), textColumn, lead, pad), "\n"), "\n")
+		lines := strings.Split(strings.TrimSuffix(wrap(words.Sanitize(m.Label), textColumn, lead, pad), "\n"), "\n")
 		out = append(out, lines...)
 	}
 	if len(d.Messages) == 0 {
@@ -587,8 +591,8 @@ func textDiagram(d Diagram) []string {
 	return out
 }
 
-func arrow(m Message) string {
-	abbr := map[string]string{ControlPlane: "CP", Client: "C", DataPlane: "DP"}
+func arrow(m compare.Message) string {
+	abbr := map[string]string{compare.ControlPlane: "CP", compare.Client: "C", compare.DataPlane: "DP"}
 	if m.From == m.To {
 		return abbr[m.From]
 	}
@@ -616,14 +620,14 @@ func wrap(text string, width int, first, indent string) string {
 
 // ---- Markdown ----
 
-func renderMarkdown(w io.Writer, rep *Report) error {
+func renderMarkdown(w io.Writer, rep *compare.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# lab compare: A %s vs B %s\n\n", rep.Runs[0].Mode, rep.Runs[1].Mode)
-	writeMDAnswer(&b, rep.answer())
-	b.WriteString(mdEscape(sanitize(rep.Headline.Text)) + "\n\n")
+	writeMDAnswer(&b, reportAnswer(rep))
+	b.WriteString(mdEscape(words.Sanitize(rep.Headline.Text)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
 	b.WriteString(headerTable(rep).Markdown(mdCell))
-	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(rep.SharedSteps))))
+	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(words.ListOrNone(words.Steps(rep.SharedSteps))))
 	if rep.Step != "" {
 		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(rep.Step))
 	}
@@ -644,13 +648,13 @@ func renderMarkdown(w io.Writer, rep *Report) error {
 		// is escaped. The attribution is a sub-item, indented to the item's text ("10. "
 		// is 4 wide) so that Markdown nests it.
 		marker := fmt.Sprintf("%d. ", i+1)
-		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
-			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.cited())))
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(words.Sanitize(f.Text)),
+			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(words.Sanitize(cited(f))))
 	}
 	writeMDClients(&b, rep.Clients)
 	b.WriteString("\n## Sequence diagrams\n")
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
-		fmt.Fprintf(&b, "\n### %s\n", mdEscape(stepName(rep.Diagrams[i].Step)))
+		fmt.Fprintf(&b, "\n### %s\n", mdEscape(words.Step(rep.Diagrams[i].Step)))
 		for _, d := range rep.Diagrams[i : i+2] {
 			fmt.Fprintf(&b, "\n#### %s %s\n\n", d.Run, d.Mode)
 			writeMermaid(&b, d)
@@ -691,13 +695,13 @@ func mdEscapeKeepTicks(s string) string {
 
 // writeMermaid renders a diagram as a Mermaid sequenceDiagram. Publishes are notes over
 // the control plane; NACKs and refusals are crossed arrows.
-func writeMermaid(b *strings.Builder, d Diagram) {
+func writeMermaid(b *strings.Builder, d compare.Diagram) {
 	b.WriteString("```mermaid\nsequenceDiagram\n")
 	fmt.Fprintf(b, "    participant CP as control plane (%s)\n", d.Mode)
 	fmt.Fprintf(b, "    participant C as %s\n", mermaidText(d.ClientName))
 	b.WriteString("    participant DP as data plane\n")
 	shown, note := capMessages(d.Messages, DiagramCap)
-	id := map[string]string{ControlPlane: "CP", Client: "C", DataPlane: "DP"}
+	id := map[string]string{compare.ControlPlane: "CP", compare.Client: "C", compare.DataPlane: "DP"}
 	for _, m := range shown {
 		text := mermaidText(fmt.Sprintf("+%.1fms %s", m.OffsetMS, m.Label))
 		if m.From == m.To {
@@ -706,15 +710,15 @@ func writeMermaid(b *strings.Builder, d Diagram) {
 		}
 		op := "->>"
 		switch m.Kind {
-		case KindOnDemand:
+		case compare.KindOnDemand:
 			op = "-)" // open arrow: a subscribe traffic asked for
-		case KindNack, KindRefused:
+		case compare.KindNack, compare.KindRefused:
 			op = "-x"
-		case KindStale:
+		case compare.KindStale:
 			op = "--x" // dotted and crossed: sent, but dropped by the server
-		case KindStreamOpen, KindStreamClose:
+		case compare.KindStreamOpen, compare.KindStreamClose:
 			op = "--)"
-		case KindUnmatched:
+		case compare.KindUnmatched:
 			op = "-->>"
 		}
 		fmt.Fprintf(b, "    %s%s%s: %s\n", id[m.From], op, id[m.To], text)
@@ -732,12 +736,12 @@ func writeMermaid(b *strings.Builder, d Diagram) {
 }
 
 // removalMark is the marker renderers put on a send that removes names.
-func removalMark(m Message) string {
+func removalMark(m compare.Message) string {
 	how := "removed_resources"
 	if m.ByAbsence {
 		how = "absent from this " + m.Type + " response"
 	}
-	return fmt.Sprintf("✕ %s removed (%s)", nameList(m.Removed, "names"), how)
+	return fmt.Sprintf("✕ %s removed (%s)", words.NameList(m.Removed, "names"), how)
 }
 
 // mermaidText keeps a label inside one Mermaid message: ";" and "#" are Mermaid syntax
@@ -745,46 +749,6 @@ func removalMark(m Message) string {
 // Angle brackets become look-alikes: an HTML entity would bring its own ";".
 var mermaidReplacer = strings.NewReplacer(";", ",", "#", "no.", "\n", " ", "\r", " ", "%%", "%", "<", "‹", ">", "›")
 
-func mermaidText(s string) string { return mermaidReplacer.Replace(sanitize(s)) }
+func mermaidText(s string) string { return mermaidReplacer.Replace(words.Sanitize(s)) }
 
 // ---- helpers ----
-
-// sanitize drops control characters (a log line can carry anything in an error string)
-// so one value stays on one line of the output.
-func sanitize(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func stepNames(s []string) []string {
-	out := make([]string, len(s))
-	for i, x := range s {
-		out[i] = stepName(x)
-	}
-	return out
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare"
 )
 
 // probesRun is analysis's hand-written probe fixture (its TestProbesOfAWindow asserts the
@@ -22,18 +23,18 @@ const probesRun = "../analysis/testdata/probes"
 
 // probePair is the fixture as run A (Envoy's answers) and, as run B, the same log with
 // every answer the simulated client's.
-func probePair(t *testing.T) (*Run, *Run) {
+func probePair(t *testing.T) (*compare.Run, *compare.Run) {
 	t.Helper()
-	a, err := Load("A", probesRun)
+	a, err := compare.Load("A", probesRun)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(probesRun, "xds.log"))
 	require.NoError(t, err)
-	b, err := FromLog("B", bytes.ReplaceAll(data, []byte(`"client":"envoy"`), []byte(`"client":"simulated"`)))
+	b, err := compare.FromLog("B", bytes.ReplaceAll(data, []byte(`"client":"envoy"`), []byte(`"client":"simulated"`)))
 	require.NoError(t, err)
 	return a, b
 }
 
-func probeRow(t *testing.T, rows []Row, step string) Row {
+func probeRow(t *testing.T, rows []compare.Row, step string) compare.Row {
 	t.Helper()
 	for _, r := range rows {
 		if r.Step == step {
@@ -41,7 +42,50 @@ func probeRow(t *testing.T, rows []Row, step string) Row {
 		}
 	}
 	t.Fatalf("no row %q", step)
-	return Row{}
+	return compare.Row{}
+}
+
+// TestProbesOfCommittedRuns: the committed runs predate the probe field; each of their
+// data-plane events counts as one request probe, and they are the simulated client's.
+func TestProbesOfCommittedRuns(t *testing.T) {
+	rep := report(t, sotwRun, deltaRun, compare.Options{})
+	for _, r := range rep.Rows {
+		for i, f := range r.Runs {
+			p := f.Probes
+			require.NotNil(t, p, "%s run %d", r.Step, i)
+			assert.Equal(t, analysis.ProbeKinds{Request: p.Probes}, p.Kinds, r.Step)
+			assert.True(t, p.Simulated, r.Step)
+		}
+	}
+	rc := probeRow(t, rep.Rows, "remove-cluster").Runs[0].Probes
+	assert.Equal(t, map[string]int{"503 NC": 1}, rc.Failures)
+}
+
+// TestDiagramFoldsWindowProbes: a run of window probes with the same answer is one
+// message counting them (weights included); request probes stay one message each.
+func TestDiagramFoldsWindowProbes(t *testing.T) {
+	r, err := compare.Load("A", probesRun)
+	require.NoError(t, err)
+	d := compare.BuildDiagram(r, "port-change")
+	var window, requests int
+	total := 0
+	for _, m := range d.Messages {
+		if m.Kind != compare.KindDataPlane {
+			continue
+		}
+		if strings.HasPrefix(m.Label, "window probes x") {
+			window++
+			var n int
+			_, err := fmt.Sscanf(strings.TrimPrefix(m.Label, "window probes x"), "%d", &n)
+			require.NoError(t, err)
+			total += n
+		} else {
+			requests++
+		}
+	}
+	assert.Positive(t, window)
+	assert.Less(t, window, 10, "folded: %d window messages", window)
+	assert.Equal(t, 207, total+requests, "every probe of the step is counted once (as analysis counts them: TestProbesOfAWindow)")
 }
 
 // section returns the lines of a text report from the heading to the next blank line.
@@ -60,7 +104,7 @@ func section(t *testing.T, text, heading string) string {
 // error window, and labels the simulated run's SIMULATED and Envoy's envoy.
 func TestProbesSection(t *testing.T) {
 	a, b := probePair(t)
-	rep, err := Compare(a, b, Options{})
+	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
 
 	pc := probeRow(t, rep.Rows, "port-change")
@@ -127,12 +171,12 @@ func TestProbesSection(t *testing.T) {
 // run labelled by its own answers.
 func TestProbesMatrix(t *testing.T) {
 	a, b := probePair(t)
-	c, err := Load("C", sotwRun)
+	c, err := compare.Load("C", sotwRun)
 	require.NoError(t, err)
-	m, err := CompareMatrix([]*Run{a, b, c}, Options{})
+	m, err := compare.CompareMatrix([]*compare.Run{a, b, c}, compare.Options{})
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	require.NoError(t, RenderMatrix(&buf, m, "text", 0))
+	require.NoError(t, Matrix(&buf, m, "text", 0))
 	dp := section(t, buf.String(), "DATA PLANE")
 	lines := strings.Split(dp, "\n")
 	require.GreaterOrEqual(t, len(lines), 3)
@@ -152,25 +196,9 @@ func TestProbesMatrix(t *testing.T) {
 	assert.True(t, found, "no initial row: %s", dp)
 	for _, format := range []string{"markdown", "html", "json"} {
 		buf.Reset()
-		require.NoError(t, RenderMatrix(&buf, m, format, 0))
+		require.NoError(t, Matrix(&buf, m, format, 0))
 		assert.Contains(t, buf.String(), "SIMULATED", format)
 	}
-}
-
-// TestProbesOfCommittedRuns: the committed runs predate the probe field; each of their
-// data-plane events counts as one request probe, and they are the simulated client's.
-func TestProbesOfCommittedRuns(t *testing.T) {
-	rep := report(t, sotwRun, deltaRun, Options{})
-	for _, r := range rep.Rows {
-		for i, f := range r.Runs {
-			p := f.Probes
-			require.NotNil(t, p, "%s run %d", r.Step, i)
-			assert.Equal(t, analysis.ProbeKinds{Request: p.Probes}, p.Kinds, r.Step)
-			assert.True(t, p.Simulated, r.Step)
-		}
-	}
-	rc := probeRow(t, rep.Rows, "remove-cluster").Runs[0].Probes
-	assert.Equal(t, map[string]int{"503 NC": 1}, rc.Failures)
 }
 
 // TestProbesOfUnknownOrigin: probes that name no client, in a run without run.json, are
@@ -178,7 +206,7 @@ func TestProbesOfCommittedRuns(t *testing.T) {
 func TestProbesOfUnknownOrigin(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(probesRun, "xds.log"))
 	require.NoError(t, err)
-	r, err := FromLog("A", bytes.ReplaceAll(data, []byte(`,"client":"envoy"`), nil))
+	r, err := compare.FromLog("A", bytes.ReplaceAll(data, []byte(`,"client":"envoy"`), nil))
 	require.NoError(t, err)
 	for _, st := range r.Summary.Steps {
 		if st.Probes != nil {
@@ -186,7 +214,7 @@ func TestProbesOfUnknownOrigin(t *testing.T) {
 			assert.False(t, st.Probes.Simulated, "analysis knows only what the log says")
 		}
 	}
-	rep, err := Compare(r, r, Options{})
+	rep, err := compare.Compare(r, r, compare.Options{})
 	require.NoError(t, err)
 	assert.True(t, probeRow(t, rep.Rows, "port-change").Runs[0].Probes.Simulated)
 	table, _, ok := strings.Cut(section(t, string(render(t, rep, "text")), "DATA PLANE"), "every data-plane probe")
@@ -198,38 +226,11 @@ func TestProbesOfUnknownOrigin(t *testing.T) {
 // TestProbesNone: runs without a data-plane event say so instead of a table of dashes.
 func TestProbesNone(t *testing.T) {
 	log := `{"ts":"2026-12-01T10:00:00Z","event":"publish","mode":"delta","step":"s","version":"1"}` + "\n"
-	r, err := FromLog("A", []byte(log))
+	r, err := compare.FromLog("A", []byte(log))
 	require.NoError(t, err)
-	rep, err := Compare(r, r, Options{})
+	rep, err := compare.Compare(r, r, compare.Options{})
 	require.NoError(t, err)
 	assert.Nil(t, rep.Rows[0].Runs[0].Probes)
 	assert.Contains(t, string(render(t, rep, "text")), "DATA PLANE\n  "+probeNone+"\n")
 	assert.Contains(t, string(render(t, rep, "html")), "<p>None: no data-plane probe recorded in the compared steps.</p>")
-}
-
-// TestDiagramFoldsWindowProbes: a run of window probes with the same answer is one
-// message counting them (weights included); request probes stay one message each.
-func TestDiagramFoldsWindowProbes(t *testing.T) {
-	r, err := Load("A", probesRun)
-	require.NoError(t, err)
-	d := BuildDiagram(r, "port-change")
-	var window, requests int
-	total := 0
-	for _, m := range d.Messages {
-		if m.Kind != KindDataPlane {
-			continue
-		}
-		if strings.HasPrefix(m.Label, "window probes x") {
-			window++
-			var n int
-			_, err := fmt.Sscanf(strings.TrimPrefix(m.Label, "window probes x"), "%d", &n)
-			require.NoError(t, err)
-			total += n
-		} else {
-			requests++
-		}
-	}
-	assert.Positive(t, window)
-	assert.Less(t, window, 10, "folded: %d window messages", window)
-	assert.Equal(t, 207, total+requests, "every probe of the step is counted once (as analysis counts them: TestProbesOfAWindow)")
 }

@@ -1,9 +1,11 @@
-package compare
+package render
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 )
 
@@ -13,14 +15,14 @@ import (
 
 // answer is what the answer sections show of a report or a matrix.
 type answer struct {
-	protocol []ProtocolDifference
-	config   []ConfigDifference
+	protocol []compare.ProtocolDifference
+	config   []compare.ConfigDifference
 	// same is the protocol both runs speak when there is no SotW/delta pair ("" else).
 	same  string
-	scale *Scale
+	scale *compare.Scale
 }
 
-func (rep *Report) answer() answer {
+func reportAnswer(rep *compare.Report) answer {
 	a := answer{protocol: rep.ProtocolDifferences, config: rep.ConfigDifferences, scale: rep.Scale}
 	if len(rep.ProtocolDifferences) == 0 && rep.Runs[0].Mode == rep.Runs[1].Mode {
 		a.same = rep.Runs[0].Mode.String()
@@ -28,7 +30,7 @@ func (rep *Report) answer() answer {
 	return a
 }
 
-func (m *Matrix) answer() answer {
+func (m matrix) answer() answer {
 	a := answer{protocol: m.ProtocolDifferences, config: m.ConfigDifferences, scale: m.Scale}
 	if len(m.ProtocolDifferences) == 0 && len(m.Runs) > 0 {
 		a.same = "one protocol"
@@ -54,27 +56,27 @@ func writeTextAnswer(b *strings.Builder, a answer, pw int) {
 	}
 	for i, d := range a.protocol {
 		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, d.Property), pw, "  ", "     "))
-		for _, line := range [][2]string{{"SotW: ", d.SotW}, {"delta:", orDash(d.Delta)}, {"why:  ", d.Source}, {"seen: ", orDash(d.ObservedWith)}} {
-			b.WriteString(wrap(line[0]+" "+sanitize(line[1]), pw, "     ", "            "))
+		for _, line := range [][2]string{{"SotW: ", d.SotW}, {"delta:", words.OrDash(d.Delta)}, {"why:  ", d.Source}, {"seen: ", words.OrDash(d.ObservedWith)}} {
+			b.WriteString(wrap(line[0]+" "+words.Sanitize(line[1]), pw, "     ", "            "))
 		}
 	}
-	if a.scale != nil && a.scale.choosing() != "" {
-		b.WriteString("\n" + wrap(a.scale.choosing(), pw, "  ", "  "))
+	if a.scale != nil && a.scale.Choosing() != "" {
+		b.WriteString("\n" + wrap(a.scale.Choosing(), pw, "  ", "  "))
 	}
 	if len(a.config) > 0 {
 		b.WriteString("\n" + strings.ToUpper(configTitle) + "\n")
 		b.WriteString(wrap(configLine(a.config), pw, "  ", "  "))
 	}
 	for _, c := range a.config {
-		b.WriteString(wrap("- "+sanitize(c.text()), pw, "  ", "    "))
+		b.WriteString(wrap("- "+words.Sanitize(configText(c)), pw, "  ", "    "))
 	}
 	b.WriteString("\n")
 }
 
-// text is "--nack-policy hold (sotw/sotw.go, FrontEnd.onRequest) shows ...: in
+// configText is "--nack-policy hold (sotw/sotw.go, FrontEnd.onRequest) shows ...: in
 // invalid-route, recover".
-func (c ConfigDifference) text() string {
-	return fmt.Sprintf("%s (%s) %s: in %s", c.Who, c.Where, c.What, listOrNone(c.Steps))
+func configText(c compare.ConfigDifference) string {
+	return fmt.Sprintf("%s (%s) %s: in %s", c.Who, c.Where, c.What, words.ListOrNone(c.Steps))
 }
 
 // writeMDAnswer writes the answer sections of a Markdown report.
@@ -85,17 +87,17 @@ func writeMDAnswer(b *strings.Builder, a answer) {
 	} else {
 		t := table.Table{Head: []string{"property", "SotW", "delta", "why", "seen with"}}
 		for _, d := range a.protocol {
-			t.Rows = append(t.Rows, table.Cells(d.Property, sanitize(d.SotW), sanitize(orDash(d.Delta)), d.Source, orDash(d.ObservedWith)))
+			t.Rows = append(t.Rows, table.Cells(d.Property, words.Sanitize(d.SotW), words.Sanitize(words.OrDash(d.Delta)), d.Source, words.OrDash(d.ObservedWith)))
 		}
 		b.WriteString(t.Markdown(mdCell) + "\n")
 	}
-	if a.scale != nil && a.scale.choosing() != "" {
-		b.WriteString(mdEscape(a.scale.choosing()) + "\n\n")
+	if a.scale != nil && a.scale.Choosing() != "" {
+		b.WriteString(mdEscape(a.scale.Choosing()) + "\n\n")
 	}
 	if len(a.config) > 0 {
 		b.WriteString("## " + configTitle + "\n\n" + mdEscape(configLine(a.config)) + "\n\n")
 		for _, c := range a.config {
-			b.WriteString("- " + mdEscape(sanitize(c.text())) + "\n")
+			b.WriteString("- " + mdEscape(words.Sanitize(configText(c))) + "\n")
 		}
 		b.WriteString("\n")
 	}

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -40,18 +42,18 @@ const trafficLogLegend = "; backend logs = answers the backends' own request log
 // titles, and the legend that explains its columns.
 func trafficTable(titles []string, rows []stepFigures) (table.Table, string) {
 	cols, legend := trafficColumns, trafficLegend
-	logs := anyFigures(rows, func(f Figures) bool {
+	logs := anyFigures(rows, func(f compare.Figures) bool {
 		return f.Traffic != nil && f.Traffic.Unlogged+f.Traffic.Misattributed != 0
 	})
 	if logs {
 		cols, legend = append(slices.Clone(cols), trafficLogColumn), legend+trafficLogLegend
 	}
-	return perRunTable(titles, rows, cols, func(f Figures) []table.Cell { return trafficCells(f.Traffic, logs) }), legend
+	return perRunTable(titles, rows, cols, func(f compare.Figures) []table.Cell { return trafficCells(f.Traffic, logs) }), legend
 }
 
 // anyTraffic reports whether a step of rows has a traffic event in any run.
 func anyTraffic(rows []stepFigures) bool {
-	return anyFigures(rows, func(f Figures) bool { return f.Traffic != nil })
+	return anyFigures(rows, func(f compare.Figures) bool { return f.Traffic != nil })
 }
 
 func trafficCells(t *analysis.Traffic, logs bool) []table.Cell {
@@ -84,7 +86,7 @@ func trafficCells(t *analysis.Traffic, logs bool) []table.Cell {
 		if mv.AllNewMS == nil {
 			allNew = table.Cell{Text: "never", Right: true, Class: "bad"}
 		}
-		out = append(out, table.Cell{Text: clip(sanitize(mv.From), 20) + "→" + clip(sanitize(mv.To), 20)},
+		out = append(out, table.Cell{Text: words.Clip(words.Sanitize(mv.From), 20) + "→" + words.Clip(words.Sanitize(mv.To), 20)},
 			ms(mv.FirstOldMS), ms(mv.LastOldMS), ms(mv.LastOldAnsweredMS), allNew, num(mv.OldAfter))
 	} else {
 		out = append(out, table.Cell{Text: "-"}, ms(nil), ms(nil), ms(nil), ms(nil), ms(nil))
@@ -118,7 +120,7 @@ func writeTextTraffic(b *strings.Builder, titles []string, rows []stepFigures, w
 	b.WriteString(wrap("timelines: "+timelineLegend, pw, "  ", "  "))
 	b.WriteString("\n")
 	for _, row := range rows {
-		b.WriteString("  " + stepName(row.step) + "\n")
+		b.WriteString("  " + words.Step(row.step) + "\n")
 		for i, f := range row.runs {
 			// The timelines are indented, and their marks' list wraps short of the prose.
 			for _, l := range textTimeline(titles[i], f.Traffic, pw-timelineIndent) {
@@ -143,7 +145,7 @@ func writeMDTraffic(b *strings.Builder, titles []string, rows []stepFigures) {
 		for i, f := range row.runs {
 			lines = append(lines, textTimeline(titles[i], f.Traffic, proseColumns-timelineIndent)...)
 		}
-		fmt.Fprintf(b, "\n#### %s\n\n", mdEscape(stepName(row.step)))
+		fmt.Fprintf(b, "\n#### %s\n\n", mdEscape(words.Step(row.step)))
 		writeCodeBlock(b, lines)
 	}
 }
@@ -195,9 +197,9 @@ func htmlTraffic(titles []string, rows []stepFigures, grid string) *trafficView 
 	v := &trafficView{Table: t, Legend: upperFirst(legend) + ".", TimelineLegend: upperFirst(svgTimelineLegend) + ".", Grid: grid}
 	colours := seriesColours(rows)
 	for _, row := range rows {
-		s := trafficStep{Step: stepName(row.step)}
+		s := trafficStep{Step: words.Step(row.step)}
 		for i, f := range row.runs {
-			s.Timelines = append(s.Timelines, layoutTimeline(stepName(row.step), titles[i], f.Traffic, colours))
+			s.Timelines = append(s.Timelines, layoutTimeline(words.Step(row.step), titles[i], f.Traffic, colours))
 		}
 		v.Steps = append(v.Steps, s)
 	}

@@ -1,10 +1,11 @@
-package compare
+package render
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/xds-workbench/lab/experiments/compare"
 )
 
 // Vertical extent of SVG text at 10px (svg text's font): a glyph reaches about this far
@@ -33,10 +34,10 @@ func rowExtent(r svgRow) (top, bottom int) {
 // arrow with its label, a note) starts below the one before it ends, with room between:
 // the first send's label used to touch the publish box above it.
 func TestDiagramRowsDoNotOverlap(t *testing.T) {
-	rep := report(t, sotwRun, deltaRun, Options{})
-	wrapped := Diagram{Run: "A", Mode: "sotw", ClientName: "Envoy", Messages: []Message{
-		{From: ControlPlane, To: ControlPlane, Kind: KindPublish, Label: "publish v2 (changed EDS) " + string(slices.Repeat([]byte("x"), 80))},
-		{From: ControlPlane, To: Client, Kind: KindSend, Label: "send CDS n=5 v=2 [inventory] " + string(slices.Repeat([]byte("y"), 120))},
+	rep := report(t, sotwRun, deltaRun, compare.Options{})
+	wrapped := compare.Diagram{Run: "A", Mode: "sotw", ClientName: "Envoy", Messages: []compare.Message{
+		{From: compare.ControlPlane, To: compare.ControlPlane, Kind: compare.KindPublish, Label: "publish v2 (changed EDS) " + string(slices.Repeat([]byte("x"), 80))},
+		{From: compare.ControlPlane, To: compare.Client, Kind: compare.KindSend, Label: "send CDS n=5 v=2 [inventory] " + string(slices.Repeat([]byte("y"), 120))},
 	}}
 	for _, d := range append(slices.Clone(rep.Diagrams), wrapped) {
 		sd := layoutDiagram(d)

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 )
 
 // The HTML answer: the first screen of both reports (the protocol differences, the scale
@@ -46,7 +48,7 @@ type sourceNote struct {
 func (nb *noteBook) notes() []sourceNote {
 	out := make([]sourceNote, 0, len(nb.list))
 	for i, s := range nb.list {
-		out = append(out, sourceNote{N: i + 1, Kind: string(s.Kind), Text: sanitize(s.String())})
+		out = append(out, sourceNote{N: i + 1, Kind: string(s.Kind), Text: words.Sanitize(s.String())})
 	}
 	return out
 }
@@ -87,8 +89,8 @@ func answerHTML(a answer, key string, nb *noteBook) answerView {
 	}
 	shown := 0
 	for _, d := range a.protocol {
-		v.Rows = append(v.Rows, diffRowView{Property: d.Property, SotW: codeSegments(sanitize(d.SotW)), Delta: codeSegments(sanitize(orDash(d.Delta))),
-			Section: d.src.Section, Seen: sanitize(orDash(d.ObservedWith)), Notes: nb.refs([]cite.Source{d.src})})
+		v.Rows = append(v.Rows, diffRowView{Property: d.Property, SotW: codeSegments(words.Sanitize(d.SotW)), Delta: codeSegments(words.Sanitize(words.OrDash(d.Delta))),
+			Section: d.Cites().Section, Seen: words.Sanitize(words.OrDash(d.ObservedWith)), Notes: nb.refs([]cite.Source{d.Cites()})})
 		if d.ObservedWith != "" {
 			shown++
 		}
@@ -98,18 +100,18 @@ func answerHTML(a answer, key string, nb *noteBook) answerView {
 			"and the section of the xDS protocol document that makes it so.", len(a.protocol), shown)
 	}
 	if a.scale != nil {
-		v.Choosing = a.scale.choosing()
-		v.Chart = a.scale.chart()
+		v.Choosing = a.scale.Choosing()
+		v.Chart = scaleChart(a.scale)
 		v.ChartNote = fmt.Sprintf("Bytes sent per change against N: the scale sweep (%s; series %s). A cluster add grows "+
 			"with N in SotW under both caches: CDS is full state (the protocol). It grows in delta too, more slowly: the route "+
 			"configuration that names every cluster is one resource, sent whole in both protocols. An endpoint change grows only "+
 			"with SotW on the SnapshotCache, which re-sends the whole EDS type (the cache, not the protocol: the LinearCache "+
-			"sends one).", a.scale.clientWord(), strings.Join(a.scale.series(), ", "))
+			"sends one).", a.scale.ClientWord(), strings.Join(series(a.scale), ", "))
 	}
 	v.ConfigLine = configLine(a.config)
 	for _, c := range a.config {
-		v.Config = append(v.Config, configView{Text: sanitize(fmt.Sprintf("%s: %s (in %s)", c.Who, c.What, listOrNone(c.Steps))),
-			Notes: nb.refs([]cite.Source{c.src})})
+		v.Config = append(v.Config, configView{Text: words.Sanitize(fmt.Sprintf("%s: %s (in %s)", c.Who, c.What, words.ListOrNone(c.Steps))),
+			Notes: nb.refs([]cite.Source{c.Cites()})})
 	}
 	return v
 }
@@ -123,35 +125,35 @@ var componentTitles = map[string]string{string(cite.GoControlPlane): "go-control
 // configLine is "Beyond these rows, 9 differences the runs show come from options
 // chosen here (--sotw-versions uniform, --nack-policy hold) and 9 from components
 // (go-control-plane, Envoy): not the protocol."
-func configLine(cs []ConfigDifference) string {
+func configLine(cs []compare.ConfigDifference) string {
 	var options, components []string
 	for _, c := range cs {
 		if c.Kind != string(cite.Workbench) {
-			components = appendNew(components, componentTitles[c.Kind])
+			components = words.AppendNew(components, componentTitles[c.Kind])
 			continue
 		}
 		for _, flag := range optionFlag.FindAllString(c.Who, -1) {
-			options = appendNew(options, flag)
+			options = words.AppendNew(options, flag)
 		}
 	}
 	if len(cs) == 0 {
 		return ""
 	}
-	line := fmt.Sprintf("Beyond these rows, %s of the runs come from choices, not the protocol", count(len(cs), "difference"))
+	line := fmt.Sprintf("Beyond these rows, %s of the runs come from choices, not the protocol", words.Count(len(cs), "difference"))
 	var parts []string
 	if len(options) > 0 {
-		parts = append(parts, "options chosen here ("+andList(options)+")")
+		parts = append(parts, "options chosen here ("+words.AndList(options)+")")
 	}
 	if len(components) > 0 {
-		parts = append(parts, "components ("+andList(components)+")")
+		parts = append(parts, "components ("+words.AndList(components)+")")
 	}
-	return line + ": " + andList(parts) + "."
+	return line + ": " + words.AndList(parts) + "."
 }
 
 // findingNotes is a finding's label, what it adds (why it is not attributed, or what a
 // protocol finding was observed with) and its note numbers.
 func findingNotes(text, attr, extra string, srcs []cite.Source, nb *noteBook) htmlFinding {
-	return htmlFinding{Segments: codeSegments(sanitize(text)), Attribution: attr, Extra: sanitize(extra), Notes: nb.refs(srcs)}
+	return htmlFinding{Segments: codeSegments(words.Sanitize(text)), Attribution: attr, Extra: words.Sanitize(extra), Notes: nb.refs(srcs)}
 }
 
 // htmlAnswerTemplates define "answer", the first screen, and "sources", the notes.

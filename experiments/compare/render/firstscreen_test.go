@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/publish"
 )
 
 // scaleFixture runs a small scale sweep with the simulated client (N = 1, 10, 100, both
 // workloads, both caches, both protocols: about a second) and loads it as a report's
 // Scale, so that the chart is drawn from a real bench.json.
-func scaleFixture(t *testing.T) *Scale {
+func scaleFixture(t *testing.T) *compare.Scale {
 	t.Helper()
 	out := t.TempDir()
 	_, err := bench.Run(context.Background(), bench.Options{
@@ -27,7 +28,7 @@ func scaleFixture(t *testing.T) *Scale {
 		Workloads: []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)
-	s, err := LoadScale(filepath.Join(out, "bench.json"))
+	s, err := compare.LoadScale(filepath.Join(out, "bench.json"))
 	require.NoError(t, err)
 	return s
 }
@@ -87,8 +88,8 @@ func measureFirstScreen(t *testing.T, bin string, page []byte) firstScreen {
 func TestFirstScreenInBrowser(t *testing.T) {
 	bin := findChromium(t)
 	scale := scaleFixture(t)
-	m := matrix(t, teaching4, Options{Scale: scale})
-	rep := report(t, sotwRun, deltaRun, Options{Scale: scale})
+	m := loadMatrix(t, teaching4, compare.Options{Scale: scale})
+	rep := report(t, sotwRun, deltaRun, compare.Options{Scale: scale})
 	for name, page := range map[string][]byte{"matrix": renderMatrix(t, m, "html"), "two-run": render(t, rep, "html")} {
 		fs := measureFirstScreen(t, bin, page)
 		t.Logf("%s: %+v", name, fs)

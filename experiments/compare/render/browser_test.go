@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
@@ -38,7 +39,7 @@ func findChromium(t *testing.T) string {
 // names every compared step.
 func TestHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
-	rep := report(t, sotwRun, deltaRun, Options{})
+	rep := report(t, sotwRun, deltaRun, compare.Options{})
 	dom := renderedDOM(t, bin, render(t, rep, "html"))
 	require.Contains(t, dom, "lab compare: A sotw vs B delta")
 	for _, s := range rep.SharedSteps {
@@ -58,7 +59,7 @@ func TestHTMLInBrowser(t *testing.T) {
 // finding with its label, among them a protocol and an implementation one.
 func TestMatrixHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
-	m := matrix(t, teaching4, Options{})
+	m := loadMatrix(t, teaching4, compare.Options{})
 	dom := renderedDOM(t, bin, renderMatrix(t, m, "html"))
 	require.Contains(t, dom, "<h1>lab compare: SotW vs delta over 4 runs</h1>")
 	require.Contains(t, dom, "The runs: A sotw · snapshot · uniform · nack resend; B delta · snapshot; C sotw · linear · per-type · nack hold; D delta · linear.")
@@ -129,7 +130,7 @@ func browserWithLog(t *testing.T, bin string, page []byte) func(args ...string) 
 // cannot parse there), and the DOM has every traffic timeline with its series and marks.
 func TestTrafficHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
-	rep := report(t, loadSotwRun, loadDeltaRun, Options{})
+	rep := report(t, loadSotwRun, loadDeltaRun, compare.Options{})
 	run := browserWithLog(t, bin, render(t, rep, "html"))
 
 	assertRendered(t, func(args ...string) []byte { out, _ := run(args...); return out })

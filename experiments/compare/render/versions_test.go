@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/experiments/table"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -21,9 +23,12 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// resourceKey is a resource as these tests name it: its type and name.
+type resourceKey struct{ Type, Name string }
+
 // runPack runs the built-in scenario name with the simulated client (in process, a
 // second or so) in mode with cache, and loads the run as label.
-func runPack(t *testing.T, name, label string, mode protocol.Mode, cache publish.Cache) *Run {
+func runPack(t *testing.T, name, label string, mode protocol.Mode, cache publish.Cache) *compare.Run {
 	t.Helper()
 	sc, err := scenario.Builtin(name)
 	require.NoError(t, err)
@@ -33,7 +38,7 @@ func runPack(t *testing.T, name, label string, mode protocol.Mode, cache publish
 	res, err := runner.Execute(ctx, runner.Options{Scenario: sc, Mode: mode, Client: runner.ClientSim, Cache: cache, Out: dir})
 	require.NoError(t, err, "lab run %s --client sim --mode %s --cache %s", name, mode, cache)
 	require.True(t, res.Passed, "%s %s %s: the run did not pass: %s", name, mode, cache, res.Failure)
-	r, err := Load(label, dir)
+	r, err := compare.Load(label, dir)
 	require.NoError(t, err)
 	return r
 }
@@ -53,19 +58,19 @@ var manyPerType = []resourceKey{
 func TestVersionsOfManyPerType(t *testing.T) {
 	a := runPack(t, "many-per-type", "A", protocol.SotW, publish.SnapshotCache)
 	b := runPack(t, "many-per-type", "B", protocol.Delta, publish.SnapshotCache)
-	rep, err := Compare(a, b, Options{})
+	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 4)
 	for _, cp := range rep.Versions {
 		for i, vs := range cp.Runs {
 			assert.Equal(t, manyPerType, keysOf(vs), "%s %s: the scenario's resources, in type order", cp.Step, rep.Runs[i].Mode)
-			assert.Equal(t, heldMoves(t, []*Run{a, b}[i], cp.Step), movedKeys(vs), "%s %s", cp.Step, rep.Runs[i].Mode)
+			assert.Equal(t, heldMoves(t, []*compare.Run{a, b}[i], cp.Step), movedKeys(vs), "%s %s", cp.Step, rep.Runs[i].Mode)
 			assert.Equal(t, len(movedKeys(vs)), vs.Moved, "%s %s", cp.Step, rep.Runs[i].Mode)
 		}
 	}
 	// What the scenario is about, in delta: removing b moves b alone; the update with an
 	// invalid c is NACKed whole; recovering re-sends c only, so d never arrives.
-	delta := map[string]VersionSet{}
+	delta := map[string]compare.VersionSet{}
 	for _, cp := range rep.Versions {
 		delta[cp.Step] = cp.Runs[1]
 	}
@@ -82,7 +87,7 @@ func TestVersionsOfManyPerType(t *testing.T) {
 	assert.Contains(t, finding(rep, "recover", "versions").Text, fmt.Sprintf("A sotw moved %d of 10 tracked versions", sotwRecover.Moved))
 
 	assertManyPerTypeFormats(t, rep)
-	var back Report
+	var back compare.Report
 	require.NoError(t, json.Unmarshal(render(t, rep, "json"), &back))
 	assert.Equal(t, manyPerType, keysOf(back.Versions[1].Runs[1]))
 	assert.Equal(t, 2, back.Versions[1].Runs[1].Moved)
@@ -91,25 +96,25 @@ func TestVersionsOfManyPerType(t *testing.T) {
 	// each run's checkpoints as its two-run report has them.
 	c := runPack(t, "many-per-type", "C", protocol.SotW, publish.LinearCache)
 	d := runPack(t, "many-per-type", "D", protocol.Delta, publish.LinearCache)
-	m, err := CompareMatrix([]*Run{a, b, c, d}, Options{})
+	m, err := compare.CompareMatrix([]*compare.Run{a, b, c, d}, compare.Options{})
 	require.NoError(t, err)
 	for i, cp := range m.Versions {
 		assert.Equal(t, rep.Versions[i].Runs[0], cp.Runs[0], cp.Step)
 		assert.Equal(t, rep.Versions[i].Runs[1], cp.Runs[1], cp.Step)
 		for j, vs := range cp.Runs {
 			assert.Equal(t, manyPerType, keysOf(vs), "%s %s", cp.Step, m.Runs[j].Label)
-			assert.Equal(t, heldMoves(t, []*Run{a, b, c, d}[j], cp.Step), movedKeys(vs), "%s %s", cp.Step, m.Runs[j].Label)
+			assert.Equal(t, heldMoves(t, []*compare.Run{a, b, c, d}[j], cp.Step), movedKeys(vs), "%s %s", cp.Step, m.Runs[j].Label)
 		}
 	}
 	var sb strings.Builder
-	require.NoError(t, RenderMatrix(&sb, m, "markdown", 0))
+	require.NoError(t, Matrix(&sb, m, "markdown", 0))
 	assert.Contains(t, sb.String(), "| D CDS a | D CDS b | D CDS c | D CDS d |")
 }
 
 // assertManyPerTypeFormats: every format heads a column with each resource of the
 // many-per-type scenario by type and name, and the text table's moved column counts
 // what the report does (delta's remove-one: 2 of 10).
-func assertManyPerTypeFormats(t *testing.T, rep *Report) {
+func assertManyPerTypeFormats(t *testing.T, rep *compare.Report) {
 	t.Helper()
 	text := string(render(t, rep, "text"))
 	sec := text[strings.Index(text, "\nVERSIONS\n"):strings.Index(text, "\nFINDINGS\n")]
@@ -139,7 +144,7 @@ func assertManyPerTypeFormats(t *testing.T, rep *Report) {
 	}
 }
 
-func keysOf(vs VersionSet) []resourceKey {
+func keysOf(vs compare.VersionSet) []resourceKey {
 	out := make([]resourceKey, len(vs.Resources))
 	for i, r := range vs.Resources {
 		out[i] = resourceKey{r.Type, r.Name}
@@ -147,7 +152,7 @@ func keysOf(vs VersionSet) []resourceKey {
 	return out
 }
 
-func movedKeys(vs VersionSet) []resourceKey {
+func movedKeys(vs compare.VersionSet) []resourceKey {
 	out := []resourceKey{}
 	for _, r := range vs.Resources {
 		if r.Moved {
@@ -157,7 +162,7 @@ func movedKeys(vs VersionSet) []resourceKey {
 	return out
 }
 
-func version(vs VersionSet, typ, name string) string {
+func version(vs compare.VersionSet, typ, name string) string {
 	for _, r := range vs.Resources {
 		if r.Type == typ && r.Name == name {
 			return r.Version
@@ -169,7 +174,7 @@ func version(vs VersionSet, typ, name string) string {
 // heldMoves is what the run's summary says moved at step, independently of the table:
 // every resource whose held version differs from the one at the end of the run's
 // previous step, in the table's order.
-func heldMoves(t *testing.T, r *Run, step string) []resourceKey {
+func heldMoves(t *testing.T, r *compare.Run, step string) []resourceKey {
 	t.Helper()
 	prev := map[string]map[string]string{}
 	for _, st := range r.Summary.Steps {
@@ -199,7 +204,7 @@ func heldMoves(t *testing.T, r *Run, step string) []resourceKey {
 // one route: step initial sends and ACKs everything, step one-endpoint changes the
 // endpoints of c-007 alone. SotW re-sends every EDS resource under a new label; delta
 // sends c-007's new content alone.
-func manyClustersRun(t *testing.T, label string, mode protocol.Mode, n int) *Run {
+func manyClustersRun(t *testing.T, label string, mode protocol.Mode, n int) *compare.Run {
 	t.Helper()
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var lines []string
@@ -242,17 +247,17 @@ func manyClustersRun(t *testing.T, label string, mode protocol.Mode, n int) *Run
 	} else {
 		send("one-endpoint", "EDS", "2", clusters("EDS", "2"))
 	}
-	r, err := FromLog(label, []byte(strings.Join(lines, "\n")+"\n"))
+	r, err := compare.FromLog(label, []byte(strings.Join(lines, "\n")+"\n"))
 	require.NoError(t, err)
 	return r
 }
 
-// TestVersionsFoldManyResources: past maxVersionColumns resources, a type with many takes
+// TestVersionsFoldManyResources: past MaxVersionColumns resources, a type with many takes
 // one column that counts them and names the first that moved; the legend says so in every
 // format, the JSON keeps every resource, and the versions finding counts per type.
 func TestVersionsFoldManyResources(t *testing.T) {
 	const n = 40
-	rep, err := Compare(manyClustersRun(t, "A", protocol.SotW, n), manyClustersRun(t, "B", protocol.Delta, n), Options{})
+	rep, err := compare.Compare(manyClustersRun(t, "A", protocol.SotW, n), manyClustersRun(t, "B", protocol.Delta, n), compare.Options{})
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 2)
 	for _, vs := range rep.Versions[1].Runs {
@@ -274,11 +279,11 @@ func TestVersionsFoldManyResources(t *testing.T) {
 	}
 	assert.Equal(t, []string{"initial",
 		"1*", "1*", "40/40 v=1 *all", "40/40 v=1 *all", "82/82",
-		short(version(rep.Versions[0].Runs[1], "LDS", "quote-listener")) + "*", short(version(rep.Versions[0].Runs[1], "RDS", "quote-route")) + "*",
+		words.Short(version(rep.Versions[0].Runs[1], "LDS", "quote-listener")) + "*", words.Short(version(rep.Versions[0].Runs[1], "RDS", "quote-route")) + "*",
 		"40/40 *all", "40/40 *all", "82/82"}, texts(tab.Rows[0]))
 	assert.Equal(t, []string{"one-endpoint",
 		"1", "1", "40/40 v=1", "40/40 v=2 *all", "40/82",
-		short(version(rep.Versions[0].Runs[1], "LDS", "quote-listener")), short(version(rep.Versions[0].Runs[1], "RDS", "quote-route")),
+		words.Short(version(rep.Versions[0].Runs[1], "LDS", "quote-listener")), words.Short(version(rep.Versions[0].Runs[1], "RDS", "quote-route")),
 		"40/40", "40/40 *1: c-007", "1/82"}, texts(tab.Rows[1]))
 
 	for _, format := range []string{"text", "markdown", "html"} {
@@ -287,7 +292,7 @@ func TestVersionsFoldManyResources(t *testing.T) {
 		assert.Contains(t, out, "EDS ×40", format)
 		assert.NotContains(t, out, "EDS c-039", "%s: no column per cluster", format)
 	}
-	var back Report
+	var back compare.Report
 	require.NoError(t, json.Unmarshal(render(t, rep, "json"), &back))
 	assert.Len(t, back.Versions[1].Runs[0].Resources, 2+2*n, "the JSON lists every resource")
 
@@ -298,13 +303,13 @@ func TestVersionsFoldManyResources(t *testing.T) {
 
 // TestVersionColumns: a set that fits keeps a column per resource; a larger one folds
 // the types with the most resources first, only as many as it takes; past
-// maxVersionColumns types, the last column holds the rest.
+// MaxVersionColumns types, the last column holds the rest.
 func TestVersionColumns(t *testing.T) {
-	set := func(counts ...any) []ResourceVersion {
-		var out []ResourceVersion
+	set := func(counts ...any) []compare.ResourceVersion {
+		var out []compare.ResourceVersion
 		for i := 0; i < len(counts); i += 2 {
 			for j := range counts[i+1].(int) {
-				out = append(out, ResourceVersion{Type: counts[i].(string), Name: fmt.Sprintf("r%d", j)})
+				out = append(out, compare.ResourceVersion{Type: counts[i].(string), Name: fmt.Sprintf("r%d", j)})
 			}
 		}
 		return out
@@ -331,10 +336,10 @@ func TestVersionColumns(t *testing.T) {
 		many = append(many, fmt.Sprintf("T%02d", i), 2)
 	}
 	cols := versionColumns(set(many...))
-	require.Len(t, cols, maxVersionColumns)
+	require.Len(t, cols, compare.MaxVersionColumns)
 	assert.Equal(t, "T10 ×2", cols[10].head)
 	assert.Equal(t, "other ×18", cols[11].head, "types T11 to T19")
-	vs := VersionSet{Resources: set(many...)}
+	vs := compare.VersionSet{Resources: set(many...)}
 	vs.Resources[len(vs.Resources)-1].Moved = true
 	assert.Equal(t, "0/18 *1: T19 r1", versionCell(vs, cols[11]).Text, "the other types' column names each by its type")
 }

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 )
 
@@ -85,8 +87,8 @@ func wrapLabel(s string, n int) []string {
 	return lines
 }
 
-func layoutDiagram(d Diagram) svgDiagram {
-	x := map[string]int{ControlPlane: svgCPX, Client: svgClientX, DataPlane: svgDataX}
+func layoutDiagram(d compare.Diagram) svgDiagram {
+	x := map[string]int{compare.ControlPlane: svgCPX, compare.Client: svgClientX, compare.DataPlane: svgDataX}
 	sd := svgDiagram{
 		Caption: fmt.Sprintf("%s %s", d.Run, d.Mode),
 		Width:   svgWidth,
@@ -104,7 +106,7 @@ func layoutDiagram(d Diagram) svgDiagram {
 	shown, note := capMessages(d.Messages, DiagramCap)
 	top := svgTop // the top of the next row
 	for _, m := range shown {
-		r := svgRow{Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: sanitize(m.Label), Class: "k-" + m.Kind}
+		r := svgRow{Time: fmt.Sprintf("+%.1fms", m.OffsetMS), Full: words.Sanitize(m.Label), Class: "k-" + m.Kind}
 		if m.From == m.To {
 			// The next row starts below the box: its label, drawn above its arrow, would
 			// otherwise touch the box's lower edge (a publish and its first send).
@@ -141,14 +143,14 @@ func layoutNote(r *svgRow, top, textEnd, w int) int {
 
 // layoutArrow lays r out as an arrow from x1 to x2 below top, its label above it, and
 // returns the top of the next row: the arrow's line.
-func layoutArrow(r *svgRow, m Message, x1, x2, top int) int {
+func layoutArrow(r *svgRow, m compare.Message, x1, x2, top int) int {
 	r.X1, r.X2 = x1, x2
 	// A label reads from just right of the left end of its arrow (clear of a
 	// left-pointing arrowhead) to the right edge; a data-plane answer, whose arrow is
 	// short and at the right, ends at its arrowhead instead and uses the width on the
 	// left, so the answer itself is never pushed out.
 	from, to, end := min(r.X1, r.X2)+12, svgWidth-4, false
-	if m.To == DataPlane || m.From == DataPlane {
+	if m.To == compare.DataPlane || m.From == compare.DataPlane {
 		from, to, end = svgTimeW, max(r.X1, r.X2)-12, true
 	}
 	lines := wrapLabel(r.Full, svgChars(from, to))
@@ -173,7 +175,7 @@ func layoutArrow(r *svgRow, m Message, x1, x2, top int) int {
 	return y
 }
 
-func emptyNote(d Diagram) string {
+func emptyNote(d compare.Diagram) string {
 	if len(d.Messages) == 0 {
 		return "no message recorded in this step"
 	}
@@ -257,7 +259,7 @@ func codeSegments(s string) []textSegment {
 	return out
 }
 
-func renderHTML(w io.Writer, rep *Report) error {
+func renderHTML(w io.Writer, rep *compare.Report) error {
 	rows := reportStepRows(rep)
 	v := htmlView{htmlPage: htmlPage{
 		Title:     fmt.Sprintf("lab compare: A %s vs B %s", rep.Runs[0].Mode, rep.Runs[1].Mode),
@@ -266,7 +268,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Versions:  versionTable(rep),
 		StepNote:  stepLegendOf(rows),
 		VerNote:   reportVersionNote(rep),
-		Shared:    listOrNone(stepNames(rep.SharedSteps)),
+		Shared:    words.ListOrNone(words.Steps(rep.SharedSteps)),
 		Selected:  rep.Step,
 		Headline:  rep.Headline.Text,
 		Legend:    labelLegend,
@@ -277,14 +279,14 @@ func renderHTML(w io.Writer, rep *Report) error {
 		Grid:      "pair",
 	}, OnDemand: htmlOnDemand(runLabels(rep.Runs[:]), rows)}
 	nb := &noteBook{}
-	v.Answer = answerHTML(rep.answer(), "The runs: A "+runTitle(rep.Runs[0])+"; B "+runTitle(rep.Runs[1])+".", nb)
+	v.Answer = answerHTML(reportAnswer(rep), "The runs: A "+runTitle(rep.Runs[0])+"; B "+runTitle(rep.Runs[1])+".", nb)
 	for _, f := range rep.Findings {
-		v.Findings = append(v.Findings, findingNotes(f.Text, f.Attribution, f.extra(), f.verdict.srcs, nb))
+		v.Findings = append(v.Findings, findingNotes(f.Text, f.Attribution, extra(f), f.Cites(), nb))
 	}
 	if c := rep.Clients; c != nil {
 		v.ClientsIntro = clientsIntro(c)
 		for _, d := range c.Differences {
-			v.Clients = append(v.Clients, findingNotes(d.Text, d.Attribution, d.verdict.why, d.verdict.srcs, nb))
+			v.Clients = append(v.Clients, findingNotes(d.Text, d.Attribution, d.Why(), d.Cites(), nb))
 		}
 	}
 	v.Sources = nb.notes()
@@ -298,7 +300,7 @@ func renderHTML(w io.Writer, rep *Report) error {
 	}
 	v.Simulated = v.Simulated || anySimulatedProbes(rows)
 	for i := 0; i+1 < len(rep.Diagrams); i += 2 {
-		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: stepName(rep.Diagrams[i].Step),
+		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: words.Step(rep.Diagrams[i].Step),
 			SVG: []svgDiagram{layoutDiagram(rep.Diagrams[i]), layoutDiagram(rep.Diagrams[i+1])}})
 	}
 	return htmlTemplate.Execute(w, v)
@@ -306,11 +308,11 @@ func renderHTML(w io.Writer, rep *Report) error {
 
 // extra is what a finding says beside its notes: why it is not attributed, or what a
 // protocol finding was observed with.
-func (f Finding) extra() string {
+func extra(f compare.Finding) string {
 	if f.ObservedWith != "" {
 		return "observed with " + f.ObservedWith
 	}
-	return f.verdict.why
+	return f.Why()
 }
 
 // The HTML pieces both reports share: the head up to the style sheet, the style sheet,

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"bytes"
@@ -14,13 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-func loadReport(t *testing.T) *Report {
+func loadReport(t *testing.T) *compare.Report {
 	t.Helper()
-	return report(t, loadSotwRun, loadDeltaRun, Options{})
+	return report(t, loadSotwRun, loadDeltaRun, compare.Options{})
 }
 
 // stepLine is the line of a text table that starts with step.
@@ -252,11 +253,11 @@ func TestTrafficSVG(t *testing.T) {
 // characters in a backend's name never become markup.
 func TestTrafficEscapes(t *testing.T) {
 	name := `<b>v2&"x"</b>`
-	a, err := FromLog("A", loadFixture(t, protocol.SotW, name))
+	a, err := compare.FromLog("A", loadFixture(t, protocol.SotW, name))
 	require.NoError(t, err)
-	b, err := FromLog("B", loadFixture(t, protocol.Delta, name))
+	b, err := compare.FromLog("B", loadFixture(t, protocol.Delta, name))
 	require.NoError(t, err)
-	rep, err := Compare(a, b, Options{})
+	rep, err := compare.Compare(a, b, compare.Options{})
 	require.NoError(t, err)
 
 	html := string(render(t, rep, "html"))
@@ -286,7 +287,7 @@ func TestCodeBlockFence(t *testing.T) {
 // TestTrafficWithoutEvents: runs without a traffic event have no traffic section in any
 // format (the golden files, TestGolden, are byte for byte what they were).
 func TestTrafficWithoutEvents(t *testing.T) {
-	rep := report(t, sotwRun, deltaRun, Options{})
+	rep := report(t, sotwRun, deltaRun, compare.Options{})
 	for _, r := range rep.Rows {
 		assert.Nil(t, r.Runs[0].Traffic, r.Step)
 	}
@@ -302,9 +303,9 @@ func TestTrafficWithoutEvents(t *testing.T) {
 // timeline per run and step; a run without traffic says so.
 func TestTrafficMatrix(t *testing.T) {
 	ra, rb := loadPair(t, loadSotwRun, loadDeltaRun)
-	rc, err := Load("C", sotwRun)
+	rc, err := compare.Load("C", sotwRun)
 	require.NoError(t, err)
-	m, err := CompareMatrix([]*Run{ra, rb, rc}, Options{})
+	m, err := compare.CompareMatrix([]*compare.Run{ra, rb, rc}, compare.Options{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"initial", "port-change", "invalid-route"}, m.SharedSteps)
 
@@ -390,14 +391,14 @@ func TestTrafficOddTimelines(t *testing.T) {
 				require.NoError(t, err)
 				log.Write(append(b, '\n'))
 			}
-			r, err := FromLog("A", log.Bytes())
+			r, err := compare.FromLog("A", log.Bytes())
 			require.NoError(t, err)
-			rep, err := Compare(r, r, Options{})
+			rep, err := compare.Compare(r, r, compare.Options{})
 			require.NoError(t, err)
 			for _, format := range Formats {
 				require.NotEmpty(t, render(t, rep, format), format)
 			}
-			m, err := CompareMatrix([]*Run{r, r}, Options{})
+			m, err := compare.CompareMatrix([]*compare.Run{r, r}, compare.Options{})
 			require.NoError(t, err)
 			for _, format := range Formats {
 				require.NotEmpty(t, renderMatrix(t, m, format), format)

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -45,11 +46,11 @@ var sparkLevels = []rune("▁▂▃▄▅▆▇█")
 func markLabel(m analysis.TrafficMark) string {
 	switch m.Kind {
 	case xdslog.EventPublish:
-		return sanitize("publish v" + clip(m.Version, 20))
+		return words.Sanitize("publish v" + words.Clip(m.Version, 20))
 	case xdslog.EventAck:
-		return sanitize("ACK " + clip(m.Type, 20))
+		return words.Sanitize("ACK " + words.Clip(m.Type, 20))
 	}
-	s := sanitize("NACK " + clip(m.Type, 20))
+	s := words.Sanitize("NACK " + words.Clip(m.Type, 20))
 	if m.NACKs > 1 {
 		s += fmt.Sprintf(" ×%d (condensed)", m.NACKs)
 	}
@@ -86,7 +87,7 @@ func textTimeline(title string, t *analysis.Traffic, marksWidth int) []string {
 	}
 	out := []string{head}
 	if t.TimelineProblem != "" {
-		out = append(out, "  (timeline: "+sanitize(t.TimelineProblem)+")")
+		out = append(out, "  (timeline: "+words.Sanitize(t.TimelineProblem)+")")
 	}
 	series := t.TimelineSeries()
 	keyW, countW := len("marks"), 1
@@ -134,9 +135,9 @@ func marksLeftOutText(t *analysis.Traffic) string {
 
 // seriesKey is a series' name as the timeline shows it: one line, at most 12 characters.
 func seriesKey(k string) string {
-	k = sanitize(k)
+	k = words.Sanitize(k)
 	if utf8.RuneCountInString(k) > 12 {
-		return clip(k, 9)
+		return words.Clip(k, 9)
 	}
 	return k
 }
@@ -211,7 +212,7 @@ func problemText(t *analysis.Traffic) string {
 	if t.TimelineProblem == "" {
 		return "none recorded"
 	}
-	return sanitize(t.TimelineProblem)
+	return words.Sanitize(t.TimelineProblem)
 }
 
 // ---- SVG ----
@@ -341,7 +342,7 @@ func layoutTimeline(step, title string, t *analysis.Traffic, colours map[string]
 		return v
 	}
 	if t.TimelineProblem != "" {
-		v.Problem = "Timeline: " + sanitize(t.TimelineProblem) + "."
+		v.Problem = "Timeline: " + words.Sanitize(t.TimelineProblem) + "."
 	}
 	if t.MarksLeftOut > 0 {
 		v.Problem = strings.TrimSpace(v.Problem + " " + upperFirst(marksLeftOutText(t)) + ".")
@@ -400,10 +401,10 @@ func (v *svgTimeline) addBars(series []analysis.TrafficSeries, n int, top float6
 			fmt.Fprintf(&d, "M%.1f %.1fh%.1fv%.1fh%.1fZ", float64(v.PlotX)+float64(i)*bw, y, bw, h, -bw)
 			base[i] += h
 		}
-		key := clip(sanitize(s.Key), 40)
+		key := words.Clip(words.Sanitize(s.Key), 40)
 		totals = append(totals, fmt.Sprintf("%s %d", key, s.Total))
 		v.Series = append(v.Series, svgSeries{Key: key, Colour: colours[colourKey(s)], Path: d.String(),
-			Title: fmt.Sprintf("%s: %s", key, count(s.Total, "request"))})
+			Title: fmt.Sprintf("%s: %s", key, words.Count(s.Total, "request"))})
 	}
 	return totals
 }

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/cite"
+	"github.com/xds-workbench/lab/experiments/compare"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,7 +166,7 @@ func TestOnDemandGolden(t *testing.T) {
 		}
 	}
 	for _, c := range onDemandGoldens {
-		got := renderWidth(t, report(t, onDemandSotW, onDemandDelta, Options{}), c.format, 0)
+		got := renderWidth(t, report(t, onDemandSotW, onDemandDelta, compare.Options{}), c.format, 0)
 		path := filepath.Join("testdata", c.file)
 		if *update {
 			require.NoError(t, os.WriteFile(path, got, 0o644))
@@ -183,8 +184,8 @@ func TestOnDemandGolden(t *testing.T) {
 // timeline's figures from the fixture's clock, shows the not-found answer as such, draws
 // the on-demand subscribe apart, and states SotW's NACK reason.
 func TestOnDemandReport(t *testing.T) {
-	rep := report(t, onDemandSotW, onDemandDelta, Options{})
-	var delta Figures
+	rep := report(t, onDemandSotW, onDemandDelta, compare.Options{})
+	var delta compare.Figures
 	for _, row := range rep.Rows {
 		if row.Step == "on-demand-vhost" {
 			delta = row.Runs[1]
@@ -225,20 +226,20 @@ func TestOnDemandReport(t *testing.T) {
 	assert.Contains(t, joined, "vhds: ADS must use DELTA_GRPC api_type")
 	for _, x := range rep.Findings {
 		if x.Kind == "ondemand" && strings.Contains(x.Text, "fetched") {
-			assert.Equal(t, AttrImplementation, x.Attribution, "no on-demand fetch is labelled protocol: %s", x.Text)
+			assert.Equal(t, compare.AttrImplementation, x.Attribution, "no on-demand fetch is labelled protocol: %s", x.Text)
 		}
 	}
 
 	var kinds []string
 	for _, d := range rep.Diagrams {
 		for _, m := range d.Messages {
-			if m.Kind == KindOnDemand {
+			if m.Kind == compare.KindOnDemand {
 				kinds = append(kinds, d.Run+" "+m.Label)
 			}
 		}
 	}
 	assert.Equal(t, []string{"B on-demand subscribe VHDS +[quote-route/svc-0001]", "B on-demand subscribe VHDS +[quote-route/svc-b:19000] missing [quote-route/svc-b:19000]"}, kinds)
-	one := report(t, onDemandSotW, onDemandDelta, Options{Step: "unknown-host"})
+	one := report(t, onDemandSotW, onDemandDelta, compare.Options{Step: "unknown-host"})
 	for _, format := range []string{"text", "markdown", "html"} {
 		out := string(renderWidth(t, one, format, 0))
 		assert.Contains(t, out, "not found", format)
@@ -252,7 +253,7 @@ func TestOnDemandReport(t *testing.T) {
 // its not-found answer, and the on-demand subscribes drawn as their own arrows.
 func TestOnDemandHTMLInBrowser(t *testing.T) {
 	bin := findChromium(t)
-	rep := report(t, onDemandSotW, onDemandDelta, Options{})
+	rep := report(t, onDemandSotW, onDemandDelta, compare.Options{})
 	dom := renderedDOM(t, bin, render(t, rep, "html"))
 	require.Contains(t, dom, `<section id="ondemand">`)
 	section := dom[strings.Index(dom, `<section id="ondemand">`):strings.Index(dom, `<section id="versions">`)]

@@ -1,19 +1,21 @@
-package compare
+package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 )
 
-// RenderMatrix writes the matrix in format (text, markdown, json or html), its text
-// tables bounded by width as Render's. The tables are the two-run report's (runsTable,
+// Matrix writes the matrix in format (text, markdown, json or html), its text tables
+// bounded by width as Report's. The tables are the two-run report's (runsTable,
 // figuresTable, versionsTable) with a column group per run, so that both read alike.
-func RenderMatrix(w io.Writer, m *Matrix, format string, width int) error {
+func Matrix(w io.Writer, cm *compare.Matrix, format string, width int) error {
+	m := matrix{cm}
 	var err error
 	switch format {
 	case "text", "":
@@ -21,10 +23,7 @@ func RenderMatrix(w io.Writer, m *Matrix, format string, width int) error {
 	case "markdown":
 		err = renderMatrixMarkdown(w, m)
 	case "json":
-		var b []byte
-		if b, err = json.MarshalIndent(m, "", "  "); err == nil {
-			_, err = w.Write(append(b, '\n'))
-		}
+		err = writeJSON(w, cm)
 	case "html":
 		err = renderMatrixHTML(w, m)
 	default:
@@ -48,15 +47,18 @@ const matrixLegend = "Each finding is a SotW-vs-delta difference in one step as 
 const notesLegend = "What concerns one run (stale requests, anomalies) or the data planes' answers, as a " +
 	"two-run report states it."
 
-func (m *Matrix) headers() []RunHeader {
-	out := make([]RunHeader, len(m.Runs))
+// matrix is a compare.Matrix with what its renderers derive from it.
+type matrix struct{ *compare.Matrix }
+
+func (m matrix) headers() []compare.RunHeader {
+	out := make([]compare.RunHeader, len(m.Runs))
 	for i, r := range m.Runs {
 		out[i] = r.RunHeader
 	}
 	return out
 }
 
-func (m *Matrix) labels() []string {
+func (m matrix) labels() []string {
 	out := make([]string, len(m.Runs))
 	for i, r := range m.Runs {
 		out[i] = r.Label
@@ -65,23 +67,23 @@ func (m *Matrix) labels() []string {
 }
 
 // titles head each run's column group: "A: sotw · snapshot · uniform".
-func (m *Matrix) titles() []string {
+func (m matrix) titles() []string {
 	out := make([]string, len(m.Runs))
 	for i, r := range m.Runs {
-		out[i] = sanitize(r.Label + ": " + r.Axes)
+		out[i] = words.Sanitize(r.Label + ": " + r.Axes)
 	}
 	return out
 }
 
-func (m *Matrix) title() string {
+func (m matrix) title() string {
 	return "lab compare: " + strings.Join(m.titles(), ", ")
 }
 
-func (m *Matrix) tables() (runs, steps, versions table.Table) {
+func (m matrix) tables() (runs, steps, versions table.Table) {
 	return runsTable(m.headers(), m.labels()), figuresTable(m.titles(), matrixStepRows(m), m.Total), versionsTable(m.titles(), m.versions())
 }
 
-func (m *Matrix) versions() []stepVersions {
+func (m matrix) versions() []stepVersions {
 	cps := make([]stepVersions, len(m.Versions))
 	for i, cp := range m.Versions {
 		cps[i] = stepVersions{cp.Step, cp.Runs}
@@ -90,11 +92,11 @@ func (m *Matrix) versions() []stepVersions {
 }
 
 // versionNote is the matrix's versions legend (versionNote).
-func (m *Matrix) versionNote() string { return versionNote(m.labels(), m.versions()) }
+func (m matrix) versionNote() string { return versionNote(m.labels(), m.versions()) }
 
 // pairLine is one pair's observation under a finding: its two-run finding, or what it
 // shows when it has none.
-func pairLine(p PairObservation) string {
+func pairLine(p compare.PairObservation) string {
 	if p.Finding == "" {
 		return fmt.Sprintf("%s (%s): no such finding (%s)", p.Pair, p.Cache, p.Shape)
 	}
@@ -103,19 +105,19 @@ func pairLine(p PairObservation) string {
 
 // ---- text ----
 
-func renderMatrixText(w io.Writer, m *Matrix, width int) error {
+func renderMatrixText(w io.Writer, m matrix, width int) error {
 	var b strings.Builder
 	pw := proseWidth(width)
 	runs, steps, versions := m.tables()
-	b.WriteString(wrap(sanitize(m.title()), pw, "", "  "))
+	b.WriteString(wrap(words.Sanitize(m.title()), pw, "", "  "))
 	b.WriteString("\n")
 	writeTextAnswer(&b, m.answer(), pw)
-	b.WriteString(wrap(sanitize(m.Summary), pw, "", ""))
+	b.WriteString(wrap(words.Sanitize(m.Summary), pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(wrap(labelLegend, pw, "", ""))
 	b.WriteString("\n")
 	b.WriteString(runs.Text(width))
-	b.WriteString("\n" + wrap("compared steps: "+listOrNone(stepNames(m.SharedSteps)), pw, "", "  "))
+	b.WriteString("\n" + wrap("compared steps: "+words.ListOrNone(words.Steps(m.SharedSteps)), pw, "", "  "))
 	if m.Step != "" {
 		fmt.Fprintf(&b, "selected step: %s\n", m.Step)
 	}
@@ -134,13 +136,13 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 		b.WriteString("  none: no pair shows a SotW-vs-delta difference worth stating\n")
 	}
 	for i, f := range m.Findings {
-		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, sanitize(f.Text)), pw, "  ", "     "))
-		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, sanitize(f.Basis)), pw, "     ", "       "))
+		b.WriteString(wrap(fmt.Sprintf("%d. %s", i+1, words.Sanitize(f.Text)), pw, "  ", "     "))
+		b.WriteString(wrap(fmt.Sprintf("%s: %s", f.Attribution, words.Sanitize(f.Basis)), pw, "     ", "       "))
 		if f.Source != "" {
-			b.WriteString(wrap("source: "+sanitize(f.Source), pw, "       ", "         "))
+			b.WriteString(wrap("source: "+words.Sanitize(f.Source), pw, "       ", "         "))
 		}
 		for _, p := range f.Pairs {
-			b.WriteString(wrap(sanitize(pairLine(p)), pw, "       - ", "         "))
+			b.WriteString(wrap(words.Sanitize(pairLine(p)), pw, "       - ", "         "))
 		}
 	}
 	b.WriteString("\nNOTES\n")
@@ -164,15 +166,15 @@ func renderMatrixText(w io.Writer, m *Matrix, width int) error {
 
 // ---- Markdown ----
 
-func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
+func renderMatrixMarkdown(w io.Writer, m matrix) error {
 	var b strings.Builder
 	runs, steps, versions := m.tables()
 	fmt.Fprintf(&b, "# %s\n\n", mdEscape(m.title()))
 	writeMDAnswer(&b, m.answer())
-	b.WriteString(mdEscape(sanitize(m.Summary)) + "\n\n")
+	b.WriteString(mdEscape(words.Sanitize(m.Summary)) + "\n\n")
 	b.WriteString(mdEscape(labelLegend) + "\n\n")
 	b.WriteString(runs.Markdown(mdCell))
-	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(listOrNone(stepNames(m.SharedSteps))))
+	fmt.Fprintf(&b, "\nCompared steps: %s.", mdEscape(words.ListOrNone(words.Steps(m.SharedSteps))))
 	if m.Step != "" {
 		fmt.Fprintf(&b, " Selected step: %s.", mdEscape(m.Step))
 	}
@@ -191,13 +193,13 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 		// Sub-items are indented to the item's text, so that Markdown nests them.
 		marker := fmt.Sprintf("%d. ", i+1)
 		pad := strings.Repeat(" ", len(marker))
-		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)), pad,
-			mdEscape(f.Attribution), mdEscape(sanitize(f.Basis)))
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(words.Sanitize(f.Text)), pad,
+			mdEscape(f.Attribution), mdEscape(words.Sanitize(f.Basis)))
 		if f.Source != "" {
-			fmt.Fprintf(&b, "%s- source: %s\n", pad, mdEscape(sanitize(f.Source)))
+			fmt.Fprintf(&b, "%s- source: %s\n", pad, mdEscape(words.Sanitize(f.Source)))
 		}
 		for _, p := range f.Pairs {
-			fmt.Fprintf(&b, "%s- %s\n", pad, mdEscapeKeepTicks(sanitize(pairLine(p))))
+			fmt.Fprintf(&b, "%s- %s\n", pad, mdEscapeKeepTicks(words.Sanitize(pairLine(p))))
 		}
 	}
 	b.WriteString("\n## Notes\n\n" + mdEscape(notesLegend) + "\n\n")
@@ -206,15 +208,15 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 	}
 	for i, f := range m.Notes {
 		marker := fmt.Sprintf("%d. ", i+1)
-		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(sanitize(f.Text)),
-			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(sanitize(f.Source)))
+		fmt.Fprintf(&b, "%s%s\n%s- *%s*: %s\n", marker, mdEscapeKeepTicks(words.Sanitize(f.Text)),
+			strings.Repeat(" ", len(marker)), mdEscape(f.Attribution), mdEscape(words.Sanitize(f.Source)))
 	}
 	b.WriteString("\n## Sequence diagrams\n")
 	step := "\x00" // no step has this name: the first diagram opens a section
 	for _, d := range m.Diagrams {
 		if d.Step != step {
 			step = d.Step
-			fmt.Fprintf(&b, "\n### %s\n", mdEscape(stepName(step)))
+			fmt.Fprintf(&b, "\n### %s\n", mdEscape(words.Step(step)))
 		}
 		fmt.Fprintf(&b, "\n#### %s %s\n\n", d.Run, mdEscape(m.axesOf(d.Run)))
 		writeMermaid(&b, d)
@@ -224,7 +226,7 @@ func renderMatrixMarkdown(w io.Writer, m *Matrix) error {
 }
 
 // axesOf is the axes of the run labelled label ("" when none is).
-func (m *Matrix) axesOf(label string) string {
+func (m matrix) axesOf(label string) string {
 	for _, r := range m.Runs {
 		if r.Label == label {
 			return r.Axes
@@ -251,12 +253,12 @@ type matrixFindingView struct {
 	Kind, Step, TypeKey string
 }
 
-func renderMatrixHTML(w io.Writer, m *Matrix) error {
+func renderMatrixHTML(w io.Writer, m matrix) error {
 	runs, steps, versions := m.tables()
 	rows := matrixStepRows(m)
 	v := matrixView{htmlPage: htmlPage{Title: fmt.Sprintf("lab compare: SotW vs delta over %d runs", len(m.Runs)), Headline: m.Summary, Legend: labelLegend,
 		Runs: runs, Steps: steps, Versions: versions, StepNote: stepLegendOf(rows), VerNote: m.versionNote(),
-		Shared: listOrNone(stepNames(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + ".",
+		Shared: words.ListOrNone(words.Steps(m.SharedSteps)), Selected: m.Step, ProbeNote: probeLegend, ProbeNone: upperFirst(probeNone) + ".",
 		Grid: "runs-grid"}, MatrixLegend: matrixLegend, NotesLegend: notesLegend}
 	for _, r := range m.Runs {
 		v.Simulated = v.Simulated || r.Client == "simulated"
@@ -267,25 +269,25 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 	nb := &noteBook{}
 	v.Answer = answerHTML(m.answer(), m.key(), nb)
 	for _, f := range m.Findings {
-		fv := matrixFindingView{Segments: codeSegments(sanitize(f.Text)), Attribution: f.Attribution, Basis: sanitize(f.Basis),
-			Notes: nb.refs(f.srcs), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
+		fv := matrixFindingView{Segments: codeSegments(words.Sanitize(f.Text)), Attribution: f.Attribution, Basis: words.Sanitize(f.Basis),
+			Notes: nb.refs(f.Cites()), Kind: f.Kind, Step: f.Step, TypeKey: strings.Join(f.Types, ",")}
 		for _, p := range f.Pairs {
-			fv.Pairs = append(fv.Pairs, codeSegments(sanitize(pairLine(p))))
+			fv.Pairs = append(fv.Pairs, codeSegments(words.Sanitize(pairLine(p))))
 		}
 		v.Findings = append(v.Findings, fv)
 	}
 	for _, f := range m.Notes {
-		v.Notes = append(v.Notes, findingNotes(f.Text, f.Attribution, f.verdict.why, f.verdict.srcs, nb))
+		v.Notes = append(v.Notes, findingNotes(f.Text, f.Attribution, f.Why(), f.Cites(), nb))
 	}
 	v.Sources = nb.notes()
 	for _, d := range m.Diagrams {
 		sd := layoutDiagram(d)
-		sd.Caption = sanitize(d.Run + ": " + m.axesOf(d.Run))
-		if n := len(v.Diagrams); n > 0 && v.Diagrams[n-1].Step == stepName(d.Step) {
+		sd.Caption = words.Sanitize(d.Run + ": " + m.axesOf(d.Run))
+		if n := len(v.Diagrams); n > 0 && v.Diagrams[n-1].Step == words.Step(d.Step) {
 			v.Diagrams[n-1].SVG = append(v.Diagrams[n-1].SVG, sd)
 			continue
 		}
-		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: stepName(d.Step), SVG: []svgDiagram{sd}})
+		v.Diagrams = append(v.Diagrams, stepDiagrams{Step: words.Step(d.Step), SVG: []svgDiagram{sd}})
 	}
 	return matrixTemplate.Execute(w, v)
 }
@@ -293,7 +295,7 @@ func renderMatrixHTML(w io.Writer, m *Matrix) error {
 // key is the one line that says which run is which and why there are several: each
 // SotW/delta pair with one cache is compared, and runs that differ in one option or
 // the cache show what that option or cache adds.
-func (m *Matrix) key() string {
+func (m matrix) key() string {
 	var runs, pairs []string
 	for _, r := range m.Runs {
 		runs = append(runs, r.Label+" "+r.Axes)

@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/experiments/compare"
+	"github.com/xds-workbench/lab/experiments/compare/internal/words"
 	"github.com/xds-workbench/lab/experiments/table"
 )
 
@@ -55,21 +57,21 @@ func probesTable(titles []string, rows []stepFigures, bars bool) table.Table {
 	if bars {
 		cols = slices.Insert(slices.Clone(cols), slices.Index(cols, "err-ms")+1, "window")
 	}
-	t := perRunTable(titles, rows, cols, func(f Figures) []table.Cell { return probeCells(f.Probes, bars) })
+	t := perRunTable(titles, rows, cols, func(f compare.Figures) []table.Cell { return probeCells(f.Probes, bars) })
 	t.Tips = probeTips
 	return t
 }
 
 // perRunTable is a table with a row per step and a group of cols per run, titled by titles;
 // cells gives one run's cells of a step.
-func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(Figures) []table.Cell) table.Table {
+func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(compare.Figures) []table.Cell) table.Table {
 	t := table.Table{Groups: []table.Group{{Span: 1}}, Head: []string{"step"}}
 	for _, title := range titles {
 		t.Groups = append(t.Groups, table.Group{Title: title, Span: len(cols)})
 		t.Head = append(t.Head, cols...)
 	}
 	for _, row := range rows {
-		r := []table.Cell{{Text: stepName(row.step)}}
+		r := []table.Cell{{Text: words.Step(row.step)}}
 		for _, f := range row.runs {
 			r = append(r, cells(f)...)
 		}
@@ -80,11 +82,11 @@ func perRunTable(titles []string, rows []stepFigures, cols []string, cells func(
 
 // anyProbes reports whether a step of rows has a probe in any run.
 func anyProbes(rows []stepFigures) bool {
-	return anyFigures(rows, func(f Figures) bool { return f.Probes != nil })
+	return anyFigures(rows, func(f compare.Figures) bool { return f.Probes != nil })
 }
 
 // anyFigures reports whether some run's figures of some step of rows satisfy has.
-func anyFigures(rows []stepFigures, has func(Figures) bool) bool {
+func anyFigures(rows []stepFigures, has func(compare.Figures) bool) bool {
 	return slices.ContainsFunc(rows, func(r stepFigures) bool { return slices.ContainsFunc(r.runs, has) })
 }
 
@@ -174,7 +176,7 @@ func countList(m map[string]int, byName bool) string {
 			parts = append(parts, fmt.Sprintf("+%d more", len(keys)-i))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s ×%d", clip(sanitize(k), 40), m[k]))
+		parts = append(parts, fmt.Sprintf("%s ×%d", words.Clip(words.Sanitize(k), 40), m[k]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -235,7 +237,7 @@ func htmlProbes(titles []string, rows []stepFigures) *table.Table {
 // anySimulatedProbes reports whether a step of rows has a probe labelled SIMULATED.
 func anySimulatedProbes(rows []stepFigures) bool {
 	return slices.ContainsFunc(rows, func(r stepFigures) bool {
-		return slices.ContainsFunc(r.runs, func(f Figures) bool { return f.Probes != nil && f.Probes.Simulated })
+		return slices.ContainsFunc(r.runs, func(f compare.Figures) bool { return f.Probes != nil && f.Probes.Simulated })
 	})
 }
 
@@ -251,7 +253,7 @@ func upperFirst(s string) string {
 func realClients(p *analysis.Probes) string {
 	var names []string
 	for c := range p.Clients {
-		if isRealClient(c) {
+		if compare.RealClient(c) {
 			names = append(names, c)
 		}
 	}

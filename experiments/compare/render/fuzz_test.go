@@ -1,4 +1,4 @@
-package compare
+package render
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xds-workbench/lab/experiments/compare"
 )
 
 // FuzzReadLog feeds arbitrary bytes through the whole path `lab compare` takes: read the
@@ -21,35 +23,35 @@ func FuzzReadLog(f *testing.F) {
 	}
 	// A short valid prefix keeps the inline seed small; the corpus files add more.
 	f.Add(firstLines(good, 6))
-	other, err := Load("B", sotwRun)
+	other, err := compare.Load("B", sotwRun)
 	if err != nil {
 		f.Fatal(err)
 	}
-	var linear []*Run
+	var linear []*compare.Run
 	for i, p := range []string{sotwLinearRun, deltaLinearRun} {
-		r, err := Load(RunLabel(2+i), p)
+		r, err := compare.Load(compare.RunLabel(2+i), p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		linear = append(linear, r)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a, err := FromLog("A", data)
+		a, err := compare.FromLog("A", data)
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\r\n") {
 				t.Fatalf("multi-line error: %q", err)
 			}
 			return
 		}
-		for _, pair := range [][2]*Run{{a, other}, {a, a}} {
-			rep, err := Compare(pair[0], pair[1], Options{})
+		for _, pair := range [][2]*compare.Run{{a, other}, {a, a}} {
+			rep, err := compare.Compare(pair[0], pair[1], compare.Options{})
 			if err != nil {
 				t.Fatalf("compare of a readable log failed: %v", err)
 			}
 			for _, format := range Formats {
 				var buf bytes.Buffer
 				// Narrow: the split tables must hold whatever the log's names are.
-				if err := Render(&buf, rep, format, 40); err != nil {
+				if err := Report(&buf, rep, format, 40); err != nil {
 					t.Fatalf("render %s: %v", format, err)
 				}
 				if buf.Len() == 0 {
@@ -58,18 +60,18 @@ func FuzzReadLog(f *testing.F) {
 			}
 			// Every step can be selected and diagrammed.
 			for _, s := range rep.SharedSteps {
-				if _, err := Compare(pair[0], pair[1], Options{Step: s}); err != nil {
+				if _, err := compare.Compare(pair[0], pair[1], compare.Options{Step: s}); err != nil {
 					t.Fatalf("step %q: %v", s, err)
 				}
 			}
 		}
-		m, err := CompareMatrix(append([]*Run{a, other}, linear...), Options{})
+		m, err := compare.CompareMatrix(append([]*compare.Run{a, other}, linear...), compare.Options{})
 		if err != nil {
 			t.Fatalf("matrix of a readable log failed: %v", err)
 		}
 		for _, format := range Formats {
 			var buf bytes.Buffer
-			if err := RenderMatrix(&buf, m, format, 40); err != nil {
+			if err := Matrix(&buf, m, format, 40); err != nil {
 				t.Fatalf("render matrix %s: %v", format, err)
 			}
 			if buf.Len() == 0 {
