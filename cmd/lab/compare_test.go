@@ -144,15 +144,6 @@ func TestCompareFormats(t *testing.T) {
 	assert.NotContains(t, string(html), "<script")
 }
 
-// The committed runs of the matrix: the teaching scenario with the LinearCaches, and the
-// scaled state with each cache (experiments/compare, generate_test.go).
-var (
-	sotwLinearRunDir  = filepath.Join("..", "..", "experiments", "compare", "testdata", "sotw-linear")
-	deltaLinearRunDir = filepath.Join("..", "..", "experiments", "compare", "testdata", "delta-linear")
-	sotwHoldRunDir    = filepath.Join("..", "..", "experiments", "compare", "testdata", "sotw-per-type-hold")
-	goldenDir         = filepath.Join("..", "..", "experiments", "compare", "testdata")
-)
-
 // TestCompareCmdParsesOnly: the command only turns the command line into options.
 func TestCompareCmdParsesOnly(t *testing.T) {
 	var got *compare.Request

@@ -623,6 +623,3 @@ func (b byteSize) Set(s string) error {
 }
 
 func (byteSize) Type() string { return "size" }
-
-// mib writes n bytes in MiB, one decimal.
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -21,6 +21,9 @@
 // are split to a width (Render, RenderMatrix), a table wider stacked parts that each
 // repeat the step column. Counts with a noun and ratios are written by one helper each
 // (words.go).
+//
+// Write (request.go) is `lab compare`: the runs of a Request (folders of runs expanded,
+// a run given twice refused or warned of) loaded, compared and the report written.
 package compare
 
 import (
