@@ -18,6 +18,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/suggest"
@@ -32,7 +33,7 @@ var (
 	// bench.MaxGRPCClients); benchRunOptions holds Envoys to bench.MaxEnvoys.
 	benchEnvoysRange    = intRange{1, bench.MaxGRPCClients}
 	benchRepeatRange    = intRange{1, bench.MaxRepeat}
-	benchTimeoutRange   = durationRange{time.Second, time.Hour}
+	benchTimeoutRange   = durationRange{Min: time.Second, Max: time.Hour}
 	benchColdHostsRange = intRange{1, bench.MaxColdHosts}
 )
 
@@ -186,7 +187,7 @@ func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return run(ctx, bo, newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
+			return run(ctx, bo, progress.NewWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
 		},
 	}
 	o.addFlags(cmd.Flags())

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -22,9 +20,6 @@ var churnFlagOf = map[string]string{
 	"client lifetime": "lifetime-max", "sample interval": "sample-every", "baseline": "baseline",
 	"nack rate": "nack-rate", "output directory": "out",
 }
-
-// errChurnFailed is a soak that ran and failed a verdict: lab churn exits non-zero.
-var errChurnFailed = errors.New("churn soak failed a verdict")
 
 func newChurnCmd() *cobra.Command { return newChurnCmdWith(runChurn) }
 
@@ -82,26 +77,7 @@ stream close, or when a process is left (docs/reliability.md, "Churn soak").`,
 	return cmd
 }
 
-// runChurn runs the soak, progress lines on progress, and prints the verdicts.
+// runChurn is churn.RunAndReport with its refusals worded as flags.
 func runChurn(ctx context.Context, o churn.Options, out, progress io.Writer) error {
-	s, err := churn.New(o)
-	if err != nil {
-		return optionRefusal(err, churnFlagOf)
-	}
-	res, err := s.Run(ctx, progress)
-	if err != nil {
-		return err
-	}
-	for _, v := range res.Verdicts {
-		mark := "pass"
-		if !v.Passed {
-			mark = "FAIL"
-		}
-		fmt.Fprintf(out, "%s: %s %v %v\n", v.Name, mark, v.Figures, v.Reasons)
-	}
-	fmt.Fprintf(out, "report: %s\n", filepath.Join(s.Options().Out, "report.md"))
-	if !res.Passed {
-		return errChurnFailed
-	}
-	return nil
+	return optionRefusal(churn.RunAndReport(ctx, o, out, progress), churnFlagOf)
 }

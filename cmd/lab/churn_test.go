@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/churn"
-	"github.com/xds-workbench/lab/experiments/testenv"
 )
 
 func TestChurnFlags(t *testing.T) {
@@ -32,20 +28,4 @@ func TestChurnFlags(t *testing.T) {
 func TestChurnRefusesAFlag(t *testing.T) {
 	err := runChurn(context.Background(), churn.Options{Clients: 1, Out: t.TempDir()}, io.Discard, io.Discard)
 	assert.EqualError(t, err, "--clients 1: outside 2-20000")
-}
-
-// The run function end to end without Envoy: a few seconds of churn pass every verdict
-// and print where the report is.
-func TestRunChurn(t *testing.T) {
-	testenv.SkipIfShort(t, testenv.NeedsLongRun)
-	out := t.TempDir()
-	var stdout, progress bytes.Buffer
-	err := runChurn(context.Background(), churn.Options{Duration: 8 * time.Second, Clients: 10, NoEnvoys: true,
-		LifetimeMin: 500 * time.Millisecond, LifetimeMax: 2 * time.Second, SampleEvery: 500 * time.Millisecond,
-		Baseline: 2 * time.Second, GrowthLimit: 0.5, Seed: 26, Out: out}, &stdout, &progress)
-	require.NoError(t, err, stdout.String())
-	assert.Contains(t, stdout.String(), "report: "+filepath.Join(out, "report.md"))
-	assert.Contains(t, progress.String(), "clients connected")
-	_, err = os.Stat(filepath.Join(out, "samples.svg"))
-	assert.NoError(t, err)
 }

@@ -43,8 +43,9 @@ func (e *flagError) Unwrap() error { return e.err }
 
 // optionRefusal words a library's *option.Error as a refusal of the flag flagOf names
 // for its option: "--flag VALUE: what is wrong", or "--flag: what is wrong" when the
-// library gives no value. Other errors, and options with no flag, pass unchanged.
-func optionRefusal(err error, flagOf map[string]string) error {
+// library gives no value (`--flag "": ...` for the options in showEmpty, whose empty
+// value is itself what is wrong). Other errors, and options with no flag, pass unchanged.
+func optionRefusal(err error, flagOf map[string]string, showEmpty ...string) error {
 	var oe *option.Error
 	if !errors.As(err, &oe) {
 		return err
@@ -53,7 +54,7 @@ func optionRefusal(err error, flagOf map[string]string) error {
 	if !ok {
 		return err
 	}
-	if oe.Value == "" {
+	if oe.Value == "" && !slices.Contains(showEmpty, oe.Option) {
 		return fmt.Errorf("--%s: %w", flag, oe.Err)
 	}
 	return &flagError{flag: flag, value: oe.Value, err: oe.Err}
@@ -427,32 +428,8 @@ func (v choiceListValue) Set(s string) error {
 	return nil
 }
 
-// durationRange is an inclusive range of durations.
-type durationRange struct{ min, max time.Duration }
-
-func (r durationRange) String() string { return shortDuration(r.min) + "-" + shortDuration(r.max) }
-
-func (r durationRange) check(d time.Duration) error {
-	if d < r.min || d > r.max {
-		return fmt.Errorf("outside %s", r)
-	}
-	return nil
-}
-
-// shortDuration is d without zero units: 0, 1h, 10m, 45s, 1m30s.
-func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// durationRange is an inclusive range of durations (option.DurationRange: "1s-24h").
+type durationRange = option.DurationRange
 
 // durationValue is a duration flag within a range.
 type durationValue struct {
@@ -460,14 +437,14 @@ type durationValue struct {
 	r durationRange
 }
 
-func (v durationValue) String() string { return shortDuration(*v.p) }
+func (v durationValue) String() string { return option.ShortDuration(*v.p) }
 func (durationValue) Type() string     { return "duration" }
 func (v durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("not a duration (want %s, e.g. 45s or 2m)", v.r)
 	}
-	if err := v.r.check(d); err != nil {
+	if err := v.r.Check(d); err != nil {
 		return err
 	}
 	*v.p = d
@@ -646,6 +623,3 @@ func (b byteSize) Set(s string) error {
 }
 
 func (byteSize) Type() string { return "size" }
-
-// mib writes n bytes in MiB, one decimal.
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +49,8 @@ keep-alive connections.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runInventory(ctx, cmd, name, port, logPath, bh)
+			err := inventory.Serve(ctx, name, port, logPath, bh, cmd.OutOrStdout())
+			return optionRefusal(err, map[string]string{inventory.OptionDelay: "delay", inventory.OptionIdleTimeout: "idle-timeout"})
 		},
 	}
 	f := cmd.Flags()
@@ -63,33 +62,4 @@ keep-alive connections.`,
 	f.BoolVar(&bh.ConnectionClose, "connection-close", false, `answer "Connection: close" (HTTP/2: GOAWAY): no connection is reused`)
 	f.DurationVar(&bh.IdleTimeout, "idle-timeout", 0, "close a keep-alive connection idle this long (0: never)")
 	return cmd
-}
-
-// runInventory serves until ctx ends, then stops gracefully.
-func runInventory(ctx context.Context, cmd *cobra.Command, name string, port int, logPath string, bh inventory.Behaviour) error {
-	if bh.Delay < 0 || bh.Delay > inventory.MaxDelay {
-		return badFlag("delay", bh.Delay.String(), "outside 0s-%s", inventory.MaxDelay)
-	}
-	if bh.IdleTimeout < 0 {
-		return badFlag("idle-timeout", bh.IdleTimeout.String(), "must not be negative")
-	}
-	b, err := inventory.StartWith(name, port, logPath, bh)
-	if err != nil {
-		return err
-	}
-	where := "no request log"
-	if logPath != "" {
-		where = "log " + logPath
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "inventory %s listening on http://%s%s (%s)\n", b.Name(), b.Addr(), inventory.QuotePath, where)
-	select {
-	case <-ctx.Done():
-	case <-b.Done():
-	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := b.Stop(stopCtx); err != nil {
-		return err
-	}
-	return b.Err()
 }

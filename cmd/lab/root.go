@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xds-workbench/lab/experiments/version"
 	"github.com/xds-workbench/lab/shared/suggest"
 )
 
@@ -48,7 +49,7 @@ func newRootCmd() *cobra.Command {
 }
 
 func init() {
-	cobra.AddTemplateFunc("labVersionReport", func() string { return versionReport("") })
+	cobra.AddTemplateFunc("labVersionReport", func() string { return version.Report("") })
 }
 
 // mainVersion is the lab module's version ("(devel)" when the build does not say).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/load"
+	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -25,8 +26,8 @@ import (
 
 // Ranges of `lab run`'s durations.
 var (
-	stepTimeoutRange = durationRange{time.Second, time.Hour}
-	outageRange      = durationRange{0, 10 * time.Minute}
+	stepTimeoutRange = durationRange{Min: time.Second, Max: time.Hour}
+	outageRange      = durationRange{Max: 10 * time.Minute}
 )
 
 // runOptions are the flags of `lab run`; runnerOptions turns them into runner.Options.
@@ -152,8 +153,8 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			progress := newProgressWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
-			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, progress, "["+ro.Mode.String()+"] ")
+			pw := progress.NewWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
+			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, pw, "["+ro.Mode.String()+"] ")
 			if err != nil {
 				return err
 			}
@@ -162,9 +163,9 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 				ro.Observer = metrics.Observe
 			}
 			if len(scs) == 1 && o.scenario != scenarioAll {
-				return run(ctx, ro, progress)
+				return run(ctx, ro, pw)
 			}
-			return runPack(ctx, ro, scs, run, progress)
+			return runner.RunPack(ctx, ro, scs, run, pw)
 		},
 	}
 	f := cmd.Flags()
@@ -310,57 +311,4 @@ func (o *runOptions) scenarios() ([]*scenario.Scenario, error) {
 		return nil, err
 	}
 	return []*scenario.Scenario{sc}, nil
-}
-
-// recordNotApplicable writes a refused scenario's directory: envoy.result says
-// NOT_APPLICABLE and why; there is no run (no xds.log), so lab compare leaves it out.
-func recordNotApplicable(dir string, why error) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("record not applicable: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "envoy.result"), []byte("NOT_APPLICABLE: "+why.Error()+"\n"), 0o644); err != nil {
-		return fmt.Errorf("record not applicable: %w", err)
-	}
-	return nil
-}
-
-// runPack runs each scenario in its own directory under the run directory, one after the
-// other, going on after a failure; it fails when any scenario did.
-func runPack(ctx context.Context, ro runner.Options, scs []*scenario.Scenario, run func(context.Context, runner.Options, io.Writer) error, progress io.Writer) error {
-	base := ro.Out
-	if base == "" {
-		base = runner.DefaultOut(ro.Mode)
-	}
-	var failed, skipped []string
-	for i, sc := range scs {
-		if ctx.Err() != nil {
-			failed = append(failed, sc.Name+" (not run: interrupted)")
-			continue
-		}
-		o := ro
-		o.Scenario, o.Out = sc, filepath.Join(base, sc.Name)
-		fmt.Fprintf(progress, "[%s] scenario %d/%d %s: %s\n", ro.Mode, i+1, len(scs), sc.Name, sc.Description)
-		err := run(ctx, o, progress)
-		switch {
-		case scenario.IsNotApplicable(err):
-			// Not a failure: the scenario is not for this run (an on-demand one in SotW).
-			// Its reason is kept where a run's result would be.
-			skipped = append(skipped, sc.Name)
-			fmt.Fprintf(progress, "[%s] %v\n", ro.Mode, err)
-			if werr := recordNotApplicable(o.Out, err); werr != nil {
-				return werr
-			}
-		case err != nil:
-			failed = append(failed, sc.Name)
-		}
-	}
-	ran := len(scs) - len(skipped)
-	fmt.Fprintf(progress, "[%s] pack: %d of %d scenarios ran without a failed step (each envoy.result says PASS, or NOT_RUN when the data plane was simulated); evidence under %s\n", ro.Mode, ran-len(failed), ran, base)
-	if len(skipped) > 0 {
-		fmt.Fprintf(progress, "[%s] pack: not applicable here (envoy.result says why): %s\n", ro.Mode, strings.Join(skipped, ", "))
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(scs), strings.Join(failed, ", "))
-	}
-	return nil
 }

@@ -17,36 +17,10 @@ import (
 	"github.com/xds-workbench/lab/shared/scenario"
 )
 
-// TestScenariosList: one line per built-in scenario, in pack order.
-func TestScenariosList(t *testing.T) {
-	var out strings.Builder
-	require.NoError(t, runScenarios(scenariosOptions{}, &out))
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, len(scenario.PackNames()))
-	for i, n := range scenario.PackNames() {
-		assert.True(t, strings.HasPrefix(lines[i], n+" "), lines[i])
-		assert.Contains(t, lines[i], " steps ")
-	}
-}
-
-// TestScenariosShow: a name prints the built-in file, which parses back to the same
-// scenario; a file is checked and its steps listed; anything else is a one-line error.
-func TestScenariosShow(t *testing.T) {
-	var out strings.Builder
-	require.NoError(t, runScenarios(scenariosOptions{show: "warming-order"}, &out))
-	copied := filepath.Join(t.TempDir(), "mine.yaml")
-	require.NoError(t, os.WriteFile(copied, []byte(out.String()), 0o644))
-	sc, err := scenario.ParseFile(copied)
-	require.NoError(t, err)
-	want, err := scenario.Builtin("warming-order")
-	require.NoError(t, err)
-	assert.Equal(t, scenario.Names(want.Steps), scenario.Names(sc.Steps))
-
-	out.Reset()
-	require.NoError(t, runScenarios(scenariosOptions{show: copied}, &out))
-	assert.Contains(t, out.String(), "1. initial [publish]")
-
-	_, _, err = runLabArgs(t, "scenarios", "no-such-scenario")
+// TestScenariosRefusesUnknown: anything but a built-in name or a scenario file is a
+// one-line error (scenario.Print's output is tested there).
+func TestScenariosRefusesUnknown(t *testing.T) {
+	_, _, err := runLabArgs(t, "scenarios", "no-such-scenario")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "\n")
 }

@@ -106,7 +106,7 @@ publishes, refusals, storm warnings and errors only.
 var (
 	serveMsgBytesRange  = intRange{serve.MsgBytesRange.Min, serve.MsgBytesRange.Max}
 	serveStreamsRange   = intRange{serve.StreamsRange.Min, serve.StreamsRange.Max}
-	serveKeepaliveRange = durationRange{serve.KeepaliveRange.Min, serve.KeepaliveRange.Max}
+	serveKeepaliveRange = durationRange{Min: serve.KeepaliveRange.Min, Max: serve.KeepaliveRange.Max}
 )
 
 // serveFlagOf is the flag of each option a serve refusal names (serve.Option*): serve
@@ -148,7 +148,7 @@ func serveRefusal(err error, o serve.Options) error {
 	}
 	switch {
 	case oe.Option == serve.OptionKeepaliveMinTime:
-		return badFlag(flag, shortDuration(o.Limits.KeepaliveMinTime), "outside %s", serveKeepaliveRange)
+		return badFlag(flag, option.ShortDuration(o.Limits.KeepaliveMinTime), "outside %s", serveKeepaliveRange)
 	case errors.Is(oe, serve.ErrNoRoomForV2):
 		return badFlag(flag, oe.Value, "--with-inventory serves v2 on the next port (want at most %d)", portRange.max-1)
 	case errors.Is(oe, serve.ErrSotWOnly):

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -40,7 +38,7 @@ var (
 	sweepRepeatRange  = intRange{1, 20}
 )
 
-func newSweepCmd() *cobra.Command { return newSweepCmdWith(runSweep) }
+func newSweepCmd() *cobra.Command { return newSweepCmdWith(sweep.RunAndPrint) }
 
 // newSweepCmdWith only parses flags; run does the work (tests pass their own).
 func newSweepCmdWith(run func(ctx context.Context, o sweep.Options, out io.Writer) error) *cobra.Command {
@@ -111,21 +109,4 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, badFlag("rates", intListValue{p: &o.rates}.String(), "%v", err)
 	}
 	return so, nil
-}
-
-// runSweep runs the sweep and prints its table (also when interrupted: what was
-// measured is kept).
-func runSweep(ctx context.Context, o sweep.Options, out io.Writer) error {
-	rep, err := sweep.Run(ctx, o)
-	if rep == nil {
-		return err
-	}
-	var table strings.Builder
-	sweep.Render(&table, rep)
-	fmt.Fprint(out, table.String())
-	fmt.Fprintf(out, "report: %s (the table: sweep.txt)\n", filepath.Join(o.Out, "sweep.json"))
-	if werr := os.WriteFile(filepath.Join(o.Out, "sweep.txt"), []byte(table.String()), 0o644); werr != nil {
-		return errors.Join(err, fmt.Errorf("write sweep.txt: %w", werr))
-	}
-	return err
 }

@@ -1,59 +1,17 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/experiments/serve"
 	"github.com/xds-workbench/lab/experiments/tap"
-	"github.com/xds-workbench/lab/shared/loopback"
-	"github.com/xds-workbench/lab/shared/protocol"
-	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// tapOptions are the flags of `lab tap`.
-type tapOptions struct {
-	listen   string
-	upstream string
-	logPath  string
-	// window starts a new step every window, named w1, w2, ... (0: steps from stdin).
-	window time.Duration
-	// maxRecv and maxSend bound requests and responses, as lab serve's flags do.
-	maxRecv, maxSend int
-	// dialTimeout bounds the start-up check that the upstream listens. Not a flag.
-	dialTimeout time.Duration
-	// ready is told the address the tap serves on (tests; not a flag).
-	ready func(addr string)
-}
-
-func defaultTapOptions() tapOptions {
-	return tapOptions{
-		logPath:     "xds.log",
-		maxRecv:     controlplane.DefaultMaxRecvMsgSize,
-		maxSend:     controlplane.DefaultMaxSendMsgSize,
-		dialTimeout: 2 * time.Second,
-	}
-}
-
-// tapWindowRange bounds --window.
-var tapWindowRange = durationRange{time.Second, 24 * time.Hour}
-
 func newTapCmd() *cobra.Command {
-	o := defaultTapOptions()
+	o := tap.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "tap",
 		Short: "Record the ADS exchanges between Envoy and any control plane (a transparent proxy)",
@@ -90,215 +48,26 @@ Both addresses are 127.0.0.1; the upstream must be listening when tap starts.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runTap(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := tap.Run(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return optionRefusal(err, tapFlagOf, tap.OptionLog)
 		},
 	}
 	f := cmd.Flags()
-	f.Var(addrValue{p: &o.listen, allowZero: true}, "listen", "where Envoy connects, 127.0.0.1:PORT (required; port 0 picks a free one)")
-	f.Var(addrValue{p: &o.upstream}, "upstream", "the control plane forwarded to, 127.0.0.1:PORT (required; checked to listen at start)")
-	f.StringVar(&o.logPath, "log", o.logPath, "xds.log file, appended to line by line; each tap adds a session line first")
-	f.Var(durationValue{&o.window, tapWindowRange}, "window", "start a new step every window, named w1, w2, ... ("+tapWindowRange.String()+"; default: step names from stdin)")
-	f.Var(intValue{&o.maxRecv, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request forwarded, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
-	f.Var(intValue{&o.maxSend, serveMsgBytesRange}, "max-send-msg-bytes", "largest response forwarded, "+serveMsgBytesRange.String())
+	f.Var(addrValue{p: &o.Listen, allowZero: true}, "listen", "where Envoy connects, 127.0.0.1:PORT (required; port 0 picks a free one)")
+	f.Var(addrValue{p: &o.Upstream}, "upstream", "the control plane forwarded to, 127.0.0.1:PORT (required; checked to listen at start)")
+	f.StringVar(&o.LogPath, "log", o.LogPath, "xds.log file, appended to line by line; each tap adds a session line first")
+	f.Var(durationValue{&o.Window, tap.WindowRange}, "window", "start a new step every window, named w1, w2, ... ("+tap.WindowRange.String()+"; default: step names from stdin)")
+	f.Var(intValue{&o.MaxRecvMsgSize, serveMsgBytesRange}, "max-recv-msg-bytes", "largest request forwarded, "+serveMsgBytesRange.String()+"; bigger ones fail their stream with RESOURCE_EXHAUSTED")
+	f.Var(intValue{&o.MaxSendMsgSize, serveMsgBytesRange}, "max-send-msg-bytes", "largest response forwarded, "+serveMsgBytesRange.String())
 	return cmd
 }
 
-// validate checks every option before anything starts; "localhost" becomes 127.0.0.1.
-func (o *tapOptions) validate() error {
-	if o.listen == "" {
-		return missingFlag("listen", loopback.Host+":PORT")
-	}
-	addr, err := parseLoopbackAddr(o.listen, true)
-	if err != nil {
-		return badFlag("listen", o.listen, "%v", err)
-	}
-	o.listen = addr
-	if o.upstream == "" {
-		return missingFlag("upstream", loopback.Host+":PORT, the control plane's address")
-	}
-	up, err := parseLoopbackAddr(o.upstream, false)
-	if err != nil {
-		return badFlag("upstream", o.upstream, "%v", err)
-	}
-	o.upstream = up
-	if o.upstream == o.listen {
-		return badFlag("upstream", o.upstream, "the tap's own --listen address (want the control plane's)")
-	}
-	if o.logPath == "" {
-		return badFlag("log", "", "empty (want a file path)")
-	}
-	if o.window != 0 {
-		if err := tapWindowRange.check(o.window); err != nil {
-			return badFlag("window", shortDuration(o.window), "%v", err)
-		}
-	}
-	for _, c := range []struct {
-		flag string
-		n    int
-	}{{"max-recv-msg-bytes", o.maxRecv}, {"max-send-msg-bytes", o.maxSend}} {
-		if err := serveMsgBytesRange.check(c.n); err != nil {
-			return badFlag(c.flag, strconv.Itoa(c.n), "%v", err)
-		}
-	}
-	return nil
-}
-
-// checkUpstream dials the upstream once: a wrong port is one line at start, not a
-// stream of Unavailable errors in Envoy's log.
-func (o *tapOptions) checkUpstream() error {
-	c, err := net.DialTimeout("tcp", o.upstream, o.dialTimeout)
-	if err != nil {
-		why := err.Error()
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			why = oe.Err.Error()
-		}
-		return badFlag("upstream", o.upstream, "nothing answers there (%s) (want a running control plane's address)", why)
-	}
-	return c.Close()
-}
-
-// tapLogs opens the tap's recorders: the first protocol seen records into path, the
-// other (should it come) beside it.
-type tapLogs struct {
-	path, upstream string
-	mu             sync.Mutex
-	files          []*os.File
-	recs           []*xdslog.Recorder
-	out            io.Writer
-	err            error
-}
-
-// pathFor is the log of a mode that came second: xds.log -> xds.delta.log.
-func tapSecondPath(path string, mode protocol.Mode) string {
-	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "." + mode.String() + ext
-}
-
-func (l *tapLogs) recorder(mode protocol.Mode) *xdslog.Recorder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	path := l.path
-	if len(l.recs) > 0 {
-		path = tapSecondPath(l.path, mode)
-		fmt.Fprintf(l.out, "a %s stream: recorded in %s (one log holds one protocol)\n", mode, path)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		if l.err == nil {
-			l.err = fmt.Errorf("open xds.log: %w", err)
-		}
-		fmt.Fprintf(l.out, "error: %v (the %s streams are forwarded, not recorded)\n", err, mode)
-		return nil
-	}
-	var before int64
-	if fi, err := f.Stat(); err == nil {
-		before = fi.Size()
-	}
-	rec := xdslog.NewRecorder(f, mode, xdslog.WithTap(l.upstream), xdslog.WithLogSize(before), xdslog.WithMaxLogBytes(serve.DefaultMaxLogSize))
-	rec.BeginSession()
-	if before > 0 {
-		fmt.Fprintf(l.out, "%s already held %s: this tap appends a new session; lab compare --session picks one\n", path, mib(before))
-	}
-	l.files = append(l.files, f)
-	l.recs = append(l.recs, rec)
-	return rec
-}
-
-// close flushes and closes every log; the first error is returned.
-func (l *tapLogs) close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	err := l.err
-	for i, r := range l.recs {
-		r.Flush()
-		if e := r.Err(); e != nil && err == nil {
-			err = e
-		}
-		if e := l.files[i].Close(); e != nil && err == nil {
-			err = fmt.Errorf("close xds.log: %w", e)
-		}
-	}
-	return err
-}
-
-// runTap forwards until ctx ends or, unless o.window is set, until in ends. Step names
-// come from in (one a line) unless o.window is set.
-func runTap(ctx context.Context, o tapOptions, in io.Reader, out, errOut io.Writer) (err error) {
-	if err := o.validate(); err != nil {
-		return err
-	}
-	if err := o.checkUpstream(); err != nil {
-		return err
-	}
-	port, err := loopback.ParseListenAddr(o.listen)
-	if err != nil {
-		return badFlag("listen", o.listen, "%v", err)
-	}
-	lis, err := loopback.Listen(port)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
-	}
-	logs := &tapLogs{path: o.logPath, upstream: o.upstream, out: out}
-	t, err := tap.New(tap.Config{Upstream: o.upstream, Recorder: logs.recorder, MaxRecvMsgSize: o.maxRecv, MaxSendMsgSize: o.maxSend})
-	if err != nil {
-		_ = lis.Close()
-		return err
-	}
-	served := make(chan error, 1)
-	go func() { served <- t.Serve(lis) }()
-	defer func() {
-		// Stopping writes the stream_close lines, so the logs close after.
-		t.Stop()
-		<-served
-		if e := logs.close(); e != nil && err == nil {
-			err = e
-		}
-	}()
-	addr := lis.Addr().String()
-	logAbs, e := filepath.Abs(o.logPath)
-	if e != nil {
-		logAbs = o.logPath
-	}
-	steps := "step names from stdin, one a line"
-	if o.window > 0 {
-		steps = "a step every " + shortDuration(o.window) + " (w1, w2, ...)"
-	}
-	fmt.Fprintf(out, "tapping ADS on %s -> %s; xds.log: %s; %s\n", addr, o.upstream, logAbs, steps)
-	if o.ready != nil {
-		o.ready(addr)
-	}
-	if o.window > 0 {
-		tick := time.NewTicker(o.window)
-		defer tick.Stop()
-		tapWindows(ctx, t, tick.C)
-		return nil
-	}
-	names := map[string]int{}
-	serve.EachLine(ctx, in, out, errOut, func(text string) (stop bool) {
-		name := strings.TrimSpace(text)
-		if name == "" {
-			return false
-		}
-		name = serve.UniqueStep(names, name)
-		t.SetStep(name)
-		fmt.Fprintf(out, "step %s\n", name)
-		return false
-	})
-	return nil
-}
-
-// tapWindows starts step w1 now and w2, w3, ... at each tick until ctx ends.
-func tapWindows(ctx context.Context, t interface{ SetStep(string) }, ticks <-chan time.Time) {
-	n := 1
-	t.SetStep("w1")
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticks:
-			n++
-			t.SetStep("w" + strconv.Itoa(n))
-		}
-	}
+// tapFlagOf is the flag of each option a tap refusal names (tap.Option*).
+var tapFlagOf = map[string]string{
+	tap.OptionListen:          "listen",
+	tap.OptionUpstream:        "upstream",
+	tap.OptionLog:             "log",
+	tap.OptionWindow:          "window",
+	tap.OptionMaxRecvMsgBytes: "max-recv-msg-bytes",
+	tap.OptionMaxSendMsgBytes: "max-send-msg-bytes",
 }

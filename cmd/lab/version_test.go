@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,20 +30,8 @@ func TestVersion(t *testing.T) {
 
 // A missing Envoy is said on its line; the command still succeeds.
 func TestVersionWithoutEnvoy(t *testing.T) {
-	var out bytes.Buffer
-	require.NoError(t, runVersion(versionOptions{envoyBin: "/nonexistent/envoy"}, &out))
-	assert.Regexp(t, `(?m)^envoy: +not found: envoy from flag \("/nonexistent/envoy"\): .*make envoy`, out.String())
-	assert.Regexp(t, `(?m)^go-control-plane: v0\.14\.0`, out.String())
-}
-
-// The lab's line carries the VCS stamp when the build has one, "(devel)" without.
-func TestLabVersion(t *testing.T) {
-	stamped := &debug.BuildInfo{Main: debug.Module{Path: "github.com/xds-workbench/lab", Version: "v0.3.0"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "4fdcec8aa"}, {Key: "vcs.modified", Value: "true"}, {Key: "vcs.time", Value: "2026-12-01T17:00:00Z"},
-	}}
-	assert.Equal(t, "v0.3.0 (revision 4fdcec8aa, modified, committed 2026-12-01T17:00:00Z)", labVersion(stamped))
-	clean := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}}
-	assert.Equal(t, "(devel) (revision abc)", labVersion(clean))
-	assert.Equal(t, "(devel) (no VCS revision: built without VCS stamping)", labVersion(&debug.BuildInfo{}))
-	assert.Equal(t, "(devel) (no build info)", labVersion(nil))
+	code, out, stderr := execLab("version", "--envoy-bin", "/nonexistent/envoy")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^envoy: +not found: envoy from flag \("/nonexistent/envoy"\): .*make envoy`, out)
+	assert.Regexp(t, `(?m)^go-control-plane: v0\.14\.0`, out)
 }

@@ -21,6 +21,9 @@
 // for it (Cites, Why, Scale.Choosing). Callers: cmd/lab (lab compare), experiments/mainjob
 // (make lab's report), and the tests of tap, serve and bench, which compare what they
 // record. Words and figures both sides write alike are compare/internal/words'.
+//
+// Write (request.go) is `lab compare`: the runs of a Request (folders of runs expanded,
+// a run given twice refused or warned of) loaded, compared and the report written.
 package compare
 
 import (

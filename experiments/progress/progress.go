@@ -1,7 +1,9 @@
 // Package progress words the progress lines of long work (lab sweep's runs, lab bench's
 // configurations) alike: "[k/total]" for the item that starts and, once one is done, an
 // estimate of the time left at the pace so far. It only formats; the callers own their
-// clocks and writers, so its output is exact under test.
+// clocks and writers, so its output is exact under test. Writer carries a command's
+// progress lines to its standard output and drops them, said once, when that closes
+// (lab run | head): lost progress never costs the run.
 package progress
 
 import (

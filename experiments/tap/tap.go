@@ -30,6 +30,9 @@
 // When the upstream ends a stream, the tap ends the matching downstream stream with the
 // upstream's status, so the client reconnects and backs off as it would with the real
 // server; the next downstream stream gets a new upstream stream and a new stream ID.
+//
+// Run is `lab tap` (run.go): the tap on a loopback listener, recording into an xds.log
+// (the other protocol's streams beside it), with steps named on stdin or every window.
 package tap
 
 import (

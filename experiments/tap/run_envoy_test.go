@@ -1,4 +1,4 @@
-package main
+package tap
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// TestTapWithEnvoy: real Envoy, on the bootstrap lab bootstrap --xds-addr TAP renders,
+// TestRunWithEnvoy: real Envoy, on the bootstrap lab bootstrap --xds-addr TAP renders,
 // talks to the workbench's control plane through lab tap, in SotW and delta: it ACKs
 // every type, and the tap's log has the stream (with Envoy's node ID), its requests,
 // sends and ACKs, with no publish.
-func TestTapWithEnvoy(t *testing.T) {
+func TestRunWithEnvoy(t *testing.T) {
 	bin := envoytest.Require(t)
 	for _, mode := range []protocol.Mode{protocol.SotW, protocol.Delta} {
 		t.Run(mode.String(), func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/scenario"
 )
 
@@ -22,7 +21,7 @@ func TestRunPackNotApplicable(t *testing.T) {
 	require.NoError(t, err)
 	base := t.TempDir()
 	ran := map[string]bool{}
-	fake := func(_ context.Context, o runner.Options, _ io.Writer) error {
+	fake := func(_ context.Context, o Options, _ io.Writer) error {
 		if err := o.Scenario.CheckMode(o.Mode); err != nil {
 			return err
 		}
@@ -30,7 +29,7 @@ func TestRunPackNotApplicable(t *testing.T) {
 		return nil
 	}
 	var progress strings.Builder
-	require.NoError(t, runPack(context.Background(), runner.Options{Mode: "sotw", Out: base}, pack, fake, &progress))
+	require.NoError(t, RunPack(context.Background(), Options{Mode: "sotw", Out: base}, pack, fake, &progress))
 	for _, sc := range pack {
 		if !sc.OnDemand.Any() {
 			assert.True(t, ran[sc.Name], sc.Name)

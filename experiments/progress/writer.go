@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"sync"
 )
 
-// progressWriter passes progress lines to w until a write fails, then drops them: a
+// Writer passes progress lines to w until a write fails, then drops them: a
 // closed standard output (lab run | head) must cost the progress, never the run or its
 // evidence. The first failure is said once on errOut (itself ignored if that fails too).
 // Writes never fail, so a caller's own error handling never trips on lost progress.
-type progressWriter struct {
+type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
 	errOut io.Writer
@@ -18,11 +18,12 @@ type progressWriter struct {
 	err    error
 }
 
-func newProgressWriter(w, errOut io.Writer, who string) *progressWriter {
-	return &progressWriter{w: w, errOut: errOut, who: who}
+// NewWriter is a Writer to w that says on errOut, prefixed with who, when it stops.
+func NewWriter(w, errOut io.Writer, who string) *Writer {
+	return &Writer{w: w, errOut: errOut, who: who}
 }
 
-func (p *progressWriter) Write(b []byte) (int, error) {
+func (p *Writer) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -36,7 +37,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 }
 
 // Err is the write error that stopped the progress, if any.
-func (p *progressWriter) Err() error {
+func (p *Writer) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
