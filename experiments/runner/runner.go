@@ -20,6 +20,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
@@ -28,6 +29,7 @@ import (
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -315,7 +317,7 @@ type Run struct {
 func (r *Run) Dir() string { return r.dir }
 
 // ControlPlane returns the current control plane.
-func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp }
+func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp() }
 
 // ProxyPID is the data plane's process id (0 for the simulated client).
 func (r *Run) ProxyPID() int { return r.data.pid() }
@@ -568,12 +570,13 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	if err := r.host.start(r.o.XDSPort, r.steps.name); err != nil {
 		return err
 	}
-	r.o.XDSPort = r.host.cp.Port()
-	r.info.XDSAddr = r.host.cp.Addr()
-	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
+	r.o.XDSPort = r.host.cp().Port()
+	r.info.XDSAddr = r.host.cp().Addr()
+	if r.data.client, err = r.newClient(client, bin); err != nil {
 		return err
 	}
-	r.expects = newExpectFilter(r.o, r.info, r.data.proxy)
+	r.host.ses.AddClient(r.data.client)
+	r.expects = newExpectFilter(r.o, r.info, r.data.client)
 	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
 }
 
@@ -630,7 +633,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
-	r.out.say("%s", stepHeader(st, i, n, r.data.proxy.Kind()))
+	r.out.say("%s", stepHeader(st, i, n, r.data.kind()))
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
 			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
@@ -695,27 +698,29 @@ func (r *Run) describeClient(client string, bin envoy.Binary, notRun string) {
 	}
 }
 
-// newProxy makes the run's data plane, pointed at the control plane now running.
-func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
-	switch client {
+// newClient makes the run's client, pointed at the control plane now running.
+func (r *Run) newClient(kind string, bin envoy.Binary) (client.Client, error) {
+	switch kind {
 	case ClientEnvoy:
 		overrides, err := mergeConfigYAML(r.sc.Bootstrap, r.o.ConfigYAML)
 		if err != nil {
 			return nil, err
 		}
 		r.info.ConfigYAML = overrides
-		params := bootstrap.Params{XDSAddr: r.host.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
-		// Never a typed nil in the interface: teardown stops any proxy the run has.
-		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.data.backends, overrides)
+		params := bootstrap.Params{XDSAddr: r.host.cp().Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		// Never a typed nil in the interface: teardown stops any client the run has.
+		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides)
 		if err != nil {
 			return nil, err
 		}
+		r.data.accessLog = filepath.Join(r.dir, "access.log")
 		return e, nil
 	case ClientGRPC:
 		// The front door takes the listener's port: it stands where Envoy's listener would.
-		return newGRPCProxy(r.o.GRPCCommand, r.host.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
+		return client.NewGRPC(grpcclient.StartOptions{Command: r.o.GRPCCommand, XDSAddr: r.host.cp().Addr(), NodeID: resources.NodeID,
+			Target: r.info.GRPCTarget, LogPath: filepath.Join(r.dir, "grpc-client.log"), FrontDoorPort: r.o.ListenerPort}, nil), nil
 	}
-	s, err := newSimProxy(r.o.Mode, r.host.cp.Addr(), r.data.backends)
+	s, err := client.NewSim(client.SimOptions{Mode: r.o.Mode, Addr: r.host.cp().Addr(), BackendAt: r.data.backends.at})
 	if err != nil {
 		return nil, err
 	}
@@ -761,8 +766,8 @@ var ErrInterrupted = errors.New("interrupted")
 
 func (r *Run) setStep(name string) {
 	r.steps.name = name
-	r.host.rec.SetStep(name)
-	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+	r.host.ses.SetStep(name)
+	r.host.rec().Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
 // teardown stops what the run started, each before what it talks to (the load and the
@@ -772,7 +777,7 @@ func (r *Run) teardown() {
 	defer cancel()
 	r.load.stop()
 	r.data.shutdown(ctx)
-	r.host.stop()
+	r.host.stop(ctx)
 	r.data.stopBackends(ctx)
 	r.host.closeLog()
 	// Everything that bound or dialled them is stopped now.
