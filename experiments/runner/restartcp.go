@@ -44,9 +44,9 @@ type cpRestart struct {
 	ev     client.AdminViewer
 	before map[string]string
 	// opened counts the old server's streams so far.
-	opened int
-	stopped      time.Time
-	outage       *Outage
+	opened  int
+	stopped time.Time
+	outage  *Outage
 }
 
 func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) error {
