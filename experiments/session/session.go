@@ -247,8 +247,7 @@ func (s *Session) Close(ctx context.Context) error {
 		errs = append(errs, b.Stop(ctx))
 	}
 	rec.Flush()
-	if err := rec.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("xds.log: %w", err))
-	}
+	// The recorder's error names xds.log itself ("write xds.log: ...").
+	errs = append(errs, rec.Err())
 	return errors.Join(errs...)
 }
