@@ -1,5 +1,6 @@
 // Package runner drives a scenario's steps (shared/scenario: a built-in one or a user's
-// file) against one front end and one data plane (real Envoy or the simulated client),
+// file) against one control plane (an experiments/session, across restarts) and one
+// client (an experiments/client: real Envoy, grpc-go or the simulated client),
 // with one handler per action (actions.go) and one checker per kind of expectation
 // (expect.go, window.go), and keeps the evidence: xds.log, a checkpoint per step
 // (request, backend, access log, accepted versions, Envoy stats, config dump),
@@ -287,7 +288,7 @@ type Result struct {
 
 // Run is one run in progress; BeforeStep hooks get it to inject faults. It drives the
 // steps and ties the parts together; each part owns its own state: the control plane
-// across restarts (host), the proxy and its backends (data), where the run stands in
+// across restarts (host), the client and its backends (data), where the run stands in
 // its steps (steps), the steady load (load). What stays here is the run's own: its
 // options and scenario, its directory and run.json, the ports it reserved, and the
 // tracker every wait reads.
@@ -301,7 +302,7 @@ type Run struct {
 	track  *tracker
 	// host is the control plane (across restarts), xds.log and the desired state.
 	host controlPlaneHost
-	// data is the proxy and the backends behind it.
+	// data is the client and the backends behind it.
 	data dataPlane
 	// expects keeps the scenario's expectations that apply to this run.
 	expects expectFilter
@@ -319,11 +320,11 @@ func (r *Run) Dir() string { return r.dir }
 // ControlPlane returns the current control plane.
 func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp() }
 
-// ProxyPID is the data plane's process id (0 for the simulated client).
-func (r *Run) ProxyPID() int { return r.data.pid() }
+// ClientPID is the client's process id (0 for the simulated client).
+func (r *Run) ClientPID() int { return r.data.pid() }
 
-// KillProxy ends the data plane with SIGKILL (a real client's process only).
-func (r *Run) KillProxy() error { return r.data.kill() }
+// KillClient ends the client with SIGKILL (a real client's process only).
+func (r *Run) KillClient() error { return r.data.kill() }
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
 // starts it again on the same port.

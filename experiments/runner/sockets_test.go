@@ -147,7 +147,7 @@ func TestEverythingBindsLoopback(t *testing.T) {
 			for _, b := range r.data.backends.all() {
 				want[b.Port()] = "inventory " + b.Name()
 			}
-			found = listeningSockets(t, os.Getpid(), r.ProxyPID())
+			found = listeningSockets(t, os.Getpid(), r.ClientPID())
 			return nil
 		}})
 	require.NoError(t, err)
