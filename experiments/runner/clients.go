@@ -144,6 +144,16 @@ func (s *backendSet) replace(b *inventory.Backend) {
 	}
 }
 
+// Stop stops every backend (a session.Backend: the run's session stops them after its
+// control plane).
+func (s *backendSet) Stop(ctx context.Context) error {
+	var errs []error
+	for _, b := range s.all() {
+		errs = append(errs, b.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
 // at names the backend listening on port ("" when none): where the simulated client's
 // computed endpoint leads.
 func (s *backendSet) at(port int) string {

@@ -65,8 +65,8 @@ func (h *controlPlaneHost) openLog(path string) error {
 }
 
 // start starts the run's session on port, its recorder's events labelled with step (the
-// step in progress, "" before the first).
-func (h *controlPlaneHost) start(port int, step string) error {
+// step in progress, "" before the first); the session stops backends when it closes.
+func (h *controlPlaneHost) start(port int, step string, backends session.Backend) error {
 	o := h.base
 	o.Addr = loopback.Addr(port)
 	ses, err := session.New(session.Options{ControlPlane: o, Log: h.log,
@@ -75,10 +75,11 @@ func (h *controlPlaneHost) start(port int, step string) error {
 		return fmt.Errorf("start control plane: %w", err)
 	}
 	ses.SetStep(step)
+	ses.AddBackend(backends)
+	h.ses = ses
 	if err := ses.Start(h.life); err != nil {
 		return fmt.Errorf("start control plane: %w", err)
 	}
-	h.ses = ses
 	return nil
 }
 
@@ -100,8 +101,8 @@ func (h *controlPlaneHost) rec() *xdslog.Recorder { return h.ses.Recorder() }
 // server is the instance running, from 1 (xds.log's server field).
 func (h *controlPlaneHost) server() int { return h.ses.Server() }
 
-// stop closes the session, if one started (teardown): its client, then the control
-// plane running.
+// stop closes the session, if one was made (teardown): its client, then the control
+// plane running, then the backends.
 func (h *controlPlaneHost) stop(ctx context.Context) {
 	if h.ses != nil {
 		_ = h.ses.Close(ctx)

@@ -568,7 +568,7 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
 	r.host.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
-	if err := r.host.start(r.o.XDSPort, r.steps.name); err != nil {
+	if err := r.host.start(r.o.XDSPort, r.steps.name, r.data.backends); err != nil {
 		return err
 	}
 	r.o.XDSPort = r.host.cp().Port()
@@ -772,13 +772,15 @@ func (r *Run) setStep(name string) {
 }
 
 // teardown stops what the run started, each before what it talks to (the load and the
-// proxy, the control plane, the backends), closes xds.log and releases the ports.
+// client, the control plane, the backends: the session), closes xds.log and releases the ports.
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.load.stop()
 	r.data.shutdown(ctx)
 	r.host.stop(ctx)
+	// The session stopped them; these are the backends of a run whose session was never
+	// made (Stop is idempotent).
 	r.data.stopBackends(ctx)
 	r.host.closeLog()
 	// Everything that bound or dialled them is stopped now.
