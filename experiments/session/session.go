@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/xds-workbench/lab/experiments/client"
@@ -81,7 +82,7 @@ func New(o Options) (*Session, error) {
 // build makes the next instance: its recorder (with the step in progress) and its
 // control plane.
 func (s *Session) build() error {
-	rec := xdslog.NewRecorder(s.o.Log, s.o.ControlPlane.Mode, append(s.o.Record, xdslog.WithServer(s.server+1))...)
+	rec := xdslog.NewRecorder(s.o.Log, s.o.ControlPlane.Mode, slices.Concat(s.o.Record, []xdslog.Option{xdslog.WithServer(s.server + 1)})...)
 	rec.SetStep(s.step)
 	opts := s.o.ControlPlane
 	opts.Recorder = rec
