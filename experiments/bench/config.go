@@ -12,6 +12,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -33,8 +34,10 @@ type configRun struct {
 	// when they are stopped.
 	picked []int
 	cfg    *Config
-	cp     *controlplane.ControlPlane
-	rec    *xdslog.Recorder
+	// ses is the configuration's control plane and its recorder (cp and rec).
+	ses *session.Session
+	cp  *controlplane.ControlPlane
+	rec *xdslog.Recorder
 	// logFile is the configuration's xds.log: unbuffered, one write per line, as the
 	// recorder expects.
 	logFile *os.File
@@ -56,10 +59,11 @@ type configRun struct {
 // target is one published state: the publisher of one node and what it last published.
 type target struct {
 	// node is the node ID the state is served to ("" for the control plane's one node);
-	// proxy is the Envoy served it (nil for simulated and fan-out clients).
-	node  string
-	pub   publish.StatePublisher
-	proxy *proxy
+	// member is the Envoy (or grpc-go client) served it (nil for simulated and fan-out
+	// clients).
+	node   string
+	pub    publish.StatePublisher
+	member *member
 	// listenerPort is the port the state puts the listener on (the default without
 	// Envoy).
 	listenerPort int
@@ -161,7 +165,7 @@ func (r *configRun) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	if len(r.cl.proxies) > 0 && r.e.o.Client == ClientEnvoy {
+	if len(r.cl.members) > 0 && r.e.o.Client == ClientEnvoy {
 		r.calibrateProbes(ctx)
 	}
 	for i := 1; i <= r.e.o.Repeat; i++ {
@@ -176,9 +180,9 @@ func (r *configRun) run(ctx context.Context) error {
 	return nil
 }
 
-// openLog creates the configuration's xds.log and its recorder. The recorder writes
-// the evidence log; the meter reads the same events as they are written, so figures
-// and log cannot disagree.
+// openLog creates the configuration's xds.log and its meter. The session's recorder
+// writes the evidence log; the meter reads the same events as they are written, so
+// figures and log cannot disagree.
 func (r *configRun) openLog() error {
 	logPath := filepath.Join(r.e.o.Out, "xds-"+r.stem()+".log")
 	f, err := os.Create(logPath)
@@ -188,7 +192,6 @@ func (r *configRun) openLog() error {
 	r.logFile = f
 	r.cfg.Log = filepath.Base(logPath)
 	r.m = newMeter()
-	r.rec = xdslog.NewRecorder(f, r.s.mode, xdslog.WithObserver(r.m.observe))
 	return nil
 }
 
@@ -201,16 +204,15 @@ func (r *configRun) start(ctx context.Context) error {
 	if r.s.mode == protocol.SotW {
 		opts.Versions = r.s.versions
 	}
-	proxies, err := r.proxySpecs(&opts)
+	proxies, err := r.memberSpecs(&opts)
 	if err != nil {
 		return err
 	}
-	// The control plane lives for the configuration; Stop in close ends it.
-	cp, err := controlplane.Start(context.WithoutCancel(ctx), opts)
-	if err != nil {
+	// The control plane lives for the configuration; Close in close ends it.
+	if err := r.startSession(context.WithoutCancel(ctx), opts); err != nil {
 		return err
 	}
-	r.cp = cp
+	cp := r.cp
 	xdsAddr := cp.Addr()
 	if r.s.tap {
 		if xdsAddr, err = r.startTapFor(cp.Addr()); err != nil {
@@ -219,7 +221,7 @@ func (r *configRun) start(ctx context.Context) error {
 	}
 	r.xdsAddr = xdsAddr
 	e := r.e
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), proxies: proxies,
+	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), members: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
@@ -230,6 +232,17 @@ func (r *configRun) start(ctx context.Context) error {
 		return err
 	}
 	return r.awaitSubscribed(ctx)
+}
+
+// startSession starts the configuration's session: its control plane with opts,
+// recording to xds.log through the meter.
+func (r *configRun) startSession(ctx context.Context, opts controlplane.Options) error {
+	ses, err := session.New(session.Options{ControlPlane: opts, Log: r.logFile, Record: []xdslog.Option{xdslog.WithObserver(r.m.observe)}})
+	if err != nil {
+		return err
+	}
+	r.ses, r.cp, r.rec = ses, ses.ControlPlane(), ses.Recorder()
+	return ses.Start(ctx)
 }
 
 // startStuck connects the stuck clients once the initial state is in place and waits
@@ -254,24 +267,24 @@ func (r *configRun) startStuck(ctx context.Context) error {
 	return nil
 }
 
-// proxySpecs reserves a listener port per Envoy or grpc-go client. K Envoys on one
+// memberSpecs reserves a listener port per Envoy or grpc-go client. K Envoys on one
 // machine need K listener ports, and the listener is part of the state: each Envoy gets
 // a node ID and a state of its own, added to opts.Nodes (one Envoy keeps the control
 // plane's one node, as the bench always ran it). grpc-go clients take the same path,
 // the front door on the listener port.
-func (r *configRun) proxySpecs(opts *controlplane.Options) ([]proxySpec, error) {
+func (r *configRun) memberSpecs(opts *controlplane.Options) ([]memberSpec, error) {
 	o := r.e.o
 	if o.Client != ClientEnvoy && o.Client != ClientGRPC {
 		return nil, nil
 	}
-	var proxies []proxySpec
+	var proxies []memberSpec
 	for i := 0; i < o.Envoys; i++ {
 		port, err := loopback.FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("listener port for %s %d: %w", o.Client, i, err)
 		}
 		r.picked = append(r.picked, port)
-		ps := proxySpec{listenerPort: port}
+		ps := memberSpec{listenerPort: port}
 		switch {
 		case o.Client == ClientGRPC:
 			ps.node = GRPCNodeID(i)
@@ -304,21 +317,21 @@ func (r *configRun) startTapFor(upstream string) (string, error) {
 	return r.tap.addr, nil
 }
 
-// awaitSubscribed sets the targets (the control plane's one node, or one per proxy)
+// awaitSubscribed sets the targets (the control plane's one node, or one per member)
 // and waits until every client asked for its first type.
 func (r *configRun) awaitSubscribed(ctx context.Context) error {
-	if len(r.cl.proxies) == 0 {
+	if len(r.cl.members) == 0 {
 		r.targets = []*target{{pub: r.cp.Publisher(), listenerPort: resources.DefaultListener}}
 		return r.m.waitSubscribed(ctx, r.e.o.Clients)
 	}
 	var nodes []string
-	for _, p := range r.cl.proxies {
-		r.targets = append(r.targets, &target{node: p.node, pub: r.cp.PublisherFor(p.node), proxy: p, listenerPort: p.listenerPort})
+	for _, p := range r.cl.members {
+		r.targets = append(r.targets, &target{node: p.node, pub: r.cp.PublisherFor(p.node), member: p, listenerPort: p.listenerPort})
 		r.cfg.Proxies = append(r.cfg.Proxies, p.info())
 		nodes = append(nodes, p.nodeID())
 	}
 	r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
-	r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.proxies)))
+	r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.members)))
 	r.cfg.PollIntervalAckedMS = ms(pollInterval)
 	// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
 	// RDS, CDS and EDS only as each answer names them (the xDS resolver's
@@ -370,11 +383,9 @@ func (r *configRun) close() error {
 			errs = append(errs, err)
 		}
 	}
-	if r.cp != nil {
-		r.cp.Stop()
-	}
-	if r.rec != nil {
-		if err := r.rec.Err(); err != nil {
+	if r.ses != nil {
+		// The control plane, then the recorder's errors (the clients are stopped above).
+		if err := r.ses.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -504,10 +515,10 @@ type readings struct {
 	rx, tx    []int64
 }
 
-// readBefore reads this process's CPU, the tap's and each proxy's CPU and wire bytes,
+// readBefore reads this process's CPU, the tap's and each member's CPU and wire bytes,
 // after collecting the previous step's garbage so it is not in this step's window.
 func (r *configRun) readBefore(ctx context.Context) (readings, error) {
-	proxies := r.cl.proxies
+	proxies := r.cl.members
 	heap()
 	var (
 		rd  = readings{envoy: make([]cpuReading, len(proxies)), rx: make([]int64, len(proxies)), tx: make([]int64, len(proxies))}
@@ -523,7 +534,7 @@ func (r *configRun) readBefore(ctx context.Context) (readings, error) {
 	}
 	// Read the slow byte counters first: the CPU readings bracket only the update.
 	for k, p := range proxies {
-		if p.grpc != nil {
+		if p.isGRPC() {
 			continue // no byte counters: grpc-go keeps none it exposes
 		}
 		if rd.rx[k], rd.tx[k], err = p.wire(ctx); err != nil {
@@ -538,7 +549,7 @@ func (r *configRun) readBefore(ctx context.Context) (readings, error) {
 	return rd, nil
 }
 
-// dpResult is one proxy's data-plane proof of a step.
+// dpResult is one member's data-plane proof of a step.
 type dpResult struct {
 	answer Answer
 	at     time.Time
@@ -546,30 +557,30 @@ type dpResult struct {
 	err    error
 }
 
-// probes are one step's data-plane probes, one per proxy, each started at its publish.
+// probes are one step's data-plane probes, one per member, each started at its publish.
 type probes struct {
 	r    *configRun
 	pf   proof
 	slow time.Duration
 	done []chan dpResult
-	// acked[node] closes when the proxy's ACK is seen: its probes then go to full rate.
+	// acked[node] closes when the member's ACK is seen: its probes then go to full rate.
 	acked       map[string]chan struct{}
 	publishedAt []time.Time
 }
 
 func (r *configRun) newProbes(pf proof) *probes {
-	pr := &probes{r: r, pf: pf, slow: pollEvery(len(r.cl.proxies)), done: make([]chan dpResult, len(r.cl.proxies)),
-		acked: make(map[string]chan struct{}, len(r.cl.proxies)), publishedAt: make([]time.Time, len(r.targets))}
-	for _, p := range r.cl.proxies {
+	pr := &probes{r: r, pf: pf, slow: pollEvery(len(r.cl.members)), done: make([]chan dpResult, len(r.cl.members)),
+		acked: make(map[string]chan struct{}, len(r.cl.members)), publishedAt: make([]time.Time, len(r.targets))}
+	for _, p := range r.cl.members {
 		pr.acked[p.nodeID()] = make(chan struct{})
 	}
 	return pr
 }
 
-// start probes target k's proxy (none for simulated and fan-out clients) until it shows
+// start probes target k's member (none for simulated and fan-out clients) until it shows
 // the step's proof.
 func (pr *probes) start(ctx context.Context, k int) {
-	p := pr.r.targets[k].proxy
+	p := pr.r.targets[k].member
 	if p == nil {
 		return
 	}
@@ -608,10 +619,10 @@ func (s *Sample) setOwed(w want) {
 	slices.Sort(s.AwaitedUnsubscribes)
 }
 
-// awaitStep waits for every client's ACK and, with proxies, every proxy's data-plane
+// awaitStep waits for every client's ACK and, with members, every member's data-plane
 // proof, filling the sample's times from t0.
 func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants []want, pr *probes, t0 time.Time) error {
-	proxies := r.cl.proxies
+	proxies := r.cl.members
 	if len(proxies) == 0 {
 		lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, wants[0])
 		if err != nil {
@@ -637,10 +648,10 @@ func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants
 	return pr.collect(s, t0)
 }
 
-// collect is the data plane of the fleet: every proxy showed the change; the sample's
+// collect is the data plane of the fleet: every member showed the change; the sample's
 // figure is the last one's.
 func (pr *probes) collect(s *Sample, t0 time.Time) error {
-	for k := range pr.r.cl.proxies {
+	for k := range pr.r.cl.members {
 		res := <-pr.done[k]
 		if res.err != nil {
 			return res.err
@@ -657,7 +668,7 @@ func (pr *probes) collect(s *Sample, t0 time.Time) error {
 	return nil
 }
 
-// readAfter fills the step's CPU (this process's, the tap's) and, with proxies, their
+// readAfter fills the step's CPU (this process's, the tap's) and, with members, their
 // CPU, RSS and wire bytes, as what grew since before.
 func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) error {
 	cpu1, err := childproc.SelfCPU()
@@ -673,7 +684,7 @@ func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) e
 		v := ms(c - before.tap)
 		s.TapCPUMS = &v
 	}
-	if len(r.cl.proxies) == 0 {
+	if len(r.cl.members) == 0 {
 		return nil
 	}
 	if err := r.readProxiesCPU(s, before); err != nil {
@@ -682,19 +693,19 @@ func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) e
 	if err := r.readProxiesWire(ctx, s, before); err != nil {
 		return err
 	}
-	if len(r.cl.proxies) > 1 {
+	if len(r.cl.members) > 1 {
 		s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
 	}
 	r.prevVersion = s.Version
 	return nil
 }
 
-// readProxiesCPU fills each proxy's CPU and RSS, and their sum in the sample's own
+// readProxiesCPU fills each member's CPU and RSS, and their sum in the sample's own
 // fields (one Envoy: the same figures as always).
 func (r *configRun) readProxiesCPU(s *Sample, before readings) error {
 	var cpuSum, ticksSum float64
 	var rssSum int64
-	for k, p := range r.cl.proxies {
+	for k, p := range r.cl.members {
 		e1, err := readEnvoyCPU(p)
 		if err != nil {
 			return fmt.Errorf("envoy %s: %w", p.nodeID(), err)
@@ -717,8 +728,8 @@ func (r *configRun) readProxiesCPU(s *Sample, before readings) error {
 // exposes no byte counters).
 func (r *configRun) readProxiesWire(ctx context.Context, s *Sample, before readings) error {
 	var rxSum, txSum int64
-	for k, p := range r.cl.proxies {
-		if p.grpc != nil {
+	for k, p := range r.cl.members {
+		if p.isGRPC() {
 			continue
 		}
 		rx1, tx1, err := p.wire(ctx)
@@ -779,7 +790,7 @@ func (r *configRun) describeProof(pf proof) string {
 // checkSimulated asks the simulated client what a request on the proof's path would get
 // and refuses a step it ACKed but does not run.
 func (r *configRun) checkSimulated(s *Sample, pf proof, version string) error {
-	got := r.cl.sim.Route(pf.path)
+	got := r.cl.sim.Simulated().Route(pf.path)
 	s.SimulatedEndpoint, s.SimulatedStatus, s.SimulatedServer = got.Endpoint, got.Status, got.Server
 	if pf.backend == noBackend {
 		if got.Status != 404 {
@@ -801,14 +812,14 @@ type cpuReading struct {
 	source     string
 }
 
-// readEnvoyCPU reads the proxy process's CPU: Envoy's (envoyCPU), or a grpc-go
+// readEnvoyCPU reads the member process's CPU: Envoy's (envoyCPU), or a grpc-go
 // client's process clock.
-func readEnvoyCPU(p *proxy) (cpuReading, error) {
-	if p.grpc != nil {
-		c, err := childproc.CPUClock(p.grpc.Pid())
+func readEnvoyCPU(p *member) (cpuReading, error) {
+	if p.isGRPC() {
+		c, err := childproc.CPUClock(p.grpc().Pid())
 		return cpuReading{c, c, "clock_gettime"}, err
 	}
-	cpu, ticks, src, err := envoyCPU(p.proc)
+	cpu, ticks, src, err := envoyCPU(p.envoy())
 	return cpuReading{cpu, ticks, src}, err
 }
 
@@ -816,7 +827,7 @@ func readEnvoyCPU(p *proxy) (cpuReading, error) {
 // first Envoy (every Envoy runs the same routes). Any HTTP answer counts: the last
 // route's cluster points at a port nothing listens on (503).
 func (r *configRun) calibrate(ctx context.Context, path string, requests int) (float64, error) {
-	p := r.cl.proxies[0]
+	p := r.cl.members[0]
 	e0, err := readEnvoyCPU(p)
 	if err != nil {
 		return 0, err
@@ -835,11 +846,11 @@ func (r *configRun) calibrate(ctx context.Context, path string, requests int) (f
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// info is what bench.json says of the proxy: for a grpc-go client, its CSDS address in
+// info is what bench.json says of the member: for a grpc-go client, its CSDS address in
 // place of Envoy's admin and its output log in place of Envoy's.
-func (p *proxy) info() ProxyInfo {
-	if p.grpc != nil {
-		return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.grpc.CSDSAddr(), EnvoyLog: p.bootstrap}
+func (p *member) info() ProxyInfo {
+	if p.isGRPC() {
+		return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.grpc().CSDSAddr(), EnvoyLog: p.bootstrap}
 	}
-	return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.proc.AdminAddr(), Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.proc.LogPath())}
+	return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.envoy().AdminAddr(), Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.envoy().LogPath())}
 }

@@ -20,10 +20,10 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/childproc"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
-	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -93,17 +93,17 @@ func (b *identity) stop() {
 	<-b.done
 }
 
-// clients is the data plane of one configuration: one or more real Envoys (proxies),
-// one simulated Envoy, or K fan-out clients.
+// clients is the data plane of one configuration: one or more real Envoys or grpc-go
+// clients (members of the fleet), one simulated Envoy, or K fan-out clients.
 type clients struct {
 	kind string // ClientEnvoy, ClientSim or "ack-only"
 	k    int
 
-	// Envoy: one proxy per Envoy process, each with its own node ID and listener.
-	proxies []*proxy
+	// Envoy or grpc-go: one member per process, each with its own node ID and listener.
+	members []*member
 
-	// Simulated and fan-out clients.
-	sim    *simclient.Client
+	// Simulated and fan-out clients: one simulated client's state over K connections.
+	sim    *client.Sim
 	conns  []*grpc.ClientConn
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -112,16 +112,15 @@ type clients struct {
 	runErr error
 }
 
-// proxy is one client of a fleet: a real Envoy, or a grpc-go client process
+// member is one client of a fleet: a real Envoy, or a grpc-go client process
 // (ClientGRPC) whose HTTP front door on listenerPort plays the Envoy listener's part.
-type proxy struct {
+type member struct {
 	// node is the node ID Envoy sends (its bootstrap's node.id).
 	node         string
 	listenerPort int
 	bootstrap    string // file name in the output directory
-	// proc is the Envoy; grpc the grpc-go client (exactly one is set).
-	proc  *envoy.Process
-	grpc  *grpcclient.Client
+	// c is the client: a *client.Envoy or a *client.GRPC, started.
+	c     client.Client
 	http  *http.Client // data-plane probes, through this Envoy's listener
 	admin *http.Client // this Envoy's admin endpoints
 	// sotw: the Envoy speaks SotW (its slow teardown is expected: stop).
@@ -139,10 +138,10 @@ type clientSpec struct {
 	bin     envoy.Binary
 	dir     string
 	name    string // file stem, e.g. "sotw-uniform-N1000"
-	// proxies are the Envoys to start (ClientEnvoy): one, with the default node ID and
+	// members are the Envoys to start (ClientEnvoy): one, with the default node ID and
 	// today's file names, or K with their own node IDs; or the grpc-go clients
 	// (ClientGRPC), each with its node ID.
-	proxies []proxySpec
+	members []memberSpec
 	// grpcCommand runs a grpc-go client (ClientGRPC).
 	grpcCommand grpcclient.Command
 	// freshConnections: every data-plane probe opens its own connection to Envoy.
@@ -162,7 +161,7 @@ type clientSpec struct {
 // long to exit"): 1.4e-8 s x N² at N = 30,000, but from 0.8e-8 to over 5e-8 at
 // N = 100,000 (a pointer-chasing walk, so it depends on where Envoy's allocator put the
 // nodes). The grace allows 2e-8 s x N² (200 s more at N = 100,000); a SotW Envoy still
-// tearing down after it is killed and recorded as such (proxy.stop).
+// tearing down after it is killed and recorded as such (member.stop).
 func stopGrace(mode protocol.Mode, clusters int) time.Duration {
 	g := 10*time.Second + time.Duration(clusters/1000)*time.Second
 	if mode == protocol.SotW {
@@ -172,9 +171,9 @@ func stopGrace(mode protocol.Mode, clusters int) time.Duration {
 	return g
 }
 
-// proxySpec is one Envoy to start: its node ID ("" for the bootstrap's default) and
+// memberSpec is one Envoy to start: its node ID ("" for the bootstrap's default) and
 // the listener port its state puts the listener on.
-type proxySpec struct {
+type memberSpec struct {
 	node         string
 	listenerPort int
 }
@@ -183,45 +182,52 @@ func startClients(ctx context.Context, s clientSpec) (*clients, error) {
 	c := &clients{kind: s.kind, k: s.k}
 	switch s.kind {
 	case ClientEnvoy, ClientGRPC:
-		start := startProxy
+		start := startEnvoy
 		if s.kind == ClientGRPC {
-			start = startGRPCProxy
+			start = startGRPC
 		}
-		for _, ps := range s.proxies {
-			p, err := start(ctx, s, ps)
+		for _, ms := range s.members {
+			m, err := start(ctx, s, ms)
 			if err != nil {
 				_ = c.stop(ctx)
 				return nil, err
 			}
-			c.proxies = append(c.proxies, p)
+			c.members = append(c.members, m)
 		}
 		return c, nil
 	case ClientSim, clientAckOnly:
 	default:
 		return nil, fmt.Errorf("unknown client %q", s.kind)
 	}
+	if err := c.startFanOut(ctx, s); err != nil {
+		_ = c.stop(ctx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// startFanOut connects the simulated client (one state over K connections) or K
+// ACK-only clients, each on a connection of its own, as separate Envoys would have.
+func (c *clients) startFanOut(ctx context.Context, s clientSpec) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	if s.kind == ClientSim {
-		sc, err := simclient.New(s.mode, resources.NodeID)
+		sim, err := client.NewSim(client.SimOptions{Mode: s.mode, Addr: s.xdsAddr})
 		if err != nil {
-			cancel()
-			return nil, err
+			return err
 		}
-		c.sim = sc
+		c.sim = sim
 	}
 	for i := 0; i < s.k; i++ {
-		// One connection per client, as separate Envoys would have.
 		// gRPC clients refuse messages over 4 MB by default; a SotW CDS response passes
 		// that at about 27,000 clusters. Accept what the control plane may send.
 		conn, err := grpc.NewClient("passthrough:///"+s.xdsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(controlplane.DefaultMaxSendMsgSize)))
 		if err != nil {
-			c.stop(ctx)
-			return nil, fmt.Errorf("dial %s: %w", s.xdsAddr, err)
+			return fmt.Errorf("dial %s: %w", s.xdsAddr, err)
 		}
 		c.conns = append(c.conns, conn)
-		run := func(ctx context.Context) error { return c.sim.Run(ctx, conn) }
+		run := func(ctx context.Context) error { return c.sim.RunOn(ctx, conn) }
 		if s.kind == clientAckOnly {
 			ac := &ackClient{mode: s.mode, nodeID: resources.NodeID}
 			run = func(ctx context.Context) error { return ac.run(ctx, conn) }
@@ -238,86 +244,99 @@ func startClients(ctx context.Context, s clientSpec) (*clients, error) {
 			}
 		}()
 	}
-	return c, nil
+	return nil
 }
 
-// startProxy writes one Envoy's bootstrap and starts it. One Envoy keeps the file names
+// startEnvoy writes one Envoy's bootstrap and starts it. One Envoy keeps the file names
 // the bench always used (bootstrap-<stem>.yaml, envoy-<stem>.log); each of K has its
 // node ID in them.
-func startProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error) {
+func startEnvoy(ctx context.Context, s clientSpec, ms memberSpec) (*member, error) {
 	stem := s.name
-	if ps.node != "" {
-		stem += "-" + ps.node
+	if ms.node != "" {
+		stem += "-" + ms.node
 	}
 	// The admin port is the kernel's choice (0), read back from Envoy's
 	// --admin-address-path: free by construction, with no window for another process
 	// to take it between choosing and binding.
 	bs := filepath.Join(s.dir, "bootstrap-"+stem+".yaml")
 	b := envoy.Bootstrap{Mode: s.mode, Path: bs,
-		Params: bootstrap.Params{NodeID: ps.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters, Stats: s.envoyStats}}
+		Params: bootstrap.Params{NodeID: ms.node, XDSAddr: s.xdsAddr, OnDemandClusters: s.onDemandClusters, Stats: s.envoyStats}}
 	// One worker thread: the figures are per-thread work, comparable between runs on
 	// machines with different core counts.
-	proc, err := envoy.Launch(ctx, b, envoy.Options{Binary: s.bin, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}, StopGrace: s.stopGrace})
-	if err != nil {
-		return nil, fmt.Errorf("envoy %s: %w", orDefault(ps.node), err)
+	e, err := client.NewEnvoy(client.EnvoyOptions{Bootstrap: b, ListenerPort: ms.listenerPort,
+		Process: envoy.Options{Binary: s.bin, LogPath: filepath.Join(s.dir, "envoy-"+stem+".log"), ExtraArgs: []string{"--concurrency", "1"}, StopGrace: s.stopGrace}})
+	if err == nil {
+		err = e.Start(ctx)
 	}
-	p := &proxy{
-		node: ps.node, listenerPort: ps.listenerPort, bootstrap: filepath.Base(bs), proc: proc, sotw: s.mode == protocol.SotW,
+	if err != nil {
+		return nil, fmt.Errorf("envoy %s: %w", orDefault(ms.node), err)
+	}
+	m := &member{
+		node: ms.node, listenerPort: ms.listenerPort, bootstrap: filepath.Base(bs), c: e, sotw: s.mode == protocol.SotW,
 		http:  &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DisableKeepAlives: s.freshConnections}},
 		admin: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 	}
-	if err := p.quietEnvoy(ctx); err != nil {
-		_ = p.stop(ctx)
+	if err := m.quietEnvoy(ctx); err != nil {
+		_ = m.stop(ctx)
 		return nil, err
 	}
-	return p, nil
+	return m, nil
 }
 
-// startGRPCProxy starts one grpc-go client process (SotW only: Options.validateGRPC)
-// with its front door on the proxy's listener port and its output in
+// startGRPC starts one grpc-go client process (SotW only: Options.validateGRPC) with
+// its front door on the member's listener port and its output in
 // grpc-<stem>-<node>.log.
-func startGRPCProxy(ctx context.Context, s clientSpec, ps proxySpec) (*proxy, error) {
-	logName := "grpc-" + s.name + "-" + ps.node + ".log"
-	c, err := grpcclient.Start(ctx, grpcclient.StartOptions{Command: s.grpcCommand, XDSAddr: s.xdsAddr, NodeID: ps.node,
-		LogPath: filepath.Join(s.dir, logName), FrontDoorPort: ps.listenerPort})
-	if err != nil {
-		return nil, fmt.Errorf("grpc client %s: %w", ps.node, err)
+func startGRPC(ctx context.Context, s clientSpec, ms memberSpec) (*member, error) {
+	logName := "grpc-" + s.name + "-" + ms.node + ".log"
+	g := client.NewGRPC(grpcclient.StartOptions{Command: s.grpcCommand, XDSAddr: s.xdsAddr, NodeID: ms.node,
+		LogPath: filepath.Join(s.dir, logName), FrontDoorPort: ms.listenerPort}, nil)
+	if err := g.Start(ctx); err != nil {
+		return nil, fmt.Errorf("grpc client %s: %w", ms.node, err)
 	}
-	return &proxy{node: ps.node, listenerPort: ps.listenerPort, bootstrap: logName, grpc: c,
+	return &member{node: ms.node, listenerPort: ms.listenerPort, bootstrap: logName, c: g,
 		http:  &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}},
 		admin: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 	}, nil
 }
 
-// kindName names the proxy's client in messages.
-func (p *proxy) kindName() string {
-	if p.grpc != nil {
+// envoy is the member's Envoy process (nil for a grpc-go client).
+func (m *member) envoy() *envoy.Process {
+	if e, ok := m.c.(*client.Envoy); ok {
+		return e.Process()
+	}
+	return nil
+}
+
+// grpc is the member's grpc-go client process (nil for an Envoy).
+func (m *member) grpc() *grpcclient.Client {
+	if g, ok := m.c.(*client.GRPC); ok {
+		return g.Process()
+	}
+	return nil
+}
+
+// isGRPC reports whether the member is a grpc-go client.
+func (m *member) isGRPC() bool { return m.c.Kind() == client.KindGRPC }
+
+// kindName names the member's client in messages.
+func (m *member) kindName() string {
+	if m.isGRPC() {
 		return "grpc client"
 	}
 	return "envoy"
 }
 
-// exited is closed once the proxy's process has exited; exitErr then says how.
-func (p *proxy) exited() <-chan struct{} {
-	if p.grpc != nil {
-		return p.grpc.Exited()
-	}
-	return p.proc.Exited()
-}
+// exited is closed once the member's process has exited; exitErr then says how.
+func (m *member) exited() <-chan struct{} { return m.c.Exited() }
 
-func (p *proxy) exitErr() error {
-	if p.grpc != nil {
-		return p.grpc.ExitErr()
-	}
-	return p.proc.ExitErr()
-}
+func (m *member) exitErr() error { return m.c.Err() }
 
-// rss is the proxy process's resident set size in bytes.
-func (p *proxy) rss() (int64, error) {
-	if p.grpc == nil {
-		return p.proc.RSS()
+// rss is the member process's resident set size in bytes.
+func (m *member) rss() (int64, error) {
+	if e := m.envoy(); e != nil {
+		return e.RSS()
 	}
-	return childproc.RSS(p.grpc.Pid())
+	return childproc.RSS(m.c.(client.Process).PID())
 }
 
 // orDefault names a node in messages: its ID, or the bootstrap's default.
@@ -328,15 +347,15 @@ func orDefault(node string) string {
 	return node
 }
 
-// nodeID is the node ID the proxy's stream names.
-func (p *proxy) nodeID() string { return orDefault(p.node) }
+// nodeID is the node ID the member's stream names.
+func (p *member) nodeID() string { return orDefault(p.node) }
 
 // quietEnvoy sets every Envoy logger to info, as in production. The process helper
 // starts Envoy with config:debug, which in SotW writes three lines per cluster on every
 // EDS update (30,000 lines an update at N = 10,000) and would bill that logging to SotW.
 // It runs before the first publish, so no update is measured at debug level.
-func (p *proxy) quietEnvoy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.proc.AdminAddr()+"/logging?level=info", nil)
+func (p *member) quietEnvoy(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.envoy().AdminAddr()+"/logging?level=info", nil)
 	if err != nil {
 		return fmt.Errorf("envoy %s log level: %w", p.nodeID(), err)
 	}
@@ -359,7 +378,7 @@ func (c *clients) err() error {
 	if c.runErr != nil {
 		return c.runErr
 	}
-	for _, p := range c.proxies {
+	for _, p := range c.members {
 		select {
 		case <-p.exited():
 			return fmt.Errorf("%s %s exited: %v", p.kindName(), p.nodeID(), p.exitErr())
@@ -372,9 +391,9 @@ func (c *clients) err() error {
 // stop stops every Envoy (at once: each takes a moment to drain) and the simulated and
 // fan-out clients; it returns once all of them are gone.
 func (c *clients) stop(ctx context.Context) error {
-	errs := make([]error, len(c.proxies))
+	errs := make([]error, len(c.members))
 	var wg sync.WaitGroup
-	for i, p := range c.proxies {
+	for i, p := range c.members {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -395,18 +414,18 @@ func (c *clients) stop(ctx context.Context) error {
 // stop stops Envoy and records how. A SotW Envoy that had begun to shut down and was
 // killed at the end of its grace is a recorded outcome, not a failure: its teardown is
 // quadratic in N (stopGrace) and the configuration's figures were all in before it.
-func (p *proxy) stop(ctx context.Context) error {
+func (p *member) stop(ctx context.Context) error {
 	start := time.Now()
-	if p.grpc != nil {
+	if p.isGRPC() {
 		// A client still busy after the grace is killed (grpcclient.Client.Stop): like a
 		// SotW Envoy's slow teardown, a recorded outcome once every figure is in, not a
 		// failure (at N = 1,000 a CPU-starved client can take over its 5 s to exit).
-		err := p.grpc.Stop(ctx)
+		err := p.c.Stop(ctx)
 		p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000, KilledInTeardown: err != nil, GRPC: true}
 		p.http.CloseIdleConnections()
 		return nil
 	}
-	err := p.proc.Stop(ctx)
+	err := p.c.Stop(ctx)
 	p.exit = EnvoyExit{MS: float64(time.Since(start).Microseconds()) / 1000}
 	p.http.CloseIdleConnections()
 	var slow *envoy.SlowExitError
@@ -423,7 +442,7 @@ func (p *proxy) stop(ctx context.Context) error {
 // exits is, per Envoy in start order, how it exited, once stop has returned.
 func (c *clients) exits() []EnvoyExit {
 	var out []EnvoyExit
-	for _, p := range c.proxies {
+	for _, p := range c.members {
 		out = append(out, p.exit)
 	}
 	return out
@@ -454,13 +473,13 @@ func (a Answer) String() string {
 
 // ask sends one request through Envoy. Any HTTP answer is an answer; the error is for
 // requests that got none (or a backend answer that contradicts itself).
-func (p *proxy) ask(ctx context.Context, path string) (Answer, error) {
+func (p *member) ask(ctx context.Context, path string) (Answer, error) {
 	return p.askHost(ctx, "", path)
 }
 
 // askHost is ask with the Host header host ("" : the listener's address), as sent: with
 // routes on demand Envoy fetches the virtual host "<route>/<host>".
-func (p *proxy) askHost(ctx context.Context, host, path string) (Answer, error) {
+func (p *member) askHost(ctx context.Context, host, path string) (Answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(p.listenerPort)+path, nil)
 	if err != nil {
 		return Answer{}, fmt.Errorf("build request %s: %w", path, err)
@@ -475,7 +494,7 @@ func (p *proxy) askHost(ctx context.Context, host, path string) (Answer, error) 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	resp.Body.Close()
 	a := Answer{Status: resp.StatusCode, Backend: resp.Header.Get(identityHeader), Server: resp.Header.Get("Server")}
-	if p.grpc != nil {
+	if p.isGRPC() {
 		// The front door answers with the RPC's reply: the backend's name (identityRPC),
 		// only when the RPC succeeded.
 		a.Server = ""
@@ -501,11 +520,11 @@ const (
 // wire reads Envoy's xDS connection byte counters. One filtered /stats query still walks
 // every stat, which takes seconds with 10,000 clusters, so it runs outside the measured
 // windows and gets its own generous timeout.
-func (p *proxy) wire(ctx context.Context) (rx, tx int64, err error) {
+func (p *member) wire(ctx context.Context) (rx, tx int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	q := "/stats?filter=" + url.QueryEscape(`^cluster\.xds_cluster\.upstream_cx_(rx|tx)_bytes_total$`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.proc.AdminAddr()+q, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.envoy().AdminAddr()+q, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("envoy wire bytes: %w", err)
 	}
@@ -544,12 +563,12 @@ const pollInterval = 2 * time.Millisecond
 // pollEvery is the interval between probes of one of k proxies before its ACK.
 func pollEvery(k int) time.Duration { return time.Duration(max(k, 1)) * pollInterval }
 
-// awaitProof polls path through this proxy's listener, every slow until acked is
+// awaitProof polls path through this member's listener, every slow until acked is
 // closed and every pollInterval after, until the answer proves the change, and returns
 // that answer, when it came and how many requests it took: a 200 from backend (with the
 // server header server, when given), or, with backend "", Envoy's own 404 (the route is
 // gone).
-func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
+func (p *member) awaitProof(ctx context.Context, path, backend, server string, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
 	want := "404 from Envoy"
 	if backend != "" {
 		want = backend
@@ -568,7 +587,7 @@ func (p *proxy) awaitProof(ctx context.Context, path, backend, server string, sl
 
 // awaitHost polls Host host, path every pollInterval until backend answers 200, and
 // returns that answer, when it came and how many requests it took.
-func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
+func (p *member) awaitHost(ctx context.Context, host, path, backend string) (Answer, time.Time, int, error) {
 	return p.pollUntil(ctx, fmt.Sprintf("%s on Host %s %s", backend, host, path),
 		func() (Answer, error) { return p.askHost(ctx, host, path) },
 		func(a Answer) bool { return a.Status == http.StatusOK && a.Backend == backend },
@@ -577,9 +596,9 @@ func (p *proxy) awaitHost(ctx context.Context, host, path, backend string) (Answ
 
 // pollUntil asks every slow until acked is closed (never, when nil) and every
 // pollInterval after, until ok holds for an answer, and returns that answer, when it
-// came and how many requests it took. It gives up when ctx ends or the proxy exits;
+// came and how many requests it took. It gives up when ctx ends or the member exits;
 // what (the awaited answer and where) words the error.
-func (p *proxy) pollUntil(ctx context.Context, what string, ask func() (Answer, error), ok func(Answer) bool, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
+func (p *member) pollUntil(ctx context.Context, what string, ask func() (Answer, error), ok func(Answer) bool, slow time.Duration, acked <-chan struct{}) (Answer, time.Time, int, error) {
 	polls := 0
 	var last error // set before every wait: the first request's outcome
 	for {
@@ -608,10 +627,10 @@ func (p *proxy) pollUntil(ctx context.Context, what string, ask func() (Answer, 
 // awaitReady polls Envoy's /ready every pollInterval until it answers 200 (LIVE: its
 // initial xDS fetches are done); finer than envoy.Process.WaitReady's 25 ms, since the
 // time to ready is a figure here.
-func (p *proxy) awaitReady(ctx context.Context) error {
+func (p *member) awaitReady(ctx context.Context) error {
 	last := "no request sent"
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.proc.AdminAddr()+"/ready", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.envoy().AdminAddr()+"/ready", nil)
 		if err != nil {
 			return fmt.Errorf("envoy %s /ready: %w", p.nodeID(), err)
 		}
@@ -629,8 +648,8 @@ func (p *proxy) awaitReady(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("envoy %s not ready: %w (last /ready: %s)", p.nodeID(), ctx.Err(), last)
-		case <-p.proc.Exited():
-			return fmt.Errorf("envoy %s exited before ready: %v", p.nodeID(), p.proc.ExitErr())
+		case <-p.c.Exited():
+			return fmt.Errorf("envoy %s exited before ready: %v", p.nodeID(), p.c.Err())
 		case <-time.After(pollInterval):
 		}
 	}

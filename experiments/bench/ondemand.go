@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -139,8 +140,9 @@ type odRun struct {
 	trace   *odTrace
 	rec     *xdslog.Recorder
 	logFile *os.File
+	ses     *session.Session
 	cp      *controlplane.ControlPlane
-	p       *proxy
+	p       *member
 	port    int
 	state   resources.State
 	version int
@@ -202,7 +204,7 @@ func (r *odRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.cfg.RSSUsed, err = r.p.proc.RSS(); err != nil {
+	if r.cfg.RSSUsed, err = r.p.envoy().RSS(); err != nil {
 		return err
 	}
 	r.cfg.UsedAtRSS = used
@@ -221,7 +223,7 @@ func (r *odRun) run(ctx context.Context) error {
 		return err
 	}
 	r.cfg.Warm, r.cfg.WarmSent = latencyOf(warm.ms), warm.sent
-	if r.cfg.RSSAfter, err = r.p.proc.RSS(); err != nil {
+	if r.cfg.RSSAfter, err = r.p.envoy().RSS(); err != nil {
 		return err
 	}
 	r.say("cold p50 %.2f ms p99 %.2f ms (%d B fetched); warm p50 %.2f ms; RSS %d MB initial, %d MB with %d used",
@@ -233,7 +235,7 @@ func (r *odRun) run(ctx context.Context) error {
 		}
 		r.cfg.Changes = append(r.cfg.Changes, st)
 	}
-	if r.cfg.ActiveClusters, err = r.p.proc.StatInt(ctx, "cluster_manager.active_clusters"); err != nil {
+	if r.cfg.ActiveClusters, err = r.p.envoy().StatInt(ctx, "cluster_manager.active_clusters"); err != nil {
 		return err
 	}
 	return nil
@@ -250,23 +252,27 @@ func (r *odRun) start(ctx context.Context) error {
 	}
 	r.logFile, r.cfg.Log = f, filepath.Base(logPath)
 	r.trace = newODTrace()
-	r.rec = xdslog.NewRecorder(f, r.s.mode, xdslog.WithObserver(r.trace.observe))
-	cp, err := controlplane.Start(context.WithoutCancel(ctx), controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache, OnDemand: r.od})
+	ses, err := session.New(session.Options{ControlPlane: controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Cache: r.s.cache, OnDemand: r.od},
+		Log: f, Record: []xdslog.Option{xdslog.WithObserver(r.trace.observe)}})
 	if err != nil {
 		return err
 	}
-	r.cp = cp
+	r.ses, r.cp, r.rec = ses, ses.ControlPlane(), ses.Recorder()
+	if err := ses.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	cp := r.cp
 	if r.port, err = loopback.FreePort(); err != nil {
 		return fmt.Errorf("listener port: %w", err)
 	}
 	spec := clientSpec{kind: ClientEnvoy, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), stopGrace: stopGrace(r.s.mode, r.n), onDemandClusters: r.od.Clusters, envoyStats: e.o.EnvoyStats}
-	if r.p, err = startProxy(ctx, spec, proxySpec{listenerPort: r.port}); err != nil {
+	if r.p, err = startEnvoy(ctx, spec, memberSpec{listenerPort: r.port}); err != nil {
 		return err
 	}
 	// A cold request is held while Envoy fetches; at N = 100,000 under the SnapshotCache
 	// one took 1.3 s, and the on_demand filter's own cluster timeout is 5 s.
 	r.p.http.Timeout = coldRequestTimeout
-	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.bootstrap, filepath.Base(r.p.proc.LogPath())
+	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.bootstrap, filepath.Base(r.p.envoy().LogPath())
 	_, err = r.trace.wait(ctx, 0, 0, "Envoy's first request", func(evs []odEvent) bool {
 		return slices.ContainsFunc(evs, func(e odEvent) bool { return e.event == xdslog.EventRequest })
 	})
@@ -280,11 +286,8 @@ func (r *odRun) close() error {
 	if r.p != nil {
 		errs = append(errs, r.p.stop(ctx))
 	}
-	if r.cp != nil {
-		r.cp.Stop()
-	}
-	if r.rec != nil {
-		errs = append(errs, r.rec.Err())
+	if r.ses != nil {
+		errs = append(errs, r.ses.Close(ctx))
 	}
 	if r.logFile != nil {
 		if err := r.logFile.Close(); err != nil {
@@ -350,7 +353,7 @@ func (r *odRun) initial(ctx context.Context) error {
 		return err
 	}
 	r.cfg.Initial = st
-	if r.cfg.RSSInitial, err = r.p.proc.RSS(); err != nil {
+	if r.cfg.RSSInitial, err = r.p.envoy().RSS(); err != nil {
 		return err
 	}
 	r.say("initial: %d resource(s), %d B; build %.0f ms, publish %.0f ms, ready %.0f ms; RSS %d MB", st.Sent.Resources, st.Sent.Bytes, st.BuildMS, st.PublishMS, ready, r.cfg.RSSInitial>>20)

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/simclient"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -31,8 +31,7 @@ const stuckWindow = 64 << 10
 // question is whether anything else waits too.
 type stuckClients struct {
 	cancel  context.CancelFunc
-	conns   []*grpc.ClientConn
-	clients []*simclient.Client
+	clients []*client.Sim
 	done    sync.WaitGroup
 }
 
@@ -41,26 +40,20 @@ func startStuck(ctx context.Context, addr string, mode protocol.Mode, k int) (*s
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	sc := &stuckClients{cancel: cancel}
 	for i := 0; i < k; i++ {
-		conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithInitialWindowSize(stuckWindow), grpc.WithInitialConnWindowSize(stuckWindow),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(controlplane.DefaultMaxSendMsgSize)))
-		if err != nil {
-			sc.stop()
-			return nil, fmt.Errorf("stuck client: dial %s: %w", addr, err)
-		}
 		// The node the fan-out clients name: the snapshot cache keys states by node ID
 		// (shared/publish.NewSnapshotCache, IDHash), so it is served the same state.
-		c, err := simclient.New(mode, resources.NodeID)
+		c, err := client.NewSim(client.SimOptions{Mode: mode, Node: resources.NodeID, Addr: addr, Dial: []grpc.DialOption{
+			grpc.WithInitialWindowSize(stuckWindow), grpc.WithInitialConnWindowSize(stuckWindow),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(controlplane.DefaultMaxSendMsgSize))}})
 		if err != nil {
-			_ = conn.Close()
 			sc.stop()
 			return nil, fmt.Errorf("stuck client: %w", err)
 		}
-		sc.conns, sc.clients = append(sc.conns, conn), append(sc.clients, c)
+		sc.clients = append(sc.clients, c)
 		sc.done.Add(1)
 		go func() {
 			defer sc.done.Done()
-			_ = c.Run(sctx, conn) // ends with sctx (stop); the meter sees the stream close
+			_ = c.Run(sctx) // ends with sctx (stop); the meter sees the stream close
 		}()
 	}
 	return sc, nil
@@ -70,7 +63,7 @@ func startStuck(ctx context.Context, addr string, mode protocol.Mode, k int) (*s
 // listener and a route: the whole initial state.
 func (sc *stuckClients) awaitState(ctx context.Context) error {
 	for i, c := range sc.clients {
-		_, err := c.WaitFor(ctx, func(s simclient.State) bool {
+		_, err := c.Simulated().WaitFor(ctx, func(s simclient.State) bool {
 			for _, t := range []resources.Type{resources.CDS, resources.EDS, resources.LDS, resources.RDS} {
 				if len(s.Accepted[t]) == 0 {
 					return false
@@ -88,16 +81,13 @@ func (sc *stuckClients) awaitState(ctx context.Context) error {
 // stopReading makes every stuck client stop reading.
 func (sc *stuckClients) stopReading() {
 	for _, c := range sc.clients {
-		c.StopReading()
+		c.Simulated().StopReading()
 	}
 }
 
-// stop resets the stuck streams (which unblocks the server's sends) and closes the
-// connections.
+// stop resets the stuck streams (which unblocks the server's sends); each closes its
+// connection as it ends.
 func (sc *stuckClients) stop() {
 	sc.cancel()
 	sc.done.Wait()
-	for _, c := range sc.conns {
-		_ = c.Close()
-	}
 }

@@ -2,17 +2,13 @@ package churn
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/xds-workbench/lab/experiments/simclient"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
@@ -73,16 +69,11 @@ func (p *population) slot(ctx context.Context, mode protocol.Mode, addr string, 
 // client connects one simulated client for life, NACKing a nackRate share of valid
 // responses, and counts what it did.
 func (p *population) client(ctx context.Context, mode protocol.Mode, addr string, life time.Duration, nackRate float64, rng *rand.Rand) error {
-	c, err := simclient.New(mode, ClientNode)
+	c, err := client.NewSim(client.SimOptions{Mode: mode, Node: ClientNode, Addr: addr,
+		Reject: func(resources.Type) bool { return rng.Float64() < nackRate }})
 	if err != nil {
 		return err
 	}
-	c.SetRejecter(func(resources.Type) bool { return rng.Float64() < nackRate })
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("churn client: %w", err)
-	}
-	defer conn.Close()
 	// The lifetime ends with a cancel, not a deadline: a context deadline travels as
 	// grpc-timeout, the server enforces it too and may end the stream a moment before
 	// the client's own timer fires, which then reads as a failure
@@ -93,7 +84,7 @@ func (p *population) client(ctx context.Context, mode protocol.Mode, addr string
 	defer stop.Stop()
 	p.connects.Add(1)
 	p.connected.Add(1)
-	err = c.Run(lctx, conn)
+	err = c.Run(lctx) // on a connection of its own, closed as it ends
 	p.connected.Add(-1)
 	p.leaves.Add(1)
 	for _, cnt := range c.State().Counters {

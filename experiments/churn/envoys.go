@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/protocol"
 )
@@ -47,22 +48,22 @@ func (f *fleet) start(ctx context.Context, specs []envoySpec, bin envoy.Binary, 
 // supervise starts the Envoy of s, and kills and restarts it every KillMin-KillMax,
 // until ctx ends; then stops it.
 func (f *fleet) supervise(ctx context.Context, s envoySpec, bin envoy.Binary, o Options, rng *rand.Rand) error {
-	l, err := envoy.NewLauncher(envoy.Bootstrap{Mode: s.mode, Path: filepath.Join(o.Out, "bootstrap-"+s.node+".yaml"),
-		Params: bootstrap.Params{NodeID: s.node, XDSAddr: s.xdsAddr}},
-		envoy.Options{Binary: bin, LogPath: filepath.Join(o.Out, "envoy-"+s.node+".log"), ExtraArgs: []string{"--concurrency", "1"}})
+	e, err := client.NewEnvoy(client.EnvoyOptions{
+		Bootstrap: envoy.Bootstrap{Mode: s.mode, Path: filepath.Join(o.Out, "bootstrap-"+s.node+".yaml"),
+			Params: bootstrap.Params{NodeID: s.node, XDSAddr: s.xdsAddr}},
+		Process: envoy.Options{Binary: bin, LogPath: filepath.Join(o.Out, "envoy-"+s.node+".log"), ExtraArgs: []string{"--concurrency", "1"}}})
 	if err != nil {
 		return fmt.Errorf("envoy %s: %w", s.node, err)
 	}
 	for first := true; ; first = false {
-		p, err := l.Start(ctx)
-		if err != nil {
+		if err := e.Start(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("envoy %s: %w", s.node, err)
 		}
 		f.mu.Lock()
-		f.pids = append(f.pids, p.Pid())
+		f.pids = append(f.pids, e.PID())
 		f.mu.Unlock()
 		if !first {
 			f.restarts.Add(1)
@@ -71,15 +72,14 @@ func (f *fleet) supervise(ctx context.Context, s envoySpec, bin envoy.Binary, o 
 		select {
 		case <-ctx.Done():
 			// A clean stop at the end: /quitquitquit, then signals (envoy.Process.Stop).
-			_ = p.Stop(context.Background())
+			_ = e.Stop(context.Background())
 			return nil
 		case <-time.After(wait):
 		}
-		if err := p.Kill(); err != nil {
+		// SIGKILL, the exit, and the temporary directory removed.
+		if err := e.Crash(context.Background()); err != nil {
 			return fmt.Errorf("envoy %s: %w", s.node, err)
 		}
-		<-p.Exited()
-		_ = p.Stop(context.Background()) // exited: only removes its temporary directory
 	}
 }
 

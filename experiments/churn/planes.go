@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
-	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -28,6 +28,7 @@ func EnvoyNode(i int) string { return "churn-envoy-" + strconv.Itoa(i) }
 // of each node it serves.
 type plane struct {
 	mode  protocol.Mode
+	ses   *session.Session
 	cp    *controlplane.ControlPlane
 	log   *os.File
 	path  string
@@ -43,8 +44,7 @@ func startPlane(ctx context.Context, mode protocol.Mode, dir string, envoyNodes 
 	if p.log, err = os.Create(p.path); err != nil {
 		return nil, fmt.Errorf("churn %s: %w", mode, err)
 	}
-	opts := controlplane.Options{Mode: mode, Addr: "127.0.0.1:0", Recorder: xdslog.NewRecorder(p.log, mode),
-		Nodes: append([]string{ClientNode}, envoyNodes...)}
+	opts := controlplane.Options{Mode: mode, Addr: "127.0.0.1:0", Nodes: append([]string{ClientNode}, envoyNodes...)}
 	if mode == protocol.SotW {
 		opts.Versions, opts.NackPolicy = publish.PerType, sotw.Resend
 	}
@@ -54,10 +54,17 @@ func startPlane(ctx context.Context, mode protocol.Mode, dir string, envoyNodes 
 			return nil, fmt.Errorf("churn %s: listener port: %w", mode, err)
 		}
 	}
-	if p.cp, err = controlplane.Start(ctx, opts); err != nil {
+	if p.ses, err = session.New(session.Options{ControlPlane: opts, Log: p.log}); err == nil {
+		err = p.ses.Start(ctx)
+	}
+	if err != nil {
+		if p.ses != nil {
+			_ = p.ses.Close(context.Background())
+		}
 		p.log.Close()
 		return nil, fmt.Errorf("churn: %w", err)
 	}
+	p.cp = p.ses.ControlPlane()
 	if err := p.publish(ctx, 1); err != nil {
 		p.stop()
 		return nil, err
@@ -84,7 +91,7 @@ func (p *plane) publish(ctx context.Context, n int) error {
 
 // stop stops the control plane (every stream closed and recorded) and closes its log.
 func (p *plane) stop() {
-	p.cp.Stop()
+	_ = p.ses.Close(context.Background())
 	p.log.Close()
 }
 

@@ -1,10 +1,14 @@
 // Package controlplane runs one ADS control plane on a real gRPC server bound to
-// 127.0.0.1 (Start), with explicit resource limits, so that `lab serve` and the
-// experiments start it the same way and see the same refusals. New and Serve split Start
-// for a caller that brings its own listener (a test's bufconn). It owns the state and picks the transport:
+// 127.0.0.1, with explicit resource limits. It owns the state and picks the transport:
 // one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
 // MuxCache), the one publish.StatePublisher that feeds it, and one transport (SotW or
 // delta, chosen by Options.Mode) serving that cache.
+//
+// New builds one and Serve serves it on a listener the caller brings (a test's
+// bufconn); Listen serves it on a loopback address, and Start is New then Listen.
+// Outside tests its one caller is experiments/session, which makes each instance of a
+// run with New and Listen, so that `lab serve` and the experiments start it the same way
+// and see the same refusals.
 package controlplane
 
 import (
@@ -183,7 +187,7 @@ type ControlPlane struct {
 }
 
 // Start validates o, binds o.Addr and serves the front end until Stop or until ctx is
-// done: New, a loopback listener, and Serve on it in a goroutine.
+// done: New, then Listen.
 func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
@@ -192,15 +196,28 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %w", err)
 	}
-	lis, err := listen(o.Addr)
-	if err != nil {
+	if err := c.Listen(ctx, o.Addr); err != nil {
 		c.Stop()
-		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Listen binds addr (127.0.0.1:PORT, DefaultAddr when empty; port 0 picks a free one)
+// and serves on it in a goroutine until Stop or until ctx is done; Addr and Port name
+// the listener when it returns. It is Start for a control plane made by New.
+func (c *ControlPlane) Listen(ctx context.Context, addr string) error {
+	mode := c.rec.Mode()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start %s control plane: %w", mode, err)
+	}
+	lis, err := listen(addr)
+	if err != nil {
+		return fmt.Errorf("start %s control plane: %w", mode, err)
 	}
 	if err := c.bind(lis); err != nil {
 		_ = lis.Close()
-		c.Stop()
-		return nil, fmt.Errorf("start %s control plane: %w", o.Mode, err)
+		return fmt.Errorf("start %s control plane: %w", mode, err)
 	}
 	go func() {
 		// Serve fails only when Accept does, which on a loopback listener means Stop
@@ -210,7 +227,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	c.mu.Lock()
 	c.unwatch = context.AfterFunc(ctx, c.Stop)
 	c.mu.Unlock()
-	return c, nil
+	return nil
 }
 
 // listen binds addr (DefaultAddr when empty), which must be 127.0.0.1:PORT.

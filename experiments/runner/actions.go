@@ -34,7 +34,7 @@ var actions = map[scenario.Action]action{
 
 // publish applies a change to the desired state and publishes it.
 func (r *Run) publish(ctx context.Context, c scenario.Change) (*resources.Set, error) {
-	prev := r.host.cp.Publisher().Current()
+	prev := r.host.cp().Publisher().Current()
 	set, err := r.host.publish(ctx, c)
 	if err != nil {
 		return nil, err
@@ -97,16 +97,16 @@ type restartEnvoyAction struct{ kill bool }
 func (restartEnvoyAction) budget(*Run, scenario.Step) time.Duration { return 0 }
 
 func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	opened, _ := r.track.streams(r.host.server)
+	opened, _ := r.track.streams(r.host.server())
 	if a.kill {
 		if err := r.data.crash(ctx); err != nil { // the exit is on purpose
 			return err
 		}
 	} else if err := r.data.stop(ctx); err != nil {
-		return fmt.Errorf("stop %s: %w", r.data.proxy.Kind(), err)
+		return fmt.Errorf("stop %s: %w", r.data.kind(), err)
 	}
 	err := r.wait(ctx, "old stream closed", func() (bool, error) {
-		_, closed := r.track.streams(r.host.server)
+		_, closed := r.track.streams(r.host.server())
 		return closed >= opened, nil
 	})
 	s.check("the old stream closed", err == nil, errText(err))
@@ -117,9 +117,9 @@ func (a restartEnvoyAction) run(ctx context.Context, r *Run, s *stepRun) error {
 	if a.kill {
 		how = "killed (SIGKILL) and started again"
 	}
-	r.out.say("  %s %s", clientNoun(r.data.proxy.Kind()), how)
+	r.out.say("  %s %s", clientNoun(r.data.kind()), how)
 	err = r.wait(ctx, "new stream", func() (bool, error) {
-		o, _ := r.track.streams(r.host.server)
+		o, _ := r.track.streams(r.host.server())
 		return o > opened, nil
 	})
 	s.check("a new stream opened", err == nil, errText(err))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -107,7 +108,7 @@ func (r *Run) recordClientView(s *stepRun, res *ClientViewResult, findings []cli
 	for i, f := range res.Findings {
 		lines[i] = f.String()
 	}
-	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
+	r.host.rec().Emit(xdslog.Event{Event: xdslog.EventClientView, Client: res.Client, Stream: res.Stream, Checked: res.Resources,
 		Findings: lines, Error: res.Error})
 	switch {
 	case res.Error != "":
@@ -139,7 +140,7 @@ func viewSource(client string) string {
 // envoyClientView is the cross-check for Envoy: dump is the config dump the checkpoint
 // already read; a later read replaces it, so the dump kept as evidence is the one the
 // comparison ended on.
-func (r *Run) envoyClientView(ctx context.Context, s *stepRun, ev evidence, dump []byte) []byte {
+func (r *Run) envoyClientView(ctx context.Context, s *stepRun, ev client.AdminViewer, dump []byte) []byte {
 	first, err := clientview.FromEnvoyConfigDump(dump)
 	fetch := func(ctx context.Context) ([]clientview.Resource, error) {
 		d, err := ev.ConfigDump(ctx)

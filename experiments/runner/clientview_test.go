@@ -2,12 +2,15 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/clientview"
+	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -33,7 +36,10 @@ func TestRecordClientView(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CI", "")
 			var buf bytes.Buffer
-			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{rec: xdslog.NewRecorder(&buf, protocol.SotW)}}
+			ses, err := session.New(session.Options{ControlPlane: controlplane.Options{Mode: protocol.SotW}, Log: &buf})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = ses.Close(context.Background()) })
+			r := &Run{o: Options{StrictClientView: c.strict}, host: controlPlaneHost{ses: ses}}
 			cp := &Checkpoint{}
 			failed := false
 			s := &stepRun{cp: cp, check: func(what string, ok bool, detail string) {

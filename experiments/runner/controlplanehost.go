@@ -7,6 +7,7 @@ import (
 
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -15,19 +16,18 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// controlPlaneHost owns the run's xDS server across restarts: the control plane running
-// now and its recorder, the label book every instance shares, which instance it is, the
-// run-long context they live in, xds.log they all write to, and the desired state they
-// publish with what its resources take from the run (env). A restart-control-plane step
-// stops the current instance and starts the next one here; nothing else makes one.
+// controlPlaneHost owns the run's xDS server across restarts: the session (the control
+// plane running now, its recorder and which instance it is), the label book every
+// instance shares, the run-long context they live in, xds.log they all write to, and the
+// desired state they publish with what its resources take from the run (env). A
+// restart-control-plane step restarts the session's control plane here; nothing else
+// makes one.
 type controlPlaneHost struct {
-	cp  *controlplane.ControlPlane
-	rec *xdslog.Recorder
+	ses *session.Session
 	// labels are durable across control-plane instances: a restarted server republishes
 	// the same state under the same label. So a client resuming with version_info from
 	// the old server is matched to the content it holds.
 	labels *xdslog.LabelBook
-	server int // the instance running, from 1 (xds.log's server field)
 	// life bounds what lives for the whole run (control planes, the load); a step's
 	// context would take a restarted server down with the step.
 	life context.Context
@@ -64,27 +64,48 @@ func (h *controlPlaneHost) openLog(path string) error {
 	return nil
 }
 
-// start starts the next control-plane instance on port, its recorder's events labelled
-// with step (the step in progress, "" before the first).
-func (h *controlPlaneHost) start(port int, step string) error {
-	h.server++
-	h.rec = xdslog.NewRecorder(h.log, h.base.Mode, xdslog.WithServer(h.server), xdslog.WithObserver(h.observe),
-		xdslog.WithLabelBook(h.labels))
-	h.rec.SetStep(step)
+// start starts the run's session on port, its recorder's events labelled with step (the
+// step in progress, "" before the first); the session stops backends when it closes.
+func (h *controlPlaneHost) start(port int, step string, backends session.Backend) error {
 	o := h.base
-	o.Addr, o.Recorder = loopback.Addr(port), h.rec
-	cp, err := controlplane.Start(h.life, o)
+	o.Addr = loopback.Addr(port)
+	ses, err := session.New(session.Options{ControlPlane: o, Log: h.log,
+		Record: []xdslog.Option{xdslog.WithObserver(h.observe), xdslog.WithLabelBook(h.labels)}})
 	if err != nil {
 		return fmt.Errorf("start control plane: %w", err)
 	}
-	h.cp = cp
+	ses.SetStep(step)
+	ses.AddBackend(backends)
+	h.ses = ses
+	if err := ses.Start(h.life); err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
 	return nil
 }
 
-// stop stops the control plane running, if any (teardown).
-func (h *controlPlaneHost) stop() {
-	if h.cp != nil {
-		h.cp.Stop()
+// restart starts the next control-plane instance on the same port, its recorder's events
+// labelled with the step in progress.
+func (h *controlPlaneHost) restart() error {
+	if err := h.ses.RestartControlPlane(); err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	return nil
+}
+
+// cp is the control plane running now.
+func (h *controlPlaneHost) cp() *controlplane.ControlPlane { return h.ses.ControlPlane() }
+
+// rec is the recorder of the control plane running now.
+func (h *controlPlaneHost) rec() *xdslog.Recorder { return h.ses.Recorder() }
+
+// server is the instance running, from 1 (xds.log's server field).
+func (h *controlPlaneHost) server() int { return h.ses.Server() }
+
+// stop closes the session, if one was made (teardown): its client, then the control
+// plane running, then the backends.
+func (h *controlPlaneHost) stop(ctx context.Context) {
+	if h.ses != nil {
+		_ = h.ses.Close(ctx)
 	}
 }
 
@@ -108,7 +129,7 @@ func (h *controlPlaneHost) publish(ctx context.Context, c scenario.Change) (*res
 	if err != nil {
 		return nil, fmt.Errorf("publish version %s: %w", version, err)
 	}
-	if err := h.cp.PublishSet(ctx, set); err != nil {
+	if err := h.cp().PublishSet(ctx, set); err != nil {
 		return nil, err
 	}
 	h.desired = next
@@ -118,7 +139,7 @@ func (h *controlPlaneHost) publish(ctx context.Context, c scenario.Change) (*res
 // newestAccepted is what the newest open stream accepted (nil when none is open).
 func (h *controlPlaneHost) newestAccepted() map[string]map[string]xdslog.Accepted {
 	var best *xdslog.StreamStatus
-	all := h.cp.Recorder().Status()
+	all := h.cp().Recorder().Status()
 	for i := range all {
 		if best == nil || all[i].Server > best.Server || (all[i].Server == best.Server && all[i].Stream > best.Stream) {
 			best = &all[i]
@@ -134,9 +155,9 @@ func (h *controlPlaneHost) newestAccepted() map[string]map[string]xdslog.Accepte
 // for SotW the type's version label). A rejected type must still hold the previous good
 // content.
 func (h *controlPlaneHost) accepted(set, prev *resources.Set, rejected map[resources.Type]bool) bool {
-	versions := h.cp.Publisher().Versions()
+	versions := h.cp().Publisher().Versions()
 	onDemand := onDemandTypes(h.base.OnDemand)
-	for _, s := range h.cp.Recorder().Status() {
+	for _, s := range h.cp().Recorder().Status() {
 		ok := true
 		for _, t := range resources.Types {
 			if onDemand[t] {
@@ -178,7 +199,7 @@ func (h *controlPlaneHost) accepted(set, prev *resources.Set, rejected map[resou
 // run's label book. ok is false when no stream is open.
 func (h *controlPlaneHost) clientModel(client, node string) (clientview.Model, bool) {
 	var best *xdslog.StreamStatus
-	all := h.cp.Recorder().Status()
+	all := h.cp().Recorder().Status()
 	for i := range all {
 		s := &all[i]
 		if s.Node != node && s.Node != "" {
@@ -192,7 +213,7 @@ func (h *controlPlaneHost) clientModel(client, node string) (clientview.Model, b
 		return clientview.Model{}, false
 	}
 	return clientview.Model{Client: client, Mode: h.base.Mode, Stream: *best,
-		Published: clientview.Published(h.cp.Publisher().Current()), Labels: h.labels.Lookup}, true
+		Published: clientview.Published(h.cp().Publisher().Current()), Labels: h.labels.Lookup}, true
 }
 
 // recordProbes writes probes (a traffic window's, or a step's load) as dataplane events:
@@ -213,7 +234,7 @@ func (h *controlPlaneHost) recordProbes(probes []probe, path, kind string) {
 		if j-i > 1 {
 			e.Represents = j - i
 		}
-		h.rec.Emit(e)
+		h.rec().Emit(e)
 		emitted++
 		i = j
 	}

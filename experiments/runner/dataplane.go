@@ -5,67 +5,74 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/inventory"
 )
 
-// dataPlane owns the run's client side: the proxy (Envoy, the grpc client or the
-// simulated one), the inventory backends behind it, and whether the proxy was started
+// dataPlane owns the run's client side: the client (Envoy, the grpc client or the
+// simulated one), the inventory backends behind it, and whether the client was started
 // and is meant to be running. That last bit is what tells a fault (an exit while up)
 // from a stop on purpose, so every start and stop goes through here.
 type dataPlane struct {
-	proxy    proxy
+	client   client.Client
 	backends *backendSet
-	// started: the proxy was started once (after the first publish).
+	// accessLog is Envoy's access log, which request reads (Envoy only).
+	accessLog string
+	// started: the client was started once (after the first publish).
 	started bool
-	// up is true while the proxy is meant to run: an exit then is a fault.
+	// up is true while the client is meant to run: an exit then is a fault.
 	up bool
 }
 
-// died reports whether the proxy is meant to run but its process has exited.
+// kind names the client ("envoy", "grpc" or "simulated").
+func (d *dataPlane) kind() string { return string(d.client.Kind()) }
+
+// died reports whether the client is meant to run but its process has exited.
 func (d *dataPlane) died() bool {
 	if !d.up {
 		return false
 	}
 	select {
-	case <-d.proxy.Exited():
+	case <-d.client.Exited():
 		return true
 	default:
 		return false
 	}
 }
 
-// start starts the proxy and marks it as meant to run.
+// start starts the client and marks it as meant to run.
 func (d *dataPlane) start(ctx context.Context) error {
-	if err := d.proxy.Start(ctx); err != nil {
+	if err := d.client.Start(ctx); err != nil {
 		return err
 	}
 	d.up = true
 	return nil
 }
 
-// stop stops the proxy on purpose (its exit is then no fault).
+// stop stops the client on purpose (its exit is then no fault).
 func (d *dataPlane) stop(ctx context.Context) error {
 	d.up = false
-	return d.proxy.Stop(ctx)
+	return d.client.Stop(ctx)
 }
 
-// crash ends the proxy abruptly on purpose (restart-envoy's kill).
+// crash ends the client abruptly on purpose (restart-envoy's kill).
 func (d *dataPlane) crash(ctx context.Context) error {
 	d.up = false
-	return d.proxy.Crash(ctx)
+	return d.client.Crash(ctx)
 }
 
-// pid is the proxy's process id (0 before it exists and for the simulated client).
+// pid is the client's process id (0 before it exists and for the simulated client).
 func (d *dataPlane) pid() int {
-	if d.proxy == nil {
+	p, ok := d.client.(client.Process)
+	if !ok {
 		return 0
 	}
-	return d.proxy.PID()
+	return p.PID()
 }
 
-// kill ends the proxy with SIGKILL (a real client's process only).
+// kill ends the client with SIGKILL (a real client's process only).
 func (d *dataPlane) kill() error {
-	p, ok := d.proxy.(interface{ Kill() error })
+	p, ok := d.client.(client.Process)
 	if !ok {
 		return errors.New("kill: the data plane is simulated")
 	}
@@ -95,18 +102,18 @@ func (d *dataPlane) stopBackend(ctx context.Context, name string) (restart func(
 	return nil, fmt.Errorf("no backend %q", name)
 }
 
-// noAdmin says why the proxy has no Envoy admin view (what: "stats", "config dump").
+// noAdmin says why the client has no Envoy admin view (what: "stats", "config dump").
 func (d *dataPlane) noAdmin(what string) string {
-	if d.proxy.Kind() == ClientGRPC {
+	if d.client.Kind() == client.KindGRPC {
 		return "grpc-go has no Envoy " + what + "; its own view is CSDS (the step's -csds.json)"
 	}
 	return "the simulated client has no " + what
 }
 
-// startCPU marks the CPU time used so far, the proxy's too when it shows it.
+// startCPU marks the CPU time used so far, the client's too when it shows it.
 func (d *dataPlane) startCPU() cpuMark {
 	m := cpuMark{self: selfCPU()}
-	if ev := d.proxy.Evidence(); ev != nil {
+	if ev := d.admin(); ev != nil {
 		if t, pid, err := ev.CPU(); err == nil {
 			m.envoy, m.envoyPID, m.envoyRead = t, pid, true
 		}
@@ -114,11 +121,11 @@ func (d *dataPlane) startCPU() cpuMark {
 	return m
 }
 
-// shutdown stops the proxy at the end of the run, if one was made.
+// shutdown stops the client at the end of the run, if one was made.
 func (d *dataPlane) shutdown(ctx context.Context) {
-	if d.proxy != nil {
+	if d.client != nil {
 		d.up = false
-		_ = d.proxy.Stop(ctx)
+		_ = d.client.Stop(ctx)
 	}
 }
 

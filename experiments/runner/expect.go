@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -25,9 +26,9 @@ type RequestResult struct {
 type expectFilter struct{ target scenario.Target }
 
 // newExpectFilter is the filter of a run with o and info (the SotW options in force,
-// defaults filled) whose data plane is p.
-func newExpectFilter(o Options, info RunInfo, p proxy) expectFilter {
-	return expectFilter{scenario.Target{Mode: o.Mode, Cache: string(o.Cache), Client: p.Kind(), SotWVersions: info.SotWVersions}}
+// defaults filled) whose client is c.
+func newExpectFilter(o Options, info RunInfo, c client.Client) expectFilter {
+	return expectFilter{scenario.Target{Mode: o.Mode, Cache: string(o.Cache), Client: string(c.Kind()), SotWVersions: info.SotWVersions}}
 }
 
 // applies keeps the expectations for this run's mode and cache.
@@ -70,12 +71,12 @@ func (r *Run) checkRequests(ctx context.Context, s *stepRun) {
 // observe sends one request through the proxy and records it in xds.log; ok says whether
 // it got the expected answer.
 func (r *Run) observe(ctx context.Context, q scenario.RequestExpect, tag, probe string) (Observation, bool) {
-	obs := r.data.proxy.Request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.steps.name, r.host.server, tag))
-	ok := matches(obs, q, r.data.proxy.Kind() != "simulated")
+	obs := r.data.request(ctx, q.Request, fmt.Sprintf("%s-%s-%d-%s", r.o.Mode, r.steps.name, r.host.server(), tag))
+	ok := matches(obs, q, r.data.kind() != "simulated")
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC() // connection failures and the simulated client
 	}
-	r.host.rec.Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
+	r.host.rec().Emit(xdslog.Event{TS: obs.Answered, Event: xdslog.EventDataPlane, RequestID: obs.RequestID, Status: obs.Status, Backend: obs.Backend(),
 		Flags: obs.Flags, Upstream: obs.Upstream, Client: clientLabel(obs), Expected: describeExpect(q), Correct: &ok, Path: q.Path, Probe: probe,
 		Host: obs.Host, SentTS: sentTS(obs)})
 	return obs, ok
@@ -241,7 +242,7 @@ func (r *Run) checkEnvoyStates(ctx context.Context, s *stepRun) {
 		}
 		key := scenario.Key{Type: e.Type, Name: e.Name}
 		what := fmt.Sprintf("Envoy's config dump shows %s %s", key, e.State)
-		ev := r.data.proxy.Evidence()
+		ev := r.data.admin()
 		if ev == nil {
 			s.skip(what, r.data.noAdmin("config dump"))
 			continue
@@ -274,7 +275,7 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 		if e.Delta {
 			what = fmt.Sprintf("Envoy's %s rose by %s %d over the step", e.Name, e.Op, e.Value)
 		}
-		ev := r.data.proxy.Evidence()
+		ev := r.data.admin()
 		if ev == nil {
 			s.skip(what, r.data.noAdmin("stats"))
 			continue

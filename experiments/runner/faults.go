@@ -35,7 +35,7 @@ func (r *Run) wait(ctx context.Context, what string, cond func() (bool, error)) 
 
 // recoverProxy handles an unexpected proxy exit noticed while waiting for what.
 func (r *Run) recoverProxy(ctx context.Context, what string) error {
-	exit := fmt.Sprintf("%s exited: %s", clientNoun(r.data.proxy.Kind()), exitText(r.data.proxy.ExitErr()))
+	exit := fmt.Sprintf("%s exited: %s", clientNoun(r.data.kind()), exitText(r.data.client.Err()))
 	// Reap the dead process's leftovers (its temporary admin-address directory); Stop
 	// returns at once for a process that has exited.
 	_ = r.data.stop(ctx)
@@ -58,8 +58,8 @@ func (r *Run) recoverProxy(ctx context.Context, what string) error {
 		return cur.fault
 	}
 	// The exit was dealt with: the check holds if the step then completes.
-	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.data.proxy.PID()))
-	r.out.say("  %s restarted (pid %d); still waiting for %s", clientNoun(r.data.proxy.Kind()), r.data.proxy.PID(), what)
+	cur.check(exit, true, fmt.Sprintf("while waiting for %s; restarted it (pid %d) and kept waiting", what, r.data.pid()))
+	r.out.say("  %s restarted (pid %d); still waiting for %s", clientNoun(r.data.kind()), r.data.pid(), what)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func findCheck(c Checkpoint, prefix string) *Check {
 func killOnSend(t *testing.T, r *Run, step string, twice bool) (kills func() int32) {
 	var n atomic.Int32
 	kill := func() {
-		if err := r.KillProxy(); err != nil {
+		if err := r.KillClient(); err != nil {
 			t.Errorf("kill: %v", err)
 		}
 		n.Add(1)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -40,18 +41,18 @@ type cpRestart struct {
 	s *stepRun
 	// ev is the proxy's admin view (nil: the client shows no stats); before its stats
 	// as the server stopped.
-	ev     evidence
+	ev     client.AdminViewer
 	before map[string]string
-	// port is the old server's, which the new one takes; opened its streams so far.
-	port, opened int
-	stopped      time.Time
-	outage       *Outage
+	// opened counts the old server's streams so far.
+	opened  int
+	stopped time.Time
+	outage  *Outage
 }
 
 func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) error {
-	c := &cpRestart{r: r, s: s, port: r.host.cp.Port()}
-	c.opened, _ = r.track.streams(r.host.server)
-	c.ev = r.data.proxy.Evidence()
+	c := &cpRestart{r: r, s: s}
+	c.opened, _ = r.track.streams(r.host.server())
+	c.ev = r.data.admin()
 	if c.ev != nil {
 		c.before, _ = c.ev.Stats(ctx)
 	}
@@ -84,9 +85,9 @@ func (restartControlPlaneAction) run(ctx context.Context, r *Run, s *stepRun) er
 // had opened) and, when the proxy shows its stats, that it saw the server go.
 func (c *cpRestart) stopServer(ctx context.Context) {
 	r, s := c.r, c.s
-	r.host.cp.Stop()
+	r.host.ses.StopControlPlane()
 	err := r.wait(ctx, "streams closed", func() (bool, error) {
-		_, closed := r.track.streams(r.host.server)
+		_, closed := r.track.streams(r.host.server())
 		return closed >= c.opened, nil
 	})
 	s.check("the old server's streams closed", err == nil, errText(err))
@@ -181,7 +182,7 @@ func (c *cpRestart) restartServerHeld(ctx context.Context) error {
 	if !c.s.st.HoldEnvoy {
 		return c.restartServer(ctx)
 	}
-	release, err := c.r.data.proxy.Hold(ctx)
+	release, err := c.r.data.hold(ctx)
 	if err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func (c *cpRestart) restartServerHeld(ctx context.Context) error {
 func (c *cpRestart) restartServer(ctx context.Context) error {
 	r, s := c.r, c.s
 	set := s.prev
-	if err := r.host.start(c.port, r.steps.name); err != nil {
+	if err := r.host.restart(); err != nil {
 		return err
 	}
 	s.cp.Outage.DurationMS = float64(time.Since(c.stopped).Microseconds()) / 1000
@@ -207,12 +208,12 @@ func (c *cpRestart) restartServer(ctx context.Context) error {
 		if set == nil {
 			return fmt.Errorf("restart the control plane: nothing was published yet")
 		}
-		if err := r.host.cp.PublishSet(ctx, set); err != nil {
+		if err := r.host.cp().PublishSet(ctx, set); err != nil {
 			return err
 		}
 		s.cp.PublishedAt = time.Now().UTC().Format(time.RFC3339Nano)
-		s.cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.host.server, set.Version)
-		r.out.say("  control plane restarted (server %d), republished version %s", r.host.server, set.Version)
+		s.cp.VersionNote = fmt.Sprintf("the restarted server (server %d) republished the same desired state under the same label %q", r.host.server(), set.Version)
+		r.out.say("  control plane restarted (server %d), republished version %s", r.host.server(), set.Version)
 		return nil
 	}
 	// The new server's first state is already the first change applied: it never serves
@@ -230,8 +231,8 @@ func (c *cpRestart) restartServer(ctx context.Context) error {
 		held = "; the proxy was held until all were in place"
 	}
 	s.cp.VersionNote = fmt.Sprintf("while the proxy was disconnected the restarted server (server %d) published %s%s",
-		r.host.server, strings.Join(s.published, " then "), held)
-	r.out.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.host.server, strings.Join(s.published, " then "))
+		r.host.server(), strings.Join(s.published, " then "), held)
+	r.out.say("  control plane restarted (server %d); published %s while the proxy was disconnected", r.host.server(), strings.Join(s.published, " then "))
 	return nil
 }
 
@@ -247,14 +248,14 @@ func (a restartControlPlaneAction) verify(ctx context.Context, r *Run, s *stepRu
 // new server is of the newest label, and (delta) only resources that differ from what
 // the proxy ran were sent.
 func (restartControlPlaneAction) checkNewestOnly(r *Run, s *stepRun) {
-	newest := r.host.cp.Publisher().Current()
+	newest := r.host.cp().Publisher().Current()
 	ran := s.prev
 	for _, q := range s.published[:len(s.published)-1] {
 		inter, _ := strconv.Unquote(q)
-		n := r.track.sentVersionCount(r.host.server, inter)
+		n := r.track.sentVersionCount(r.host.server(), inter)
 		s.check(fmt.Sprintf("no send on the new server carried the intermediate version %q", inter), n == 0, fmt.Sprintf("%d send(s)", n))
 	}
-	acks := r.track.firstAcks(r.host.server)
+	acks := r.track.firstAcks(r.host.server())
 	var wrong []string
 	for t, v := range acks {
 		if v != newest.Version {
@@ -264,7 +265,7 @@ func (restartControlPlaneAction) checkNewestOnly(r *Run, s *stepRun) {
 	slices.Sort(wrong)
 	s.check(fmt.Sprintf("the first ACK of every type on the new server is of the newest version %q", newest.Version), len(acks) > 0 && len(wrong) == 0,
 		fmt.Sprintf("%d type(s) ACKed; other versions: %s", len(acks), strings.Join(wrong, ",")))
-	sent := r.track.sentResources(r.host.server)
+	sent := r.track.sentResources(r.host.server())
 	var want []string
 	for _, t := range resources.Types {
 		var old map[string]string

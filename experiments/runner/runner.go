@@ -1,5 +1,6 @@
 // Package runner drives a scenario's steps (shared/scenario: a built-in one or a user's
-// file) against one front end and one data plane (real Envoy or the simulated client),
+// file) against one control plane (an experiments/session, across restarts) and one
+// client (an experiments/client: real Envoy, grpc-go or the simulated client),
 // with one handler per action (actions.go) and one checker per kind of expectation
 // (expect.go, window.go), and keeps the evidence: xds.log, a checkpoint per step
 // (request, backend, access log, accepted versions, Envoy stats, config dump),
@@ -20,6 +21,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/analysis"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
@@ -28,6 +30,7 @@ import (
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
+	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
 	"github.com/xds-workbench/lab/sotw"
@@ -285,7 +288,7 @@ type Result struct {
 
 // Run is one run in progress; BeforeStep hooks get it to inject faults. It drives the
 // steps and ties the parts together; each part owns its own state: the control plane
-// across restarts (host), the proxy and its backends (data), where the run stands in
+// across restarts (host), the client and its backends (data), where the run stands in
 // its steps (steps), the steady load (load). What stays here is the run's own: its
 // options and scenario, its directory and run.json, the ports it reserved, and the
 // tracker every wait reads.
@@ -299,7 +302,7 @@ type Run struct {
 	track  *tracker
 	// host is the control plane (across restarts), xds.log and the desired state.
 	host controlPlaneHost
-	// data is the proxy and the backends behind it.
+	// data is the client and the backends behind it.
 	data dataPlane
 	// expects keeps the scenario's expectations that apply to this run.
 	expects expectFilter
@@ -315,13 +318,13 @@ type Run struct {
 func (r *Run) Dir() string { return r.dir }
 
 // ControlPlane returns the current control plane.
-func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp }
+func (r *Run) ControlPlane() *controlplane.ControlPlane { return r.host.cp() }
 
-// ProxyPID is the data plane's process id (0 for the simulated client).
-func (r *Run) ProxyPID() int { return r.data.pid() }
+// ClientPID is the client's process id (0 for the simulated client).
+func (r *Run) ClientPID() int { return r.data.pid() }
 
-// KillProxy ends the data plane with SIGKILL (a real client's process only).
-func (r *Run) KillProxy() error { return r.data.kill() }
+// KillClient ends the client with SIGKILL (a real client's process only).
+func (r *Run) KillClient() error { return r.data.kill() }
 
 // StopBackend stops one inventory backend ("v1" or "v2") and returns a function that
 // starts it again on the same port.
@@ -565,15 +568,16 @@ func (r *Run) setUp(client string, bin envoy.Binary) error {
 	// grpc-go takes the listener as an api_listener: the proxyless shape, same routes.
 	r.host.env.Proxyless = client == ClientGRPC
 	r.info.ListenerPort = r.o.ListenerPort
-	if err := r.host.start(r.o.XDSPort, r.steps.name); err != nil {
+	if err := r.host.start(r.o.XDSPort, r.steps.name, r.data.backends); err != nil {
 		return err
 	}
-	r.o.XDSPort = r.host.cp.Port()
-	r.info.XDSAddr = r.host.cp.Addr()
-	if r.data.proxy, err = r.newProxy(client, bin); err != nil {
+	r.o.XDSPort = r.host.cp().Port()
+	r.info.XDSAddr = r.host.cp().Addr()
+	if r.data.client, err = r.newClient(client, bin); err != nil {
 		return err
 	}
-	r.expects = newExpectFilter(r.o, r.info, r.data.proxy)
+	r.host.ses.AddClient(r.data.client)
+	r.expects = newExpectFilter(r.o, r.info, r.data.client)
 	return writeJSONAtomic(filepath.Join(r.dir, "run.json"), r.info)
 }
 
@@ -630,7 +634,7 @@ func (r *Run) doStep(ctx context.Context, st scenario.Step, i, n int) error {
 		return r.steps.interrupted(st.Name)
 	}
 	r.setStep(st.Name)
-	r.out.say("%s", stepHeader(st, i, n, r.data.proxy.Kind()))
+	r.out.say("%s", stepHeader(st, i, n, r.data.kind()))
 	if r.o.BeforeStep != nil {
 		if err := r.o.BeforeStep(ctx, r, st); err != nil {
 			return r.steps.fail(st, fmt.Sprintf("before step: %v", err), 0, 0)
@@ -695,27 +699,29 @@ func (r *Run) describeClient(client string, bin envoy.Binary, notRun string) {
 	}
 }
 
-// newProxy makes the run's data plane, pointed at the control plane now running.
-func (r *Run) newProxy(client string, bin envoy.Binary) (proxy, error) {
-	switch client {
+// newClient makes the run's client, pointed at the control plane now running.
+func (r *Run) newClient(kind string, bin envoy.Binary) (client.Client, error) {
+	switch kind {
 	case ClientEnvoy:
 		overrides, err := mergeConfigYAML(r.sc.Bootstrap, r.o.ConfigYAML)
 		if err != nil {
 			return nil, err
 		}
 		r.info.ConfigYAML = overrides
-		params := bootstrap.Params{XDSAddr: r.host.cp.Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
-		// Never a typed nil in the interface: teardown stops any proxy the run has.
-		e, err := newEnvoyProxy(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, r.data.backends, overrides)
+		params := bootstrap.Params{XDSAddr: r.host.cp().Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
+		// Never a typed nil in the interface: teardown stops any client the run has.
+		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides)
 		if err != nil {
 			return nil, err
 		}
+		r.data.accessLog = filepath.Join(r.dir, "access.log")
 		return e, nil
 	case ClientGRPC:
 		// The front door takes the listener's port: it stands where Envoy's listener would.
-		return newGRPCProxy(r.o.GRPCCommand, r.host.cp.Addr(), r.info.GRPCTarget, r.dir, r.o.ListenerPort, r.data.backends), nil
+		return client.NewGRPC(grpcclient.StartOptions{Command: r.o.GRPCCommand, XDSAddr: r.host.cp().Addr(), NodeID: resources.NodeID,
+			Target: r.info.GRPCTarget, LogPath: filepath.Join(r.dir, "grpc-client.log"), FrontDoorPort: r.o.ListenerPort}, nil), nil
 	}
-	s, err := newSimProxy(r.o.Mode, r.host.cp.Addr(), r.data.backends)
+	s, err := client.NewSim(client.SimOptions{Mode: r.o.Mode, Addr: r.host.cp().Addr(), BackendAt: r.data.backends.at})
 	if err != nil {
 		return nil, err
 	}
@@ -761,18 +767,20 @@ var ErrInterrupted = errors.New("interrupted")
 
 func (r *Run) setStep(name string) {
 	r.steps.name = name
-	r.host.rec.SetStep(name)
-	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventStep})
+	r.host.ses.SetStep(name)
+	r.host.rec().Emit(xdslog.Event{Event: xdslog.EventStep})
 }
 
 // teardown stops what the run started, each before what it talks to (the load and the
-// proxy, the control plane, the backends), closes xds.log and releases the ports.
+// client, the control plane, the backends: the session), closes xds.log and releases the ports.
 func (r *Run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r.load.stop()
 	r.data.shutdown(ctx)
-	r.host.stop()
+	r.host.stop(ctx)
+	// The session stopped them; these are the backends of a run whose session was never
+	// made (Stop is idempotent).
 	r.data.stopBackends(ctx)
 	r.host.closeLog()
 	// Everything that bound or dialled them is stopped now.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -137,7 +138,7 @@ func TestEverythingBindsLoopback(t *testing.T) {
 				return nil
 			}
 			walked = true
-			e := r.data.proxy.(*envoyProxy).process()
+			e := r.data.client.(*client.Envoy).Process()
 			_, admin, err := net.SplitHostPort(e.AdminAddr())
 			if err != nil {
 				return err
@@ -146,7 +147,7 @@ func TestEverythingBindsLoopback(t *testing.T) {
 			for _, b := range r.data.backends.all() {
 				want[b.Port()] = "inventory " + b.Name()
 			}
-			found = listeningSockets(t, os.Getpid(), r.ProxyPID())
+			found = listeningSockets(t, os.Getpid(), r.ClientPID())
 			return nil
 		}})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/xds-workbench/lab/experiments/childproc"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/clientview"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -83,13 +84,13 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 	timeout := r.o.StepTimeout + act.budget(r, st) // a held outage or a wait is on purpose
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.data.proxy.Kind(), Proves: st.Proves, Action: string(st.Action),
+	cp := &Checkpoint{Step: st.Name, Mode: r.o.Mode, Client: r.data.kind(), Proves: st.Proves, Action: string(st.Action),
 		StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	if cur := r.host.cp.Publisher().Current(); cur != nil {
+	if cur := r.host.cp().Publisher().Current(); cur != nil {
 		cp.Version = cur.Version
 	}
 	var firstErr error
-	s := &stepRun{st: st, cp: cp, prev: r.host.cp.Publisher().Current(), prevStats: r.steps.envoyStats, prevAccepted: r.host.newestAccepted()}
+	s := &stepRun{st: st, cp: cp, prev: r.host.cp().Publisher().Current(), prevStats: r.steps.envoyStats, prevAccepted: r.host.newestAccepted()}
 	s.checkAt = func(line int, what string, ok bool, detail string) {
 		c := Check{What: what, OK: ok, Detail: detail}
 		if line > 0 {
@@ -132,7 +133,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.stepTraffic(ctx, nil, true) // the run ends here; its load is counted in xds.log all the same
 		return nil, err
 	}
-	if set := r.host.cp.Publisher().Current(); set != nil {
+	if set := r.host.cp().Publisher().Current(); set != nil {
 		cp.Version = set.Version
 	}
 	if firstErr == nil {
@@ -169,7 +170,7 @@ func selfCPU() time.Duration {
 // stop gives the step's CPU; Envoy's only when the same process ran the whole step.
 func (m cpuMark) stop(d *dataPlane) *StepCPU {
 	c := &StepCPU{WorkbenchMS: float64((selfCPU() - m.self).Microseconds()) / 1000}
-	if ev := d.proxy.Evidence(); ev != nil && m.envoyRead {
+	if ev := d.admin(); ev != nil && m.envoyRead {
 		if d, pid, err := ev.CPU(); err == nil && pid == m.envoyPID {
 			ms := float64((d - m.envoy).Microseconds()) / 1000
 			c.EnvoyMS = &ms
@@ -182,7 +183,7 @@ func (m cpuMark) stop(d *dataPlane) *StepCPU {
 // accepted the rest of the published state, then what the action itself proves.
 func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	st := s.st
-	set := r.host.cp.Publisher().Current()
+	set := r.host.cp().Publisher().Current()
 	rejected := map[resources.Type]bool{}
 	for _, n := range st.Expect.Nacks {
 		if !r.expects.applies(n.Filter) {
@@ -200,7 +201,7 @@ func (r *Run) checkProtocol(ctx context.Context, s *stepRun, act action) {
 	if (st.Expect.Accepted == nil || *st.Expect.Accepted) && st.Action != scenario.Wait && set != nil {
 		err := r.wait(ctx, "accepted", func() (bool, error) { return r.host.accepted(set, s.prev, rejected), nil })
 		s.check("the client accepted the published state", err == nil,
-			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.host.cp.Recorder().Status()))))
+			errOr(err, fmt.Sprintf("version %s on %d open stream(s)", set.Version, len(r.host.cp().Recorder().Status()))))
 	}
 	act.verify(ctx, r, s)
 }
@@ -267,7 +268,7 @@ func rejectedStats(stats map[string]string, t resources.Type) []string {
 // type rose, and that subscription's version_text is not the rejected label (it stays
 // where it was, or, under the revert policy, moves to the reverted label).
 func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
-	ev := r.data.proxy.Evidence()
+	ev := r.data.admin()
 	if ev == nil {
 		return
 	}
@@ -299,13 +300,13 @@ func (r *Run) checkRejected(ctx context.Context, s *stepRun, t resources.Type) {
 // (SotW) ACKed the current version of every type. It waits: "accepted" may already hold
 // from what the client said it held when it resumed, before its ACKs on the new stream.
 func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
-	versions := r.host.cp.Publisher().Versions()
-	set := r.host.cp.Publisher().Current()
+	versions := r.host.cp().Publisher().Versions()
+	set := r.host.cp().Publisher().Current()
 	missing := func(acks bool) []string {
 		requested := map[string]bool{}
 		acked := map[string]bool{}
 		for _, e := range r.track.exchangeOf(s.st.Name) {
-			if e.Server != r.host.server {
+			if e.Server != r.host.server() {
 				continue
 			}
 			switch e.Event {
@@ -341,13 +342,13 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 	st, cp := s.st, s.cp
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	cp.Accepted = r.host.cp.Recorder().Status()
+	cp.Accepted = r.host.cp().Recorder().Status()
 	cp.NacksInStep = r.track.nackCount(st.Name)
 	cp.NackRate = r.track.nackRate(st.Name)
 	cp.NackError = r.track.firstNackError(st.Name)
 	cp.Exchange = r.track.exchangeOf(st.Name)
 	r.collectClientStatus(ctx, cctx, s)
-	ev := r.data.proxy.Evidence()
+	ev := r.data.admin()
 	if ev == nil {
 		return
 	}
@@ -360,7 +361,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 		dump = nil
 	}
 	if cv, ok := ev.(clientViewer); ok {
-		r.checkClientView(ctx, s, r.data.proxy.Kind(), nil, false, cv.ClientView)
+		r.checkClientView(ctx, s, r.data.kind(), nil, false, cv.ClientView)
 	} else {
 		dump = r.envoyClientView(ctx, s, ev, dump) // the dump the comparison ended on
 	}
@@ -378,7 +379,7 @@ func (r *Run) collect(ctx context.Context, s *stepRun) {
 // it against xds.log's model of the client (clientview.go): each disagreement is a
 // failed check of the step (a warning outside CI).
 func (r *Run) collectClientStatus(ctx, cctx context.Context, s *stepRun) {
-	cv, ok := r.data.proxy.(clientStatusViewer)
+	cv, ok := r.data.client.(client.CSDSViewer)
 	if !ok {
 		return
 	}

@@ -162,7 +162,7 @@ func (r *Run) stepTraffic(ctx context.Context, s *stepRun, end bool) *xdslog.Tra
 	}
 	// The responses go to xds.log as probes, with the response flags of Envoy's access log.
 	r.host.recordProbes(r.load.probes(in, flags), r.load.path, xdslog.ProbeLoad)
-	r.host.rec.Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
+	r.host.rec().Emit(xdslog.Event{Event: xdslog.EventTraffic, Traffic: t})
 	r.out.say("%s", trafficLine(t))
 	r.load.advance(to)
 	return t

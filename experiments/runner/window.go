@@ -76,14 +76,14 @@ func (r *Run) startWindow(ctx context.Context, s *stepRun) *window {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.host.server)
+	prefix := fmt.Sprintf("%s-%s-%d-w", r.o.Mode, s.st.Name, r.host.server())
 	win := &window{exp: *w, ctx: ctx, prefix: prefix, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(win.done)
 		t := time.NewTicker(w.Every)
 		defer t.Stop()
 		for n := 1; wctx.Err() == nil && n <= maxWindowProbes; n++ {
-			obs := r.data.proxy.Probe(wctx, w.Request, fmt.Sprintf("%s%d", prefix, n))
+			obs := r.data.probe(wctx, w.Request, fmt.Sprintf("%s%d", prefix, n))
 			if wctx.Err() != nil && obs.Status == 0 {
 				break // cut short by the step's end, not an answer
 			}
@@ -113,14 +113,14 @@ func (w *window) stop(r *Run, s *stepRun) {
 	<-w.done
 	// One closing probe, once the step's checks are done: a step faster than the probe
 	// interval (the simulated client's) still has its end state in the window.
-	obs := r.data.proxy.Probe(context.WithoutCancel(w.ctx), w.exp.Request, fmt.Sprintf("%s%d", w.prefix, len(w.probes)+1))
+	obs := r.data.probe(context.WithoutCancel(w.ctx), w.exp.Request, fmt.Sprintf("%s%d", w.prefix, len(w.probes)+1))
 	if obs.Answered.IsZero() {
 		obs.Answered = time.Now().UTC()
 	}
 	w.mu.Lock()
 	probes := append(slices.Clone(w.probes), probe{obs: obs})
 	w.mu.Unlock()
-	if r.data.proxy.Evidence() != nil && len(probes) > 0 {
+	if r.data.admin() != nil && len(probes) > 0 {
 		flags := accessFlags(r.dir, probes[len(probes)-1].obs.RequestID)
 		for i := range probes {
 			if a, ok := flags[probes[i].obs.RequestID]; ok {

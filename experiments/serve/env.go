@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/client"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
@@ -21,19 +22,19 @@ import (
 
 // serveEnv is the teaching setup that WithEnvoy, WithInventory and ClientGRPC start
 // beside the control plane, from the runner's building blocks: a real Envoy
-// (experiments/envoy) on the bootstrap `lab bootstrap` renders, or grpc-go's client, and
+// (experiments/client) on the bootstrap `lab bootstrap` renders, or grpc-go's client, and
 // the backends v1 and v2 (experiments/inventory). Its files (bootstrap, Envoy's log, the access log, the
 // backends' request logs) live in one temporary directory removed when serve ends; the
 // evidence that stays is xds.log.
 type serveEnv struct {
 	dir       string
 	accessLog string // "" without Envoy
-	proc      *envoy.Process
-	grpc      *grpcclient.Client // --client grpc: grpc-go's client instead of Envoy
-	backends  []*inventory.Backend
-	listener  int
-	http      *http.Client
-	requests  int
+	// client is Envoy, or grpc-go's client with --client grpc (nil: neither runs).
+	client   client.Client
+	backends []*inventory.Backend
+	listener int
+	http     *http.Client
+	requests int
 }
 
 // serveHost is the Host `request` sends: the teaching virtual host's when routes are on
@@ -93,12 +94,16 @@ func (e *serveEnv) start(ctx context.Context, o Options, bin envoy.Binary, xdsAd
 	// fault.
 	b := envoy.Bootstrap{Mode: o.Mode, Path: filepath.Join(e.dir, "bootstrap.yaml"),
 		Params: bootstrap.Params{XDSAddr: xdsAddr, AdminPort: 0, OnDemandClusters: o.OnDemand.Clusters}}
-	p, err := envoy.Launch(ctx, b, envoy.Options{Binary: bin, LogPath: filepath.Join(e.dir, "envoy.log"),
-		ExtraArgs: []string{"--concurrency", "1"}})
+	c, err := client.NewEnvoy(client.EnvoyOptions{Bootstrap: b, ListenerPort: o.ListenerPort,
+		Process: envoy.Options{Binary: bin, LogPath: filepath.Join(e.dir, "envoy.log"), ExtraArgs: []string{"--concurrency", "1"}}})
 	if err != nil {
 		return err
 	}
-	e.proc = p
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	e.client = c
+	p := c.Process()
 	fmt.Fprintf(out, "envoy: pid %d, admin http://%s, bootstrap as lab bootstrap --mode %s --xds-addr %s --admin-port 0 prints; listener %s (type request to send %s through it)\n",
 		p.Pid(), p.AdminAddr(), o.Mode, xdsAddr, loopback.Addr(o.ListenerPort), serveQuotePath)
 	return nil
@@ -114,12 +119,13 @@ func (e *serveEnv) startGRPC(ctx context.Context, o Options, xdsAddr string, out
 			return err
 		}
 	}
-	c, err := grpcclient.Start(ctx, grpcclient.StartOptions{Command: cmd, XDSAddr: xdsAddr, NodeID: resources.NodeID,
-		LogPath: filepath.Join(e.dir, "grpc-client.log"), FrontDoorPort: o.ListenerPort})
-	if err != nil {
+	g := client.NewGRPC(grpcclient.StartOptions{Command: cmd, XDSAddr: xdsAddr, NodeID: resources.NodeID,
+		LogPath: filepath.Join(e.dir, "grpc-client.log"), FrontDoorPort: o.ListenerPort}, nil)
+	if err := g.Start(ctx); err != nil {
 		return err
 	}
-	e.grpc = c
+	e.client = g
+	c := g.Process()
 	fmt.Fprintf(out, "grpc client: pid %d, grpc-go's xDS client dialing %s; front door http://%s (type request to send %s through it as one RPC), CSDS on %s\n",
 		c.Pid(), resources.ProxylessTarget, c.FrontDoor(), serveQuotePath, c.CSDSAddr())
 	return nil
@@ -133,11 +139,8 @@ func (e *serveEnv) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if e.proc != nil {
-		_ = e.proc.Stop(ctx)
-	}
-	if e.grpc != nil {
-		_ = e.grpc.Stop(ctx)
+	if e.client != nil {
+		_ = e.client.Stop(ctx)
 	}
 	for _, b := range e.backends {
 		_ = b.Stop(ctx)
@@ -150,17 +153,14 @@ func (e *serveEnv) stop() {
 // request ID), the status, and Envoy's response flags from its access log (the RPC's
 // status for the grpc client). The result is recorded as a data-plane event.
 func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPort int, host string) (string, error) {
-	if e == nil || (e.proc == nil && e.grpc == nil) {
+	if e == nil || e.client == nil {
 		return "", fmt.Errorf("request needs serve --with-envoy or --client grpc (or send curl http://%s%s yourself)", loopback.Addr(listenerPort), serveQuotePath)
 	}
 	e.requests++
 	id := fmt.Sprintf("serve-%d", e.requests)
 	sent := time.Now().UTC()
-	client := "envoy"
-	if e.grpc != nil {
-		client = ClientGRPC
-	}
-	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: client, Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
+	grpc := e.client.Kind() == client.KindGRPC
+	ev := xdslog.Event{Event: xdslog.EventDataPlane, RequestID: id, Client: string(e.client.Kind()), Path: serveQuotePath, Probe: xdslog.ProbeRequest, Host: host, SentTS: &sent}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback.Addr(e.listener)+serveQuotePath, nil)
 	if err != nil {
 		return "", err
@@ -174,7 +174,7 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 		ev.TS = time.Now().UTC()
 		ev.Error = err.Error()
 		rec.Emit(ev)
-		if e.grpc != nil {
+		if grpc {
 			return fmt.Sprintf("request %s: no response (%v): the grpc client's front door did not answer", id, err), nil
 		}
 		return fmt.Sprintf("request %s: no response (%v): Envoy has no listener yet, or it was NACKed", id, err), nil
@@ -187,7 +187,7 @@ func (e *serveEnv) request(ctx context.Context, rec *xdslog.Recorder, listenerPo
 	if json.Unmarshal(body, &q) == nil && q.RequestID == id {
 		ev.Backend = q.Backend
 	}
-	if e.grpc != nil {
+	if grpc {
 		ev.Upstream = resp.Header.Get(grpcclient.HeaderUpstream)
 		rec.Emit(ev)
 		rpc := resp.Header.Get(grpcclient.HeaderGRPCStatus)

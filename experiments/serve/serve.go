@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/envoy"
+	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -47,13 +48,14 @@ func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) (e
 		return err
 	}
 	rec := log.rec
-	cp, err := controlplane.Start(ctx, o.controlPlaneOptions(rec))
-	if err != nil {
+	if err := log.ses.Start(ctx); err != nil {
+		_ = log.ses.Close(context.Background())
 		_ = log.file.Close()
 		return err
 	}
+	cp := log.ses.ControlPlane()
 	log.startWatchers()
-	defer func() { err = log.close(cp, err) }()
+	defer func() { err = log.close(err) }()
 
 	env, err := newServeEnv(o)
 	if err != nil {
@@ -115,11 +117,13 @@ func (o *Options) preflight() (envoy.Binary, error) {
 	return bin, nil
 }
 
-// serveLog is serve's xds.log and what watches its events as they are recorded.
+// serveLog is serve's xds.log, the session whose control plane records to it, and what
+// watches its events as they are recorded.
 type serveLog struct {
 	file *os.File
 	// before is the log's size when serve opened it (an earlier session's).
 	before  int64
+	ses     *session.Session
 	rec     *xdslog.Recorder
 	storms  *stormWatch
 	console *serveConsole
@@ -130,8 +134,9 @@ type serveLog struct {
 	stopWatchers func()
 }
 
-// openServeLog opens o.LogPath for appending and starts its session; every recorded
-// event also goes to the tally, the storm watch, the console and metrics.
+// openServeLog opens o.LogPath for appending, makes the control plane's session
+// recording to it (not serving yet) and starts the log's session; every recorded event
+// also goes to the tally, the storm watch, the console and metrics.
 func openServeLog(o Options, out io.Writer, metrics func(xdslog.Event)) (*serveLog, error) {
 	// An *os.File is unbuffered: each xds.log line reaches the file as it is written.
 	f, err := os.OpenFile(o.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -144,8 +149,14 @@ func openServeLog(o Options, out io.Writer, metrics func(xdslog.Event)) (*serveL
 	}
 	l.storms = newStormWatch(out, o.StormEvery, nil, o.MaxLogSize)
 	l.console = newServeConsole(out, o.Quiet, o.Mode, serveNodeID(o.NodeID), o.Cache)
-	l.rec = xdslog.NewRecorder(f, o.Mode, xdslog.WithLogSize(l.before), xdslog.WithMaxLogBytes(o.MaxLogSize),
-		xdslog.WithObserver(func(e xdslog.Event) { l.acc.Observe(e); l.storms.observe(e); l.console.observe(e); metrics(e) }))
+	l.ses, err = session.New(session.Options{ControlPlane: o.controlPlaneOptions(), Log: f,
+		Record: []xdslog.Option{xdslog.WithLogSize(l.before), xdslog.WithMaxLogBytes(o.MaxLogSize),
+			xdslog.WithObserver(func(e xdslog.Event) { l.acc.Observe(e); l.storms.observe(e); l.console.observe(e); metrics(e) })}})
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	l.rec = l.ses.Recorder()
 	l.storms.logSize = l.rec.Written
 	// Two serve sessions appended to one file both start at server 1, stream 1, version 1:
 	// the session line keeps them apart for every reader.
@@ -175,13 +186,13 @@ func (l *serveLog) startWatchers() {
 	}
 }
 
-// close stops the control plane before closing the log (stopping writes the
-// stream_close lines), then the watchers; it returns err, or else the log's own.
-func (l *serveLog) close(cp *controlplane.ControlPlane, err error) error {
-	cp.Stop()
-	l.rec.Flush()
+// close closes the session before closing the log (stopping the control plane writes
+// the stream_close lines, and the recorder is flushed), then the watchers; it returns
+// err, or else the log's own.
+func (l *serveLog) close(err error) error {
+	e := l.ses.Close(context.Background())
 	l.stopWatchers()
-	if e := l.rec.Err(); e != nil && err == nil {
+	if e != nil && err == nil {
 		err = e
 	}
 	if e := l.file.Close(); e != nil && err == nil {
@@ -190,8 +201,8 @@ func (l *serveLog) close(cp *controlplane.ControlPlane, err error) error {
 	return err
 }
 
-// controlPlaneOptions is the control plane serve runs, recording to rec.
-func (o *Options) controlPlaneOptions(rec *xdslog.Recorder) controlplane.Options {
+// controlPlaneOptions is the control plane serve runs (its session records).
+func (o *Options) controlPlaneOptions() controlplane.Options {
 	return controlplane.Options{
 		Mode:       o.Mode,
 		Addr:       o.XDSAddr,
@@ -200,7 +211,6 @@ func (o *Options) controlPlaneOptions(rec *xdslog.Recorder) controlplane.Options
 		NackPolicy: sotw.NackPolicy(o.NackPolicy),
 		Cache:      o.Cache,
 		OnDemand:   o.OnDemand,
-		Recorder:   rec,
 		Limits:     o.Limits,
 	}
 }
