@@ -217,6 +217,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 		"Envoy's stats: all (Envoy's defaults) or no-scaled-clusters (a stats_matcher leaves out the inventory-NNNN clusters' stats, which Envoy's 5 s stats flush otherwise walks: docs/performance.md, \"N = 100,000\")")
 	f.Var(choiceValue{&o.bench.Unprobed, "unprobed setting", bench.UnprobedSettings}, "unprobed",
 		"where the clusters no request uses point: dead-port (an endpoint nothing listens on) or no-endpoints (an empty assignment); grpc-go connects to every cluster the route names, Envoy does not (docs/performance.md, \"Many grpc-go clients\")")
+	f.BoolVar(&o.bench.UntilStable, "until-stable", true, "after --repeat changes, measure more in batches until a batch moves neither median (publish to last ACK, control-plane CPU) by more than 5 %, at most 4 x --repeat; bench.md says which configurations held")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
 }
 

@@ -107,6 +107,9 @@ type Options struct {
 	Workloads []string
 	// Repeat is how many changes each configuration measures.
 	Repeat int
+	// UntilStable measures more changes after Repeat, in batches, until the medians hold
+	// (Stability), up to four times Repeat.
+	UntilStable bool
 	// Out is the output directory (DefaultOut() when empty).
 	Out string
 	// EnvoyBin overrides where Envoy is found (envoy.Find).

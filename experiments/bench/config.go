@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/childproc"
@@ -168,13 +167,8 @@ func (r *configRun) run(ctx context.Context) error {
 	if len(r.cl.members) > 0 && r.e.o.Client == ClientEnvoy {
 		r.calibrateProbes(ctx)
 	}
-	for i := 1; i <= r.e.o.Repeat; i++ {
-		s, err := r.measure(ctx, "update-"+strconv.Itoa(i), i)
-		if err != nil {
-			return fmt.Errorf("repeat %d: %w", i, err)
-		}
-		r.cfg.Updates = append(r.cfg.Updates, s)
-		r.say("repeat %d/%d: %s", i, r.e.o.Repeat, s.brief())
+	if err := r.measureRepeats(ctx); err != nil {
+		return err
 	}
 	r.cfg.StreamsOpened = r.m.streamsOpened()
 	return nil

@@ -159,7 +159,7 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
 	if r.Options.Envoys > 1 {
 		clients = fmt.Sprintf("%d Envoys, totals over all of them", r.Options.Envoys)
 	}
-	note := fmt.Sprintf("Median over %d repeat(s), %s. bytes: protobuf size of the responses as the control plane recorded them. CDS..RDS: responses×resources per response.", r.Options.Repeat, clients)
+	note := fmt.Sprintf("Median over %s, %s. bytes: protobuf size of the responses as the control plane recorded them. CDS..RDS: responses×resources per response.", r.Options.repeats(), clients)
 	head := append(slices.Clone(identHead), "responses", "resources", "redundant", "removed", "bytes")
 	if hasEnvoy {
 		note += " Envoy rx/tx: bytes on Envoy's xDS connection by its own counters (gRPC and HTTP/2 framing included; tx is Envoy's requests and ACKs)."
@@ -186,6 +186,15 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
 	return sent
 }
 
+// repeats says how many changes each configuration measured: "9 repeat(s)", or with
+// UntilStable "at least 9 repeat(s), more until the medians held".
+func (o RunOptions) repeats() string {
+	if o.UntilStable {
+		return fmt.Sprintf("at least %d repeat(s), more until a batch moved no median by over %.0f %% (the changes column)", o.Repeat, 100*StableDrift)
+	}
+	return fmt.Sprintf("%d repeat(s)", o.Repeat)
+}
+
 // timesTable is how long one change takes and what it costs, per configuration.
 func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 	timeHead := append(slices.Clone(identHead), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
@@ -195,6 +204,10 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 	timeHead = append(timeHead, "CP CPU ms", "CP heap")
 	if hasEnvoy {
 		timeHead = append(timeHead, "Envoy CPU ms", "Envoy RSS")
+	}
+	honest := measuredHonestly(ok)
+	if honest {
+		timeHead = append(timeHead, "changes", "load 1m")
 	}
 	cp := "CP = this process: the control plane and its recorder, plus the simulated clients, which run in-process."
 	if hasEnvoy {
@@ -216,6 +229,9 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 		row = append(row, cell(c, "cp_cpu_ms", true), cell(c, "heap_inuse", false))
 		if hasEnvoy {
 			row = append(row, cell(c, "envoy_cpu_ms", true), cell(c, "envoy_rss", false))
+		}
+		if honest {
+			row = append(row, stabilityCell(c), loadCell(c))
 		}
 		times.add(row)
 	}
@@ -241,7 +257,7 @@ func (r *Report) ratioTable(hasEnvoy bool) block {
 		Table: table.Table{Head: append(slices.Clone(identHead), metricLabels(keys)...)},
 	}
 	for _, x := range r.Ratios {
-		rt.add(append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, keys)...))
+		rt.add(append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, x.Spread, keys)...))
 	}
 	return rt
 }
@@ -254,7 +270,7 @@ func (r *Report) growthTable(hasEnvoy bool) block {
 	}
 	gt := block{title: "Growth: largest N ÷ smallest N (ratio of medians)", Table: table.Table{Head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}}
 	for _, g := range r.Growth {
-		gt.add(append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, keys)...))
+		gt.add(append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, g.Spread, keys)...))
 	}
 	return gt
 }
@@ -269,16 +285,70 @@ func metricLabels(keys []string) []string {
 	return out
 }
 
-// ratioCells are ratios' cells in keys' order ("-" where a ratio is missing).
-func ratioCells(ratios map[string]float64, keys []string) []string {
+// ratioCells are ratios' cells in keys' order ("-" where a ratio is missing), a time's
+// or CPU's with its spread ("1.34x [1.10–1.62]"): counts do not vary between repeats.
+func ratioCells(ratios map[string]float64, spreads map[string][2]float64, keys []string) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = "-"
-		if v, ok := ratios[k]; ok {
-			out[i] = fmtRatio(v)
+		v, ok := ratios[k]
+		if !ok {
+			continue
+		}
+		out[i] = fmtRatio(v)
+		m, _ := MetricByKey(k)
+		if sp, ok := spreads[k]; ok && m.Unit == "ms" {
+			out[i] += " [" + strings.TrimSuffix(fmtRatio(sp[0]), "x") + "–" + fmtRatio(sp[1]) + "]"
 		}
 	}
 	return out
+}
+
+// measuredHonestly: the run recorded the load with each change (runs before it did not,
+// and render as they did).
+func measuredHonestly(cfgs []*Config) bool {
+	for _, c := range cfgs {
+		if len(c.Updates) > 0 && c.Updates[0].LoadAvg != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// stabilityCell is how many changes a configuration measured and whether its medians
+// held: "9", "27 stable", "36 not stable (ack 8 %)".
+func stabilityCell(c *Config) string {
+	n := fmt.Sprint(len(c.Updates))
+	st := c.Stability
+	switch {
+	case st == nil || !st.Checked:
+		return n
+	case st.Stable:
+		return n + " stable"
+	}
+	var moved []string
+	for _, k := range stableMetrics {
+		if d := st.Drift[k]; d > StableDrift {
+			moved = append(moved, fmt.Sprintf("%s %.0f %%", strings.TrimSuffix(k, "_ms"), 100*d))
+		}
+	}
+	return n + " not stable (" + strings.Join(moved, ", ") + ")"
+}
+
+// loadCell is the highest 1-minute load average any of the configuration's changes
+// began in, next to the machine's CPU count in the header.
+func loadCell(c *Config) string {
+	hi := -1.0
+	for _, s := range c.Updates {
+		var one float64
+		if _, err := fmt.Sscan(s.LoadAvg, &one); err == nil && one > hi {
+			hi = one
+		}
+	}
+	if hi < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("≤ %.2f", hi)
 }
 
 // initialTable is the full push to a connected, empty client, per configuration.
@@ -411,7 +481,7 @@ func (r *Report) header() []string {
 	return []string{
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
 		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
-		fmt.Sprintf("client: %s; %d repeat(s) per configuration", client, r.Options.Repeat),
+		fmt.Sprintf("client: %s; %s per configuration", client, r.Options.repeats()),
 		fmt.Sprintf("workloads: %s; caches: %s%s", workloadsLine(r.Options), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
 	}
 }

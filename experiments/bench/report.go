@@ -81,6 +81,9 @@ type Sample struct {
 	// HeapInuse/HeapAlloc after the step, after a GC.
 	HeapInuse uint64 `json:"heap_inuse_bytes"`
 	HeapAlloc uint64 `json:"heap_alloc_bytes"`
+	// LoadAvg is the machine's load average (1, 5, 15 minutes) when the change began:
+	// a figure measured on a busy machine says so itself.
+	LoadAvg string `json:"loadavg,omitempty"`
 
 	// TapCPUMS (series through a tap subprocess) is the tap's CPU over the step, from its
 	// process clock; an in-process tap's is inside CPUMS.
@@ -167,6 +170,8 @@ type Config struct {
 	// EnvoyExits is, per Envoy, how it exited after /quitquitquit: in SotW the time
 	// grows with N² (docs/performance.md, "Why SotW Envoys take long to exit").
 	EnvoyExits []EnvoyExit `json:"envoy_exits,omitempty"`
+	// Stability says whether the medians held (Options.UntilStable).
+	Stability *Stability `json:"stability,omitempty"`
 	// Summary is median, min and max over Updates, per metric key.
 	Summary   map[string]Stat `json:"summary"`
 	DurationS float64         `json:"duration_s"`
@@ -185,11 +190,14 @@ type EnvoyExit struct {
 	GRPC bool `json:"grpc,omitempty"`
 }
 
-// Stat is the median, min and max of one metric over the repeats.
+// Stat is the median, min and max of one metric over the repeats, and its quartiles
+// (stats.Percentile: nearest rank), from which a ratio's spread is read.
 type Stat struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
+	P25    float64 `json:"p25,omitempty"`
+	P75    float64 `json:"p75,omitempty"`
 	Count  int     `json:"count"`
 }
 
@@ -201,6 +209,8 @@ type Ratio struct {
 	N        int                `json:"clusters"`
 	Series   string             `json:"series"`
 	Ratios   map[string]float64 `json:"ratios"`
+	// Spread is each ratio's range over the two samples' middle halves (ratioSpread).
+	Spread map[string][2]float64 `json:"spread,omitempty"`
 }
 
 // Growth is, for one series and workload, the median at the largest N divided by the
@@ -211,6 +221,8 @@ type Growth struct {
 	FromN    int                `json:"from_clusters"`
 	ToN      int                `json:"to_clusters"`
 	Ratios   map[string]float64 `json:"ratios"`
+	// Spread is each ratio's range over the two samples' middle halves (ratioSpread).
+	Spread map[string][2]float64 `json:"spread,omitempty"`
 }
 
 // Host describes the machine and its load.
@@ -234,7 +246,9 @@ type RunOptions struct {
 	Caches       []string        `json:"caches"`
 	Workloads    []string        `json:"workloads"`
 	Repeat       int             `json:"repeat"`
-	Through      []string        `json:"through,omitempty"`
+	// UntilStable: configurations measured past Repeat until their medians held.
+	UntilStable bool     `json:"until_stable,omitempty"`
+	Through     []string `json:"through,omitempty"`
 	// OnDemand are the shapes of the on-demand axis (none, vhds, vhds+cds) and
 	// ColdHosts how many services each requested cold.
 	OnDemand  []string `json:"on_demand,omitempty"`
@@ -270,7 +284,7 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	r := &Report{
 		Started: time.Now().UTC().Format(time.RFC3339),
 		Host:    host(),
-		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat},
+		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat, UntilStable: o.UntilStable},
 	}
 	if !slices.Equal(o.Through, DefaultThrough) {
 		r.Options.Through = o.Through
@@ -400,7 +414,9 @@ func summarize(samples []Sample) map[string]Stat {
 }
 
 func statOf(v []float64) Stat {
-	return Stat{Median: stats.Median(v), Min: slices.Min(v), Max: slices.Max(v), Count: len(v)}
+	sorted := slices.Sorted(slices.Values(v))
+	return Stat{Median: stats.Median(v), Min: sorted[0], Max: sorted[len(sorted)-1],
+		P25: stats.Percentile(sorted, 25), P75: stats.Percentile(sorted, 75), Count: len(v)}
 }
 
 // ratioMetrics are the figures compared between protocols and sizes: all of them (a
@@ -445,15 +461,30 @@ func ratios(cfgs []*Config) []Ratio {
 
 // medianRatio divides c's medians by d's, metric by metric (ratioMetrics).
 func medianRatio(c, d *Config) Ratio {
-	r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series, Ratios: map[string]float64{}}
+	r := Ratio{Workload: c.Workload, Cache: c.Cache, N: c.N, Series: c.Series}
+	r.Ratios, r.Spread = divide(c.Summary, d.Summary)
+	return r
+}
+
+// divide is num's medians over den's, metric by metric (ratioMetrics), each with its
+// spread when both samples have quartiles.
+func divide(num, den map[string]Stat) (map[string]float64, map[string][2]float64) {
+	ratios, spreads := map[string]float64{}, map[string][2]float64{}
 	for _, k := range ratioMetrics {
-		a, ok1 := c.Summary[k]
-		b, ok2 := d.Summary[k]
-		if ok1 && ok2 && b.Median > 0 {
-			r.Ratios[k] = a.Median / b.Median
+		a, ok1 := num[k]
+		b, ok2 := den[k]
+		if !ok1 || !ok2 || b.Median <= 0 {
+			continue
+		}
+		ratios[k] = a.Median / b.Median
+		if sp := ratioSpread(a, b); sp[1] > 0 {
+			spreads[k] = sp
 		}
 	}
-	return r
+	if len(spreads) == 0 {
+		spreads = nil
+	}
+	return ratios, spreads
 }
 
 // tapRatios divides each "+tap" series' medians by those of the same series run
@@ -500,14 +531,8 @@ func growth(cfgs []*Config) []Growth {
 		if a.N == b.N {
 			continue
 		}
-		g := Growth{Workload: k.workload, Series: k.series, FromN: a.N, ToN: b.N, Ratios: map[string]float64{}}
-		for _, m := range ratioMetrics {
-			x, ok1 := a.Summary[m]
-			y, ok2 := b.Summary[m]
-			if ok1 && ok2 && x.Median > 0 {
-				g.Ratios[m] = y.Median / x.Median
-			}
-		}
+		g := Growth{Workload: k.workload, Series: k.series, FromN: a.N, ToN: b.N}
+		g.Ratios, g.Spread = divide(b.Summary, a.Summary)
 		out = append(out, g)
 	}
 	return out

@@ -390,9 +390,10 @@ func namesOf(s []series) []string {
 }
 
 func TestStatOf(t *testing.T) {
-	assert.Equal(t, Stat{Median: 2, Min: 1, Max: 9, Count: 3}, statOf([]float64{9, 1, 2}))
-	assert.Equal(t, Stat{Median: 2.5, Min: 1, Max: 4, Count: 4}, statOf([]float64{4, 1, 3, 2}))
-	assert.Equal(t, Stat{Median: 7, Min: 7, Max: 7, Count: 1}, statOf([]float64{7}))
+	// Quartiles by nearest rank: p25 of 4 values is the 1st, p75 the 3rd.
+	assert.Equal(t, Stat{Median: 2, Min: 1, Max: 9, P25: 1, P75: 9, Count: 3}, statOf([]float64{9, 1, 2}))
+	assert.Equal(t, Stat{Median: 2.5, Min: 1, Max: 4, P25: 1, P75: 3, Count: 4}, statOf([]float64{4, 1, 3, 2}))
+	assert.Equal(t, Stat{Median: 7, Min: 7, Max: 7, P25: 7, P75: 7, Count: 1}, statOf([]float64{7}))
 }
 
 func TestLogRange(t *testing.T) {

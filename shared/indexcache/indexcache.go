@@ -14,20 +14,22 @@
 //   - per-resource versions: the content hash (cachev3.HashResource of the deterministic
 //     marshal, the delta version) and the cache version at the resource's last update
 //     (what the LinearCache's SotW subscription records);
-//   - for delta, a registration that outlives its watch, found again when the server
-//     opens the next watch on the same subscription (by the identity of the
-//     subscription's name map, which the library's delta server keeps for the life of a
-//     stream's type): re-opening after an ACK costs O(names the request (un)subscribes
-//     and names that changed meanwhile), not O(subscription);
+//   - a registration that outlives its watch, found again when the server opens the
+//     next watch on the same subscription (delta: by the identity of the subscription's
+//     name map; SotW: of its returned-versions map; the library keeps each for the life
+//     of a stream's type): re-opening after an ACK costs O(names the request
+//     (un)subscribes and names that changed meanwhile), not O(subscription), apart from
+//     one lookup per name a SotW request repeats;
 //   - responses that carry only what changed and apply it to the client's
 //     returned-versions map when the server takes the response (GetReturnedResources),
 //     not a copy of that map per response (returned.go).
 //
 // What stays O(N) is the protocol's: a SotW LDS or CDS response carries every resource
 // (xDS protocol, "Grouping Resources into Responses": full-state types), and a SotW
-// request repeats every subscribed name, from which the library's SotW server builds a
-// new subscription map per request (stream.Subscription.SetResourceSubscription), so a
-// SotW watch is filed under every name each time it is opened. A new stream, a wildcard
+// request repeats every subscribed name (xDS protocol, "How the client specifies what
+// resources to return"), from which the library's SotW server builds a new subscription
+// map per request (stream.Subscription.SetResourceSubscription) and this cache looks each
+// name up once to find the ones that differ. A new stream, a wildcard
 // subscription and a reconnect are walked whole, as they must be.
 package indexcache
 
@@ -101,9 +103,11 @@ type typeState struct {
 	// byName and wildcard are the index: who to look at when a name changes.
 	byName   map[string]map[*reg]struct{}
 	wildcard map[*reg]struct{}
-	// deltaRegs finds a delta registration again by its subscription's name map.
-	deltaRegs map[unsafe.Pointer]*reg
-	// detached are delta registrations without an open watch, with the epoch (updates
+	// deltaRegs finds a delta registration again by its subscription's name map,
+	// sotwRegs a SotW one by its returned-versions map (the SotW server replaces the
+	// name map with every request).
+	deltaRegs, sotwRegs map[unsafe.Pointer]*reg
+	// detached are registrations without an open watch, with the epoch (updates
 	// so far) when they lost it: reaped two updates later (reap).
 	detached map[*reg]uint64
 	epoch    uint64
@@ -113,7 +117,7 @@ func newTypeState(url string) *typeState {
 	return &typeState{
 		url: url, fullState: cachev3.ResourceRequiresFullStateInSotw(url),
 		resources: map[string]*entry{}, byName: map[string]map[*reg]struct{}{},
-		wildcard: map[*reg]struct{}{}, deltaRegs: map[unsafe.Pointer]*reg{}, detached: map[*reg]uint64{},
+		wildcard: map[*reg]struct{}{}, deltaRegs: map[unsafe.Pointer]*reg{}, sotwRegs: map[unsafe.Pointer]*reg{}, detached: map[*reg]uint64{},
 	}
 }
 

@@ -35,9 +35,16 @@ func (c *Cache) respond(t *typeState, r *reg, candidates []string, replyEvenIfEm
 		t.detached[r] = t.epoch
 	} else {
 		r.ch <- &sotwResponse{req: r.req, version: version, entries: entries, diff: d}
-		if r.open {
-			r.open = false
-			t.unfile(r)
+		r.returned = mapKey(d.base)
+		r.open = false
+		t.detached[r] = t.epoch
+		// The SotW ADS server drops a response whose type's next request came first
+		// (processAllExcept), leaving the client's map as it was: compare these again.
+		for _, n := range changed {
+			r.dirty[n] = struct{}{}
+		}
+		for _, n := range removed {
+			r.dirty[n] = struct{}{}
 		}
 	}
 	return true

@@ -38,7 +38,12 @@ func mapKey[M any](m M) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer
 
 // CreateWatch opens a SotW watch, answered at once when the subscription differs from the
 // cache, as the LinearCache's CreateWatch: a request without version_info, or with one
-// this cache did not give out, is answered even when nothing differs.
+// this cache did not give out, is answered even when nothing differs. A subscription
+// this cache registered before (the same stream's type, found by its returned-versions
+// map, which the library keeps for the stream's life) is compared only on the names that
+// changed since its last response, the names its last response carried (the SotW ADS
+// server may have dropped it) and the names this request adds or drops: re-reading the
+// request's names is what the protocol asks, re-filing them is not.
 func (c *Cache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch chan cachev3.Response) (func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -47,20 +52,79 @@ func (c *Cache) CreateWatch(req *cachev3.Request, sub cachev3.Subscription, ch c
 		return nil, fmt.Errorf("request type %s is not served by this cache", req.GetTypeUrl())
 	}
 	replyEvenIfEmpty := req.GetVersionInfo() == "" || !strings.HasPrefix(req.GetVersionInfo(), c.prefix)
-	r := &reg{key: mapKey(sub.SubscribedResources()), sub: sub, req: req, ch: ch}
-	if c.respond(t, r, c.allCandidates(t, sub), replyEvenIfEmpty) {
+	r, candidates := c.reattachSotW(t, sub, replyEvenIfEmpty)
+	r.sub, r.req, r.ch = sub, req, ch
+	if c.respond(t, r, candidates, replyEvenIfEmpty) {
 		return func() {}, nil
 	}
-	t.file(r, sub)
+	return c.openWatch(t, r), nil
+}
+
+// openWatch marks r's watch open and returns its cancel, which leaves r filed (detached)
+// for the next watch: a stale cancel (an older watch of r) does nothing.
+func (c *Cache) openWatch(t *typeState, r *reg) func() {
 	r.open = true
+	r.gen++
+	delete(t.detached, r)
+	gen := r.gen
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if r.open {
+		if r.open && r.gen == gen {
 			r.open = false
-			t.unfile(r)
+			t.detached[r] = t.epoch
 		}
-	}, nil
+	}
+}
+
+// reattachSotW finds the registration of a SotW subscription again and re-files only
+// the names its subscription gained or lost, returning the names to compare; a
+// subscription it cannot vouch for (new, wildcard changed, a version_info not this
+// cache's) is filed anew and compared whole.
+func (c *Cache) reattachSotW(t *typeState, sub cachev3.Subscription, whole bool) (*reg, []string) {
+	key := mapKey(sub.ReturnedResources())
+	r, ok := t.sotwRegs[key]
+	if key == nil {
+		ok = false // no map to know the stream by: filed anew each time, never found again
+	}
+	if ok && !r.open && !whole && r.wildcard == sub.IsWildcard() {
+		candidates := make([]string, 0, len(r.dirty))
+		for n := range r.dirty {
+			candidates = append(candidates, n)
+		}
+		clear(r.dirty)
+		return r, append(candidates, t.refile(r, sub.SubscribedResources())...)
+	}
+	if ok {
+		t.drop(r)
+	}
+	r = &reg{key: key, dirty: map[string]struct{}{}, returned: key}
+	if key != nil {
+		t.sotwRegs[key] = r
+	}
+	t.file(r, sub)
+	return r, c.allCandidates(t, sub)
+}
+
+// refile brings r's index entries to subscribed, touching only the names that differ,
+// and returns them: one lookup per subscribed name, no allocation when none differs.
+func (t *typeState) refile(r *reg, subscribed map[string]struct{}) []string {
+	var differ []string
+	for n := range subscribed {
+		if _, in := r.names[n]; !in && n != "*" {
+			t.fileName(r, n)
+			differ = append(differ, n)
+		}
+	}
+	if len(r.names) != len(subscribed) {
+		for n := range r.names {
+			if _, in := subscribed[n]; !in {
+				t.unfileName(r, n)
+				differ = append(differ, n)
+			}
+		}
+	}
+	return differ
 }
 
 // CreateDeltaWatch opens a delta watch, as the LinearCache's CreateDeltaWatch: the first
@@ -80,18 +144,7 @@ func (c *Cache) CreateDeltaWatch(req *cachev3.DeltaRequest, sub cachev3.Subscrip
 	if c.respond(t, r, candidates, replyEvenIfEmpty) {
 		return nil, nil
 	}
-	r.open = true
-	r.gen++
-	delete(t.detached, r)
-	gen := r.gen
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if r.open && r.gen == gen {
-			r.open = false
-			t.detached[r] = t.epoch
-		}
-	}, nil
+	return c.openWatch(t, r), nil
 }
 
 // reattach finds the registration of a delta subscription again and brings its index
@@ -188,8 +241,7 @@ func (t *typeState) unfileName(r *reg, n string) {
 	}
 }
 
-// unfile removes r from the index: O(its names), once per SotW watch and per delta
-// subscription dropped.
+// unfile removes r from the index: O(its names), once per registration dropped.
 func (t *typeState) unfile(r *reg) {
 	delete(t.wildcard, r)
 	for n := range r.names {
@@ -197,17 +249,21 @@ func (t *typeState) unfile(r *reg) {
 	}
 }
 
-// drop forgets a delta registration.
+// drop forgets a registration.
 func (t *typeState) drop(r *reg) {
 	t.unfile(r)
 	delete(t.detached, r)
-	if t.deltaRegs[r.key] == r {
-		delete(t.deltaRegs, r.key)
+	regs := t.sotwRegs
+	if r.delta {
+		regs = t.deltaRegs
+	}
+	if regs[r.key] == r {
+		delete(regs, r.key)
 	}
 }
 
 // notify answers the open watches of the changed names, once each, and marks the
-// detached delta registrations of those names dirty: O(changed names x their
+// detached registrations of those names dirty: O(changed names x their
 // registrations + wildcard registrations).
 func (c *Cache) notify(t *typeState, changed []string) {
 	t.epoch++
@@ -217,7 +273,7 @@ func (c *Cache) notify(t *typeState, changed []string) {
 		switch {
 		case r.open:
 			hit[r] = append(hit[r], n)
-		case r.delta:
+		default:
 			r.dirty[n] = struct{}{}
 		}
 	}

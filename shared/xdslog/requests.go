@@ -261,6 +261,11 @@ func (r *Recorder) missingLocked(typ string, names []string) []string {
 // so at 10,000 clusters a scan per name would cost 10^8 comparisons under the recorder's
 // lock; past a few names the lookups go through sets.
 func diff(before, after []string) (added, removed []string) {
+	if slices.Equal(before, after) {
+		// A SotW ACK repeats the names in the order it last sent them: one comparison
+		// per name, no sets (the recorder's share of the protocol's O(N) ACK).
+		return nil, nil
+	}
 	if len(before) <= smallList && len(after) <= smallList {
 		for _, n := range after {
 			if !slices.Contains(before, n) {
