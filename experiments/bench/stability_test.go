@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xds-workbench/lab/shared/frontend"
+	"github.com/xds-workbench/lab/shared/publish"
 )
 
 func TestStabilityOf(t *testing.T) {
@@ -46,7 +46,7 @@ func TestLoadCell(t *testing.T) {
 // says why.
 func TestUntilStable(t *testing.T) {
 	rep, _, progress := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []frontend.VersionStrategy{frontend.PerType},
+		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
 		Workloads: []string{WorkloadEndpoint, WorkloadClusterAdd}, Repeat: 3, UntilStable: true,
 	})
 	for _, c := range rep.Configs {

@@ -12,8 +12,8 @@ import (
 	rsrc "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/xds-workbench/lab/shared/bufconntest"
-	"github.com/xds-workbench/lab/shared/frontend"
 	"github.com/xds-workbench/lab/shared/protocol"
+	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
@@ -48,9 +48,9 @@ func floorState(n, i int) resources.State {
 }
 
 func floorPlane(b *testing.B, mode protocol.Mode, n int) *ControlPlane {
-	o := Options{Mode: mode, Cache: frontend.IndexedCache, Recorder: xdslog.NewRecorder(io.Discard, mode)}
+	o := Options{Mode: mode, Cache: publish.IndexedCache, Recorder: xdslog.NewRecorder(io.Discard, mode)}
 	if mode == protocol.SotW {
-		o.Versions = frontend.PerType
+		o.Versions = publish.PerType
 	}
 	cp, err := New(o)
 	if err != nil {
