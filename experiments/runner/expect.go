@@ -272,7 +272,10 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 			continue
 		}
 		what := fmt.Sprintf("Envoy's %s %s %d", e.Name, e.Op, e.Value)
-		if e.Delta {
+		switch {
+		case e.Per100 != "":
+			what = fmt.Sprintf("Envoy's %s rose by %s %d per 100 of %s over the step", e.Name, e.Op, e.Value, e.Per100)
+		case e.Delta:
 			what = fmt.Sprintf("Envoy's %s rose by %s %d over the step", e.Name, e.Op, e.Value)
 		}
 		ev := r.data.admin()
@@ -294,6 +297,13 @@ func (r *Run) checkStats(ctx context.Context, s *stepRun) {
 			v, ok := st[e.Name]
 			found = ok
 			got = int64(atoi(v)) - base
+			if e.Per100 != "" {
+				per := int64(atoi(st[e.Per100]) - atoi(s.prevStats[e.Per100]))
+				if per <= 0 {
+					return false, nil // nothing to count per yet
+				}
+				got = 100 * got / per
+			}
 			return e.Holds(got), nil
 		})
 		detail := fmt.Sprintf("%d", got)

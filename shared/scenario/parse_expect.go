@@ -307,6 +307,12 @@ func (p *parser) statExpect(sn *yaml.Node, sf *fields) (StatExpect, error) {
 	if se.Op, se.Value, err = parseComparison(cmpNode.Value); err != nil {
 		return se, p.errf(cmpNode, "%s: %v", sf.what, err)
 	}
+	if se.Per100, err = sf.str("per_100", false); err != nil {
+		return se, err
+	}
+	if se.Per100 != "" && !se.Delta {
+		return se, p.errf(sf.get("per_100"), "%s: per_100 compares two rises over the step: give delta, not value", sf.what)
+	}
 	return se, nil
 }
 

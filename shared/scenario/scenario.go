@@ -313,13 +313,17 @@ type EnvoyStateExpect struct {
 }
 
 // StatExpect: an Envoy stat, or its rise over the step (Delta), compares to a number.
+// With Per100 the rise is counted per 100 of that other stat's rise over the step (the
+// connections opened per 100 requests): a rate holds however long a busy machine makes
+// the step, where a count grows with it.
 type StatExpect struct {
 	Filter
-	Name  string
-	Delta bool
-	Op    string // one of ==, >=, <=, >, <
-	Value int64
-	Line  int
+	Name   string
+	Delta  bool
+	Per100 string
+	Op     string // one of ==, >=, <=, >, <
+	Value  int64
+	Line   int
 }
 
 // Holds compares got to the expectation.
