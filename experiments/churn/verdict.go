@@ -88,9 +88,12 @@ func GrowthVerdict(samples []Sample, baseline time.Duration, limit float64) Verd
 }
 
 // LogRateVerdict judges the xds.logs' growth, which grows by design (every publish
-// sends to every client): its bytes per publish over the last third of the run may
-// exceed those over the window after the baseline by at most limit. A log that grows
-// faster per change than it did (a resend loop, a storm) fails.
+// sends to every client): over the last third of the run it may grow faster than over
+// the window after the baseline by at most limit, per publish *and* per second. Either
+// alone misleads: publishes come from a ticker that drops ticks on a busy machine while
+// client churn and Envoy restarts (the log's other writers) keep their pace, so bytes
+// per publish rise when the machine is slow; a slower publisher writes fewer bytes per
+// second. A resend loop or a storm raises both and fails.
 func LogRateVerdict(samples []Sample, baseline time.Duration, limit float64) Verdict {
 	v := Verdict{Name: "log rate", Passed: true}
 	b := baselineIndex(samples, baseline)
@@ -98,20 +101,31 @@ func LogRateVerdict(samples []Sample, baseline time.Duration, limit float64) Ver
 		v.fail("too few samples after the baseline at %s to judge", baseline)
 		return v
 	}
-	rate := func(from, to Sample) float64 {
+	perPublish := func(from, to Sample) float64 {
 		if to.Publishes <= from.Publishes {
 			return 0
 		}
 		return float64(to.LogBytes-from.LogBytes) / float64(to.Publishes-from.Publishes)
 	}
+	perSecond := func(from, to Sample) float64 {
+		if to.Elapsed <= from.Elapsed {
+			return 0
+		}
+		return float64(to.LogBytes-from.LogBytes) / (to.Elapsed - from.Elapsed).Seconds()
+	}
 	n := len(samples)
-	first := rate(samples[b], samples[b+window-1])
-	last := rate(samples[max(b+window-1, n-1-(n-b)/3)], samples[n-1])
-	v.Figures = append(v.Figures, fmt.Sprintf("log bytes per publish %.0f -> %.0f", first, last))
-	if first == 0 {
+	a0, a1 := samples[b], samples[b+window-1]
+	z0, z1 := samples[max(b+window-1, n-1-(n-b)/3)], samples[n-1]
+	first, last := perPublish(a0, a1), perPublish(z0, z1)
+	firstT, lastT := perSecond(a0, a1), perSecond(z0, z1)
+	v.Figures = append(v.Figures, fmt.Sprintf("log bytes per publish %.0f -> %.0f", first, last),
+		fmt.Sprintf("log bytes per second %.0f -> %.0f", firstT, lastT))
+	switch {
+	case first == 0 || firstT == 0:
 		v.fail("nothing published or logged in the first window after the baseline")
-	} else if last/first-1 > limit {
-		v.fail("log bytes per publish grew %.1f%% (%.0f -> %.0f), over %.0f%%", 100*(last/first-1), first, last, 100*limit)
+	case last/first-1 > limit && lastT/firstT-1 > limit:
+		v.fail("log bytes per publish grew %.1f%% (%.0f -> %.0f) and per second %.1f%% (%.0f -> %.0f), over %.0f%%",
+			100*(last/first-1), first, last, 100*(lastT/firstT-1), firstT, lastT, 100*limit)
 	}
 	return v
 }
