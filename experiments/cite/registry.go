@@ -74,7 +74,7 @@ var (
 	LinearNack = Source{Kind: GoControlPlane, Who: "go-control-plane LinearCache", File: "pkg/cache/v3/linear.go", Func: "computeResourceChange",
 		Says: "compares with what it returned on the stream, the rejected response, so a NACK changes nothing and nothing is re-sent until the next publish"}
 	LinearSotwVersions = Source{Kind: GoControlPlane, Who: "go-control-plane LinearCache", File: "pkg/cache/v3/linear.go", Func: "getVersion",
-		Says: "labels a type's SotW responses with its own counter, moved by each update of that type, behind a prefix per start of the control plane (shared/frontend, LinearPublisher)"}
+		Says: "labels a type's SotW responses with its own counter, moved by each update of that type, behind a prefix per start of the control plane (shared/publish, LinearPublisher)"}
 	LinearDeltaVersions = Source{Kind: GoControlPlane, Who: "go-control-plane LinearCache", File: "pkg/cache/v3/cached_resource.go", Func: "getResourceVersion",
 		Says: "versions a delta resource by the SHA-256 of its bytes"}
 	LinearDeltaInitial = Source{Kind: GoControlPlane, Who: "go-control-plane delta server", File: "pkg/server/delta/v3/server.go", Func: "processDelta",
@@ -85,9 +85,9 @@ var (
 
 // The workbench's own options, caches and front ends.
 var (
-	UniformLabels = Source{Kind: Workbench, Who: "--sotw-versions uniform", File: "shared/frontend", Func: "Publisher.Publish",
+	UniformLabels = Source{Kind: Workbench, Who: "--sotw-versions uniform", File: "shared/publish", Func: "Publisher.Publish",
 		Says: "moves every type's version_info on each publish, and the go-control-plane SnapshotCache (pkg/cache/v3/simple.go, respondSOTWWatches) answers every version change"}
-	PerTypeLabels = Source{Kind: Workbench, Who: "--sotw-versions per-type", File: "shared/frontend", Func: "Publisher.Publish",
+	PerTypeLabels = Source{Kind: Workbench, Who: "--sotw-versions per-type", File: "shared/publish", Func: "Publisher.Publish",
 		Says: "moves a type's label when its content changes, counting from labels kept in the server's memory"}
 	HoldPolicy = Source{Kind: Workbench, Who: "--nack-policy hold", File: "sotw/sotw.go", Func: "FrontEnd.onRequest",
 		Says: "shows the SnapshotCache the rejected version, which parks the watch until the next publish"}
@@ -95,9 +95,9 @@ var (
 		Says: `decides whether a NACK is answered at once (resend: the SnapshotCache's CreateWatch sends the same content again, which xDS protocol, "When to send an update" says a server should not) or parked until the next publish (hold)`}
 	SnapshotOnlyOptions = Source{Kind: Workbench, Who: "--sotw-versions uniform and --nack-policy resend", File: "experiments/controlplane", Func: "CheckCacheOptions",
 		Says: "need the SnapshotCache"}
-	OnDemandCache = Source{Kind: Workbench, Who: "the workbench's OnDemandCache", File: "shared/frontend", Func: "OnDemandCache",
+	OnDemandCache = Source{Kind: Workbench, Who: "the workbench's OnDemandCache", File: "shared/publish", Func: "OnDemandCache",
 		Says: "answers a named VHDS subscribe; go-control-plane v0.14.0's delta caches send every virtual host to Envoy's first, wildcard, request and nothing for a name they lack"}
-	OnDemandNotFound = Source{Kind: Workbench, Who: "the workbench's OnDemandCache", File: "shared/frontend", Func: "OnDemandCache",
+	OnDemandNotFound = Source{Kind: Workbench, Who: "the workbench's OnDemandCache", File: "shared/publish", Func: "OnDemandCache",
 		Says: `answers a name it lacks with a bodiless resource aliased to the name, which Envoy's VhdsSubscription matches and resumes the request (404); xDS protocol, "Knowing When a Requested Resource Does Not Exist" asks for removed_resources, on which Envoy's RDS provider does not release a held request`}
 	DataPlane = Source{Kind: Workbench, Who: "the runner", File: "experiments/runner/expect.go", Func: "Run.observe",
 		Says: "asked each client what it had applied; when a client applies a response is the client's, and the protocol does not say"}

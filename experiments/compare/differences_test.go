@@ -68,7 +68,7 @@ func TestConfigurationDifferences(t *testing.T) {
 	require.NotNil(t, uniform, "--sotw-versions uniform is what this configuration adds")
 	assert.Equal(t, "--sotw-versions uniform", uniform.Who)
 	assert.Equal(t, []string{"port-change", "invalid-route", "recover", "remove-cluster", "restore"}, uniform.Steps)
-	assert.Equal(t, "shared/frontend, Publisher.Publish", uniform.Where)
+	assert.Equal(t, "shared/publish, Publisher.Publish", uniform.Where)
 }
 
 // TestProtocolDifferencesAtScale: with a scale sweep, the change row shows what a cluster

@@ -99,7 +99,7 @@ func TestMatrixProtocolAndImplementation(t *testing.T) {
 	assert.Equal(t, AttrImplementation, pc.Attribution)
 	assert.Equal(t, []string{"LDS", "RDS", "CDS"}, pc.Types, "the three unchanged types, stated together")
 	assert.Equal(t, "the cache, --sotw-versions and --nack-policy differ between A vs B (snapshot) and C vs D (linear), and either may change it; all are implementation choices", pc.Basis)
-	for _, src := range []string{cite.CacheAxis.String(), cite.SnapshotOnlyOptions.String(), "--sotw-versions uniform (shared/frontend, Publisher.Publish)"} {
+	for _, src := range []string{cite.CacheAxis.String(), cite.SnapshotOnlyOptions.String(), "--sotw-versions uniform (shared/publish, Publisher.Publish)"} {
 		assert.Contains(t, pc.Source, src)
 	}
 	assert.Equal(t, "sotw re-sent unchanged LDS, RDS, CDS, delta did not", pc.Pairs[0].Shape)
