@@ -396,11 +396,11 @@ func (r *Report) VersionsSVG() []byte {
 	colors := chart.Colors(names)
 	for pi, pk := range keys {
 		cfgs, xmax := r.panelConfigs(pk)
-		a := plotArea{x0: ml + float64(pi%perRow)*(ml+w+gap), y0: float64(pi/perRow)*(mt+h+mb) + mt, w: w, h: h, xmax: xmax, k: k}
-		a.versionsPanel(&b, pk, cfgs, colors)
+		a := chart.StepArea{X0: ml + float64(pi%perRow)*(ml+w+gap), Y0: float64(pi/perRow)*(mt+h+mb) + mt, W: w, H: h, XMax: xmax, K: k}
+		versionsPanel(&b, a, pk, cfgs, colors)
 	}
-	versionsLegend(&b, names, colors, ml, float64(rows)*(mt+h+mb)+10)
-	b.WriteString("</svg>\n")
+	chart.LineLegend(&b, names, colors, ml, float64(rows)*(mt+h+mb)+10, "solid: by ACK; dashed: by the data plane")
+	chart.Close(&b)
 	return b.Bytes()
 }
 
@@ -444,76 +444,36 @@ func (r *Report) panelConfigs(pk panelKey) ([]*Config, float64) {
 	return cfgs, niceCeil(xmax * 1.05)
 }
 
-// plotArea is a panel's frame: its top left corner and size, ms up to xmax across and
-// 0..k Envoys up.
-type plotArea struct {
-	x0, y0, w, h, xmax float64
-	k                  int
-}
-
-func (a plotArea) px(t float64) float64 { return a.x0 + t/a.xmax*a.w }
-func (a plotArea) py(n float64) float64 { return a.y0 + a.h - n/float64(a.k)*a.h }
-
 // versionsPanel draws one panel: its frame and grid, and a step curve per
 // configuration, by ACK and by the data plane.
-func (a plotArea) versionsPanel(b *bytes.Buffer, pk panelKey, cfgs []*Config, colors map[string]string) {
-	x0, y0, w, h, k := a.x0, a.y0, a.w, a.h, a.k
+func versionsPanel(b *bytes.Buffer, a chart.StepArea, pk panelKey, cfgs []*Config, colors map[string]string) {
 	id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
-	fmt.Fprintf(b, `<g id="%s" data-workload="%s" data-clusters="%d">`+"\n", chart.Esc(id), chart.Esc(pk.workload), pk.n)
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", x0+w/2, y0-20,
-		chart.Esc(fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n)))
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", x0, y0, w, h)
-	for i := 0; i <= 4; i++ {
-		t := a.xmax * float64(i) / 4
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", a.px(t), y0, a.px(t), y0+h)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", a.px(t), y0+h+16, chart.Esc(fmtMS(t)))
-	}
-	for n := 0; n <= k; n++ {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", x0, a.py(float64(n)), x0+w, a.py(float64(n)))
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%d</text>`+"\n", x0-6, a.py(float64(n))+4, n)
-	}
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">ms after the publish</text>`+"\n", x0+w/2, y0+h+36)
+	attrs := fmt.Sprintf(` data-workload="%s" data-clusters="%d"`, chart.Esc(pk.workload), pk.n)
+	a.Open(b, id, attrs, fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n), "ms after the publish", fmtMS)
 	for _, c := range cfgs {
 		for _, dp := range []bool{false, true} {
-			a.versionsCurve(b, id, c, dp, colors[c.Series])
+			a.Curve(b, versionsCurve(id, c, dp, colors[c.Series], a.K))
 		}
 	}
-	b.WriteString("</g>\n")
+	a.Close(b)
 }
 
-// versionsCurve draws how many Envoys of c ran the new version against the time, by
-// the data plane (dp, dashed) or by ACK, median over the repeats.
-func (a plotArea) versionsCurve(b *bytes.Buffer, id string, c *Config, dp bool, col string) {
-	curve := medianCurve(c, dp)
-	if len(curve) == 0 {
-		return
-	}
-	by, dash := "ack", ""
+// versionsCurve is how many Envoys of c ran the new version against the time, by the
+// data plane (dp, dashed) or by ACK, median over the repeats.
+func versionsCurve(id string, c *Config, dp bool, col string, k int) chart.StepCurve {
+	by := "ack"
 	if dp {
-		by, dash = "data-plane", ` stroke-dasharray="6 3"`
+		by = "data-plane"
 	}
-	fmt.Fprintf(b, `<g id="%s-%s-%s" class="series" data-series="%s" data-by="%s">`+"\n", chart.Esc(id), chart.Esc(SeriesID(c.Series)), by, chart.Esc(c.Series), by)
-	pts := []string{fmt.Sprintf("%.1f,%.1f", a.px(0), a.py(0))}
-	for i, t := range curve {
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i))), fmt.Sprintf("%.1f,%.1f", a.px(t), a.py(float64(i+1))))
+	words := strings.ReplaceAll(by, "-", " ")
+	return chart.StepCurve{
+		ID:    fmt.Sprintf("%s-%s-%s", chart.Esc(id), chart.Esc(SeriesID(c.Series)), by),
+		Attrs: fmt.Sprintf(` class="series" data-series="%s" data-by="%s"`, chart.Esc(c.Series), by),
+		Times: medianCurve(c, dp), Color: col, Dashed: dp,
+		Tip: func(i int, t float64) string {
+			return fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, words, i+1, k, words, fmtMS(t))
+		},
 	}
-	pts = append(pts, fmt.Sprintf("%.1f,%.1f", a.px(a.xmax), a.py(float64(len(curve)))))
-	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), col, dash)
-	for i, t := range curve {
-		tip := fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, strings.ReplaceAll(by, "-", " "), i+1, a.k, strings.ReplaceAll(by, "-", " "), fmtMS(t))
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>`+"\n", a.px(t), a.py(float64(i+1)), col, chart.Esc(tip))
-	}
-	b.WriteString("</g>\n")
-}
-
-// versionsLegend draws each series' color and what solid and dashed mean, from (lx, ly).
-func versionsLegend(b *bytes.Buffer, names []string, colors map[string]string, lx, ly float64) {
-	for _, s := range names {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+28, ly, colors[s])
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+34, ly+4, chart.Esc(s))
-		lx += 34 + 7*float64(len(s)) + 20
-	}
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#555">solid: by ACK; dashed: by the data plane</text>`+"\n", lx+10, ly+4)
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v <= 0).
