@@ -15,7 +15,7 @@ import (
 type BootstrapConfig struct {
 	// Mode picks sample/bootstrap-<Mode>.yaml: ModeADS (api_type GRPC) or ModeDeltaADS
 	// (DELTA_GRPC).
-	Mode string
+	Mode XDSFlag
 	// XDSAddr is where Envoy dials xDS (the xds_cluster endpoint), 127.0.0.1:PORT: the
 	// server's Addr, or a tap in front of it.
 	XDSAddr string
@@ -29,7 +29,7 @@ type BootstrapConfig struct {
 }
 
 // SampleBootstrap reads the pinned module's sample/bootstrap-<mode>.yaml, unchanged.
-func SampleBootstrap(ctx context.Context, mode string) ([]byte, error) {
+func SampleBootstrap(ctx context.Context, mode XDSFlag) ([]byte, error) {
 	if mode != ModeADS && mode != ModeDeltaADS {
 		return nil, fmt.Errorf("sample bootstrap: mode %q: want %q or %q", mode, ModeADS, ModeDeltaADS)
 	}
@@ -37,7 +37,7 @@ func SampleBootstrap(ctx context.Context, mode string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "sample", "bootstrap-"+mode+".yaml")
+	path := filepath.Join(dir, "sample", "bootstrap-"+string(mode)+".yaml")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sample bootstrap: %w", err)

@@ -48,7 +48,7 @@ type rig struct {
 // rigConfig varies a rig: envoyNode, when set, is Envoy's node id instead of the
 // server's -nodeID; edit changes the server's options.
 type rigConfig struct {
-	mode      string
+	mode      XDSFlag
 	mux       bool
 	envoyNode string
 	edit      func(*Options)
@@ -67,7 +67,7 @@ func startRig(t *testing.T, c rigConfig) *rig {
 	o := Options{
 		Mode: c.mode, Mux: c.mux,
 		Port: freePort(t), GatewayPort: freePort(t), ALSPort: freePort(t), UpstreamPort: freePort(t),
-		BasePort: base, NodeID: "lab-gcp-" + c.mode,
+		BasePort: base, NodeID: "lab-gcp-" + string(c.mode),
 		Updates: 2, Requests: 6, Delay: 250 * time.Millisecond,
 		HTTPListeners: 1, ScopedHTTPListeners: 1, TCPListeners: 1, Clusters: 2,
 	}
@@ -141,7 +141,7 @@ func startRig(t *testing.T, c rigConfig) *rig {
 func TestEnvoyConvergesOnGCPServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mode string
+		mode XDSFlag
 		mux  bool
 	}{
 		{"ads", ModeADS, false},

@@ -43,10 +43,14 @@ const (
 	DefaultMessage = "Default message"
 )
 
-// Modes the server serves (its -xds values) that this package supports.
+// XDSFlag is the example server's -xds value: its own names for its protocols, which
+// are not the workbench's protocol.Mode ("ads" is SotW over ADS).
+type XDSFlag string
+
+// The -xds values this package supports.
 const (
-	ModeADS      = "ads"
-	ModeDeltaADS = "delta-ads"
+	ModeADS      XDSFlag = "ads"
+	ModeDeltaADS XDSFlag = "delta-ads"
 )
 
 // goTool finds the go command: on PATH (go test and go run put their own GOROOT/bin
@@ -149,7 +153,7 @@ func ModuleDir(ctx context.Context) (string, error) {
 // loopback.FreePort (and FreeBase for the listeners).
 type Options struct {
 	// Mode is -xds: ModeADS or ModeDeltaADS.
-	Mode string
+	Mode XDSFlag
 	// Mux is -mux: EDS from a LinearCache behind a MuxCache.
 	Mux bool
 	// Port is -port, the xDS server (gRPC). GatewayPort is -gateway (REST gateway),
@@ -207,7 +211,7 @@ func (o Options) Args() ([]string, error) {
 		return nil, errors.New("gcpserver: no listeners (HTTPListeners+ScopedHTTPListeners+TCPListeners)")
 	}
 	args := []string{
-		"-xds", o.Mode,
+		"-xds", string(o.Mode),
 		"-port", strconv.Itoa(o.Port),
 		"-gateway", strconv.Itoa(o.GatewayPort),
 		"-als", strconv.Itoa(o.ALSPort),
@@ -254,7 +258,7 @@ var (
 )
 
 // Passed is the line the server logs when every snapshot passed, just before exit 0.
-func passedLine(mode string) string { return "Test for " + mode + " passed!" }
+func passedLine(mode XDSFlag) string { return "Test for " + string(mode) + " passed!" }
 
 // Server is the running integration server. Its output (Go log lines on stderr) is
 // captured line by line; Stop or Wait for it.

@@ -18,8 +18,11 @@ type yamlSocketAddress struct {
 
 func TestRewriteBootstrapChangesOnlyAddressesAdminAndNode(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct{ mode, apiType string }{{ModeADS, "GRPC"}, {ModeDeltaADS, "DELTA_GRPC"}} {
-		t.Run(tc.mode, func(t *testing.T) {
+	for _, tc := range []struct {
+		mode    XDSFlag
+		apiType string
+	}{{ModeADS, "GRPC"}, {ModeDeltaADS, "DELTA_GRPC"}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
 			out, err := Bootstrap(ctx, BootstrapConfig{Mode: tc.mode, XDSAddr: "127.0.0.1:21001", ALSAddr: "127.0.0.1:21002", AdminPort: 21003, NodeID: "node-x"})
 			if err != nil {
 				t.Fatal(err)

@@ -65,7 +65,7 @@ type gcpRun struct {
 // between it and real Envoy, checks that Envoy converged (the server's own verdict and
 // the last snapshot in Envoy's config), then stops Envoy and the tap and returns the
 // tap's log.
-func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
+func runGCPThroughTap(t *testing.T, mode gcpserver.XDSFlag, mux bool) gcpRun {
 	t.Helper()
 	bin := envoytest.Require(t)
 	serverBin := gcpBinary(t)
@@ -76,7 +76,7 @@ func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	o := gcpserver.Options{
 		Mode: mode, Mux: mux,
 		Port: gcpPort(t), GatewayPort: gcpPort(t), ALSPort: gcpPort(t), UpstreamPort: gcpPort(t),
-		BasePort: base, NodeID: "lab-gcp-" + mode,
+		BasePort: base, NodeID: "lab-gcp-" + string(mode),
 		Updates: 2, Requests: 6, Delay: 250 * time.Millisecond,
 		HTTPListeners: 1, ScopedHTTPListeners: 1, TCPListeners: 1, Clusters: 2,
 	}
@@ -203,7 +203,7 @@ func runGCPThroughTap(t *testing.T, mode string, mux bool) gcpRun {
 	}
 	assert.Equal(t, []protocol.Mode{want}, seen, "Envoy's streams are of the mode's protocol only")
 	if d := os.Getenv(sampleDirEnv); d != "" {
-		name := mode
+		name := string(mode)
 		if mux {
 			name += "-mux"
 		}
@@ -296,8 +296,9 @@ func TestGCPServerThroughTheTap(t *testing.T) {
 	testenv.SkipIfShort(t, testenv.NeedsEnvoy)
 	runs := map[string]gcpRun{}
 	for _, tc := range []struct {
-		name, mode string
-		mux        bool
+		name string
+		mode gcpserver.XDSFlag
+		mux  bool
 	}{
 		{"ads", gcpserver.ModeADS, false},
 		{"delta-ads", gcpserver.ModeDeltaADS, false},
