@@ -11,23 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 )
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := loopback.Listen(0)
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
 
 // TestTapRefusesBadFlags: every bad flag is one line before anything starts, and no
 // xds.log is created.
 func TestTapRefusesBadFlags(t *testing.T) {
-	down := closedPort(t)
+	down := loopbacktest.ClosedAddr(t)
 	for name, c := range map[string]struct {
 		args []string
 		want string

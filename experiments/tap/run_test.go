@@ -24,22 +24,12 @@ import (
 	"github.com/xds-workbench/lab/experiments/analysis"
 	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/experiments/controlplane"
-	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/loopback/loopbacktest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/syncbuf"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
-
-// closedPort is a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := loopback.Listen(0)
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
 
 // tapRun is Run (lab tap) running in front of the workbench's control plane (SotW), with
 // its own log and the control plane's beside it.
@@ -200,7 +190,7 @@ func TestRunAppendsASession(t *testing.T) {
 
 	// The tap restarts on the same log, in front of the same upstream address.
 	o := DefaultOptions()
-	o.Listen, o.Upstream, o.LogPath = "127.0.0.1:0", closedPort(t), r.tapLog
+	o.Listen, o.Upstream, o.LogPath = "127.0.0.1:0", loopbacktest.ClosedAddr(t), r.tapLog
 	cpFile, err := os.OpenFile(r.cpLog, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	defer cpFile.Close()

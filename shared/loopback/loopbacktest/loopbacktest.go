@@ -27,3 +27,18 @@ func FreePorts(t testing.TB, n int) []int {
 	}
 	return out
 }
+
+// ClosedAddr is a 127.0.0.1:PORT nothing listens on (it was bound and closed): what a
+// test dials to see a refusal.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := loopback.Listen(0)
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	return addr
+}
