@@ -35,6 +35,10 @@ var (
 	benchRepeatRange    = intRange{1, bench.MaxRepeat}
 	benchTimeoutRange   = durationRange{Min: time.Second, Max: time.Hour}
 	benchColdHostsRange = intRange{1, bench.MaxColdHosts}
+	// The churn flags' ranges are checked by the bench (bench.Options.validateChurn),
+	// which knows the floor of --churn-requests.
+	benchChurnRequestsRange = intRange{1, bench.MaxChurnRequests}
+	benchConnCostRange      = durationRange{Min: 0, Max: time.Minute}
 )
 
 // benchOptions are the flags of `lab bench`; benchRunOptions turns them into bench.Options.
@@ -119,6 +123,14 @@ subprocess of this binary) right after its direct run, as "<series>+tap", with t
 log beside the control plane's (xds-<series>-N<N>.tap.log); the report adds tap ÷
 direct per N and the tap's own CPU (tap_cpu_ms).
 
+With --churn eds,cds (real Envoy) each N and series runs cluster 0's endpoints churning
+under steady load through Envoy instead of the workload loop: an update every 100 ms,
+through EDS alone (eds) or through a CDS update of the cluster with its EDS (cds), each
+backend --conn-cost slower on a connection's first request; --churn-requests requests
+(at least 10,000) per configuration: p50, p99, p99.9, upstream connections destroyed
+per update, the share slower than the connection cost (docs/performance.md, "Endpoint
+churn").
+
 With --on-demand SHAPES (delta only; real Envoy) each N runs an on-demand sequence
 once per shape instead of the workload loop: none serves the scaled state wildcard (as
 above), vhds serves each service as a VirtualHost fetched through VHDS when a request
@@ -158,6 +170,9 @@ const benchExample = `  # the documented sweep: real Envoy, both protocols, 5 re
 
   # on demand vs wildcard: VHDS, VHDS with on-demand CDS, and today's shape
   lab bench --on-demand none,vhds,vhds+cds --clusters 10,1000,10000 --repeat 3
+
+  # endpoint churn through EDS only vs through CDS, under steady load through Envoy
+  lab bench --churn eds,cds --clusters 100 --cache snapshot,indexed
 
   # both caches, every workload, against real Envoy
   lab bench --client envoy --clusters 10,100 --cache snapshot,linear \
@@ -212,6 +227,9 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
 	f.Var(choiceListValue{&o.bench.Through, parseThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
 	f.Var(choiceListValue{&o.onDemand, parseShape}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
+	f.Var(choiceListValue{&o.bench.Churn, parseChurn}, "churn", "the churn axis: eds (cluster 0's endpoints change through EDS alone), cds (through a CDS update of the cluster with its EDS), or both; each N and series runs under steady load through Envoy instead of the workload loop (real Envoy)")
+	f.Var(intValue{&o.bench.ChurnRequests, benchChurnRequestsRange}, "churn-requests", fmt.Sprintf("with --churn: requests each configuration measures, at least %d", bench.DefaultChurnRequests))
+	f.Var(durationValue{&o.bench.ConnCost, benchConnCostRange}, "conn-cost", "with --churn: each backend's delay on a connection's first request (a stand-in for a handshake)")
 	f.Var(intValue{&o.bench.ColdHosts, benchColdHostsRange}, "cold-hosts", "with --on-demand: distinct services requested cold, then warm, "+benchColdHostsRange.String()+" (at most N)")
 	f.Var(choiceValue{&o.bench.EnvoyStats, "Envoy stats setting", bootstrap.StatsSettings}, "envoy-stats",
 		"Envoy's stats: all (Envoy's defaults) or no-scaled-clusters (a stats_matcher leaves out the inventory-NNNN clusters' stats, which Envoy's 5 s stats flush otherwise walks: docs/performance.md, \"N = 100,000\")")
@@ -292,6 +310,16 @@ func (o *benchOptions) typed(flag string) (string, bool) {
 		return "", false
 	}
 	return o.value(flag), true
+}
+
+// parseChurn is one --churn mode.
+func parseChurn(s string) error {
+	for _, c := range bench.ChurnModes {
+		if s == c {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown churn %q (want eds or cds)", s)
 }
 
 // parseShape is one --on-demand shape.

@@ -135,6 +135,23 @@ type Options struct {
 	// the on-demand sequence (ondemand.go) once per shape and delta series instead of
 	// the workload loop. Delta only (resources.ErrOnDemandNeedsDelta), real Envoy only.
 	OnDemand []resources.OnDemand
+	// Churn are the modes of the churn axis (--churn: ChurnEDS, ChurnCDS): with any, each
+	// N runs the churn sequence (churn.go) once per mode and series instead of the
+	// workload loop. Real Envoy only (ErrChurnNeedsEnvoy).
+	Churn []string
+	// ChurnRequests is how many requests of steady load each churn configuration
+	// measures (DefaultChurnRequests when 0, and at least that unless ChurnFewRequests).
+	ChurnRequests int
+	// ChurnFewRequests lets ChurnRequests go below DefaultChurnRequests: for tests,
+	// whose figures are not the docs'.
+	ChurnFewRequests bool
+	// ChurnRate is the steady load in requests per second (DefaultChurnRate when 0).
+	ChurnRate int
+	// ChurnEvery is the interval between two churn updates (DefaultChurnEvery when 0).
+	ChurnEvery time.Duration
+	// ConnCost is the backends' delay on each connection's first request
+	// (DefaultConnCost when 0).
+	ConnCost time.Duration
 	// ColdHosts is how many distinct services the on-demand sequence requests cold
 	// (DefaultColdHosts when 0; at most N).
 	ColdHosts int
@@ -276,9 +293,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	e.announce(ser, notes)
 	start := time.Now()
 	var failed []string
-	if len(o.OnDemand) > 0 {
+	switch {
+	case len(o.Churn) > 0:
+		failed = e.churnSweep(ctx, rep, ser, start)
+	case len(o.OnDemand) > 0:
 		failed = e.onDemandSweep(ctx, rep, ser, start)
-	} else {
+	default:
 		failed = e.workloadSweep(ctx, rep, ser, start)
 	}
 	rep.finish(start)
@@ -353,10 +373,14 @@ func (e *env) announce(ser []series, notes []string) {
 		names[i] = s.name
 	}
 	client := e.clientName()
-	if len(o.OnDemand) > 0 {
+	switch {
+	case len(o.Churn) > 0:
+		e.say("bench: %d churn configuration(s): churn %s x N %s x %s; %s; %d requests at %d/s, an update every %s, connection cost %s; output %s",
+			len(o.Churn)*len(o.Clusters)*len(ser), strings.Join(o.Churn, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ChurnRequests, o.ChurnRate, o.ChurnEvery, o.ConnCost, o.Out)
+	case len(o.OnDemand) > 0:
 		e.say("bench: %d on-demand configuration(s): shape %s x N %s x %s; %s; %d cold host(s), %d repeat(s); output %s",
 			len(o.OnDemand)*len(o.Clusters)*len(ser), shapeNames(o.OnDemand), joinInts(o.Clusters), strings.Join(names, ", "), client, o.ColdHosts, o.Repeat, o.Out)
-	} else {
+	default:
 		e.say("bench: %d configuration(s): workload %s x N %s x %s; %s; %d repeat(s); output %s",
 			len(o.Workloads)*len(o.Clusters)*len(ser), strings.Join(o.Workloads, ","), joinInts(o.Clusters), strings.Join(names, ", "), client, o.Repeat, o.Out)
 	}

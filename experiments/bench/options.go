@@ -86,7 +86,7 @@ func (o *Options) Validate() error {
 		o.checkUnprobed, o.checkModes, o.checkSotWVersions, o.checkRepeat, o.checkCaches,
 		o.checkWorkloads, o.checkThrough, o.checkTimeout,
 		o.checkUniformCache, o.checkWorkloadsFit, o.checkFleet, o.checkStuckClient, o.checkEnvoyStatsClient,
-		o.checkUnprobedOnDemand, o.validateOnDemand, o.validateGRPC,
+		o.checkUnprobedOnDemand, o.validateOnDemand, o.validateChurn, o.validateGRPC,
 	} {
 		if err := check(); err != nil {
 			return err

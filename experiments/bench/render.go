@@ -120,6 +120,9 @@ func sampleCell(s Sample, key string) string {
 
 // tables builds the report's blocks.
 func (r *Report) tables() []block {
+	if len(r.Configs) == 0 && len(r.Churn) > 0 {
+		return r.churnTables()
+	}
 	if len(r.Configs) == 0 && len(r.OnDemand) > 0 {
 		return r.onDemandTables()
 	}
@@ -412,6 +415,11 @@ func (r *Report) failures() []string {
 			out = append(out, fmt.Sprintf("on-demand %s %s N=%d: %s", c.Shape, c.Series, c.N, c.Error))
 		}
 	}
+	for _, c := range r.Churn {
+		if c.Error != "" {
+			out = append(out, fmt.Sprintf("churn %s %s N=%d: %s", c.Churn, c.Series, c.N, c.Error))
+		}
+	}
 	return out
 }
 
@@ -478,16 +486,24 @@ func (r *Report) header() []string {
 	if r.Options.Unprobed != "" {
 		client += "; unprobed clusters: " + r.Options.Unprobed
 	}
+	perConfig := r.Options.repeats()
+	if len(r.Options.Churn) > 0 {
+		perConfig = fmt.Sprintf("%d requests", r.Options.ChurnRequests)
+	}
 	return []string{
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
 		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
-		fmt.Sprintf("client: %s; %s per configuration", client, r.Options.repeats()),
+		fmt.Sprintf("client: %s; %s per configuration", client, perConfig),
 		fmt.Sprintf("workloads: %s; caches: %s%s", workloadsLine(r.Options), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
 	}
 }
 
 // workloadsLine names the workloads, or the on-demand axis' shapes and sequence.
 func workloadsLine(o RunOptions) string {
+	if len(o.Churn) > 0 {
+		return fmt.Sprintf("churn axis, %s; each: %d requests at %d/s through Envoy over %d HTTP/1.1 connections, an update of cluster 0's endpoints every %.0f ms (one endpoint stays, one alternates), each backend %.0f ms slower on a connection's first request",
+			strings.Join(o.Churn, ", "), o.ChurnRequests, o.ChurnRate, churnConnections, o.ChurnEveryMS, o.ConnCostMS)
+	}
 	if len(o.OnDemand) == 0 {
 		return strings.Join(o.Workloads, ", ")
 	}

@@ -253,6 +253,13 @@ type RunOptions struct {
 	// ColdHosts how many services each requested cold.
 	OnDemand  []string `json:"on_demand,omitempty"`
 	ColdHosts int      `json:"cold_hosts,omitempty"`
+	// Churn are the churn axis' modes (eds, cds), with its requests per configuration,
+	// load rate, interval between updates and connection cost.
+	Churn         []string `json:"churn,omitempty"`
+	ChurnRequests int      `json:"churn_requests,omitempty"`
+	ChurnRate     int      `json:"churn_rate,omitempty"`
+	ChurnEveryMS  float64  `json:"churn_every_ms,omitempty"`
+	ConnCostMS    float64  `json:"conn_cost_ms,omitempty"`
 	// EnvoyStats is the Envoy bootstrap's stats setting (--envoy-stats), when not
 	// Envoy's defaults.
 	EnvoyStats string `json:"envoy_stats,omitempty"`
@@ -278,6 +285,8 @@ type Report struct {
 	Growth    []Growth `json:"growth"`
 	// OnDemand are the on-demand axis' configurations (--on-demand), in run order.
 	OnDemand []*OnDemandConfig `json:"on_demand,omitempty"`
+	// Churn are the churn axis' configurations (--churn), in run order.
+	Churn []*ChurnConfig `json:"churn,omitempty"`
 }
 
 func newReport(o *Options, bin envoy.Binary) *Report {
@@ -303,6 +312,10 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	}
 	if len(o.OnDemand) > 0 {
 		r.Options.ColdHosts = o.ColdHosts
+	}
+	if len(o.Churn) > 0 {
+		r.Options.Churn, r.Options.ChurnRequests, r.Options.ChurnRate = o.Churn, o.ChurnRequests, o.ChurnRate
+		r.Options.ChurnEveryMS, r.Options.ConnCostMS = ms(o.ChurnEvery), ms(o.ConnCost)
 	}
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))

@@ -58,14 +58,16 @@ type LogLine struct {
 
 // Backend is a running inventory server.
 type Backend struct {
-	name     string
-	port     int
-	logPath  string
-	log      *os.File // unbuffered: each line reaches the file with one write
-	logMu    sync.Mutex
-	srv      *http.Server
-	grpc     *grpc.Server // gRPC calls on the same port (grpc.go)
-	count    atomic.Int64
+	name    string
+	port    int
+	logPath string
+	log     *os.File // unbuffered: each line reaches the file with one write
+	logMu   sync.Mutex
+	srv     *http.Server
+	grpc    *grpc.Server // gRPC calls on the same port (grpc.go)
+	count   atomic.Int64
+	// conns counts the connections that carried a request (Connections).
+	conns    atomic.Int64
 	served   chan struct{}
 	serveMu  sync.Mutex
 	serveErr error
@@ -87,6 +89,10 @@ type Behaviour struct {
 	ConnectionClose bool
 	// IdleTimeout closes a keep-alive connection idle this long (0: never).
 	IdleTimeout time.Duration
+	// ConnDelay holds the first request of every connection this long, on top of Delay:
+	// a stand-in for a handshake, so that a client that opens new connections (Envoy
+	// after its connection pools are drained) pays for each in latency.
+	ConnDelay time.Duration
 }
 
 // MaxDelay bounds Behaviour.Delay: a backend for teaching, not a tarpit (a scenario's
@@ -97,6 +103,9 @@ const MaxDelay = scenario.MaxBackendDelay
 func (b Behaviour) Check() error {
 	if b.Delay < 0 || b.Delay > MaxDelay {
 		return fmt.Errorf("delay %s: want 0..%s", b.Delay, MaxDelay)
+	}
+	if b.ConnDelay < 0 || b.ConnDelay > MaxDelay {
+		return fmt.Errorf("connection delay %s: want 0..%s", b.ConnDelay, MaxDelay)
 	}
 	if b.IdleTimeout < 0 {
 		return fmt.Errorf("idle timeout %s: must not be negative", b.IdleTimeout)
@@ -146,7 +155,10 @@ func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, e
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
-	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: bh.IdleTimeout, Protocols: protocols}
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: bh.IdleTimeout, Protocols: protocols,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, new(atomic.Bool))
+		}}
 	go func() {
 		err := b.srv.Serve(ln)
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -162,6 +174,7 @@ func StartWith(name string, port int, logPath string, bh Behaviour) (*Backend, e
 // ServeHTTP answers /quote and every path under it (/quote/amber: scenarios route
 // several paths) and logs every request, including refused ones.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.holdNewConn(r.Context())
 	if isGRPC(r) {
 		b.serveGRPC(w, r)
 		return
@@ -195,6 +208,32 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		TS: time.Now().UTC(), Backend: b.name, Method: r.Method, Path: r.URL.Path,
 		SKU: sku, RequestID: id, Status: status, Proto: r.Proto,
 	})
+}
+
+// Connections is how many connections have carried a request to this backend so far
+// (each paid ConnDelay once).
+func (b *Backend) Connections() int64 { return b.conns.Load() }
+
+// connKey keys the per-connection flag ConnContext puts in every request's context:
+// set once the connection's first request has been held (Behaviour.ConnDelay).
+type connKey struct{}
+
+// holdNewConn holds the first request of a connection ConnDelay (until ctx ends);
+// with HTTP/2, the first stream to arrive is the one held.
+func (b *Backend) holdNewConn(ctx context.Context) {
+	if seen, ok := ctx.Value(connKey{}).(*atomic.Bool); !ok || seen.Swap(true) {
+		return
+	}
+	b.conns.Add(1)
+	if b.bh.ConnDelay <= 0 {
+		return
+	}
+	t := time.NewTimer(b.bh.ConnDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // writeLog appends one line with a single Write, so a reader never sees half a line

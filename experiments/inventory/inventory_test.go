@@ -301,3 +301,29 @@ func TestBehaviourDelay(t *testing.T) {
 	_, err = StartWith("bad", 0, "", Behaviour{Delay: time.Hour})
 	assert.ErrorContains(t, err, "want 0..30s")
 }
+
+// TestConnDelay: the first request of each connection is held ConnDelay, the next ones
+// on the same connection are not.
+func TestConnDelay(t *testing.T) {
+	const cost = 150 * time.Millisecond
+	b, err := StartWith("v1", 0, "", Behaviour{ConnDelay: cost})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	timed := func(c *http.Client) time.Duration {
+		t0 := time.Now()
+		resp, err := c.Get("http://" + b.Addr() + QuotePath)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return time.Since(t0)
+	}
+	for range 2 { // two connections, each paying once
+		c := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+		assert.GreaterOrEqual(t, timed(c), cost, "first request on a connection")
+		assert.Less(t, timed(c), cost, "second request on the same connection")
+		c.CloseIdleConnections()
+	}
+	assert.Equal(t, int64(2), b.Connections())
+	assert.Error(t, Behaviour{ConnDelay: -time.Second}.Check())
+}
