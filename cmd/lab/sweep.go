@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -67,7 +65,7 @@ Each run's evidence is under OUT/rate-<R>/<round>; the report is OUT/sweep.json.
 				return err
 			}
 			so.Progress = cmd.ErrOrStderr()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return run(ctx, so, cmd.OutOrStdout())
 		},
@@ -100,8 +98,8 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 	}
 	// Each run appends to its directory's logs: a second sweep into the same place would
 	// mix two runs' evidence (the backend-log check catches it, run by run).
-	if err := checkOut(out, holdsAnything, "a new or empty directory"); err != nil {
-		return sweep.Options{}, err
+	if err := option.CheckOutEmpty(out); err != nil {
+		return sweep.Options{}, outRefusal(err)
 	}
 	so := sweep.Options{Scenario: sc, Rates: o.rates, Connections: o.connections, Protocol: p, Mode: o.mode, Cache: o.cache,
 		Repeat: o.repeat, Out: out, EnvoyBin: o.envoyBin}

@@ -74,7 +74,7 @@ func (o *Options) Validate() error {
 	if o.Listen == "" {
 		return refuse(OptionListen, "", errors.New("not given (want "+loopback.Host+":PORT)"))
 	}
-	addr, err := loopbackAddr(o.Listen, true)
+	addr, err := loopback.Normalize(o.Listen, true)
 	if err != nil {
 		return refuse(OptionListen, o.Listen, err)
 	}
@@ -82,7 +82,7 @@ func (o *Options) Validate() error {
 	if o.Upstream == "" {
 		return refuse(OptionUpstream, "", errors.New("not given (want "+loopback.Host+":PORT, the control plane's address)"))
 	}
-	up, err := loopbackAddr(o.Upstream, false)
+	up, err := loopback.Normalize(o.Upstream, false)
 	if err != nil {
 		return refuse(OptionUpstream, o.Upstream, err)
 	}
@@ -107,27 +107,6 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
-}
-
-// loopbackAddr reads a 127.0.0.1:PORT address; its error is the problem alone.
-func loopbackAddr(s string, allowZero bool) (string, error) {
-	var (
-		port int
-		err  error
-	)
-	if allowZero {
-		port, err = loopback.ParseListenAddr(s)
-	} else {
-		_, port, err = loopback.ParseAddr(s)
-	}
-	var ae *loopback.AddrError
-	if errors.As(err, &ae) {
-		return "", errors.New(ae.Problem)
-	}
-	if err != nil {
-		return "", err
-	}
-	return loopback.Addr(port), nil
 }
 
 // checkUpstream dials the upstream once: a wrong port is one line at start, not a
