@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/sweep"
-	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
@@ -92,13 +89,8 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	p, _ := load.ParseProtocol(o.protocol) // the flag accepts only known names
-	out := o.out
-	if out == "" {
-		out = filepath.Join("experiments", "evidence", "sweep", time.Now().UTC().Format("20060102T150405Z"))
-	}
-	// Each run appends to its directory's logs: a second sweep into the same place would
-	// mix two runs' evidence (the backend-log check catches it, run by run).
-	if err := option.CheckOutEmpty(out); err != nil {
+	out, err := sweep.OutDir(o.out)
+	if err != nil {
 		return sweep.Options{}, outRefusal(err)
 	}
 	so := sweep.Options{Scenario: sc, Rates: o.rates, Connections: o.connections, Protocol: p, Mode: o.mode, Cache: o.cache,
