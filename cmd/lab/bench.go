@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,9 +16,9 @@ import (
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
 	"github.com/xds-workbench/lab/experiments/progress"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
-	"github.com/xds-workbench/lab/shared/suggest"
 )
 
 // Ranges of `lab bench`'s counts and durations.
@@ -200,7 +197,7 @@ func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return run(ctx, bo, progress.NewWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath()))
 		},
@@ -218,16 +215,16 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
-	f.Var(choiceListValue{&o.versions, parseVersionStrategy}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
+	f.Var(choiceListValue{&o.versions, bench.CheckSotWVersion}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
 	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, linear, indexed")
-	f.Var(choiceListValue{&o.bench.Workloads, parseWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
+	f.Var(choiceListValue{&o.bench.Workloads, bench.CheckWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
 	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "changes per configuration, "+benchRepeatRange.String()+" (cluster-remove: below every cluster count)")
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
-	f.Var(choiceListValue{&o.bench.Through, parseThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
-	f.Var(choiceListValue{&o.onDemand, parseShape}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
-	f.Var(choiceListValue{&o.bench.Churn, parseChurn}, "churn", "the churn axis: eds (cluster 0's endpoints change through EDS alone), cds (through a CDS update of the cluster with its EDS), or both; each N and series runs under steady load through Envoy instead of the workload loop (real Envoy)")
+	f.Var(choiceListValue{&o.bench.Through, bench.CheckThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
+	f.Var(choiceListValue{&o.onDemand, func(s string) error { _, err := bench.ParseShape(s); return err }}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
+	f.Var(choiceListValue{&o.bench.Churn, bench.CheckChurn}, "churn", "the churn axis: eds (cluster 0's endpoints change through EDS alone), cds (through a CDS update of the cluster with its EDS), or both; each N and series runs under steady load through Envoy instead of the workload loop (real Envoy)")
 	f.Var(intValue{&o.bench.ChurnRequests, benchChurnRequestsRange}, "churn-requests", fmt.Sprintf("with --churn: requests each configuration measures, at least %d", bench.DefaultChurnRequests))
 	f.Var(durationValue{&o.bench.ConnCost, benchConnCostRange}, "conn-cost", "with --churn: each backend's delay on a connection's first request (a stand-in for a handshake)")
 	f.Var(intValue{&o.bench.ColdHosts, benchColdHostsRange}, "cold-hosts", "with --on-demand: distinct services requested cold, then warm, "+benchColdHostsRange.String()+" (at most N)")
@@ -244,7 +241,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 // flags or this process: a --sotw-versions that would do nothing, the --out directory
 // and the lab binary that runs each tap.
 func (o *benchOptions) benchRunOptions() (bench.Options, error) {
-	b := o.convert()
+	b := o.bench.Resolve(bench.Names{Modes: o.modes, SotWVersions: o.versions, Caches: o.caches, OnDemand: o.onDemand}, o.given("modes"), o.given("workload"))
 	check := b
 	if err := check.Validate(); err != nil {
 		return b, benchRefusal(err, b, o.typed)
@@ -253,8 +250,8 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 		return b, badFlag("sotw-versions", strings.Join(o.versions, ","), "SotW only (want sotw in --modes, or no --sotw-versions)")
 	}
 	// A second bench in the same directory would leave the first one's logs beside its own.
-	if err := checkOut(b.Out, holdsAnything, "a new or empty directory"); err != nil {
-		return b, err
+	if err := option.CheckOutEmpty(b.Out); err != nil {
+		return b, outRefusal(err)
 	}
 	// Through the tap, the CLI runs each tap as its own `lab tap` subprocess, so the
 	// tap's CPU is its own process's (tap_cpu_ms), not folded into this one's.
@@ -268,42 +265,6 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	return b, nil
 }
 
-// convert is the flags as bench.Options, with the defaults that depend on other flags:
-// grpc-go clients run SotW and the endpoint workload, the on-demand axis delta, unless
-// --modes or --workload say otherwise (the bench then refuses them).
-func (o *benchOptions) convert() bench.Options {
-	b := o.bench
-	b.Modes = nil
-	for _, m := range o.modes {
-		b.Modes = append(b.Modes, protocol.Mode(m)) // parseMode checked it
-	}
-	b.SotWVersions = nil
-	for _, v := range o.versions {
-		b.SotWVersions = append(b.SotWVersions, publish.VersionStrategy(v))
-	}
-	b.Caches = nil
-	for _, c := range o.caches {
-		b.Caches = append(b.Caches, publish.Cache(c))
-	}
-	b.OnDemand = nil
-	for _, s := range o.onDemand {
-		od, _ := bench.ParseShape(s) // parseShape checked it
-		b.OnDemand = append(b.OnDemand, od)
-	}
-	if b.Client == bench.ClientGRPC {
-		if !o.given("modes") {
-			b.Modes = []protocol.Mode{protocol.SotW} // grpc-go has no delta client
-		}
-		if !o.given("workload") {
-			b.Workloads = []string{bench.WorkloadEndpoint}
-		}
-	}
-	if len(b.OnDemand) > 0 && !o.given("modes") {
-		b.Modes = []protocol.Mode{protocol.Delta} // on demand is delta only
-	}
-	return b
-}
-
 // typed is a flag's value as the user typed it, when given.
 func (o *benchOptions) typed(flag string) (string, bool) {
 	if !o.given(flag) {
@@ -312,54 +273,10 @@ func (o *benchOptions) typed(flag string) (string, bool) {
 	return o.value(flag), true
 }
 
-// parseChurn is one --churn mode.
-func parseChurn(s string) error {
-	for _, c := range bench.ChurnModes {
-		if s == c {
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown churn %q (want eds or cds)", s)
-}
-
-// parseShape is one --on-demand shape.
-func parseShape(s string) error {
-	_, err := bench.ParseShape(s)
-	return err
-}
-
 // runBench runs the sweep with progress to progress; bench.Run prints the tables and
 // says where the files are.
 func runBench(ctx context.Context, o bench.Options, progress io.Writer) error {
 	o.Progress = progress
 	_, err := bench.Run(ctx, o)
 	return benchRefusal(err, o, nil)
-}
-
-// parseThrough is one --through way.
-func parseThrough(s string) error {
-	if s != bench.ThroughDirect && s != bench.ThroughTap {
-		return errors.New("unknown way (want direct or tap)")
-	}
-	return nil
-}
-
-// parseWorkload is one --workload name.
-func parseWorkload(s string) error {
-	if !slices.Contains(bench.Workloads, s) {
-		return fmt.Errorf("unknown workload (want %s)", suggest.OrList(bench.Workloads))
-	}
-	return nil
-}
-
-// parseVersionStrategy is one SotW version strategy; "" (the library's default) is not a
-// name on the command line.
-func parseVersionStrategy(s string) error {
-	if s == "" {
-		return errors.New("empty (want uniform or per-type)")
-	}
-	if _, err := publish.ParseVersionStrategy(s); err != nil {
-		return errors.New("unknown version strategy (want uniform or per-type)")
-	}
-	return nil
 }

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,7 +50,7 @@ stream close, or when a process is left (docs/reliability.md, "Churn soak").`,
 			if o.Out == "" {
 				o.Out = filepath.Join("experiments", "evidence", "churn-"+time.Now().UTC().Format("20060102T150405Z"))
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return run(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,6 +209,9 @@ func (v cacheValue) Set(s string) error {
 	*v.p = c
 	return nil
 }
+
+// metricsAddrHelp is --metrics-addr's usage line (lab serve, lab run).
+const metricsAddrHelp = "serve Prometheus metrics of the xDS exchange at http://ADDR/metrics, 127.0.0.1:PORT (port 0 picks a free one; default off; docs/metrics.md)"
 
 // cacheHelp is --cache's usage line.
 const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
@@ -518,7 +519,7 @@ type addrValue struct {
 func (v addrValue) String() string { return *v.p }
 func (addrValue) Type() string     { return "127.0.0.1:port" }
 func (v addrValue) Set(s string) error {
-	a, err := parseLoopbackAddr(s, v.allowZero)
+	a, err := loopback.Normalize(s, v.allowZero)
 	if err != nil {
 		return err
 	}
@@ -526,63 +527,9 @@ func (v addrValue) Set(s string) error {
 	return nil
 }
 
-// parseLoopbackAddr is addrValue's reading; its error is the problem alone.
-func parseLoopbackAddr(s string, allowZero bool) (string, error) {
-	var (
-		port int
-		err  error
-	)
-	if allowZero {
-		port, err = loopback.ParseListenAddr(s)
-	} else {
-		_, port, err = loopback.ParseAddr(s)
-	}
-	if err != nil {
-		var ae *loopback.AddrError
-		if errors.As(err, &ae) {
-			return "", errors.New(ae.Problem)
-		}
-		return "", err
-	}
-	return loopback.Addr(port), nil
-}
-
-// checkOut refuses an --out that is not a directory, or one for which holds names what
-// it already holds (two runs' evidence would mix); want says what would do. A directory
-// that does not exist is fine.
-func checkOut(out string, holds func(dir string) (string, bool), want string) error {
-	if out == "" {
-		return nil
-	}
-	st, err := os.Stat(out)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is the flag's value, already shown
-		}
-		return badFlag("out", out, "%v", err)
-	case !st.IsDir():
-		return badFlag("out", out, "not a directory (want %s)", want)
-	}
-	if what, ok := holds(out); ok {
-		return badFlag("out", out, "already holds %s (want %s)", what, want)
-	}
-	return nil
-}
-
-// holdsAnything reports whether dir has any entry, and names the first.
-func holdsAnything(dir string) (string, bool) {
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) == 0 {
-		return "", false
-	}
-	if len(ents) == 1 {
-		return "a file (" + ents[0].Name() + ")", true
-	}
-	return fmt.Sprintf("%d files (%s, ...)", len(ents), ents[0].Name()), true
+// outRefusal words an output directory's refusal (option.CheckOut) as one of --out.
+func outRefusal(err error) error {
+	return optionRefusal(err, map[string]string{option.OptionOut: "out"})
 }
 
 // byteSize is a size flag: a whole number of bytes with an optional unit (KiB, MiB, GiB,

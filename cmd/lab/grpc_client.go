@@ -1,10 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/grpcclient"
@@ -25,7 +21,7 @@ JSON in $` + grpcclient.BootstrapEnv + ` (lab run and lab serve set it), and ser
 addresses to --ports-file and runs until SIGINT or SIGTERM.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return grpcclient.Serve(ctx, o)
 		},

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +44,7 @@ keep-alive connections.`,
 			if !cmd.Flags().Changed("log") {
 				logPath = "inventory-" + name + ".log"
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			err := inventory.Serve(ctx, name, port, logPath, bh, cmd.OutOrStdout())
 			return optionRefusal(err, map[string]string{inventory.OptionDelay: "delay", inventory.OptionIdleTimeout: "idle-timeout"})

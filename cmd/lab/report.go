@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +37,7 @@ differences; each run's progress and the sweep's tables go to job.log in --out.`
 				return badFlag("out", o.Out, "%v", err)
 			}
 			o.Stdout = cmd.OutOrStdout()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return run(ctx, o)
 		},

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -92,4 +96,10 @@ func unknownCommand(root *cobra.Command, args []string) error {
 		}
 	}
 	return fmt.Errorf("%s: unknown command%s (see %s --help)", showValue(word), suggest.Hint(word, names, ""), root.CommandPath())
+}
+
+// interruptible is the command's context, cancelled by SIGINT or SIGTERM (every command
+// that runs until interrupted, or cleans up when it is).
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 }

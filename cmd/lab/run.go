@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,9 +14,11 @@ import (
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
 	"github.com/xds-workbench/lab/shared/loopback"
+	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/scenario"
+	"github.com/xds-workbench/lab/shared/xdsmetrics"
 	"github.com/xds-workbench/lab/sotw"
 )
 
@@ -151,12 +149,12 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			pw := progress.NewWriter(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.CommandPath())
-			metrics, stopMetrics, err := startMetrics(o.metricsAddr, ro.Mode, ro.Cache, pw, "["+ro.Mode.String()+"] ")
+			metrics, stopMetrics, err := xdsmetrics.Start(o.metricsAddr, ro.Mode, string(ro.Cache), pw, "["+ro.Mode.String()+"] ")
 			if err != nil {
-				return err
+				return optionRefusal(err, runFlagOf)
 			}
 			defer stopMetrics()
 			if metrics != nil {
@@ -199,16 +197,13 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 }
 
 // runnerOptions checks what the flags could not check one by one and returns the
-// runner's options; nothing has started yet.
+// runner's options (runner.Options.Resolve); nothing has started yet.
 func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error) {
 	r := o.run
 	r.Scenario = sc
 	r.Load.Protocol, _ = load.ParseProtocol(o.loadProtocol) // the flag accepts only known names
-	if r.Load.Rate != 0 {
-		lo := load.Options{Rate: r.Load.Rate, Connections: r.Load.Connections, Protocol: r.Load.Protocol, Target: "http://127.0.0.1:1/"}
-		if err := lo.Check(); err != nil {
-			return r, badFlag("load", fmt.Sprint(r.Load.Rate), "%v", err)
-		}
+	if err := r.CheckLoad(); err != nil {
+		return r, optionRefusal(err, runFlagOf)
 	}
 	if err := checkMode(r.Mode); err != nil {
 		return r, err
@@ -225,18 +220,8 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 		o.freeUnsetPorts(&r)
 	}
 	if r.Mode == protocol.SotW {
-		// The flags accept only known names; "" is the default.
-		r.Versions, _ = publish.ParseVersionStrategy(o.versions)
-		r.NackPolicy, _ = sotw.ParseNackPolicy(o.nackPolicy)
-		// Unset, they are what the cache does (set, checkCache below refuses the ones it
-		// cannot honour).
-		defVersions, defPolicy := controlplane.SotWDefaults(r.Cache)
-		if o.versions == "" {
-			r.Versions = defVersions
-		}
-		if o.nackPolicy == "" {
-			r.NackPolicy = defPolicy
-		}
+		// The flags accept only known names; "" (unset) is what the cache does (Resolve).
+		r.Versions, r.NackPolicy = publish.VersionStrategy(o.versions), sotw.NackPolicy(o.nackPolicy)
 	} else {
 		if err := sotwOnly("sotw-versions", o.versions); err != nil {
 			return r, err
@@ -248,20 +233,7 @@ func (o *runOptions) runnerOptions(sc *scenario.Scenario) (runner.Options, error
 	if err := checkCache(r.Cache, r.Mode, o.versions, o.nackPolicy); err != nil {
 		return r, err
 	}
-	if len(r.Steps) > 0 {
-		if _, err := scenario.Select(sc.Steps, r.Steps); err != nil {
-			return r, badFlag("steps", strings.Join(r.Steps, ","), "%v", err)
-		}
-	}
-	// Appending to an earlier run's xds.log would mix two runs' evidence.
-	holdsRun := func(dir string) (string, bool) {
-		_, err := os.Stat(filepath.Join(dir, "xds.log"))
-		return "a run (xds.log)", err == nil
-	}
-	if err := checkOut(r.Out, holdsRun, "a new directory or one without a run"); err != nil {
-		return r, err
-	}
-	return r, nil
+	return r, optionRefusal(r.Resolve(), runFlagOf)
 }
 
 // freeUnsetPorts zeroes every port whose flag was not given: the runner takes zero as
@@ -293,6 +265,9 @@ var runFlagOf = map[string]string{
 	runner.OptionClient:                 "client",
 	runner.OptionPublishDuringReconnect: "publish-during-reconnect",
 	runner.OptionLoad:                   "load",
+	runner.OptionSteps:                  "steps",
+	option.OptionOut:                    "out",
+	xdsmetrics.OptionAddr:               "metrics-addr",
 }
 
 // scenarioAll is the --scenario value that runs the whole pack.

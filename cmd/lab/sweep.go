@@ -4,11 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -67,7 +62,7 @@ Each run's evidence is under OUT/rate-<R>/<round>; the report is OUT/sweep.json.
 				return err
 			}
 			so.Progress = cmd.ErrOrStderr()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return run(ctx, so, cmd.OutOrStdout())
 		},
@@ -94,14 +89,9 @@ func (o sweepOptions) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	p, _ := load.ParseProtocol(o.protocol) // the flag accepts only known names
-	out := o.out
-	if out == "" {
-		out = filepath.Join("experiments", "evidence", "sweep", time.Now().UTC().Format("20060102T150405Z"))
-	}
-	// Each run appends to its directory's logs: a second sweep into the same place would
-	// mix two runs' evidence (the backend-log check catches it, run by run).
-	if err := checkOut(out, holdsAnything, "a new or empty directory"); err != nil {
-		return sweep.Options{}, err
+	out, err := sweep.OutDir(o.out)
+	if err != nil {
+		return sweep.Options{}, outRefusal(err)
 	}
 	so := sweep.Options{Scenario: sc, Rates: o.rates, Connections: o.connections, Protocol: p, Mode: o.mode, Cache: o.cache,
 		Repeat: o.repeat, Out: out, EnvoyBin: o.envoyBin}

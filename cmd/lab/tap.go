@@ -1,10 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/tap"
@@ -46,7 +42,7 @@ Both addresses are 127.0.0.1; the upstream must be listening when tap starts.`,
   lab compare tap.log experiments/compare/testdata/sotw`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			err := tap.Run(ctx, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return optionRefusal(err, tapFlagOf, tap.OptionLog)

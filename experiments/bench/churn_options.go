@@ -52,20 +52,13 @@ const (
 // ErrChurnNeedsEnvoy: the churn axis sends its load through Envoy's listener.
 var ErrChurnNeedsEnvoy = errors.New("the churn axis runs real Envoy only: its steady load goes through Envoy's listener and its figures are Envoy's connection counters")
 
-func parseChurn(s string) error {
-	if !slices.Contains(ChurnModes, s) {
-		return fmt.Errorf("unknown churn %q (want eds or cds)", s)
-	}
-	return nil
-}
-
 // validateChurn checks the churn axis against the other options (Validate calls it
 // once the rest is checked). Every refusal is an *OptionError.
 func (o *Options) validateChurn() error {
 	if len(o.Churn) == 0 {
 		return nil
 	}
-	if err := checkList(OptionChurn, o.Churn, "give eds, cds or both", parseChurn); err != nil {
+	if err := checkList(OptionChurn, o.Churn, "give eds, cds or both", CheckChurn); err != nil {
 		return err
 	}
 	switch {
@@ -113,4 +106,13 @@ func (o *Options) checkChurnCounts() error {
 		return refuse(OptionConnCost, o.ConnCost.String(), fmt.Errorf("want 0..%s", maxConnCost))
 	}
 	return nil
+}
+
+// CheckChurn refuses a --churn mode that is not one of ChurnModes; its error is the
+// problem alone.
+func CheckChurn(s string) error {
+	if slices.Contains(ChurnModes, s) {
+		return nil
+	}
+	return fmt.Errorf("unknown churn %q (want eds or cds)", s)
 }

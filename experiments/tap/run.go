@@ -74,7 +74,7 @@ func (o *Options) Validate() error {
 	if o.Listen == "" {
 		return refuse(OptionListen, "", errors.New("not given (want "+loopback.Host+":PORT)"))
 	}
-	addr, err := loopback.Canonical(o.Listen, true)
+	addr, err := loopback.Normalize(o.Listen, true)
 	if err != nil {
 		return refuse(OptionListen, o.Listen, err)
 	}
@@ -82,7 +82,7 @@ func (o *Options) Validate() error {
 	if o.Upstream == "" {
 		return refuse(OptionUpstream, "", errors.New("not given (want "+loopback.Host+":PORT, the control plane's address)"))
 	}
-	up, err := loopback.Canonical(o.Upstream, false)
+	up, err := loopback.Normalize(o.Upstream, false)
 	if err != nil {
 		return refuse(OptionUpstream, o.Upstream, err)
 	}

@@ -64,21 +64,6 @@ func ParseAddr(addr string) (host string, port int, err error) {
 // ParseListenAddr is ParseAddr for an address to bind: port 0 (a free port) is allowed.
 func ParseListenAddr(addr string) (port int, err error) { return parseAddr(addr, true) }
 
-// Canonical reads a 127.0.0.1:PORT address as a flag gives it ("localhost:PORT" too;
-// port 0 only when allowZero) and returns it as 127.0.0.1:PORT; its error is the
-// problem alone (AddrError.Problem), for the caller to prefix with its flag.
-func Canonical(addr string, allowZero bool) (string, error) {
-	port, err := parseAddr(addr, allowZero)
-	var ae *AddrError
-	if errors.As(err, &ae) {
-		return "", errors.New(ae.Problem)
-	}
-	if err != nil {
-		return "", err
-	}
-	return Addr(port), nil
-}
-
 func parseAddr(addr string, allowZero bool) (int, error) {
 	h, p, err := net.SplitHostPort(addr)
 	if err != nil {

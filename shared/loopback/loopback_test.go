@@ -216,17 +216,3 @@ func TestFindHolderWhenProcDoesNotTell(t *testing.T) {
 	assert.Equal(t, "listen on 127.0.0.1:18000: address already in use", (&InUseError{Port: 18000}).Error())
 	assert.Equal(t, "listen on 127.0.0.1:18000: address already in use by pid 9 (lab)", (&InUseError{Port: 18000, Holder: &h}).Error())
 }
-
-func TestCanonical(t *testing.T) {
-	got, err := Canonical("localhost:8080", false)
-	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:8080", got)
-	got, err = Canonical("127.0.0.1:0", true)
-	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:0", got)
-	_, err = Canonical("127.0.0.1:0", false)
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "address", "the problem alone, for the caller's flag")
-	_, err = Canonical("10.0.0.1:80", true)
-	require.Error(t, err)
-}
