@@ -213,6 +213,7 @@ type Expect struct {
 	Versions []VersionExpect
 	Envoy    []EnvoyStateExpect
 	Stats    []StatExpect
+	Sent     []SentExpect
 }
 
 // NackExpect: the client NACKs a response of Type during the step.
@@ -229,6 +230,12 @@ type Request struct {
 	// Host is the request's Host (:authority); "" sends the listener's address. On-demand
 	// VHDS subscribes by it ("<route>/<Host>").
 	Host string
+	// TLS sends the request over TLS to the listener, trusting the run's CA, and
+	// records which certificate the handshake presented (Envoy only).
+	TLS bool
+	// Held sends it on the run's one kept-alive connection, opened by its first use and
+	// held across steps, instead of a fresh one: what a kept-alive connection keeps.
+	Held bool
 }
 
 // RequestExpect: requests are sent, each with a fresh request ID, until one gets this
@@ -243,6 +250,28 @@ type RequestExpect struct {
 	// client, which has no flags, it stands for its class: NC, NR config failure; UH, UF
 	// upstream failure (experiments/runner flagHolds).
 	Flags string
+	// CertSerial and CertCN are the serial (decimal) and common name of the certificate
+	// the TLS handshake must present ("" for any).
+	CertSerial string
+	CertCN     string
+	// Handshake is "ok" or "reset" ("" for any): whether the TLS handshake completed or
+	// the listener closed the connection during it (a listener without its certificate).
+	Handshake string
+	Line      int
+}
+
+// Handshake outcomes (RequestExpect.Handshake, client Observation.Handshake).
+const (
+	HandshakeOK    = "ok"
+	HandshakeReset = "reset"
+)
+
+// SentExpect: during the step the control plane sent exactly these types (by xds.log's
+// send events), in the runs the filter selects. It is how a scenario shows what each
+// protocol and cache re-sends for one change.
+type SentExpect struct {
+	Filter
+	Types []resources.Type
 	Line  int
 }
 
