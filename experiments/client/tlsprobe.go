@@ -101,12 +101,6 @@ func (p *tlsProber) probe(ctx context.Context, addr string, q scenario.Request, 
 	return o
 }
 
-// Handshake outcomes beyond scenario's ok and reset.
-const (
-	handshakeRefused = "refused"
-	handshakeFailed  = "failed"
-)
-
 // handshakeOutcome names how a failed TLS request failed: refused (no listening
 // socket: a warming listener's port is bound but not listened on, listener_impl.cc), reset
 // (the listener closed the connection during the handshake: Envoy's NotReadySslSocket
@@ -115,15 +109,15 @@ const (
 func handshakeOutcome(connectErr error, handshook bool, handshakeErr error) string {
 	switch {
 	case connectErr != nil && errors.Is(connectErr, syscall.ECONNREFUSED):
-		return handshakeRefused
+		return scenario.HandshakeRefused
 	case connectErr != nil:
-		return handshakeFailed
+		return scenario.HandshakeFailed
 	case handshook && (errors.Is(handshakeErr, io.EOF) || errors.Is(handshakeErr, syscall.ECONNRESET) || errors.Is(handshakeErr, io.ErrUnexpectedEOF)):
 		return scenario.HandshakeReset
 	case handshook && handshakeErr == nil:
 		return scenario.HandshakeOK // the HTTP exchange failed after it
 	}
-	return handshakeFailed
+	return scenario.HandshakeFailed
 }
 
 // readAnswer fills o from the response: status, and the backend its body names.

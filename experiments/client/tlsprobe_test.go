@@ -64,7 +64,7 @@ func TestTLSProbeTellsResetFromRefused(t *testing.T) {
 	port, err := loopback.FreePort()
 	require.NoError(t, err)
 	o := p.probe(ctx, loopback.Addr(port), scenario.Request{Path: "/", TLS: true}, "r")
-	assert.Equal(t, handshakeRefused, o.Handshake, o.Error)
+	assert.Equal(t, scenario.HandshakeRefused, o.Handshake, o.Error)
 
 	// A listener that closes every connection unread, as Envoy's NotReadySslSocket does.
 	lis, err := net.Listen("tcp", loopback.Addr(0))
@@ -87,5 +87,5 @@ func TestTLSProbeTellsResetFromRefused(t *testing.T) {
 	require.NoError(t, err)
 	srv := tlsServer(t, other, "x", 5)
 	o = p.probe(ctx, srv.Listener.Addr().String(), scenario.Request{Path: "/", TLS: true}, "r")
-	assert.Equal(t, handshakeFailed, o.Handshake, o.Error)
+	assert.Equal(t, scenario.HandshakeFailed, o.Handshake, o.Error)
 }

@@ -75,6 +75,10 @@ func TestPackSimulated(t *testing.T) {
 						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, want)
 						return
 					}
+					if sc.UsesTLS() {
+						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, errSimTLS)
+						return
+					}
 					assertPackRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, "NOT_RUN")
 				})
 			}

@@ -146,6 +146,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.checkEnvoyStates(sctx, s)
 		r.checkStats(sctx, s)
 		r.checkVersions(sctx, s)
+		r.checkSent(sctx, s)
 	}
 	return finish()
 }

@@ -80,8 +80,12 @@ func NewCA(name string) (*CA, error) {
 // CertPEM is the CA's certificate, PEM encoded.
 func (c *CA) CertPEM() []byte { return c.certPEM }
 
-// Pool is a pool holding only the CA: what a client of the run trusts.
+// Pool is a pool holding only the CA: what a client of the run trusts (nil for a nil
+// CA: the system's roots).
 func (c *CA) Pool() *x509.CertPool {
+	if c == nil {
+		return nil
+	}
 	p := x509.NewCertPool()
 	p.AddCert(c.cert)
 	return p

@@ -638,6 +638,7 @@ func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 		// processClientSideListener).
 		return &listener.Listener{Name: s.Name, ApiListener: &listener.ApiListener{ApiListener: packed}}, nil
 	}
+	var statPrefix string
 	chain := &listener.FilterChain{Filters: []*listener.Filter{{
 		Name:       wellknown.HTTPConnectionManager,
 		ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
@@ -646,9 +647,14 @@ func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 		if chain.TransportSocket, err = downstreamTLS(s.TLS); err != nil {
 			return nil, fmt.Errorf("listener %s: %w", s.Name, err)
 		}
+		// The listener's stats scope is its stat_prefix, else its address
+		// (listener_impl.cc, listenerStatsScope): by name, a scenario can name
+		// listener.<name>.server_ssl_socket_factory.* without the run's port.
+		statPrefix = s.Name
 	}
 	return &listener.Listener{
-		Name: s.Name,
+		Name:       s.Name,
+		StatPrefix: statPrefix,
 		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
 			Address:       loopback.Host,
 			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.Port)},

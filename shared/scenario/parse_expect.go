@@ -203,12 +203,12 @@ func (p *parser) tlsExpect(rn *yaml.Node, rf *fields, re *RequestExpect) error {
 		return err
 	}
 	switch {
-	case re.Handshake != "" && re.Handshake != HandshakeOK && re.Handshake != HandshakeReset:
-		return p.errf(rf.keys["handshake"], "%s: handshake is ok or reset, not %q", rf.what, re.Handshake)
+	case re.Handshake != "" && !slices.Contains(handshakes, re.Handshake):
+		return p.errf(rf.keys["handshake"], "%s: handshake is one of %s, not %q", rf.what, strings.Join(handshakes, ", "), re.Handshake)
 	case (re.CertSerial != "" || re.CertCN != "" || re.Handshake != "") && !re.TLS:
 		return p.errf(rn, "%s: cert_serial, cert_cn and handshake need tls: true", rf.what)
-	case re.Handshake == HandshakeReset && (re.Status != 0 || re.CertSerial != "" || re.CertCN != ""):
-		return p.errf(rn, "%s: a reset handshake has no status (status: 0) and no certificate", rf.what)
+	case re.Handshake != "" && re.Handshake != HandshakeOK && (re.Status != 0 || re.CertSerial != "" || re.CertCN != ""):
+		return p.errf(rn, "%s: a handshake that did not complete has no status (status: 0) and no certificate", rf.what)
 	}
 	return nil
 }

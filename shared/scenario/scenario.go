@@ -254,8 +254,9 @@ type RequestExpect struct {
 	// the TLS handshake must present ("" for any).
 	CertSerial string
 	CertCN     string
-	// Handshake is "ok" or "reset" ("" for any): whether the TLS handshake completed or
-	// the listener closed the connection during it (a listener without its certificate).
+	// Handshake is ok, reset, refused or failed ("" for any): whether the TLS handshake
+	// completed, the listener closed the connection during it (a listener without its
+	// certificate), the port was not listening, or it failed otherwise.
 	Handshake string
 	Line      int
 }
@@ -264,7 +265,14 @@ type RequestExpect struct {
 const (
 	HandshakeOK    = "ok"
 	HandshakeReset = "reset"
+	// HandshakeRefused: no TCP connection at all (the port is not listened on).
+	HandshakeRefused = "refused"
+	// HandshakeFailed: any other failure (e.g. a certificate the run's CA did not sign).
+	HandshakeFailed = "failed"
 )
+
+// handshakes are the outcomes an expectation can name.
+var handshakes = []string{HandshakeOK, HandshakeReset, HandshakeRefused, HandshakeFailed}
 
 // SentExpect: during the step the control plane sent exactly these types (by xds.log's
 // send events), in the runs the filter selects. It is how a scenario shows what each
@@ -375,4 +383,27 @@ func Names(steps []Step) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// UsesTLS reports whether the scenario has a TLS side: a secret (SDS) resource or a
+// request sent over TLS.
+func (sc *Scenario) UsesTLS() bool {
+	for _, r := range sc.Resources {
+		for _, it := range r.Items {
+			if it.Type == resources.SDS {
+				return true
+			}
+		}
+	}
+	for _, st := range sc.Steps {
+		for _, q := range st.Expect.Requests {
+			if q.TLS {
+				return true
+			}
+		}
+		if w := st.Expect.Window; w != nil && w.TLS {
+			return true
+		}
+	}
+	return false
 }
