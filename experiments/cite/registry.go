@@ -139,6 +139,8 @@ var (
 		Says: "with no SDS certificate, hands out a NotReadySslSocket that closes the connection and counts listener.<scope>.server_ssl_socket_factory.downstream_context_secrets_not_ready"}
 	EnvoySDSInitTimeout = Source{Kind: Envoy, Who: "Envoy", File: "source/common/secret/sds_api.cc", Func: "SdsApi::onConfigUpdateFailed",
 		Says: "marks the listener's SDS init target ready on the initial_fetch_timeout (15 s by default) or a rejection, never on a dropped stream; until then the listener warms with its port not listened on"}
+	EnvoySDSHashSkip = Source{Kind: Envoy, Who: "Envoy", File: "source/common/secret/sds_api.cc", Func: "SdsApi::onConfigUpdate",
+		Says: "records secret_hash_ before running the update callbacks, so a re-sent identical secret skips them and is ACKed even though it was NACKed before; the listener keeps presenting the last good certificate"}
 	EnvoyDoesNotExist = Source{Kind: Envoy, Who: "Envoy", File: "source/extensions/config_subscription/grpc/grpc_subscription_impl.cc", Func: "GrpcSubscriptionImpl::start",
 		Says: "initial_fetch_timeout only ends initialization waiting; a name never answered stays subscribed and its route answers 503 (NC: no cluster)"}
 )
@@ -177,7 +179,7 @@ func All() []Source {
 		LinearDeltaVersions, LinearDeltaInitial, SnapshotADSSuperset, CacheAxis,
 		UniformLabels, PerTypeLabels, HoldPolicy, NackPolicy, SnapshotOnlyOptions, OnDemandCache, OnDemandNotFound, DataPlane, Unmatched,
 		EnvoyRateLimit, EnvoyVHDSNack, EnvoyOnDemand, EnvoySubscription, EnvoyAckNames, EnvoyNackReason, EnvoyNackView,
-		EnvoyNackRate, EnvoyReconnect, EnvoyReconnectDelay, EnvoySDSRotation, EnvoySDSNotReady, EnvoySDSInitTimeout, EnvoyDoesNotExist,
+		EnvoyNackRate, EnvoyReconnect, EnvoyReconnectDelay, EnvoySDSRotation, EnvoySDSNotReady, EnvoySDSInitTimeout, EnvoySDSHashSkip, EnvoyDoesNotExist,
 		GRPCSubscription, GRPCAckNames, GRPCNackReason, GRPCNackView, GRPCNackRate, GRPCReconnect, GRPCReconnectDelay,
 		GRPCNoSDS, GRPCDoesNotExist,
 	}

@@ -200,6 +200,10 @@ func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache pub
 			require.NotEmpty(t, acks, "the CDS ACK of cluster-warming's send arrives in endpoints-arrive")
 			assert.True(t, acks[0].TS.After(pub[0].TS))
 		}
+	case "sds-rotation", "sds-not-ready", "sds-invalid":
+		if real {
+			assertSDS(t, name, mode, cache, ev, cps)
+		}
 	case "removal-while-disconnected":
 		sends := eventsOf(ev, "remove-while-down", xdslog.EventSend, "CDS")
 		var second []xdslog.Event
@@ -419,4 +423,55 @@ steps:
 	require.NotNil(t, c)
 	assert.False(t, c.OK)
 	assert.Equal(t, file+":17", c.Source)
+}
+
+// assertSDS checks the TLS evidence of the SDS scenarios beyond their expectations: the
+// certificates the handshakes presented, the held connection's reuse, and in delta only
+// the Secret sent for a rotation.
+func assertSDS(t *testing.T, name string, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event, cps map[string]Checkpoint) {
+	t.Helper()
+	if name == "sds-invalid" {
+		assertSDSInvalid(t, mode, cache, ev)
+		return
+	}
+	if name == "sds-not-ready" {
+		require.NotNil(t, cps["no-secret"].Request)
+		assert.Equal(t, scenario.HandshakeRefused, cps["no-secret"].Request.Handshake, "port closed while warming")
+		require.NotNil(t, cps["fetch-timeout"].Request)
+		assert.Equal(t, scenario.HandshakeReset, cps["fetch-timeout"].Request.Handshake, "active without a certificate")
+		assert.Equal(t, "101", cps["secret-arrives"].Request.CertSerial)
+		return
+	}
+	rq := cps["rotate"].Requests
+	require.Len(t, rq, 2)
+	assert.Equal(t, "102", rq[0].Request.CertSerial, "a new handshake gets the new certificate")
+	assert.Equal(t, "101", rq[1].Request.CertSerial, "the held connection keeps the old one")
+	assert.True(t, rq[1].Request.Reused)
+	assert.Equal(t, cps["initial"].Requests[1].Request.Conn, rq[1].Request.Conn, "the same connection")
+	assert.NotEmpty(t, eventsOf(ev, "rotate", xdslog.EventSend, "SDS"))
+	if mode == protocol.Delta {
+		for _, typ := range []string{"LDS", "RDS", "CDS", "EDS"} {
+			assert.Empty(t, eventsOf(ev, "rotate", xdslog.EventSend, typ), "delta sends only the Secret, not %s", typ)
+		}
+	}
+}
+
+// assertSDSInvalid: the bad secret is NACKed in every run; only the SotW SnapshotCache
+// (uniform labels, resend) sends it again, and Envoy ACKs the identical copy (its SdsApi
+// skips a secret whose hash it recorded before the failed update: sds_api.cc,
+// SdsApi::onConfigUpdate). Everywhere else nothing follows the NACK.
+func assertSDSInvalid(t *testing.T, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event) {
+	t.Helper()
+	nacks := eventsOf(ev, "invalid-secret", xdslog.EventNack, "SDS")
+	require.NotEmpty(t, nacks, "the bad secret is NACKed")
+	sends := eventsOf(ev, "invalid-secret", xdslog.EventSend, "SDS")
+	acks := eventsOf(ev, "invalid-secret", xdslog.EventAck, "SDS")
+	if mode == protocol.SotW && cache == publish.SnapshotCache {
+		assert.GreaterOrEqual(t, len(sends), 2, "the same secret sent again after the NACK")
+		require.NotEmpty(t, acks, "and the identical copy ACKed")
+		assert.True(t, acks[len(acks)-1].TS.After(nacks[0].TS))
+		return
+	}
+	assert.Len(t, sends, 1, "nothing follows the NACK")
+	assert.Empty(t, acks)
 }
