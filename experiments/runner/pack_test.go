@@ -200,7 +200,7 @@ func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache pub
 			require.NotEmpty(t, acks, "the CDS ACK of cluster-warming's send arrives in endpoints-arrive")
 			assert.True(t, acks[0].TS.After(pub[0].TS))
 		}
-	case "sds-rotation", "sds-not-ready", "sds-invalid":
+	case "sds-rotation", "sds-not-ready", "sds-invalid", "secret-removed":
 		if real {
 			assertSDS(t, name, mode, cache, ev, cps)
 		}
@@ -430,8 +430,12 @@ steps:
 // the Secret sent for a rotation.
 func assertSDS(t *testing.T, name string, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event, cps map[string]Checkpoint) {
 	t.Helper()
-	if name == "sds-invalid" {
+	switch name {
+	case "sds-invalid":
 		assertSDSInvalid(t, mode, cache, ev)
+		return
+	case "secret-removed":
+		assertSecretRemoved(t, mode, ev)
 		return
 	}
 	if name == "sds-not-ready" {
@@ -474,4 +478,18 @@ func assertSDSInvalid(t *testing.T, mode protocol.Mode, cache publish.Cache, ev 
 	}
 	assert.Len(t, sends, 1, "nothing follows the NACK")
 	assert.Empty(t, acks)
+}
+
+// assertSecretRemoved: the removal reaches Envoy (SotW: a Secret response without it;
+// delta: removed_resources) and is ACKed; the data plane is the scenario's to check.
+func assertSecretRemoved(t *testing.T, mode protocol.Mode, ev []xdslog.Event) {
+	t.Helper()
+	sends := eventsOf(ev, "remove", xdslog.EventSend, "SDS")
+	require.NotEmpty(t, sends)
+	if mode == protocol.Delta {
+		assert.Equal(t, []string{"quote-cert"}, sends[0].Removed, "delta names it in removed_resources")
+	} else {
+		assert.Empty(t, sends[0].Resources, "SotW sends the type without it")
+	}
+	assert.NotEmpty(t, eventsOf(ev, "remove", xdslog.EventAck, "SDS"), "and Envoy ACKs it")
 }
