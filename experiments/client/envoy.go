@@ -1,8 +1,8 @@
 package client
 
 import (
-	"crypto/x509"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
