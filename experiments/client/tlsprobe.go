@@ -60,20 +60,8 @@ func (p *tlsProber) probe(ctx context.Context, addr string, q scenario.Request, 
 	if q.Held {
 		c, o.Held = p.heldClient()
 	}
-	var connectErr, handshakeErr error
-	var handshook bool
-	trace := &httptrace.ClientTrace{
-		ConnectDone: func(_, _ string, err error) { connectErr = err },
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			handshook, handshakeErr = true, err
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			o.Reused = info.Reused
-			if info.Conn != nil {
-				o.Conn = info.Conn.LocalAddr().String()
-			}
-		},
-	}
+	ts := &traceState{}
+	trace := ts.trace()
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, "https://"+addr+q.Path, nil)
 	if err != nil {
 		o.Error, o.Class = err.Error(), ClassNoResponse
@@ -88,6 +76,10 @@ func (p *tlsProber) probe(ctx context.Context, addr string, q scenario.Request, 
 	req.Header.Set("x-request-id", requestID)
 	o.Sent = time.Now().UTC()
 	resp, err := c.Do(req)
+	ts.mu.Lock()
+	o.Reused, o.Conn = ts.reused, ts.conn
+	connectErr, handshook, handshakeErr := ts.connectErr, ts.handshook, ts.handshakeErr
+	ts.mu.Unlock()
 	if err != nil {
 		o.Error, o.Class = err.Error(), ClassNoResponse
 		o.Handshake = handshakeOutcome(connectErr, handshook, handshakeErr)
@@ -99,6 +91,41 @@ func (p *tlsProber) probe(ctx context.Context, addr string, q scenario.Request, 
 		o.CertSerial, o.CertCN = certs.Describe(st.PeerCertificates[0])
 	}
 	return o
+}
+
+// traceState is what the request's trace saw. The transport calls the dial hooks from
+// its dialing goroutine, which can outlive the request (a dial it no longer needs), so
+// every field is read and written under mu.
+type traceState struct {
+	mu           sync.Mutex
+	connectErr   error
+	handshook    bool
+	handshakeErr error
+	reused       bool
+	conn         string
+}
+
+func (ts *traceState) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) {
+			ts.mu.Lock()
+			defer ts.mu.Unlock()
+			ts.connectErr = err
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			ts.mu.Lock()
+			defer ts.mu.Unlock()
+			ts.handshook, ts.handshakeErr = true, err
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			ts.mu.Lock()
+			defer ts.mu.Unlock()
+			ts.reused = info.Reused
+			if info.Conn != nil {
+				ts.conn = info.Conn.LocalAddr().String()
+			}
+		},
+	}
 }
 
 // handshakeOutcome names how a failed TLS request failed: refused (no listening
