@@ -45,6 +45,10 @@ var (
 		Says: `on reconnect a delta client may list what it holds in initial_resource_versions, one version per resource; a SotW client's first request carries the type's version_info (xDS protocol, "ACK/NACK and resource type instance version")`}
 	SpecIncremental = Source{Kind: Protocol, Section: "Incremental xDS",
 		Says: "incremental xDS is for scalability of updates first, and lets a client request resources lazily, on demand, second"}
+	SpecSecretType = Source{Kind: Protocol, Section: "Resource Types",
+		Says: "envoy.extensions.transport_sockets.tls.v3.Secret is one of the v3 resource types"}
+	SpecSecretMethods = Source{Kind: Protocol, Section: "RPC Services and Methods for Each Variant",
+		Says: "Secret (SDS) has SecretDiscoveryService.StreamSecrets (SotW) and DeltaSecrets (incremental), and rides the aggregated stream like every other type"}
 )
 
 // go-control-plane v0.14.0.
@@ -79,6 +83,8 @@ var (
 		Says: "versions a delta resource by the SHA-256 of its bytes"}
 	LinearDeltaInitial = Source{Kind: GoControlPlane, Who: "go-control-plane delta server", File: "pkg/server/delta/v3/server.go", Func: "processDelta",
 		Says: "seeds the subscription from initial_resource_versions, and the LinearCache (pkg/cache/v3/linear.go, computeResourceChange) sends only the resources whose hash differs"}
+	SnapshotADSSuperset = Source{Kind: GoControlPlane, Who: "go-control-plane SnapshotCache (ads=true)", File: "pkg/cache/v3/simple.go", Func: "respond, superset",
+		Says: `never answers a SotW request whose names do not cover every resource of the type in the snapshot (a Secret request for a subset of the snapshot's secrets stalls), where xDS protocol, "How the client specifies what resources to return" says the server must supply the requested resources; the delta path has no such rule`}
 	CacheAxis = Source{Kind: GoControlPlane, Who: "go-control-plane v0.14.0", File: "pkg/cache/v3/simple.go and linear.go", Func: "createResponse, respondSOTWWatches; computeResponse",
 		Says: "the SnapshotCache answers from the whole snapshot of a type whenever its version moves; the LinearCache from what changed against what it returned on the stream: LDS and CDS in full, RDS and EDS only the changed resources"}
 )
@@ -127,6 +133,14 @@ var (
 		Says: "(the legacy SotW mux: envoy.reloadable_features.unified_mux is off) re-sends each type's request with its last accepted version_info and its watch's names (none for LDS/CDS wildcard)"}
 	EnvoyReconnectDelay = Source{Kind: Envoy, Who: "Envoy", File: "source/extensions/config_subscription/grpc/grpc_stream.h", Func: "GrpcStream::onRemoteClose, setRetryTimer",
 		Says: "retries with a jittered exponential backoff reset by every response received; when to reconnect is the client's, the protocol does not say"}
+	EnvoySDSRotation = Source{Kind: Envoy, Who: "Envoy", File: "source/common/tls/server_ssl_socket.cc", Func: "ServerSslSocketFactory::onAddOrUpdateSecret, createDownstreamTransportSocket",
+		Says: "swaps the server context on an SDS update (counting server_ssl_socket_factory.ssl_context_update_by_sds); each socket keeps the context it was built with, so an open connection keeps the old certificate and only new handshakes get the new one"}
+	EnvoySDSNotReady = Source{Kind: Envoy, Who: "Envoy", File: "source/common/tls/server_ssl_socket.cc", Func: "ServerSslSocketFactory::createDownstreamTransportSocket",
+		Says: "with no SDS certificate, hands out a NotReadySslSocket that closes the connection and counts listener.<scope>.server_ssl_socket_factory.downstream_context_secrets_not_ready"}
+	EnvoySDSInitTimeout = Source{Kind: Envoy, Who: "Envoy", File: "source/common/secret/sds_api.cc", Func: "SdsApi::onConfigUpdateFailed",
+		Says: "marks the listener's SDS init target ready on the initial_fetch_timeout (15 s by default) or a rejection, never on a dropped stream; until then the listener warms with its port not listened on"}
+	EnvoySDSHashSkip = Source{Kind: Envoy, Who: "Envoy", File: "source/common/secret/sds_api.cc", Func: "SdsApi::onConfigUpdate",
+		Says: "records secret_hash_ before running the update callbacks, so a re-sent identical secret skips them and is ACKed even though it was NACKed before; the listener keeps presenting the last good certificate"}
 	EnvoyDoesNotExist = Source{Kind: Envoy, Who: "Envoy", File: "source/extensions/config_subscription/grpc/grpc_subscription_impl.cc", Func: "GrpcSubscriptionImpl::start",
 		Says: "initial_fetch_timeout only ends initialization waiting; a name never answered stays subscribed and its route answers 503 (NC: no cluster)"}
 )
@@ -147,6 +161,8 @@ var (
 		Says: "re-sends each type with its last accepted version and every subscribed name"}
 	GRPCReconnectDelay = Source{Kind: GRPCGo, Who: "grpc-go", File: "internal/xds/clients/xdsclient/ads_stream.go", Func: "adsStreamImpl.runner",
 		Says: "retries with StreamBackoffAfterFailure, by default backoff.DefaultConfig: 1 s base, x1.6, jitter 0.2 (internal/xds/xdsclient/pool.go, backoff/backoff.go)"}
+	GRPCNoSDS = Source{Kind: GRPCGo, Who: "grpc-go", File: "internal/xds/xdsclient/xdsresource/unmarshal_cds.go", Func: "securityConfigFromCommonTLSContextUsingNewFields",
+		Says: "has no Secret resource type and rejects tls_certificate_sds_secret_configs; its certificates come only from certificate-provider instances"}
 	GRPCDoesNotExist = Source{Kind: GRPCGo, Who: "grpc-go", File: "internal/xds/clients/xdsclient/ads_stream.go", Func: "adsStreamImpl.startWatchTimersLocked",
 		Says: `reports a watch not answered within defaultWatchExpiryTimeout (xdsclient.go), 15 s (the value xDS protocol, "Knowing When a Requested Resource Does Not Exist" recommends), as does-not-exist; initial_fetch_timeout is not read`}
 )
@@ -157,13 +173,14 @@ func All() []Source {
 		SpecGrouping, SpecDeleting, SpecOverview, SpecMoreResponses, SpecNonce, SpecAckNack, SpecReconnectVersion,
 		SpecErrorDetail, SpecNackVersion, SpecWhenToSend, SpecWildcard, SpecResourceUpdates, SpecSotwDoesNotExist,
 		SpecDeltaDoesNotExist, SpecVHDSDeltaOnly, SpecSotwNames, SpecVersionScope, SpecReconnect, SpecIncremental,
+		SpecSecretType, SpecSecretMethods,
 		SnapshotUniformAnswer, SnapshotLabelNotContent, SnapshotWholeType, SnapshotNewStream, SnapshotNack, DeltaSent,
 		DeltaInitial, DeltaVersions, StaleDropped, LinearReturned, LinearNewStream, LinearNack, LinearSotwVersions,
-		LinearDeltaVersions, LinearDeltaInitial, CacheAxis,
+		LinearDeltaVersions, LinearDeltaInitial, SnapshotADSSuperset, CacheAxis,
 		UniformLabels, PerTypeLabels, HoldPolicy, NackPolicy, SnapshotOnlyOptions, OnDemandCache, OnDemandNotFound, DataPlane, Unmatched,
 		EnvoyRateLimit, EnvoyVHDSNack, EnvoyOnDemand, EnvoySubscription, EnvoyAckNames, EnvoyNackReason, EnvoyNackView,
-		EnvoyNackRate, EnvoyReconnect, EnvoyReconnectDelay, EnvoyDoesNotExist,
+		EnvoyNackRate, EnvoyReconnect, EnvoyReconnectDelay, EnvoySDSRotation, EnvoySDSNotReady, EnvoySDSInitTimeout, EnvoySDSHashSkip, EnvoyDoesNotExist,
 		GRPCSubscription, GRPCAckNames, GRPCNackReason, GRPCNackView, GRPCNackRate, GRPCReconnect, GRPCReconnectDelay,
-		GRPCDoesNotExist,
+		GRPCNoSDS, GRPCDoesNotExist,
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,6 +26,8 @@ type EnvoyOptions struct {
 	ListenerPort int
 	// HTTP sends the probes (NewHTTPClient when nil).
 	HTTP *http.Client
+	// TLSRoots is what a TLS probe (scenario.Request.TLS) trusts: the run's CA.
+	TLSRoots *x509.CertPool
 }
 
 // Envoy is real Envoy as a Client: the one caller-side wrapper of experiments/envoy's
@@ -33,6 +36,7 @@ type Envoy struct {
 	launch       *envoy.Launcher
 	listenerPort int
 	http         *http.Client
+	tls          *tlsProber
 
 	mu   sync.Mutex
 	proc *envoy.Process
@@ -48,7 +52,7 @@ func NewEnvoy(o EnvoyOptions) (*Envoy, error) {
 	if h == nil {
 		h = NewHTTPClient()
 	}
-	return &Envoy{launch: l, listenerPort: o.ListenerPort, http: h}, nil
+	return &Envoy{launch: l, listenerPort: o.ListenerPort, http: h, tls: newTLSProber(o.TLSRoots)}, nil
 }
 
 // Kind is KindEnvoy.
@@ -194,6 +198,11 @@ func (e *Envoy) CPU() (time.Duration, int, error) {
 // Probe sends one request through Envoy's listener and reads the answer and the backend
 // its body names.
 func (e *Envoy) Probe(ctx context.Context, q scenario.Request, requestID string) Observation {
+	if q.TLS {
+		o := e.tls.probe(ctx, loopback.Addr(e.listenerPort), q, requestID)
+		o.Client = string(KindEnvoy)
+		return o
+	}
 	o, _, _ := sendHTTP(ctx, e.http, loopback.Addr(e.listenerPort), q, requestID)
 	o.Client = string(KindEnvoy)
 	return o

@@ -55,6 +55,20 @@ type Observation struct {
 	// measured between them.
 	Sent     time.Time `json:"sent"`
 	Answered time.Time `json:"answered"`
+	// TLS evidence (a request with scenario.Request.TLS): the serial (decimal) and
+	// common name of the certificate the listener's handshake presented, and how the
+	// handshake went (Handshake: ok, reset when the listener closed the connection during
+	// it, refused when the port was not open, failed otherwise).
+	TLS        bool   `json:"tls,omitempty"`
+	CertSerial string `json:"cert_serial,omitempty"`
+	CertCN     string `json:"cert_cn,omitempty"`
+	Handshake  string `json:"handshake,omitempty"`
+	// Held is the n-th request (from 1) sent on the run's one kept-alive TLS connection
+	// (scenario.Request.Held); Reused says the request went on a connection opened
+	// before it, and Conn names that connection by its client-side address.
+	Held   int    `json:"held,omitempty"`
+	Reused bool   `json:"reused,omitempty"`
+	Conn   string `json:"conn,omitempty"`
 	// Class says what kind of answer this was (Classify): served, upstream failure,
 	// config failure, other failure or no response. Envoy's is read from its response
 	// flags, the grpc client's from grpc-go's status message (grpcClass).
@@ -148,12 +162,19 @@ func sendHTTP(ctx context.Context, client *http.Client, addr string, q scenario.
 	resp.Body.Close()
 	o.Answered = time.Now().UTC()
 	o.Status = resp.StatusCode
-	var quote inventory.Quote
-	if json.Unmarshal(body, &quote) == nil && quote.Backend != "" && quote.RequestID == requestID {
-		o.BodyBackend = quote.Backend
-	}
+	o.BodyBackend = bodyBackend(body, requestID)
 	o.Class = Classify(o.Status, "")
 	return o, resp.Header, true
+}
+
+// bodyBackend is the backend an inventory answer's body names, when it answers
+// requestID ("" otherwise).
+func bodyBackend(body []byte, requestID string) string {
+	var quote inventory.Quote
+	if json.Unmarshal(body, &quote) == nil && quote.Backend != "" && quote.RequestID == requestID {
+		return quote.Backend
+	}
+	return ""
 }
 
 // grpcFailures are grpc-go's own words (v1.85.0) for an RPC the xDS channel could not

@@ -12,7 +12,7 @@ import (
 )
 
 // clientTypes are the SotW types the Clients section goes through, in ADS order.
-var clientTypes = []string{"LDS", "RDS", "CDS", "EDS"}
+var clientTypes = []string{"LDS", "RDS", "CDS", "EDS", "SDS"}
 
 // clientEvidence is what one run's xds.log shows of its client, in the compared steps.
 type clientEvidence struct {

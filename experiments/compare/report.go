@@ -82,7 +82,7 @@ type Row struct {
 
 // Figures are one run's figures for one step (or a total), from analysis.Summarize.
 type Figures struct {
-	// Responses counts sends per type (LDS, RDS, CDS, EDS, VHDS; absent types sent nothing).
+	// Responses counts sends per type (xdslog.Types; absent types sent nothing).
 	Responses map[string]int `json:"responses"`
 	// Counts are the step's total counts, as summary.json has them (analysis.Counts).
 	analysis.Counts

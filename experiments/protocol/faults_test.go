@@ -128,7 +128,7 @@ func TestGarbageOnTheStream(t *testing.T) {
 			h.waitClient(good, "the good client's initial state", func(s simclient.State) bool { return s.VersionInfo[resources.EDS] == h.pub.Versions()[resources.EDS] })
 
 			t.Run("unknown type URL", func(t *testing.T) {
-				const url = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+				const url = "type.googleapis.com/envoy.service.runtime.v3.Runtime" // RTDS: not modelled
 				g := h.rawStep(t, "unknown-type")
 				require.NoError(t, g.send(url, nil, "", ""))
 				_, _, _, err := g.recv()

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"github.com/xds-workbench/lab/shared/certs"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -37,7 +38,7 @@ func Classify(status int, flags string) string { return client.Classify(status, 
 // newEnvoyClient renders the mode's bootstrap from params (the run's one rendering: the
 // xDS address, the admin port, and the scenario's on-demand clusters) into dir. Envoy
 // takes configYAML, the scenario's bootstrap override (--config-yaml), over it.
-func newEnvoyClient(bin envoy.Binary, mode protocol.Mode, dir string, params bootstrap.Params, listenerPort int, configYAML string) (*client.Envoy, error) {
+func newEnvoyClient(bin envoy.Binary, mode protocol.Mode, dir string, params bootstrap.Params, listenerPort int, configYAML string, ca *certs.CA) (*client.Envoy, error) {
 	args := []string{"--concurrency", "1"}
 	if configYAML != "" {
 		args = append(args, "--config-yaml", configYAML)
@@ -46,6 +47,7 @@ func newEnvoyClient(bin envoy.Binary, mode protocol.Mode, dir string, params boo
 		Bootstrap:    envoy.Bootstrap{Mode: mode, Params: params, Path: filepath.Join(dir, "bootstrap.yaml")},
 		Process:      envoy.Options{Binary: bin, LogPath: filepath.Join(dir, "envoy.log"), ExtraArgs: args},
 		ListenerPort: listenerPort,
+		TLSRoots:     ca.Pool(),
 	})
 }
 

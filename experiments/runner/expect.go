@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,7 +166,23 @@ func matches(o Observation, e scenario.RequestExpect, real bool) bool {
 			return false
 		}
 	}
-	return e.Flags == "" || flagHolds(o, e.Flags)
+	return (e.Flags == "" || flagHolds(o, e.Flags)) && tlsHolds(o, e)
+}
+
+// tlsHolds checks a TLS request's handshake evidence: the certificate it presented
+// (serial, common name) and how it went; a request on the held connection after its
+// first must have gone on that same connection (reused), or it proves nothing about
+// what a kept-alive connection keeps.
+func tlsHolds(o Observation, e scenario.RequestExpect) bool {
+	switch {
+	case e.CertSerial != "" && o.CertSerial != e.CertSerial,
+		e.CertCN != "" && o.CertCN != e.CertCN,
+		e.Handshake != "" && o.Handshake != e.Handshake:
+		return false
+	case e.Held && o.Held > 1 && !o.Reused:
+		return false
+	}
+	return true
 }
 
 // flagHolds says whether o carries Envoy's response flag. Envoy's answer must carry the
@@ -188,6 +205,7 @@ func describeExpect(e scenario.RequestExpect) string {
 	if e.Flags != "" {
 		s += " with flag " + e.Flags
 	}
+	s += describeTLSExpect(e)
 	if e.Path != "" && !strings.HasPrefix(e.Path, "/quote?sku=paper") {
 		s = e.Path + ": " + s
 	}
@@ -226,12 +244,79 @@ func describeObs(o Observation) string {
 	if o.GRPCStatus != "" && o.GRPCStatus != "OK" {
 		fmt.Fprintf(&b, " grpc %s: %s", o.GRPCStatus, o.GRPCMessage)
 	}
+	b.WriteString(describeTLS(o))
 	if o.Simulated {
 		b.WriteString(" (SIMULATED)")
 	} else {
 		b.WriteString(" (" + clientLabel(o) + ")")
 	}
 	return b.String()
+}
+
+// describeTLSExpect is the TLS part of an expectation's description.
+func describeTLSExpect(e scenario.RequestExpect) string {
+	if !e.TLS {
+		return ""
+	}
+	s := " over TLS"
+	if e.Held {
+		s += " on the held connection"
+	}
+	if e.CertSerial != "" || e.CertCN != "" {
+		s += fmt.Sprintf(" with certificate serial %s CN %s", orAny(e.CertSerial), orAny(e.CertCN))
+	}
+	if e.Handshake != "" {
+		s += ", handshake " + e.Handshake
+	}
+	return s
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "any"
+	}
+	return s
+}
+
+// describeTLS is the TLS evidence of an answer: the certificate the handshake
+// presented, how it went, and the held connection.
+func describeTLS(o Observation) string {
+	if !o.TLS {
+		return ""
+	}
+	s := " tls handshake " + o.Handshake
+	if o.CertSerial != "" {
+		s += fmt.Sprintf(" cert serial %s CN %s", o.CertSerial, o.CertCN)
+	}
+	if o.Held > 0 {
+		s += fmt.Sprintf(" held conn %s request %d", o.Conn, o.Held)
+		if o.Reused {
+			s += " (reused)"
+		}
+	}
+	return s
+}
+
+// checkSent waits until the control plane's sends in the step are exactly the expected
+// types (xds.log's send events, counted by the tracker), then checks them.
+func (r *Run) checkSent(ctx context.Context, s *stepRun) {
+	for _, e := range s.st.Expect.Sent {
+		if !r.expects.applies(e.Filter) {
+			continue
+		}
+		want := make([]string, len(e.Types))
+		for i, t := range e.Types {
+			want[i] = string(t)
+		}
+		slices.Sort(want)
+		what := "the control plane sent exactly " + strings.Join(want, ", ")
+		var got []string
+		err := r.wait(ctx, what, func() (bool, error) {
+			got = r.track.sentTypes(s.st.Name)
+			return slices.Equal(got, want), nil
+		})
+		s.checkAt(e.Line, what, err == nil, "sent "+strings.Join(got, ", "))
+	}
 }
 
 // checkEnvoyStates polls Envoy's config dump until every expected resource state holds.

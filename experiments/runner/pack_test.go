@@ -75,6 +75,10 @@ func TestPackSimulated(t *testing.T) {
 						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, want)
 						return
 					}
+					if sc.UsesTLS() {
+						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, errSimTLS)
+						return
+					}
 					assertPackRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, "NOT_RUN")
 				})
 			}
@@ -195,6 +199,10 @@ func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache pub
 			require.NotEmpty(t, pub)
 			require.NotEmpty(t, acks, "the CDS ACK of cluster-warming's send arrives in endpoints-arrive")
 			assert.True(t, acks[0].TS.After(pub[0].TS))
+		}
+	case "sds-rotation", "sds-not-ready", "sds-invalid", "secret-removed":
+		if real {
+			assertSDS(t, name, mode, cache, ev, cps)
 		}
 	case "removal-while-disconnected":
 		sends := eventsOf(ev, "remove-while-down", xdslog.EventSend, "CDS")
@@ -415,4 +423,81 @@ steps:
 	require.NotNil(t, c)
 	assert.False(t, c.OK)
 	assert.Equal(t, file+":17", c.Source)
+}
+
+// assertSDS checks the TLS evidence of the SDS scenarios beyond their expectations: the
+// certificates the handshakes presented, the held connection's reuse, and in delta only
+// the Secret sent for a rotation.
+func assertSDS(t *testing.T, name string, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event, cps map[string]Checkpoint) {
+	t.Helper()
+	switch name {
+	case "sds-invalid":
+		assertSDSInvalid(t, mode, cache, ev)
+		return
+	case "secret-removed":
+		assertSecretRemoved(t, mode, cache, ev)
+		return
+	}
+	if name == "sds-not-ready" {
+		require.NotNil(t, cps["no-secret"].Request)
+		assert.Equal(t, scenario.HandshakeRefused, cps["no-secret"].Request.Handshake, "port closed while warming")
+		require.NotNil(t, cps["fetch-timeout"].Request)
+		assert.Equal(t, scenario.HandshakeReset, cps["fetch-timeout"].Request.Handshake, "active without a certificate")
+		assert.Equal(t, "101", cps["secret-arrives"].Request.CertSerial)
+		return
+	}
+	rq := cps["rotate"].Requests
+	require.Len(t, rq, 2)
+	assert.Equal(t, "102", rq[0].Request.CertSerial, "a new handshake gets the new certificate")
+	assert.Equal(t, "101", rq[1].Request.CertSerial, "the held connection keeps the old one")
+	assert.True(t, rq[1].Request.Reused)
+	assert.Equal(t, cps["initial"].Requests[1].Request.Conn, rq[1].Request.Conn, "the same connection")
+	assert.NotEmpty(t, eventsOf(ev, "rotate", xdslog.EventSend, "SDS"))
+	if mode == protocol.Delta {
+		for _, typ := range []string{"LDS", "RDS", "CDS", "EDS"} {
+			assert.Empty(t, eventsOf(ev, "rotate", xdslog.EventSend, typ), "delta sends only the Secret, not %s", typ)
+		}
+	}
+}
+
+// assertSDSInvalid: the bad secret is NACKed in every run; only the SotW SnapshotCache
+// (uniform labels, resend) sends it again, and Envoy ACKs the identical copy (its SdsApi
+// skips a secret whose hash it recorded before the failed update: sds_api.cc,
+// SdsApi::onConfigUpdate). Everywhere else nothing follows the NACK.
+func assertSDSInvalid(t *testing.T, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event) {
+	t.Helper()
+	nacks := eventsOf(ev, "invalid-secret", xdslog.EventNack, "SDS")
+	require.NotEmpty(t, nacks, "the bad secret is NACKed")
+	sends := eventsOf(ev, "invalid-secret", xdslog.EventSend, "SDS")
+	acks := eventsOf(ev, "invalid-secret", xdslog.EventAck, "SDS")
+	if mode == protocol.SotW && cache == publish.SnapshotCache {
+		assert.GreaterOrEqual(t, len(sends), 2, "the same secret sent again after the NACK")
+		require.NotEmpty(t, acks, "and the identical copy ACKed")
+		assert.True(t, acks[len(acks)-1].TS.After(nacks[0].TS))
+		return
+	}
+	assert.Len(t, sends, 1, "nothing follows the NACK")
+	assert.Empty(t, acks)
+}
+
+// assertSecretRemoved: what the removal sends depends on the protocol and cache. Delta
+// names it in removed_resources; the SotW SnapshotCache sends the type without it; the
+// SotW LinearCache (and the indexed cache, its semantics) sends nothing for a named
+// subscription whose resource went away. Whatever was sent is ACKed; the data plane is
+// the scenario's to check.
+func assertSecretRemoved(t *testing.T, mode protocol.Mode, cache publish.Cache, ev []xdslog.Event) {
+	t.Helper()
+	sends := eventsOf(ev, "remove", xdslog.EventSend, "SDS")
+	switch {
+	case mode == protocol.SotW && cache != publish.SnapshotCache:
+		assert.Empty(t, sends, "the SotW LinearCache sends nothing for the removal")
+		return
+	case mode == protocol.Delta:
+		require.NotEmpty(t, sends)
+		assert.Equal(t, []string{"quote-cert"}, sends[0].Removed, "delta names it in removed_resources")
+	default:
+		require.NotEmpty(t, sends)
+		assert.Empty(t, sends[0].Resources, "the SotW SnapshotCache sends the type without it")
+	}
+	assert.NotEmpty(t, eventsOf(ev, "remove", xdslog.EventAck, "SDS"), "and Envoy ACKs it")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/shared/certs"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -490,6 +491,9 @@ func (o *Options) checkDataPlaneOptions(sc *scenario.Scenario, client string) (l
 	if client == ClientSim && sc.OnDemand.Any() {
 		return "", &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimOnDemand}
 	}
+	if client == ClientSim && sc.UsesTLS() {
+		return "", &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimTLS}
+	}
 	if o.Outage < 0 || o.OutageInterval < 0 {
 		return "", fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
 	}
@@ -612,7 +616,11 @@ func (r *Run) reservePorts() ([]int, error) {
 // startBackends starts the scenario's backends on ports, each logging into the run
 // directory, and makes the run's scenario.Env name them.
 func (r *Run) startBackends(ports []int) error {
-	r.host.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort}
+	ca, err := certs.NewCA("xds-workbench run " + r.sc.Name)
+	if err != nil {
+		return fmt.Errorf("run CA: %w", err)
+	}
+	r.host.env = scenario.Env{Backends: map[string]int{}, ListenerPort: r.o.ListenerPort, CA: ca}
 	for i, name := range r.sc.Backends {
 		bh := r.sc.Behaviours[name]
 		b, err := inventory.StartWith(name, ports[i], filepath.Join(r.dir, "inventory-"+name+".log"),
@@ -710,7 +718,7 @@ func (r *Run) newClient(kind string, bin envoy.Binary) (client.Client, error) {
 		r.info.ConfigYAML = overrides
 		params := bootstrap.Params{XDSAddr: r.host.cp().Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
 		// Never a typed nil in the interface: teardown stops any client the run has.
-		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides)
+		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides, r.host.env.CA)
 		if err != nil {
 			return nil, err
 		}
@@ -761,6 +769,9 @@ func checkPorts(o Options, envoyRuns bool) error {
 
 // errSimOnDemand is why an on-demand scenario needs real Envoy.
 var errSimOnDemand = errors.New("the simulated client does not model Envoy's on_demand filter (a held request, VHDS and on-demand CDS subscriptions): on-demand scenarios need real Envoy")
+
+// errSimTLS is why a TLS (SDS) scenario needs real Envoy.
+var errSimTLS = errors.New("the simulated client has no TLS data plane: it presents no certificate and makes no handshake, so SDS scenarios need real Envoy")
 
 // ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
 var ErrInterrupted = errors.New("interrupted")

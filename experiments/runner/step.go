@@ -146,6 +146,7 @@ func (r *Run) runStep(ctx context.Context, st scenario.Step) (*Checkpoint, error
 		r.checkEnvoyStates(sctx, s)
 		r.checkStats(sctx, s)
 		r.checkVersions(sctx, s)
+		r.checkSent(sctx, s)
 	}
 	return finish()
 }
@@ -233,7 +234,7 @@ func owedResources(published []resources.Resource, st xdslog.TypeStatus) []resou
 
 // rejectedStat is the Envoy stat prefix of the subscription a NACK of t shows in: the
 // type's own counters for LDS and CDS, and for RDS and EDS every route configuration's
-// or cluster's counters (any of them may be the rejected one).
+// or cluster's counters (any of them may be the rejected one), for SDS every secret's.
 func rejectedStats(stats map[string]string, t resources.Type) []string {
 	var out []string
 	for k := range stats {
@@ -256,6 +257,11 @@ func rejectedStats(stats map[string]string, t resources.Type) []string {
 			}
 		case resources.EDS:
 			if strings.HasPrefix(p, "cluster.") && p != "cluster_manager.cds." {
+				out = append(out, p)
+			}
+		case resources.SDS:
+			// SdsApi's scope is sds.<secret name>. (source/common/secret/sds_api.cc).
+			if strings.HasPrefix(p, "sds.") {
 				out = append(out, p)
 			}
 		}

@@ -98,6 +98,22 @@ func (t *tracker) nackCount(key string) int {
 	return st.Total.Nacks
 }
 
+// sentTypes lists, sorted, the types the control plane sent in a step.
+func (t *tracker) sentTypes(step string) []string {
+	st := t.acc.Step(step)
+	if st == nil {
+		return nil
+	}
+	var out []string
+	for typ, f := range st.Types {
+		if f != nil && f.Responses > 0 {
+			out = append(out, typ)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // nackRate is NACKs per second between the step's first and last NACK.
 func (t *tracker) nackRate(step string) float64 {
 	if st := t.acc.Step(step); st != nil {

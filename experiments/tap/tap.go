@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -524,7 +525,7 @@ func (s *stream) response(f frame) {
 func (s *stream) known(kind, url string, size int) (string, bool) {
 	typ, ok := resources.TypeOf(url)
 	if !ok {
-		s.undecodable(kind, fmt.Sprintf("type URL %q is not one the workbench models (LDS, RDS, CDS, EDS, VHDS)", url), size)
+		s.undecodable(kind, fmt.Sprintf("type URL %q is not one the workbench models (%s)", url, strings.Join(xdslog.Types, ", ")), size)
 		return "", false
 	}
 	return string(typ), true

@@ -377,7 +377,8 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := proto.Marshal(&discovery.DiscoveryResponse{TypeUrl: resources.CDS.URL(), VersionInfo: "7", Nonce: "n1"})
 	require.NoError(t, err)
-	secret, err := proto.Marshal(&discovery.DiscoveryRequest{TypeUrl: "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"})
+	// Runtime (RTDS) is a type the workbench does not model (SDS it does).
+	secret, err := proto.Marshal(&discovery.DiscoveryRequest{TypeUrl: "type.googleapis.com/envoy.service.runtime.v3.Runtime"})
 	require.NoError(t, err)
 	garbage := []byte{0xff, 0xff, 0xff, 0xff, 0x0f}
 	u := &rawUpstream{answer: [][]byte{garbage, resp, valid}, end: grpcstatus.Error(codes.Unavailable, "server going away")}
@@ -415,11 +416,11 @@ func TestBytesForwardedUnchanged(t *testing.T) {
 			und = append(und, e)
 		}
 	}
-	require.Len(t, und, 3, "a garbage request, a secret request, a garbage response")
+	require.Len(t, und, 3, "a garbage request, a runtime request, a garbage response")
 	assert.Equal(t, xdslog.KindRequest, und[0].Kind)
 	assert.Contains(t, und[0].Error, "not a DiscoveryRequest")
 	assert.Equal(t, len(garbage), und[0].Bytes)
-	assert.Contains(t, und[1].Error, "Secret")
+	assert.Contains(t, und[1].Error, "Runtime")
 	assert.Equal(t, xdslog.KindResponse, und[2].Kind)
 	assert.Contains(t, und[2].Error, "not a DiscoveryResponse")
 	closed := waitEvent(t, tapLog, "stream_close", func(e xdslog.Event) bool { return e.Event == xdslog.EventStreamClose })

@@ -50,7 +50,7 @@ func TestRecordRefuses(t *testing.T) {
 	t.Parallel()
 	var log xdslogtest.Log
 	r := NewRecord(xdslog.NewRecorder(&log, protocol.Delta), nil)
-	secret := "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	secret := "type.googleapis.com/envoy.service.runtime.v3.Runtime" // RTDS: not modelled (SDS is)
 	err := r.Delta(1, &discovery.DeltaDiscoveryRequest{TypeUrl: secret})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	_, _, err = r.SotW(2, &discovery.DiscoveryRequest{TypeUrl: secret})
@@ -66,7 +66,7 @@ func TestRecordRefuses(t *testing.T) {
 		assert.Equal(t, xdslog.EventRefused, e.Event)
 	}
 	assert.Equal(t, int64(1), ev[0].Stream)
-	assert.Contains(t, ev[0].Error, "Secret")
+	assert.Contains(t, ev[0].Error, "Runtime")
 	assert.Equal(t, int64(2), ev[1].Stream)
 	assert.Equal(t, "127.0.0.1:4321", ev[2].Peer)
 	assert.Contains(t, ev[2].Error, "SotW stream refused")

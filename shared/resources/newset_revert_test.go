@@ -60,7 +60,7 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 		want    string
 	}{
 		"empty version": {"", nil, "empty version"},
-		"unknown type":  {"5", []Resource{{Type: "SDS", Name: "x", Resource: r.Resource}}, `unknown type "SDS"`},
+		"unknown type":  {"5", []Resource{{Type: "RTDS", Name: "x", Resource: r.Resource}}, `unknown type "RTDS"`},
 		"no content":    {"5", []Resource{{Type: CDS, Name: "x"}}, "without a name or content"},
 		"twice":         {"5", []Resource{v1.ByType[CDS][0], v1.ByType[CDS][0]}, "given twice"},
 	} {

@@ -20,6 +20,7 @@ import (
 	fileal "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	rsrc "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -59,11 +60,15 @@ const (
 	// VHDS is the VirtualHost type (envoy.config.route.v3.VirtualHost): a route
 	// configuration's virtual hosts served one by one, on demand (ondemand.go).
 	VHDS Type = "VHDS"
+	// SDS is the Secret type (envoy.extensions.transport_sockets.tls.v3.Secret): a TLS
+	// listener's certificate, fetched by name over ADS (secret.go).
+	SDS Type = "SDS"
 )
 
 // Types lists the types in ADS push order (CDS before EDS, LDS before RDS, a route
-// configuration before its virtual hosts).
-var Types = []Type{CDS, EDS, LDS, RDS, VHDS}
+// configuration before its virtual hosts), then the secrets a listener or cluster
+// fetches by name (SDS).
+var Types = []Type{CDS, EDS, LDS, RDS, VHDS, SDS}
 
 // CoreTypes are the four types of every state, in Types order; VHDS is only in the
 // on-demand shape.
@@ -82,6 +87,8 @@ func (t Type) URL() string {
 		return rsrc.EndpointType
 	case VHDS:
 		return rsrc.VirtualHostType
+	case SDS:
+		return rsrc.SecretType
 	}
 	return ""
 }
@@ -99,6 +106,8 @@ func TypeOf(url string) (Type, bool) {
 		return EDS, true
 	case rsrc.VirtualHostType:
 		return VHDS, true
+	case rsrc.SecretType:
+		return SDS, true
 	}
 	return "", false
 }
@@ -147,6 +156,10 @@ type State struct {
 	// endpoints are the same resources either way. The client subscribes to the listener
 	// named by its target's host, so it dials ProxylessTarget.
 	Proxyless bool
+	// TLS, when TLS.Secret is set, makes the listener terminate TLS with the certificate
+	// of that SDS secret, fetched over ADS; Secrets are the secrets the state publishes.
+	TLS     ListenerTLS
+	Secrets []SecretSpec
 }
 
 // ProxylessTarget is what a proxyless client dials: grpc-go's xDS resolver subscribes to
@@ -272,6 +285,18 @@ func Build(s State) (*Set, error) {
 			}
 		}
 	}
+	for _, sec := range s.Secrets {
+		m, err := BuildSecret(sec)
+		if err != nil {
+			return nil, fmt.Errorf("build version %s: %w", s.Version, err)
+		}
+		if err := add(SDS, sec.Name, m, !sec.Invalid); err != nil {
+			return nil, err
+		}
+		if sec.Invalid {
+			set.Invalid = append(set.Invalid, sec.Name)
+		}
+	}
 	if err := checkVirtualHosts(s.Version, set); err != nil {
 		return nil, err
 	}
@@ -308,6 +333,10 @@ func checkState(s State) (State, error) {
 	if s.Proxyless && s.AccessLogPath != "" {
 		return s, fmt.Errorf("build version %s: a proxyless listener writes no access log", s.Version)
 	}
+	if s.Proxyless && s.TLS.Secret != "" {
+		return s, fmt.Errorf("build version %s: %s", s.Version, ProxylessNoSDS)
+	}
+	s.Secrets = slices.Clone(s.Secrets)
 	if s.OnDemand.VirtualHosts && s.InvalidRoute {
 		return s, fmt.Errorf("build version %s: the invalid route is not built with routes on demand (VHDS)", s.Version)
 	}
@@ -534,6 +563,9 @@ func Validate(r types.Resource) error {
 	if err := validate(r); err != nil {
 		return err
 	}
+	if sec, ok := r.(*tlsv3.Secret); ok {
+		return checkSecret(sec)
+	}
 	l, ok := r.(*listener.Listener)
 	if !ok {
 		return nil
@@ -583,7 +615,7 @@ func adsSource() *core.ConfigSource {
 
 func buildListener(s State) (*listener.Listener, error) {
 	return listenerFor(ListenerSpec{Name: ListenerName, Port: s.ListenerPort, RouteName: RouteName, StatPrefix: StatPrefix,
-		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath, OnDemand: s.OnDemand, Proxyless: s.Proxyless})
+		ServerName: s.ServerName, AccessLogPath: s.AccessLogPath, OnDemand: s.OnDemand, Proxyless: s.Proxyless, TLS: s.TLS})
 }
 
 func listenerFor(s ListenerSpec) (*listener.Listener, error) {
@@ -606,16 +638,28 @@ func listenerFor(s ListenerSpec) (*listener.Listener, error) {
 		// processClientSideListener).
 		return &listener.Listener{Name: s.Name, ApiListener: &listener.ApiListener{ApiListener: packed}}, nil
 	}
+	var statPrefix string
+	chain := &listener.FilterChain{Filters: []*listener.Filter{{
+		Name:       wellknown.HTTPConnectionManager,
+		ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
+	}}}
+	if s.TLS.Secret != "" {
+		if chain.TransportSocket, err = downstreamTLS(s.TLS); err != nil {
+			return nil, fmt.Errorf("listener %s: %w", s.Name, err)
+		}
+		// The listener's stats scope is its stat_prefix, else its address
+		// (listener_impl.cc, listenerStatsScope): by name, a scenario can name
+		// listener.<name>.server_ssl_socket_factory.* without the run's port.
+		statPrefix = s.Name
+	}
 	return &listener.Listener{
-		Name: s.Name,
+		Name:       s.Name,
+		StatPrefix: statPrefix,
 		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
 			Address:       loopback.Host,
 			PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(s.Port)},
 		}}},
-		FilterChains: []*listener.FilterChain{{Filters: []*listener.Filter{{
-			Name:       wellknown.HTTPConnectionManager,
-			ConfigType: &listener.Filter_TypedConfig{TypedConfig: packed},
-		}}}},
+		FilterChains: []*listener.FilterChain{chain},
 	}, nil
 }
 
@@ -631,6 +675,9 @@ func httpConnectionManager(s ListenerSpec) (*hcm.HttpConnectionManager, error) {
 	}
 	if s.Proxyless && s.AccessLogPath != "" {
 		return nil, fmt.Errorf("listener %s: a proxyless (grpc-go) listener writes no access log", s.Name)
+	}
+	if s.Proxyless && s.TLS.Secret != "" {
+		return nil, fmt.Errorf("listener %s: %s", s.Name, ProxylessNoSDS)
 	}
 	routerCfg, err := deterministicAny(&router.Router{})
 	if err != nil {

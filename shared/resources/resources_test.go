@@ -201,8 +201,9 @@ func TestTypeURLs(t *testing.T) {
 // The snapshot's version map is what the library would compute itself.
 func TestSnapshotVersionMapIsTheLibrarys(t *testing.T) {
 	t.Parallel()
-	// On demand, so that every type has its one resource.
-	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log", OnDemand: OnDemand{VirtualHosts: true}})
+	// On demand and TLS, so that every type has its one resource.
+	set := build(t, State{Version: "1", InventoryPort: 18080, AccessLogPath: "/tmp/x.log", OnDemand: OnDemand{VirtualHosts: true},
+		TLS: ListenerTLS{Secret: "quote-cert"}, Secrets: []SecretSpec{testSecret(t, "quote-cert", 101, false)}})
 	ours, err := set.Snapshot(UniformVersions("1"))
 	require.NoError(t, err)
 	theirs, err := set.Snapshot(UniformVersions("1"))

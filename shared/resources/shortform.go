@@ -41,6 +41,9 @@ type ListenerSpec struct {
 	// same HTTP connection manager as the listener's api_listener, with no address. Port
 	// is then unused; an access log or anything on demand is refused.
 	Proxyless bool
+	// TLS, when TLS.Secret is set, terminates TLS with that SDS secret's certificate
+	// (secret.go); a proxyless listener cannot (ProxylessNoSDS).
+	TLS ListenerTLS
 }
 
 // BuildListener builds the listener l describes.

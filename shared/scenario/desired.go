@@ -11,6 +11,7 @@ import (
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 
+	"github.com/xds-workbench/lab/shared/certs"
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
@@ -45,6 +46,9 @@ type Env struct {
 	// Proxyless builds the short-form listeners for a proxyless gRPC client
 	// (resources.ListenerSpec.Proxyless): an api_listener, same routes.
 	Proxyless bool
+	// CA issues the certificates of the scenario's secrets (a run's own; Parse uses one
+	// of its own when nil). Its leaves are memoized, so a secret built twice is the same.
+	CA *certs.CA
 }
 
 // Key names one xDS resource.

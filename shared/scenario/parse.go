@@ -71,6 +71,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 type parser struct {
 	file string
 	sc   *Scenario
+	// tlsRefs are the secrets the TLS listeners name, checked against the scenario's
+	// secrets once every resource is read (checkSecretRefs).
+	tlsRefs []tlsRef
 }
 
 // Error is a problem in a scenario file, at a line.

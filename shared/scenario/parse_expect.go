@@ -90,6 +90,9 @@ func (p *parser) expect(step string, n *yaml.Node) (Expect, error) {
 	if e.Stats, err = listOf(p, f, "stats", what+" stat", p.statExpect); err != nil {
 		return e, err
 	}
+	if e.Sent, err = listOf(p, f, "sent", what+" sent", p.sentExpect); err != nil {
+		return e, err
+	}
 	if err := f.done(); err != nil {
 		return e, err
 	}
@@ -183,7 +186,52 @@ func (p *parser) requestExpect(rn *yaml.Node, rf *fields) (RequestExpect, error)
 	if re.Flags, err = rf.str("flags", false); err != nil {
 		return re, err
 	}
-	return re, nil
+	return re, p.tlsExpect(rn, rf, &re)
+}
+
+// tlsExpect reads what a TLS request's handshake must show: cert_serial, cert_cn and
+// handshake (ok or reset; a reset has no HTTP status, so status 0).
+func (p *parser) tlsExpect(rn *yaml.Node, rf *fields, re *RequestExpect) error {
+	var err error
+	if re.CertSerial, err = rf.str("cert_serial", false); err != nil {
+		return err
+	}
+	if re.CertCN, err = rf.str("cert_cn", false); err != nil {
+		return err
+	}
+	if re.Handshake, err = rf.str("handshake", false); err != nil {
+		return err
+	}
+	switch {
+	case re.Handshake != "" && !slices.Contains(handshakes, re.Handshake):
+		return p.errf(rf.keys["handshake"], "%s: handshake is one of %s, not %q", rf.what, strings.Join(handshakes, ", "), re.Handshake)
+	case (re.CertSerial != "" || re.CertCN != "" || re.Handshake != "") && !re.TLS:
+		return p.errf(rn, "%s: cert_serial, cert_cn and handshake need tls: true", rf.what)
+	case re.Handshake != "" && re.Handshake != HandshakeOK && (re.Status != 0 || re.CertSerial != "" || re.CertCN != ""):
+		return p.errf(rn, "%s: a handshake that did not complete has no status (status: 0) and no certificate", rf.what)
+	}
+	return nil
+}
+
+// sentExpect parses one of expect sent: the types the control plane sent in the step.
+func (p *parser) sentExpect(sn *yaml.Node, sf *fields) (SentExpect, error) {
+	se := SentExpect{Line: sn.Line}
+	var err error
+	if se.Filter, err = p.filter(sf); err != nil {
+		return se, err
+	}
+	names, err := sf.strings("types")
+	if err != nil {
+		return se, err
+	}
+	for _, n := range names {
+		t := resources.Type(n)
+		if !slices.Contains(resources.Types, t) {
+			return se, p.errf(sf.keys["types"], "%s: unknown type %q (known: %v)", sf.what, n, resources.Types)
+		}
+		se.Types = append(se.Types, t)
+	}
+	return se, nil
 }
 
 // windowExpect parses expect window: a request probed through the step and how many of

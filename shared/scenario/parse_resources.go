@@ -13,6 +13,7 @@ import (
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,7 +23,7 @@ import (
 )
 
 // Resource forms: the full v3 forms by type, and the short forms.
-var fullForms = map[string]resources.Type{"lds": resources.LDS, "rds": resources.RDS, "cds": resources.CDS, "eds": resources.EDS, "vhds": resources.VHDS}
+var fullForms = map[string]resources.Type{"lds": resources.LDS, "rds": resources.RDS, "cds": resources.CDS, "eds": resources.EDS, "vhds": resources.VHDS, "sds": resources.SDS}
 
 func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 	if !safeName.MatchString(id) {
@@ -40,7 +41,7 @@ func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 	}
 	r.Invalid = inv != nil && *inv
 	var forms []string
-	for _, k := range []string{"listener", "route", "vhost", "cluster", "endpoints", "lds", "rds", "cds", "eds", "vhds"} {
+	for _, k := range []string{"listener", "route", "vhost", "cluster", "endpoints", "secret", "lds", "rds", "cds", "eds", "vhds", "sds"} {
 		if f.has(k) {
 			forms = append(forms, k)
 		}
@@ -52,7 +53,7 @@ func (p *parser) resource(id string, keyNode, n *yaml.Node) (*Resource, error) {
 		if err := f.done(); err != nil && len(forms) == 0 {
 			return nil, err
 		}
-		return nil, p.errf(n, "%s needs exactly one of listener, route, vhost, cluster, endpoints (short forms) or lds, rds, cds, eds, vhds (Envoy's v3 form); got %d", what, len(forms))
+		return nil, p.errf(n, "%s needs exactly one of listener, route, vhost, cluster, endpoints, secret (short forms) or lds, rds, cds, eds, vhds, sds (Envoy's v3 form); got %d", what, len(forms))
 	}
 	form := forms[0]
 	body := f.get(form)
@@ -192,6 +193,8 @@ func newMessage(t resources.Type) proto.Message {
 		return &cluster.Cluster{}
 	case resources.VHDS:
 		return &route.VirtualHost{}
+	case resources.SDS:
+		return &tlsv3.Secret{}
 	}
 	return &endpoint.ClusterLoadAssignment{}
 }
@@ -231,6 +234,8 @@ func (p *parser) shortForm(id, what, form string, n *yaml.Node) ([]Item, error) 
 		items, err = p.clusterForm(f, what, name)
 	case "endpoints":
 		items, err = p.endpointsForm(f, what, id)
+	case "secret":
+		items, err = oneItem(p.secretForm(f, what, name))
 	}
 	if err != nil {
 		return nil, err
@@ -342,6 +347,9 @@ func (p *parser) listenerForm(f *fields, what, name string) (Item, error) {
 		return Item{}, p.errf(f.key["odcds_timeout"], "%s: odcds_timeout needs clusters on demand (on_demand: [cds])", what)
 	}
 	if spec.ODCDSTimeout, err = f.duration("odcds_timeout", time.Millisecond, time.Minute, 0); err != nil {
+		return Item{}, err
+	}
+	if spec.TLS, err = p.listenerTLS(f, what); err != nil {
 		return Item{}, err
 	}
 	return Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {

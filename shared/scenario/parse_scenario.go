@@ -39,6 +39,9 @@ func (p *parser) scenario(root *yaml.Node) (*Scenario, error) {
 	if err := p.resources(sc, rn); err != nil {
 		return nil, err
 	}
+	if err := p.checkSecretRefs(); err != nil {
+		return nil, err
+	}
 	if sc.Steps, err = p.steps(root, f); err != nil {
 		return nil, err
 	}

@@ -276,5 +276,21 @@ func (p *parser) request(f *fields) (Request, error) {
 			r.Headers[strings.ToLower(hn.Content[i].Value)] = hn.Content[i+1].Value
 		}
 	}
+	tls, err := f.boolean("tls")
+	if err != nil {
+		return r, err
+	}
+	r.TLS = tls != nil && *tls
+	conn, err := f.str("conn", false)
+	if err != nil {
+		return r, err
+	}
+	switch conn {
+	case "", "new":
+	case "held":
+		r.Held = true
+	default:
+		return r, p.errf(f.keys["conn"], "%s: conn is new (a fresh connection, the default) or held (the run's one kept-alive connection), not %q", f.what, conn)
+	}
 	return r, nil
 }

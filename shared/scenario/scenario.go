@@ -213,6 +213,7 @@ type Expect struct {
 	Versions []VersionExpect
 	Envoy    []EnvoyStateExpect
 	Stats    []StatExpect
+	Sent     []SentExpect
 }
 
 // NackExpect: the client NACKs a response of Type during the step.
@@ -229,6 +230,12 @@ type Request struct {
 	// Host is the request's Host (:authority); "" sends the listener's address. On-demand
 	// VHDS subscribes by it ("<route>/<Host>").
 	Host string
+	// TLS sends the request over TLS to the listener, trusting the run's CA, and
+	// records which certificate the handshake presented (Envoy only).
+	TLS bool
+	// Held sends it on the run's one kept-alive connection, opened by its first use and
+	// held across steps, instead of a fresh one: what a kept-alive connection keeps.
+	Held bool
 }
 
 // RequestExpect: requests are sent, each with a fresh request ID, until one gets this
@@ -243,6 +250,36 @@ type RequestExpect struct {
 	// client, which has no flags, it stands for its class: NC, NR config failure; UH, UF
 	// upstream failure (experiments/runner flagHolds).
 	Flags string
+	// CertSerial and CertCN are the serial (decimal) and common name of the certificate
+	// the TLS handshake must present ("" for any).
+	CertSerial string
+	CertCN     string
+	// Handshake is ok, reset, refused or failed ("" for any): whether the TLS handshake
+	// completed, the listener closed the connection during it (a listener without its
+	// certificate), the port was not listening, or it failed otherwise.
+	Handshake string
+	Line      int
+}
+
+// Handshake outcomes (RequestExpect.Handshake, client Observation.Handshake).
+const (
+	HandshakeOK    = "ok"
+	HandshakeReset = "reset"
+	// HandshakeRefused: no TCP connection at all (the port is not listened on).
+	HandshakeRefused = "refused"
+	// HandshakeFailed: any other failure (e.g. a certificate the run's CA did not sign).
+	HandshakeFailed = "failed"
+)
+
+// handshakes are the outcomes an expectation can name.
+var handshakes = []string{HandshakeOK, HandshakeReset, HandshakeRefused, HandshakeFailed}
+
+// SentExpect: during the step the control plane sent exactly these types (by xds.log's
+// send events), in the runs the filter selects. It is how a scenario shows what each
+// protocol and cache re-sends for one change.
+type SentExpect struct {
+	Filter
+	Types []resources.Type
 	Line  int
 }
 
@@ -350,4 +387,27 @@ func Names(steps []Step) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// UsesTLS reports whether the scenario has a TLS side: a secret (SDS) resource or a
+// request sent over TLS.
+func (sc *Scenario) UsesTLS() bool {
+	for _, r := range sc.Resources {
+		for _, it := range r.Items {
+			if it.Type == resources.SDS {
+				return true
+			}
+		}
+	}
+	for _, st := range sc.Steps {
+		for _, q := range st.Expect.Requests {
+			if q.TLS {
+				return true
+			}
+		}
+		if w := st.Expect.Window; w != nil && w.TLS {
+			return true
+		}
+	}
+	return false
 }

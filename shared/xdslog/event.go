@@ -73,8 +73,9 @@ const SourceTap = "tap"
 
 // Types are the xDS types the workbench records, in display order (the order Envoy's
 // own ADS sequencing applies them: listeners, their routes, clusters, their endpoints),
-// then VHDS, the virtual hosts a route configuration fetches on demand.
-var Types = []string{"LDS", "RDS", "CDS", "EDS", "VHDS"}
+// then VHDS, the virtual hosts a route configuration fetches on demand, and SDS, the
+// secrets a TLS listener fetches by name.
+var Types = []string{"LDS", "RDS", "CDS", "EDS", "VHDS", "SDS"}
 
 // KnownEvents is every event name a reader accepts.
 var KnownEvents = map[string]bool{
