@@ -229,8 +229,8 @@ func TestRefusesAnUnknownType(t *testing.T) {
 	r := newRig(t)
 	r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
 	s := r.open()
-	const secret = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
-	s.send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: secret})
+	const ecds = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig" // ECDS: not served
+	s.send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: ecds})
 	_, err := s.s.Recv()
 	assert.Equal(t, codes.InvalidArgument, status.Code(err), "error: %v", err)
 	assert.Contains(t, status.Convert(err).Message(), "unsupported type URL")
@@ -239,6 +239,6 @@ func TestRefusesAnUnknownType(t *testing.T) {
 	open := one(t, ev, "stream_open", is(xdslog.EventStreamOpen, "", ""))
 	refused := one(t, ev, "refused", is(xdslog.EventRefused, "", ""))
 	assert.Equal(t, open.Stream, refused.Stream, "the refusal names its stream")
-	assert.Contains(t, refused.Error, secret)
+	assert.Contains(t, refused.Error, ecds)
 	assert.Zero(t, xdslogtest.Count(ev, xdslog.EventRequest), "nothing recorded as a request")
 }
