@@ -15,6 +15,7 @@ import (
 
 	"github.com/xds-workbench/lab/bootstrap"
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/option"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -23,24 +24,24 @@ import (
 
 // Ranges of `lab bench`'s counts and durations.
 var (
-	benchClustersRange = intRange{1, bench.MaxClusters}
-	benchClientsRange  = intRange{1, bench.MaxClients}
-	benchStuckRange    = intRange{0, bench.MaxStuckClients}
+	benchClustersRange = intRange{1, benchcore.MaxClusters}
+	benchClientsRange  = intRange{1, benchcore.MaxClients}
+	benchStuckRange    = intRange{0, benchcore.MaxStuckClients}
 	// benchEnvoysRange bounds --envoys for any client (grpc-go clients go to
 	// bench.MaxGRPCClients); benchRunOptions holds Envoys to bench.MaxEnvoys.
-	benchEnvoysRange    = intRange{1, bench.MaxGRPCClients}
-	benchRepeatRange    = intRange{1, bench.MaxRepeat}
+	benchEnvoysRange    = intRange{1, benchcore.MaxGRPCClients}
+	benchRepeatRange    = intRange{1, benchcore.MaxRepeat}
 	benchTimeoutRange   = durationRange{Min: time.Second, Max: time.Hour}
-	benchColdHostsRange = intRange{1, bench.MaxColdHosts}
+	benchColdHostsRange = intRange{1, benchcore.MaxColdHosts}
 	// The churn flags' ranges are checked by the bench (bench.Options.validateChurn),
 	// which knows the floor of --churn-requests.
-	benchChurnRequestsRange = intRange{1, bench.MaxChurnRequests}
+	benchChurnRequestsRange = intRange{1, benchcore.MaxChurnRequests}
 	benchConnCostRange      = durationRange{Min: 0, Max: time.Minute}
 )
 
 // benchOptions are the flags of `lab bench`; benchRunOptions turns them into bench.Options.
 type benchOptions struct {
-	bench    bench.Options
+	bench    benchcore.Options
 	modes    []string
 	versions []string
 	caches   []string
@@ -52,18 +53,18 @@ type benchOptions struct {
 
 func defaultBenchOptions() benchOptions {
 	return benchOptions{
-		bench: bench.Options{
-			Clusters:  bench.DefaultClusters,
+		bench: benchcore.Options{
+			Clusters:  benchcore.DefaultClusters,
 			Clients:   1,
 			Envoys:    1,
-			Client:    bench.ClientEnvoy,
-			Workloads: bench.DefaultWorkloads,
-			Repeat:    bench.DefaultRepeat,
-			Timeout:   bench.DefaultTimeout,
-			Through:   bench.DefaultThrough,
-			ColdHosts: bench.DefaultColdHosts,
+			Client:    benchcore.ClientEnvoy,
+			Workloads: benchcore.DefaultWorkloads,
+			Repeat:    benchcore.DefaultRepeat,
+			Timeout:   benchcore.DefaultTimeout,
+			Through:   benchcore.DefaultThrough,
+			ColdHosts: benchcore.DefaultColdHosts,
 		},
-		modes:    modeNames(bench.DefaultModes),
+		modes:    modeNames(benchcore.DefaultModes),
 		versions: []string{string(publish.Uniform), string(publish.PerType)},
 		caches:   []string{string(publish.SnapshotCache)},
 		given:    func(string) bool { return false },
@@ -177,7 +178,7 @@ const benchExample = `  # the documented sweep: real Envoy, both protocols, 5 re
 
 // newBenchCmdWith parses the flags into bench options and hands them to run (tests pass
 // their own to see the options).
-func newBenchCmdWith(run func(ctx context.Context, o bench.Options, progress io.Writer) error) *cobra.Command {
+func newBenchCmdWith(run func(ctx context.Context, o benchcore.Options, progress io.Writer) error) *cobra.Command {
 	o := defaultBenchOptions()
 	cmd := &cobra.Command{
 		Use:     "bench",
@@ -212,25 +213,25 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 		"cluster counts N to measure, each "+benchClustersRange.String())
 	f.Var(intValue{&o.bench.Clients, benchClientsRange}, "clients", "clients per configuration, "+benchClientsRange.String()+" (more than 1 needs --client sim)")
 	f.Var(intValue{&o.bench.StuckClients, benchStuckRange}, "stuck-clients", "clients beside --clients, each on its own connection with a fixed 64 KiB window, that take the initial state and then stop reading, "+benchStuckRange.String()+" (needs --client sim; docs/reliability.md, \"A stuck client\")")
-	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(bench.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
-	f.Var(choiceValue{&o.bench.Client, "data plane", []string{bench.ClientEnvoy, bench.ClientGRPC, bench.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
+	f.Var(intValue{&o.bench.Envoys, benchEnvoysRange}, "envoys", "Envoys per configuration (1-"+strconv.Itoa(benchcore.MaxEnvoys)+"), or grpc-go client processes with --client grpc ("+benchEnvoysRange.String()+"), each its own node and listener (more than 1 needs --client envoy or grpc and --clients 1)")
+	f.Var(choiceValue{&o.bench.Client, "data plane", []string{benchcore.ClientEnvoy, benchcore.ClientGRPC, benchcore.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
-	f.Var(choiceListValue{&o.versions, bench.CheckSotWVersion}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
+	f.Var(choiceListValue{&o.versions, benchcore.CheckSotWVersion}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
 	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, linear, indexed")
-	f.Var(choiceListValue{&o.bench.Workloads, bench.CheckWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
+	f.Var(choiceListValue{&o.bench.Workloads, benchcore.CheckWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
 	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "changes per configuration, "+benchRepeatRange.String()+" (cluster-remove: below every cluster count)")
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")
 	f.StringVar(&o.bench.EnvoyBin, "envoy-bin", "", "Envoy binary (default: $ENVOY_BIN, the .venv binary, envoy on PATH)")
 	f.Var(durationValue{&o.bench.Timeout, benchTimeoutRange}, "timeout", "deadline for each configuration, "+benchTimeoutRange.String())
-	f.Var(choiceListValue{&o.bench.Through, bench.CheckThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
-	f.Var(choiceListValue{&o.onDemand, func(s string) error { _, err := bench.ParseShape(s); return err }}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
-	f.Var(choiceListValue{&o.bench.Churn, bench.CheckChurn}, "churn", "the churn axis: eds (cluster 0's endpoints change through EDS alone), cds (through a CDS update of the cluster with its EDS), or both; each N and series runs under steady load through Envoy instead of the workload loop (real Envoy)")
-	f.Var(intValue{&o.bench.ChurnRequests, benchChurnRequestsRange}, "churn-requests", fmt.Sprintf("with --churn: requests each configuration measures, at least %d", bench.DefaultChurnRequests))
+	f.Var(choiceListValue{&o.bench.Through, benchcore.CheckThrough}, "through", "how each series reaches its control plane: direct, tap (both: each series directly and then through lab tap, a subprocess, at each N; the report adds tap ÷ direct)")
+	f.Var(choiceListValue{&o.onDemand, func(s string) error { _, err := benchcore.ParseShape(s); return err }}, "on-demand", "the on-demand axis: shapes none (wildcard, today's), vhds (virtual hosts on demand), cds (clusters on demand), vhds+cds; each N runs the on-demand sequence once per shape (delta only: --modes defaults to delta; real Envoy)")
+	f.Var(choiceListValue{&o.bench.Churn, benchcore.CheckChurn}, "churn", "the churn axis: eds (cluster 0's endpoints change through EDS alone), cds (through a CDS update of the cluster with its EDS), or both; each N and series runs under steady load through Envoy instead of the workload loop (real Envoy)")
+	f.Var(intValue{&o.bench.ChurnRequests, benchChurnRequestsRange}, "churn-requests", fmt.Sprintf("with --churn: requests each configuration measures, at least %d", benchcore.DefaultChurnRequests))
 	f.Var(durationValue{&o.bench.ConnCost, benchConnCostRange}, "conn-cost", "with --churn: each backend's delay on a connection's first request (a stand-in for a handshake)")
 	f.Var(intValue{&o.bench.ColdHosts, benchColdHostsRange}, "cold-hosts", "with --on-demand: distinct services requested cold, then warm, "+benchColdHostsRange.String()+" (at most N)")
 	f.Var(choiceValue{&o.bench.EnvoyStats, "Envoy stats setting", bootstrap.StatsSettings}, "envoy-stats",
 		"Envoy's stats: all (Envoy's defaults) or no-scaled-clusters (a stats_matcher leaves out the inventory-NNNN clusters' stats, which Envoy's 5 s stats flush otherwise walks: docs/performance.md, \"N = 100,000\")")
-	f.Var(choiceValue{&o.bench.Unprobed, "unprobed setting", bench.UnprobedSettings}, "unprobed",
+	f.Var(choiceValue{&o.bench.Unprobed, "unprobed setting", benchcore.UnprobedSettings}, "unprobed",
 		"where the clusters no request uses point: dead-port (an endpoint nothing listens on) or no-endpoints (an empty assignment); grpc-go connects to every cluster the route names, Envoy does not (docs/performance.md, \"Many grpc-go clients\")")
 	f.BoolVar(&o.bench.UntilStable, "until-stable", true, "after --repeat changes, measure more in batches until a batch moves neither median (publish to last ACK, control-plane CPU) by more than 5 %, at most 4 x --repeat; bench.md says which configurations held")
 	f.BoolVar(&o.bench.CPUProfile, "cpuprofile", false, "write a CPU profile of this process over each configuration's changes (not its start or initial push) to cpu-<series>-N<N>.pprof in the output directory")
@@ -240,8 +241,8 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 // one place its rules live); nothing has started yet. The CLI adds only what is about
 // flags or this process: a --sotw-versions that would do nothing, the --out directory
 // and the lab binary that runs each tap.
-func (o *benchOptions) benchRunOptions() (bench.Options, error) {
-	b := o.bench.Resolve(bench.Names{Modes: o.modes, SotWVersions: o.versions, Caches: o.caches, OnDemand: o.onDemand}, o.given("modes"), o.given("workload"))
+func (o *benchOptions) benchRunOptions() (benchcore.Options, error) {
+	b := o.bench.Resolve(benchcore.Names{Modes: o.modes, SotWVersions: o.versions, Caches: o.caches, OnDemand: o.onDemand}, o.given("modes"), o.given("workload"))
 	check := b
 	if err := check.Validate(); err != nil {
 		return b, benchRefusal(err, b, o.typed)
@@ -255,7 +256,7 @@ func (o *benchOptions) benchRunOptions() (bench.Options, error) {
 	}
 	// Through the tap, the CLI runs each tap as its own `lab tap` subprocess, so the
 	// tap's CPU is its own process's (tap_cpu_ms), not folded into this one's.
-	if slices.Contains(b.Through, bench.ThroughTap) {
+	if slices.Contains(b.Through, benchcore.ThroughTap) {
 		exe, err := os.Executable()
 		if err != nil {
 			return b, fmt.Errorf("--through tap: find this lab binary to run lab tap: %w", err)
@@ -275,7 +276,7 @@ func (o *benchOptions) typed(flag string) (string, bool) {
 
 // runBench runs the sweep with progress to progress; bench.Run prints the tables and
 // says where the files are.
-func runBench(ctx context.Context, o bench.Options, progress io.Writer) error {
+func runBench(ctx context.Context, o benchcore.Options, progress io.Writer) error {
 	o.Progress = progress
 	_, err := bench.Run(ctx, o)
 	return benchRefusal(err, o, nil)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
@@ -38,7 +38,7 @@ func TestBenchOnDemandFlagsRefused(t *testing.T) {
 func TestBenchOnDemandFlags(t *testing.T) {
 	o := parseBench(t)
 	assert.Empty(t, o.OnDemand, "no on-demand axis by default")
-	assert.Equal(t, bench.DefaultModes, o.Modes)
+	assert.Equal(t, benchcore.DefaultModes, o.Modes)
 
 	o = parseBench(t, "--on-demand", "none,vhds,vhds+cds", "--cold-hosts", "50")
 	assert.Equal(t, []resources.OnDemand{{}, {VirtualHosts: true}, {VirtualHosts: true, Clusters: true}}, o.OnDemand)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/grpcclient"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -146,10 +147,10 @@ func TestBenchHelpHasExample(t *testing.T) {
 
 // parseBench runs `lab bench args` up to the run function and returns the options it
 // was given.
-func parseBench(t *testing.T, args ...string) bench.Options {
+func parseBench(t *testing.T, args ...string) benchcore.Options {
 	t.Helper()
-	var got *bench.Options
-	cmd := newBenchCmdWith(func(_ context.Context, o bench.Options, _ io.Writer) error {
+	var got *benchcore.Options
+	cmd := newBenchCmdWith(func(_ context.Context, o benchcore.Options, _ io.Writer) error {
 		got = &o
 		return nil
 	})
@@ -166,11 +167,11 @@ func parseBench(t *testing.T, args ...string) bench.Options {
 func TestBenchCacheAndWorkloadFlags(t *testing.T) {
 	o := parseBench(t)
 	assert.Equal(t, []publish.Cache{publish.SnapshotCache}, o.Caches)
-	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint}, o.Workloads)
 
 	o = parseBench(t, "--cache", "linear,snapshot", "--workload", "listener,cluster-add")
 	assert.Equal(t, []publish.Cache{publish.LinearCache, publish.SnapshotCache}, o.Caches)
-	assert.Equal(t, []string{bench.WorkloadListener, bench.WorkloadClusterAdd}, o.Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadListener, benchcore.WorkloadClusterAdd}, o.Workloads)
 
 	// Linear alone with the default strategies (both): accepted, uniform is skipped.
 	o = parseBench(t, "--cache", "linear")
@@ -181,11 +182,11 @@ func TestBenchCacheAndWorkloadFlags(t *testing.T) {
 // each tap as its own executable's `lab tap` subprocess.
 func TestBenchThroughFlag(t *testing.T) {
 	o := parseBench(t)
-	assert.Equal(t, []string{bench.ThroughDirect}, o.Through)
+	assert.Equal(t, []string{benchcore.ThroughDirect}, o.Through)
 	assert.Empty(t, o.TapCommand)
 
 	o = parseBench(t, "--through", "direct,tap")
-	assert.Equal(t, []string{bench.ThroughDirect, bench.ThroughTap}, o.Through)
+	assert.Equal(t, []string{benchcore.ThroughDirect, benchcore.ThroughTap}, o.Through)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	assert.Equal(t, []string{exe}, o.TapCommand)
@@ -196,9 +197,9 @@ func TestBenchThroughFlag(t *testing.T) {
 func TestRunBenchLinear(t *testing.T) {
 	out := t.TempDir()
 	var progress bytes.Buffer
-	err := runBench(context.Background(), bench.Options{
-		Clusters: []int{5}, Client: bench.ClientSim, Modes: bench.DefaultModes, SotWVersions: bench.DefaultVersions,
-		Caches: []publish.Cache{publish.LinearCache}, Workloads: []string{bench.WorkloadClusterRemove}, Repeat: 1, Out: out,
+	err := runBench(context.Background(), benchcore.Options{
+		Clusters: []int{5}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions,
+		Caches: []publish.Cache{publish.LinearCache}, Workloads: []string{benchcore.WorkloadClusterRemove}, Repeat: 1, Out: out,
 	}, &progress)
 	require.NoError(t, err, progress.String())
 	assert.Contains(t, progress.String(), "bench: note: sotw-uniform is not run with --cache linear")
@@ -251,10 +252,10 @@ func makeTargetArgs(t *testing.T, name string) []string {
 // cluster-add workloads up to N = 10,000, with flags lab bench accepts.
 func TestMakeBench(t *testing.T) {
 	o := parseBench(t, makeTargetArgs(t, "bench")...)
-	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Equal(t, benchcore.ClientEnvoy, o.Client)
 	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache}, o.Caches)
-	assert.Equal(t, []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, o.Workloads)
-	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd}, o.Workloads)
+	assert.Equal(t, benchcore.DefaultModes, o.Modes, "every protocol")
 	assert.Equal(t, []publish.VersionStrategy{publish.Uniform, publish.PerType}, o.SotWVersions, "every SotW strategy")
 	assert.Equal(t, 10_000, slices.Max(o.Clusters))
 	assert.Equal(t, 1, o.Envoys)
@@ -264,14 +265,14 @@ func TestMakeBench(t *testing.T) {
 // the endpoint change, 5 repeats, with flags lab bench accepts.
 func TestMakeBenchFanout(t *testing.T) {
 	o := parseBench(t, makeTargetArgs(t, "bench-fanout")...)
-	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Equal(t, benchcore.ClientEnvoy, o.Client)
 	assert.Equal(t, 10, o.Envoys)
 	assert.Equal(t, 1, o.Clients)
 	assert.Equal(t, []int{1000}, o.Clusters)
 	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache}, o.Caches)
-	assert.Equal(t, []string{bench.WorkloadEndpoint}, o.Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint}, o.Workloads)
 	assert.Equal(t, 5, o.Repeat)
-	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
+	assert.Equal(t, benchcore.DefaultModes, o.Modes, "every protocol")
 }
 
 // TestBenchEnvoysFlag: --envoys reaches the options; one Envoy is the default.
@@ -279,7 +280,7 @@ func TestBenchEnvoysFlag(t *testing.T) {
 	assert.Equal(t, 1, parseBench(t).Envoys)
 	o := parseBench(t, "--envoys", "10", "--clusters", "1000")
 	assert.Equal(t, 10, o.Envoys)
-	assert.Equal(t, bench.ClientEnvoy, o.Client)
+	assert.Equal(t, benchcore.ClientEnvoy, o.Client)
 	assert.Contains(t, newBenchCmd().Example, "--envoys 10")
 }
 
@@ -288,11 +289,11 @@ func TestBenchEnvoysFlag(t *testing.T) {
 // starts anything or writes a file.
 func TestRunBenchRefusesFleetWithoutEnvoy(t *testing.T) {
 	for _, tc := range []struct {
-		o    bench.Options
+		o    benchcore.Options
 		want string
 	}{
-		{bench.Options{Client: bench.ClientSim, Envoys: 3}, "--envoys 3: more than one Envoy needs --client envoy"},
-		{bench.Options{Client: bench.ClientSim, Envoys: 3, Clients: 4}, "--envoys 3 with --clients 4"},
+		{benchcore.Options{Client: benchcore.ClientSim, Envoys: 3}, "--envoys 3: more than one Envoy needs --client envoy"},
+		{benchcore.Options{Client: benchcore.ClientSim, Envoys: 3, Clients: 4}, "--envoys 3 with --clients 4"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		var progress bytes.Buffer
@@ -357,5 +358,5 @@ func TestMakeBench100k(t *testing.T) {
 	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache}, o.Caches)
 	assert.Equal(t, []int{100_000}, o.Clusters)
 	assert.Equal(t, "no-scaled-clusters", o.EnvoyStats, "the 100,000 clusters' stats left out (docs/performance.md)")
-	assert.Equal(t, bench.DefaultModes, o.Modes, "every protocol")
+	assert.Equal(t, benchcore.DefaultModes, o.Modes, "every protocol")
 }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
-	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 )
@@ -19,29 +18,29 @@ import (
 // TestChurnOptions: the churn axis refuses every client but real Envoy with one line
 // before anything starts, and holds the request floor unless told otherwise.
 func TestChurnOptions(t *testing.T) {
-	base := func() Options {
-		return Options{Clusters: []int{10}, Modes: []protocol.Mode{protocol.Delta}, Repeat: 1, Churn: []string{ChurnEDS, ChurnCDS}, Out: t.TempDir()}
+	base := func() benchcore.Options {
+		return benchcore.Options{Clusters: []int{10}, Modes: []protocol.Mode{protocol.Delta}, Repeat: 1, Churn: []string{benchcore.ChurnEDS, benchcore.ChurnCDS}, Out: t.TempDir()}
 	}
-	for _, client := range []string{ClientSim, ClientGRPC} {
+	for _, client := range []string{benchcore.ClientSim, benchcore.ClientGRPC} {
 		o := base()
 		o.Client = client
 		_, err := Run(context.Background(), o)
-		var oe *OptionError
+		var oe *benchcore.OptionError
 		require.ErrorAs(t, err, &oe, client)
-		assert.Equal(t, OptionClient, oe.Option)
-		assert.ErrorIs(t, err, ErrChurnNeedsEnvoy)
+		assert.Equal(t, benchcore.OptionClient, oe.Option)
+		assert.ErrorIs(t, err, benchcore.ErrChurnNeedsEnvoy)
 		assert.NotContains(t, err.Error(), "\n", "one line")
 	}
 	o := base()
 	require.NoError(t, o.Validate())
-	assert.Equal(t, DefaultChurnRequests, o.ChurnRequests)
-	assert.Equal(t, DefaultConnCost, o.ConnCost)
+	assert.Equal(t, benchcore.DefaultChurnRequests, o.ChurnRequests)
+	assert.Equal(t, benchcore.DefaultConnCost, o.ConnCost)
 
 	o = base()
 	o.ChurnRequests = 500
-	var oe *OptionError
+	var oe *benchcore.OptionError
 	require.ErrorAs(t, o.Validate(), &oe)
-	assert.Equal(t, OptionChurnRequests, oe.Option)
+	assert.Equal(t, benchcore.OptionChurnRequests, oe.Option)
 	o = base()
 	o.ChurnRequests, o.ChurnFewRequests = 500, true
 	assert.NoError(t, o.Validate())
@@ -49,44 +48,11 @@ func TestChurnOptions(t *testing.T) {
 	o = base()
 	o.Churn = []string{"rds"}
 	require.ErrorAs(t, o.Validate(), &oe)
-	assert.Equal(t, OptionChurn, oe.Option)
+	assert.Equal(t, benchcore.OptionChurn, oe.Option)
 	o = base()
-	o.Workloads = []string{WorkloadRoute}
+	o.Workloads = []string{benchcore.WorkloadRoute}
 	require.ErrorAs(t, o.Validate(), &oe)
-	assert.Equal(t, OptionWorkloads, oe.Option)
-}
-
-// TestChurnLatency pins the window, the nearest-rank percentiles and the share slower
-// than the connection cost on a fixture.
-func TestChurnLatency(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var rs []load.Response
-	// 1000 requests in the window, latency i+1 ms (1..1000 ms); one before and one at
-	// the end of the window, both huge, must not count.
-	for i := range 1000 {
-		rs = append(rs, load.Response{Sent: t0.Add(time.Duration(i) * time.Millisecond), Latency: time.Duration(i+1) * time.Millisecond, Status: 200})
-	}
-	rs[10].Status, rs[10].Error = 0, "timeout"
-	rs = append(rs, load.Response{Sent: t0.Add(-time.Millisecond), Latency: time.Hour, Status: 200},
-		load.Response{Sent: t0.Add(time.Second), Latency: time.Hour, Status: 200})
-	got := churnLatency(rs, t0, t0.Add(time.Second), 900*time.Millisecond)
-	assert.Equal(t, ChurnLatency{Requests: 1000, Failed: 1, P50MS: 500, P99MS: 990, P999MS: 999, MaxMS: 1000, Slower: 100, Share: 0.1}, got)
-	assert.Equal(t, ChurnLatency{}, churnLatency(nil, t0, t0.Add(time.Second), time.Millisecond))
-}
-
-// TestCheckChurn: a configuration whose updates did not all take effect fails.
-func TestCheckChurn(t *testing.T) {
-	ok := &ChurnConfig{Churn: ChurnCDS, Updates: 5, Applied: 5, ClusterModified: 5}
-	assert.NoError(t, checkChurn(ok))
-	for name, c := range map[string]*ChurnConfig{
-		"throttled cds": {Churn: ChurnCDS, Updates: 5, Applied: 5, ClusterModified: 3},
-		"eds modifies":  {Churn: ChurnEDS, Updates: 5, Applied: 5, ClusterModified: 1},
-		"unapplied":     {Churn: ChurnEDS, Updates: 5, Applied: 4},
-		"warming":       {Churn: ChurnEDS, Updates: 5, Applied: 5, WarmingClusters: 1},
-		"no update":     {Churn: ChurnEDS},
-	} {
-		assert.Error(t, checkChurn(c), name)
-	}
+	assert.Equal(t, benchcore.OptionWorkloads, oe.Option)
 }
 
 // TestChurnEnvoy: both churn modes against real Envoy, delta on the indexed cache, a few
@@ -97,9 +63,9 @@ func TestCheckChurn(t *testing.T) {
 // No latency is asserted.
 func TestChurnEnvoy(t *testing.T) {
 	envoytest.Require(t)
-	rep, err := Run(context.Background(), Options{
-		Clusters: []int{5}, Client: ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Caches: []publish.Cache{publish.IndexedCache}, Repeat: 1,
-		Churn: []string{ChurnEDS, ChurnCDS}, ChurnRequests: 600, ChurnFewRequests: true, ChurnRate: 200, Out: t.TempDir(),
+	rep, err := Run(context.Background(), benchcore.Options{
+		Clusters: []int{5}, Client: benchcore.ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Caches: []publish.Cache{publish.IndexedCache}, Repeat: 1,
+		Churn: []string{benchcore.ChurnEDS, benchcore.ChurnCDS}, ChurnRequests: 600, ChurnFewRequests: true, ChurnRate: 200, Out: t.TempDir(),
 	})
 	require.NoError(t, err)
 	require.Len(t, rep.Churn, 2)
@@ -127,7 +93,7 @@ func readFile(t *testing.T, rep *Report) (string, error) {
 	t.Helper()
 	var b strings.Builder
 	for _, bl := range rep.tables() {
-		b.WriteString(bl.title + "\n")
+		b.WriteString(bl.Title + "\n")
 	}
 	if b.Len() == 0 {
 		return "", errors.New("no table")

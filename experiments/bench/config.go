@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -23,9 +24,9 @@ const calibrationRequests = 50
 
 // configRun is one configuration in progress.
 type configRun struct {
-	e *env
+	e *benchcore.Env
 	w string
-	s series
+	s benchcore.Series
 	n int
 	// picked are the listener ports reserved for this configuration's Envoys, released
 	// when they are stopped.
@@ -38,8 +39,8 @@ type configRun struct {
 	// logFile is the configuration's xds.log: unbuffered, one write per line, as the
 	// recorder expects.
 	logFile *os.File
-	m       *meter
-	cl      *clients
+	m       *benchcore.Meter
+	cl      *benchcore.Clients
 	// stuck are the --stuck-clients clients (nil without); xdsAddr is where they and
 	// the others connect (the tap's address with a "+tap" series).
 	stuck   *stuckClients
@@ -60,7 +61,7 @@ type target struct {
 	// clients).
 	node   string
 	pub    publish.StatePublisher
-	member *member
+	member *benchcore.Member
 	// listenerPort is the port the state puts the listener on (the default without
 	// Envoy).
 	listenerPort int
@@ -78,10 +79,10 @@ func GRPCNodeID(i int) string { return fmt.Sprintf("bench-grpc-%d", i) }
 // runConfig measures one (workload, N, series) configuration; failures are kept in
 // Config.Error so the rest of the sweep still runs and the partial figures are still
 // reported.
-func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config {
+func runConfig(ctx context.Context, e *benchcore.Env, w string, s benchcore.Series, n int) *Config {
 	started := time.Now()
 	cfg := &Config{
-		Series: s.name, Cache: string(s.cache), Workload: w, Mode: s.mode, Versions: string(s.versions), N: n, Clients: e.o.Clients * e.o.Envoys,
+		Series: s.Name, Cache: string(s.Cache), Workload: w, Mode: s.Mode, Versions: string(s.Versions), N: n, Clients: e.Options.Clients * e.Options.Envoys,
 		// Cluster 0 for the endpoint, route and listener workloads, because its route is
 		// the first of the virtual host: Envoy matches routes in order, so a probe of
 		// /quote/<i> costs Envoy O(i) CPU (the last route's cost is in
@@ -92,21 +93,21 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 		ChangedCluster: changedCluster(w, n),
 	}
 	cfg.Path = resources.ScaledPath(cfg.ChangedCluster)
-	if s.tap {
-		cfg.Through = ThroughTap
+	if s.Tap {
+		cfg.Through = benchcore.ThroughTap
 	}
-	cfg.Client = e.o.Client
-	if e.o.Clients > 1 {
-		cfg.Client = clientAckOnly
+	cfg.Client = e.Options.Client
+	if e.Options.Clients > 1 {
+		cfg.Client = benchcore.ClientAckOnly
 	}
-	if e.o.Envoys > 1 {
-		cfg.Envoys = e.o.Envoys
+	if e.Options.Envoys > 1 {
+		cfg.Envoys = e.Options.Envoys
 	}
 	r := &configRun{e: e, w: w, s: s, n: n, cfg: cfg}
-	err := e.runBounded(ctx, r.run, r.close)
+	err := e.RunBounded(ctx, r.run, r.close)
 	if err != nil {
 		if r.cl != nil {
-			if cerr := r.cl.err(); cerr != nil {
+			if cerr := r.cl.Err(); cerr != nil {
 				err = fmt.Errorf("%w (client: %v)", err, cerr)
 			}
 		}
@@ -123,15 +124,15 @@ func (e *env) runConfig(ctx context.Context, w string, s series, n int) *Config 
 // stem names the configuration's files: "sotw-uniform-N1000" for the endpoint workload
 // (the names bench always used), "<workload>-<series>-N<N>" for the others.
 func (r *configRun) stem() string {
-	st := fmt.Sprintf("%s-N%d", r.s.file(), r.n)
-	if r.w != WorkloadEndpoint {
+	st := fmt.Sprintf("%s-N%d", r.s.File(), r.n)
+	if r.w != benchcore.WorkloadEndpoint {
 		st = r.w + "-" + st
 	}
 	return st
 }
 
 func (r *configRun) say(format string, args ...any) {
-	r.e.say("[%s N=%d %s] "+format, append([]any{r.w, r.n, r.s.name}, args...)...)
+	r.e.Say("[%s N=%d %s] "+format, append([]any{r.w, r.n, r.s.Name}, args...)...)
 }
 
 // run starts the configuration (its log, control plane, tap and clients), publishes
@@ -154,21 +155,21 @@ func (r *configRun) run(ctx context.Context) error {
 	if err := r.startStuck(ctx); err != nil {
 		return err
 	}
-	if r.e.o.CPUProfile {
+	if r.e.Options.CPUProfile {
 		// Only the changes: the initial push would swamp what one change costs.
-		stop, err := startCPUProfile(filepath.Join(r.e.o.Out, "cpu-"+r.stem()+".pprof"))
+		stop, err := benchcore.StartCPUProfile(filepath.Join(r.e.Options.Out, "cpu-"+r.stem()+".pprof"))
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if len(r.cl.members) > 0 && r.e.o.Client == ClientEnvoy {
+	if len(r.cl.Members) > 0 && r.e.Options.Client == benchcore.ClientEnvoy {
 		r.calibrateProbes(ctx)
 	}
 	if err := r.measureRepeats(ctx); err != nil {
 		return err
 	}
-	r.cfg.StreamsOpened = r.m.streamsOpened()
+	r.cfg.StreamsOpened = r.m.StreamsOpened()
 	return nil
 }
 
@@ -176,14 +177,14 @@ func (r *configRun) run(ctx context.Context) error {
 // writes the evidence log; the meter reads the same events as they are written, so
 // figures and log cannot disagree.
 func (r *configRun) openLog() error {
-	logPath := filepath.Join(r.e.o.Out, "xds-"+r.stem()+".log")
+	logPath := filepath.Join(r.e.Options.Out, "xds-"+r.stem()+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("create xds.log: %w", err)
 	}
 	r.logFile = f
 	r.cfg.Log = filepath.Base(logPath)
-	r.m = newMeter()
+	r.m = benchcore.NewMeter()
 	return nil
 }
 
@@ -192,9 +193,9 @@ func (r *configRun) openLog() error {
 func (r *configRun) start(ctx context.Context) error {
 	// Default limits: 2,048 streams cover MaxClients, and every fan-out client has its own
 	// connection, so the per-connection stream limit never applies.
-	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.cache}
-	if r.s.mode == protocol.SotW {
-		opts.Versions = r.s.versions
+	opts := controlplane.Options{Mode: r.s.Mode, Addr: loopback.Addr(0), Recorder: r.rec, Cache: r.s.Cache}
+	if r.s.Mode == protocol.SotW {
+		opts.Versions = r.s.Versions
 	}
 	proxies, err := r.memberSpecs(&opts)
 	if err != nil {
@@ -206,20 +207,20 @@ func (r *configRun) start(ctx context.Context) error {
 	}
 	cp := r.cp
 	xdsAddr := cp.Addr()
-	if r.s.tap {
+	if r.s.Tap {
 		if xdsAddr, err = r.startTapFor(cp.Addr()); err != nil {
 			return err
 		}
 	}
 	r.xdsAddr = xdsAddr
 	e := r.e
-	spec := clientSpec{kind: r.cfg.Client, k: e.o.Clients, mode: r.s.mode, xdsAddr: xdsAddr, bin: e.bin, dir: e.o.Out, name: r.stem(), members: proxies,
+	spec := benchcore.ClientSpec{Kind: r.cfg.Client, K: e.Options.Clients, Mode: r.s.Mode, XdsAddr: xdsAddr, Bin: e.Bin, Dir: e.Options.Out, Name: r.stem(), Members: proxies,
 		// Envoy replaces its listener on an LDS change and drains the old one, whose
 		// connections keep the old configuration meanwhile: a kept-alive probe would see
 		// the old server name. Every probe of this workload opens its own connection, so
 		// it reaches the listener Envoy accepts new connections on.
-		freshConnections: r.w == WorkloadListener, stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats, grpcCommand: e.o.GRPCCommand}
-	r.cl, err = startClients(ctx, spec)
+		FreshConnections: r.w == benchcore.WorkloadListener, StopGrace: benchcore.StopGrace(r.s.Mode, r.n), EnvoyStats: e.Options.EnvoyStats, GrpcCommand: e.Options.GRPCCommand}
+	r.cl, err = benchcore.StartClients(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func (r *configRun) start(ctx context.Context) error {
 // startSession starts the configuration's session: its control plane with opts,
 // recording to xds.log through the meter.
 func (r *configRun) startSession(ctx context.Context, opts controlplane.Options) error {
-	ses, err := session.New(session.Options{ControlPlane: opts, Log: r.logFile, Record: []xdslog.Option{xdslog.WithObserver(r.m.observe)}})
+	ses, err := session.New(session.Options{ControlPlane: opts, Log: r.logFile, Record: []xdslog.Option{xdslog.WithObserver(r.m.Observe)}})
 	if err != nil {
 		return err
 	}
@@ -239,21 +240,21 @@ func (r *configRun) startSession(ctx context.Context, opts controlplane.Options)
 
 // startStuck connects the stuck clients once the initial state is in place and waits
 // until it is theirs, then makes them stop reading. No other client opens a stream from
-// then on, so the meter can tell theirs (meter.expectStuck).
+// then on, so the meter can tell theirs (Meter.ExpectStuck).
 func (r *configRun) startStuck(ctx context.Context) error {
-	k := r.e.o.StuckClients
+	k := r.e.Options.StuckClients
 	if k == 0 {
 		return nil
 	}
-	r.m.expectStuck(k)
+	r.m.ExpectStuck(k)
 	var err error
-	if r.stuck, err = startStuck(ctx, r.xdsAddr, r.s.mode, k); err != nil {
+	if r.stuck, err = startStuck(ctx, r.xdsAddr, r.s.Mode, k); err != nil {
 		return err
 	}
 	if err := r.stuck.awaitState(ctx); err != nil {
 		return err
 	}
-	r.cfg.StuckInitialSends, r.cfg.StuckInitialBytes = r.m.sendsToStuck()
+	r.cfg.StuckInitialSends, r.cfg.StuckInitialBytes = r.m.SendsToStuck()
 	r.stuck.stopReading()
 	r.cfg.StuckClients = k
 	return nil
@@ -264,27 +265,27 @@ func (r *configRun) startStuck(ctx context.Context) error {
 // a node ID and a state of its own, added to opts.Nodes (one Envoy keeps the control
 // plane's one node, as the bench always ran it). grpc-go clients take the same path,
 // the front door on the listener port.
-func (r *configRun) memberSpecs(opts *controlplane.Options) ([]memberSpec, error) {
-	o := r.e.o
-	if o.Client != ClientEnvoy && o.Client != ClientGRPC {
+func (r *configRun) memberSpecs(opts *controlplane.Options) ([]benchcore.MemberSpec, error) {
+	o := r.e.Options
+	if o.Client != benchcore.ClientEnvoy && o.Client != benchcore.ClientGRPC {
 		return nil, nil
 	}
-	var proxies []memberSpec
+	var proxies []benchcore.MemberSpec
 	for i := 0; i < o.Envoys; i++ {
 		port, err := loopback.FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("listener port for %s %d: %w", o.Client, i, err)
 		}
 		r.picked = append(r.picked, port)
-		ps := memberSpec{listenerPort: port}
+		ps := benchcore.MemberSpec{ListenerPort: port}
 		switch {
-		case o.Client == ClientGRPC:
-			ps.node = GRPCNodeID(i)
+		case o.Client == benchcore.ClientGRPC:
+			ps.Node = GRPCNodeID(i)
 		case o.Envoys > 1:
-			ps.node = FleetNodeID(i)
+			ps.Node = FleetNodeID(i)
 		}
-		if ps.node != "" {
-			opts.Nodes = append(opts.Nodes, ps.node)
+		if ps.Node != "" {
+			opts.Nodes = append(opts.Nodes, ps.Node)
 		}
 		proxies = append(proxies, ps)
 	}
@@ -294,7 +295,7 @@ func (r *configRun) memberSpecs(opts *controlplane.Options) ([]memberSpec, error
 // startTapFor starts the ADS tap in front of upstream, with its log beside the
 // configuration's, and returns the address the clients connect to.
 func (r *configRun) startTapFor(upstream string) (string, error) {
-	tapLog := filepath.Join(r.e.o.Out, "xds-"+r.stem()+".tap.log")
+	tapLog := filepath.Join(r.e.Options.Out, "xds-"+r.stem()+".tap.log")
 	var err error
 	r.tap, err = r.startTap(upstream, tapLog)
 	if err != nil {
@@ -312,27 +313,27 @@ func (r *configRun) startTapFor(upstream string) (string, error) {
 // awaitSubscribed sets the targets (the control plane's one node, or one per member)
 // and waits until every client asked for its first type.
 func (r *configRun) awaitSubscribed(ctx context.Context) error {
-	if len(r.cl.members) == 0 {
+	if len(r.cl.Members) == 0 {
 		r.targets = []*target{{pub: r.cp.Publisher(), listenerPort: resources.DefaultListener}}
-		return r.m.waitSubscribed(ctx, r.e.o.Clients)
+		return r.m.WaitSubscribed(ctx, r.e.Options.Clients)
 	}
 	var nodes []string
-	for _, p := range r.cl.members {
-		r.targets = append(r.targets, &target{node: p.node, pub: r.cp.PublisherFor(p.node), member: p, listenerPort: p.listenerPort})
-		r.cfg.Proxies = append(r.cfg.Proxies, p.info())
-		nodes = append(nodes, p.nodeID())
+	for _, p := range r.cl.Members {
+		r.targets = append(r.targets, &target{node: p.Node, pub: r.cp.PublisherFor(p.Node), member: p, listenerPort: p.ListenerPort})
+		r.cfg.Proxies = append(r.cfg.Proxies, proxyInfo(p))
+		nodes = append(nodes, p.NodeID())
 	}
 	r.cfg.EnvoyLog = r.cfg.Proxies[0].EnvoyLog
-	r.cfg.PollIntervalMS = ms(pollEvery(len(r.cl.members)))
-	r.cfg.PollIntervalAckedMS = ms(pollInterval)
+	r.cfg.PollIntervalMS = benchcore.Millis(benchcore.PollEvery(len(r.cl.Members)))
+	r.cfg.PollIntervalAckedMS = benchcore.Millis(benchcore.PollInterval)
 	// Envoy asks for CDS at once; grpc-go asks for its listener by name and for
 	// RDS, CDS and EDS only as each answer names them (the xDS resolver's
 	// dependency manager: internal/xds/xdsdepmgr/xds_dependency_manager.go).
 	first := "CDS"
-	if r.e.o.Client == ClientGRPC {
+	if r.e.Options.Client == benchcore.ClientGRPC {
 		first = "LDS"
 	}
-	return r.m.waitNodesSubscribed(ctx, nodes, first)
+	return r.m.WaitNodesSubscribed(ctx, nodes, first)
 }
 
 // calibrateProbes measures what a probe costs Envoy, on the first route and on the
@@ -349,14 +350,14 @@ func (r *configRun) calibrateProbes(ctx context.Context) {
 
 // close stops the clients and the control plane and closes the log.
 func (r *configRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.s.mode, r.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+benchcore.StopGrace(r.s.Mode, r.n))
 	defer cancel()
 	var errs []error
 	if r.cl != nil {
-		if err := r.cl.stop(ctx); err != nil {
+		if err := r.cl.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		r.cfg.EnvoyExits = r.cl.exits()
+		r.cfg.EnvoyExits = r.cl.Exits()
 		for i, x := range r.cfg.EnvoyExits {
 			who := "envoy"
 			if x.GRPC {
@@ -367,7 +368,7 @@ func (r *configRun) close() error {
 	}
 	if r.stuck != nil {
 		r.stuck.stop()
-		r.cfg.StuckSends, r.cfg.StuckBytes = r.m.sendsToStuck()
+		r.cfg.StuckSends, r.cfg.StuckBytes = r.m.SendsToStuck()
 	}
 	// The tap before its upstream: its streams close as "tap stopped", not as refused.
 	if r.tap != nil {
@@ -410,14 +411,14 @@ func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.
 		st := state
 		st.ListenerPort = tg.listenerPort
 		// grpc-go gets the proxyless shape (an api_listener) from the same builders.
-		st.Proxyless = r.e.o.Client == ClientGRPC
+		st.Proxyless = r.e.Options.Client == benchcore.ClientGRPC
 		set, err := resources.Rebuild(tg.pub.Current(), st)
 		if err != nil {
 			return nil, fmt.Errorf("build version %s%s: %w", state.Version, tg.forNode(), err)
 		}
 		sets[i] = set
 	}
-	s.BuildMS = ms(time.Since(t0))
+	s.BuildMS = benchcore.Millis(time.Since(t0))
 	for i, tg := range r.targets {
 		if publishing != nil {
 			publishing(i)
@@ -429,7 +430,7 @@ func (r *configRun) publish(ctx context.Context, state resources.State, t0 time.
 			published(i)
 		}
 	}
-	s.PublishMS = ms(time.Since(t0))
+	s.PublishMS = benchcore.Millis(time.Since(t0))
 	return sets, nil
 }
 
@@ -443,6 +444,6 @@ func (tg *target) forNode() string {
 
 // ports are where this configuration's states point (the listener is each target's).
 func (r *configRun) ports() ports {
-	return ports{listener: resources.DefaultListener, dead: r.e.deadPort, unlistedEmpty: r.e.o.Unprobed == UnprobedNoEndpoints,
-		backends: [2]int{r.e.backends[0].port, r.e.backends[1].port}}
+	return ports{listener: resources.DefaultListener, dead: r.e.DeadPort, unlistedEmpty: r.e.Options.Unprobed == benchcore.UnprobedNoEndpoints,
+		backends: [2]int{r.e.Backends[0].Port, r.e.Backends[1].Port}}
 }

@@ -7,15 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/chart"
 	"github.com/xds-workbench/lab/experiments/table"
-	"github.com/xds-workbench/lab/shared/stats"
 )
-
-// MaxEnvoys bounds --envoys: ten Envoys at N = 1,000 fit a 2-core, 24 GB machine
-// beside the control plane (about 130 MB of RSS each; an endpoint change costs the ten
-// about 13 ms of CPU in all).
-const MaxEnvoys = 10
 
 // ProxyInfo describes one Envoy of a configuration.
 type ProxyInfo struct {
@@ -45,9 +40,9 @@ type ProxySample struct {
 	AckMS float64 `json:"ack_ms"`
 	// DataPlaneMS: until the first request through its own listener showed the change;
 	// Polls is how many requests that took and Answer what the request got.
-	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
-	Polls       int      `json:"polls,omitempty"`
-	Answer      *Answer  `json:"answer,omitempty"`
+	DataPlaneMS *float64          `json:"data_plane_ms,omitempty"`
+	Polls       int               `json:"polls,omitempty"`
+	Answer      *benchcore.Answer `json:"answer,omitempty"`
 	// Its CPU over the step, RSS after it, and the bytes on its xDS connection.
 	EnvoyCPUMS   *float64 `json:"envoy_cpu_ms,omitempty"`
 	EnvoyRSS     *int64   `json:"envoy_rss_bytes,omitempty"`
@@ -106,26 +101,6 @@ func spread(v []float64) (float64, bool) {
 	return slices.Max(v) - slices.Min(v), true
 }
 
-// Percentiles are p50, p99 and max of one figure over the Envoys x the repeats. The
-// percentiles are stats.Percentile's nearest rank: the smallest value at least p% of the
-// values do not exceed, always one of the values (p99 of fewer than 100 values is the
-// max).
-type Percentiles struct {
-	P50   float64 `json:"p50"`
-	P99   float64 `json:"p99"`
-	Max   float64 `json:"max"`
-	Count int     `json:"count"`
-}
-
-// percentilesOf is p50, p99 and max of v (false without values).
-func percentilesOf(v []float64) (Percentiles, bool) {
-	if len(v) == 0 {
-		return Percentiles{}, false
-	}
-	s := slices.Sorted(slices.Values(v))
-	return Percentiles{P50: stats.Percentile(s, 50), P99: stats.Percentile(s, 99), Max: s[len(s)-1], Count: len(s)}, true
-}
-
 // proxyMetric is one per-Envoy figure.
 type proxyMetric struct {
 	key, label, unit string
@@ -167,8 +142,8 @@ var PerProxyMetrics = []proxyMetric{
 
 // perProxySummary is each per-Envoy figure's percentiles over every Envoy of every
 // update.
-func perProxySummary(updates []Sample) map[string]Percentiles {
-	out := map[string]Percentiles{}
+func perProxySummary(updates []Sample) map[string]benchcore.Percentiles {
+	out := map[string]benchcore.Percentiles{}
 	for _, m := range PerProxyMetrics {
 		var v []float64
 		for _, s := range updates {
@@ -178,7 +153,7 @@ func perProxySummary(updates []Sample) map[string]Percentiles {
 				}
 			}
 		}
-		if p, ok := percentilesOf(v); ok {
+		if p, ok := benchcore.PercentilesOf(v); ok {
 			out[m.key] = p
 		}
 	}
@@ -200,7 +175,7 @@ const versionsSVG = "versions.svg"
 
 // fleetTables are the report's blocks for --envoys K > 1: the per-proxy percentiles and
 // the version distribution.
-func (r *Report) fleetTables(ok []*Config) []block {
+func (r *Report) fleetTables(ok []*Config) []benchcore.Block {
 	var fl []*Config
 	k := 0
 	for _, c := range ok {
@@ -213,33 +188,33 @@ func (r *Report) fleetTables(ok []*Config) []block {
 		return nil
 	}
 	noun := fleetNoun(fl[0].Client)
-	return []block{r.perProxyTable(fl, k, noun), distributionTable(fl, k, noun)}
+	return []benchcore.Block{r.perProxyTable(fl, k, noun), distributionTable(fl, k, noun)}
 }
 
 // perProxyCell is a per-proxy percentile of key, picked by f.
-func perProxyCell(c *Config, key string, f func(Percentiles) float64) string {
+func perProxyCell(c *Config, key string, f func(benchcore.Percentiles) float64) string {
 	p, ok := c.PerProxy[key]
 	if !ok {
 		return "-"
 	}
-	return fmtMS(f(p))
+	return benchcore.FmtMS(f(p))
 }
 
 // perProxyTable is the per-proxy percentiles of the fleet configurations fl, K at most k.
-func (r *Report) perProxyTable(fl []*Config, k int, noun string) block {
+func (r *Report) perProxyTable(fl []*Config, k int, noun string) benchcore.Block {
 	pc := perProxyCell
-	p50 := func(p Percentiles) float64 { return p.P50 }
-	p99 := func(p Percentiles) float64 { return p.P99 }
-	pmax := func(p Percentiles) float64 { return p.Max }
-	per := block{
-		title: fmt.Sprintf("Per proxy: %d %s, each its own node, state and listener", k, noun),
-		note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
+	p50 := func(p benchcore.Percentiles) float64 { return p.P50 }
+	p99 := func(p benchcore.Percentiles) float64 { return p.P99 }
+	pmax := func(p benchcore.Percentiles) float64 { return p.Max }
+	per := benchcore.Block{
+		Title: fmt.Sprintf("Per proxy: %d %s, each its own node, state and listener", k, noun),
+		Note: fmt.Sprintf("p50, p99 and max over the Envoys × %d repeat(s), nearest rank (p99 of fewer than 100 values is the max). "+
 			"ACK: publish to that Envoy's ACK of every awaited type at its own publisher's version. "+
 			"data plane: publish to the first request through that Envoy's own listener showing the change (each Envoy probed every %s ms until its ACK, every %s ms after). "+
 			"own publish: the same from that Envoy's own publish (p50 / p99), without the ramp of the K publishes. "+
 			"spread: last Envoy minus first, median over the repeats: how long the fleet ran mixed versions. "+
 			"Envoy CPU: summed over the Envoys, median over the repeats; RSS: each Envoy's after the last change (min–max), and their sum.",
-			r.Options.Repeat, fmtMS(fl[0].PollIntervalMS), fmtMS(fl[0].PollIntervalAckedMS)),
+			r.Options.Repeat, benchcore.FmtMS(fl[0].PollIntervalMS), benchcore.FmtMS(fl[0].PollIntervalAckedMS)),
 		Table: table.Table{Head: append(slices.Clone(identHead), "Envoys", "ACK p50 ms", "ACK p99 ms", "ACK max ms", "ACK spread ms",
 			"data plane p50 ms", "data plane p99 ms", "data plane max ms", "data plane spread ms",
 			"own publish: ACK ms", "own publish: data plane ms", "Envoy CPU ms (sum)", "Envoy RSS each", "Envoy RSS sum")},
@@ -250,17 +225,17 @@ func (r *Report) perProxyTable(fl []*Config, k int, noun string) block {
 			pc(c, "ack_ms", p50), pc(c, "ack_ms", p99), pc(c, "ack_ms", pmax), spreadCell(c, false),
 			pc(c, "data_plane_ms", p50), pc(c, "data_plane_ms", p99), pc(c, "data_plane_ms", pmax), spreadCell(c, true),
 			both(c, "ack_own_ms"), both(c, "data_plane_own_ms"), cell(c, "envoy_cpu_ms", true), rssEachCell(c), cell(c, "envoy_rss", false))
-		per.add(row)
+		per.Add(row)
 	}
 	return per
 }
 
 // distributionTable is when the k-th proxy of each fleet configuration ran each step's
 // new version, by ACK and by the data plane.
-func distributionTable(fl []*Config, k int, noun string) block {
-	dist := block{
-		title: "Version distribution: when the k-th of the " + noun + " ran the new version (ms after the publish)",
-		note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
+func distributionTable(fl []*Config, k int, noun string) benchcore.Block {
+	dist := benchcore.Block{
+		Title: "Version distribution: when the k-th of the " + noun + " ran the new version (ms after the publish)",
+		Note: "Every step twice: by ACK (its stream ACKed every awaited type: from then on it runs the new version as xDS sees it) " +
 			"and by data plane (a request through its own listener showed the change). Column k/K: from that moment k Envoys ran the new version " +
 			"and K−k still the old one. " + versionsSVG + " draws the same as a step chart (median over the repeats).",
 		Table: table.Table{Head: append(slices.Clone(identHead), "step", "version", "by")},
@@ -285,12 +260,12 @@ func distributionTable(fl []*Config, k int, noun string) block {
 				row := append(identOf(c), s.Step, v, by.name)
 				for i := 0; i < k; i++ {
 					if i < len(by.at) {
-						row = append(row, fmtMS(by.at[i]))
+						row = append(row, benchcore.FmtMS(by.at[i]))
 					} else {
 						row = append(row, "-")
 					}
 				}
-				dist.add(row)
+				dist.Add(row)
 			}
 		}
 	}
@@ -325,7 +300,7 @@ func spreadCell(c *Config, dataPlane bool) string {
 	if len(v) == 0 {
 		return "-"
 	}
-	return fmtMS(statOf(v).Median)
+	return benchcore.FmtMS(benchcore.StatOf(v).Median)
 }
 
 // rssEachCell is the range of the Envoys' RSS after the last update.
@@ -344,9 +319,9 @@ func rssEachCell(c *Config) string {
 	}
 	lo, hi := slices.Min(v), slices.Max(v)
 	if lo == hi {
-		return fmtBytes(lo)
+		return benchcore.FmtBytes(lo)
 	}
-	return fmtBytes(lo) + "–" + fmtBytes(hi)
+	return benchcore.FmtBytes(lo) + "–" + benchcore.FmtBytes(hi)
 }
 
 // medianCurve is, for one configuration, the median over the updates of the moment the
@@ -367,7 +342,7 @@ func medianCurve(c *Config, dataPlane bool) []float64 {
 		if len(v) == 0 {
 			return out
 		}
-		out = append(out, statOf(v).Median)
+		out = append(out, benchcore.StatOf(v).Median)
 	}
 }
 
@@ -449,7 +424,7 @@ func (r *Report) panelConfigs(pk panelKey) ([]*Config, float64) {
 func versionsPanel(b *bytes.Buffer, a chart.StepArea, pk panelKey, cfgs []*Config, colors map[string]string) {
 	id := fmt.Sprintf("versions-%s-N%d", pk.workload, pk.n)
 	attrs := fmt.Sprintf(` data-workload="%s" data-clusters="%d"`, chart.Esc(pk.workload), pk.n)
-	a.Open(b, id, attrs, fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n), "ms after the publish", fmtMS)
+	a.Open(b, id, attrs, fmt.Sprintf("%s, N=%d: Envoys on the new version", pk.workload, pk.n), "ms after the publish", benchcore.FmtMS)
 	for _, c := range cfgs {
 		for _, dp := range []bool{false, true} {
 			a.Curve(b, versionsCurve(id, c, dp, colors[c.Series], a.K))
@@ -471,7 +446,7 @@ func versionsCurve(id string, c *Config, dp bool, col string, k int) chart.StepC
 		Attrs: fmt.Sprintf(` class="series" data-series="%s" data-by="%s"`, chart.Esc(c.Series), by),
 		Times: medianCurve(c, dp), Color: col, Dashed: dp,
 		Tip: func(i int, t float64) string {
-			return fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, words, i+1, k, words, fmtMS(t))
+			return fmt.Sprintf("%s %s: %d of %d Envoys on the new version by %s after %s ms (median over the repeats)", c.Series, words, i+1, k, words, benchcore.FmtMS(t))
 		},
 	}
 }
@@ -494,7 +469,7 @@ func niceCeil(v float64) float64 {
 // "listener" is the front door and whose "Envoy" CPU and RSS columns are the client
 // process's own).
 func fleetNoun(client string) string {
-	if client == ClientGRPC {
+	if client == benchcore.ClientGRPC {
 		return "grpc-go clients"
 	}
 	return "Envoys"

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -56,8 +57,8 @@ func TestSweepEnvoyFleet(t *testing.T) {
 	envoytest.Require(t)
 	const k = 3
 	out := &syncbuf.Buffer{}
-	o := Options{
-		Clusters: []int{10}, Client: ClientEnvoy, Envoys: k, Modes: DefaultModes, SotWVersions: DefaultVersions,
+	o := benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientEnvoy, Envoys: k, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions,
 		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Repeat: 2,
 		Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 	}
@@ -112,7 +113,7 @@ func TestSweepEnvoyFleet(t *testing.T) {
 				// The data plane: the new backend answered through its own listener.
 				require.NotNil(t, p.DataPlaneMS, "%s: the change never showed through its listener", who)
 				require.NotNil(t, p.Answer, who)
-				assert.Equal(t, Answer{Status: 200, Backend: backend, Server: "envoy"}, *p.Answer, who)
+				assert.Equal(t, benchcore.Answer{Status: 200, Backend: backend, Server: "envoy"}, *p.Answer, who)
 				assert.Positive(t, p.Polls, who)
 				assert.LessOrEqual(t, *p.DataPlaneMS, *s.DataPlaneMS, "%s: the sample's data-plane time is the last Envoy's", who)
 				require.NotNil(t, p.EnvoyRSS, who)
@@ -219,43 +220,6 @@ func ackedIn(ev []xdslog.Event, step string, stream int64, typ, version string) 
 	return false
 }
 
-func TestPercentiles(t *testing.T) {
-	// Nearest rank: p50 of 1..10 is 5 (half the values do not exceed it), p99 of ten
-	// values the max.
-	p, ok := percentilesOf([]float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1})
-	require.True(t, ok)
-	assert.Equal(t, Percentiles{P50: 5, P99: 10, Max: 10, Count: 10}, p)
-	// 200 values 1..200: p50 = 100, p99 = 198.
-	var v []float64
-	for i := 200; i >= 1; i-- {
-		v = append(v, float64(i))
-	}
-	p, _ = percentilesOf(v)
-	assert.Equal(t, Percentiles{P50: 100, P99: 198, Max: 200, Count: 200}, p)
-	// Odd count and repeated values: always one of the values, never an interpolation.
-	p, _ = percentilesOf([]float64{3.5, 1.25, 3.5})
-	assert.Equal(t, Percentiles{P50: 3.5, P99: 3.5, Max: 3.5, Count: 3}, p)
-	p, _ = percentilesOf([]float64{7})
-	assert.Equal(t, Percentiles{P50: 7, P99: 7, Max: 7, Count: 1}, p)
-	_, ok = percentilesOf(nil)
-	assert.False(t, ok, "no values, no percentiles")
-
-	// Over the Envoys x the repeats: 3 Envoys, 2 updates.
-	dp := func(v float64) *float64 { return &v }
-	updates := []Sample{
-		{Proxies: []ProxySample{{AckMS: 1, DataPlaneMS: dp(4)}, {AckMS: 2, DataPlaneMS: dp(5), PublishedMS: 1}, {AckMS: 9, DataPlaneMS: dp(12), PublishedMS: 2}}},
-		{Proxies: []ProxySample{{AckMS: 3}, {AckMS: 4, DataPlaneMS: dp(6), PublishedMS: 1}, {AckMS: 5, DataPlaneMS: dp(7), PublishedMS: 2}}},
-	}
-	sum := perProxySummary(updates)
-	assert.Equal(t, Percentiles{P50: 3, P99: 9, Max: 9, Count: 6}, sum["ack_ms"])
-	assert.Equal(t, Percentiles{P50: 6, P99: 12, Max: 12, Count: 5}, sum["data_plane_ms"], "a missing time is left out, not counted as 0")
-	// From each one's own publish: 1, 1, 7, 3, 3, 3 and 4, 4, 10, 5, 5.
-	assert.Equal(t, Percentiles{P50: 3, P99: 7, Max: 7, Count: 6}, sum["ack_own_ms"])
-	assert.Equal(t, Percentiles{P50: 5, P99: 10, Max: 10, Count: 5}, sum["data_plane_own_ms"])
-	_, ok = sum["envoy_rss"]
-	assert.False(t, ok)
-}
-
 func TestDistribution(t *testing.T) {
 	dp := func(v float64) *float64 { return &v }
 	d := distributionOf([]ProxySample{{AckMS: 3, DataPlaneMS: dp(5)}, {AckMS: 1, DataPlaneMS: dp(2)}, {AckMS: 2, DataPlaneMS: dp(8)}}, "4", "5")
@@ -289,11 +253,11 @@ func TestFleetReportRenders(t *testing.T) {
 		s.Distribution = distributionOf(s.Proxies, from, to)
 		return s
 	}
-	c := &Config{Series: "delta", Cache: "snapshot", Workload: WorkloadEndpoint, Mode: "delta", N: 10, Clients: 3, Client: ClientEnvoy, Envoys: 3,
+	c := &Config{Series: "delta", Cache: "snapshot", Workload: benchcore.WorkloadEndpoint, Mode: "delta", N: 10, Clients: 3, Client: benchcore.ClientEnvoy, Envoys: 3,
 		PollIntervalMS: 6, PollIntervalAckedMS: 2,
 		Initial: sample("initial", "", "1", 20), Updates: []Sample{sample("update-1", "1", "2", 1), sample("update-2", "2", "3", 3)}}
 	c.Summary, c.PerProxy = summarize(c.Updates), perProxySummary(c.Updates)
-	rep := &Report{Options: RunOptions{Clusters: []int{10}, Clients: 1, Envoys: 3, Client: ClientEnvoy, Repeat: 2}, Configs: []*Config{c}}
+	rep := &Report{Options: RunOptions{Clusters: []int{10}, Clients: 1, Envoys: 3, Client: benchcore.ClientEnvoy, Repeat: 2}, Configs: []*Config{c}}
 	md := rep.Markdown()
 	assert.Contains(t, md, "### Per proxy: 3 Envoys")
 	// ACK p50 over 1,2,3,3,4,5 = 3; p99 = max = 5; spread 2 in both repeats.
@@ -327,80 +291,22 @@ func TestFleetReportRenders(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, versionsSVG))
 }
 
-// TestMeterNodes: the per-proxy wait maps streams to nodes through the node on their
-// first request, waits for each node's own versions, keeps the moment a version was
-// first ACKed, and ends at a NACK.
-func TestMeterNodes(t *testing.T) {
-	m := newMeter()
-	ev := m.observe
-	ev(xdslog.Event{Event: xdslog.EventStreamOpen, Stream: 1})
-	ev(xdslog.Event{Event: xdslog.EventStreamOpen, Stream: 2})
-	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 1, Type: "CDS", Node: "a"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	done, cancelDone := context.WithCancel(context.Background())
-	cancelDone() // the condition is checked once
-	err := m.waitNodesSubscribed(done, []string{"a", "b"}, "CDS")
-	require.ErrorIs(t, err, context.Canceled, "b has no stream yet")
-	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 2, Type: "CDS", Node: "b"})
-	require.NoError(t, m.waitNodesSubscribed(ctx, []string{"a", "b"}, "CDS"))
-
-	wants := map[string]want{
-		"a": {versions: map[string]string{"EDS": "a.2"}, types: []string{"EDS"}},
-		"b": {versions: map[string]string{"EDS": "b.7"}, types: []string{"EDS"}},
-	}
-	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "a.2"})
-	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 2, Type: "EDS", SentVersion: "a.2"})
-	var told []string
-	_, err = m.waitNodes(done, "update-1", wants, func(n string) { told = append(told, n) })
-	require.ErrorIs(t, err, context.Canceled, "b ACKed a's version, not its own")
-	assert.ErrorContains(t, err, "still waiting for b")
-	assert.Equal(t, []string{"a"}, told, "a is told as soon as it converged")
-	m.mu.Lock()
-	firstA := m.firstAck[ackKey{1, "EDS", "a.2"}]
-	m.mu.Unlock()
-	// a's second ACK at the same version does not move the moment it ran it.
-	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "a.2"})
-	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 2, Type: "EDS", SentVersion: "b.7"})
-	told = nil
-	got, err := m.waitNodes(ctx, "update-1", wants, func(n string) { told = append(told, n) })
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"a", "b"}, told)
-	assert.Equal(t, int64(1), got["a"].stream)
-	assert.Equal(t, int64(2), got["b"].stream)
-	assert.Equal(t, firstA, got["a"].at, "the first ACK of the version")
-	assert.False(t, got["b"].at.Before(got["a"].at))
-
-	// A reconnected node is judged on its newest stream.
-	ev(xdslog.Event{Event: xdslog.EventStreamOpen, Stream: 3})
-	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 3, Type: "CDS", Node: "b"})
-	_, err = m.waitNodes(done, "update-1", wants, nil)
-	require.ErrorIs(t, err, context.Canceled, "b's new stream has ACKed nothing")
-
-	// A NACK ends the wait with its message.
-	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-2", Stream: 1, Type: "EDS", Version: "a.3"})
-	ev(xdslog.Event{Event: xdslog.EventNack, Step: "update-2", Stream: 1, Type: "EDS", SentVersion: "a.3", Error: "bad endpoint"})
-	_, err = m.waitNodes(ctx, "update-2", wants, nil)
-	require.ErrorContains(t, err, "bad endpoint")
-	require.NoError(t, ctx.Err())
-}
-
 func TestValidateEnvoys(t *testing.T) {
 	for name, tc := range map[string]struct {
-		o            Options
+		o            benchcore.Options
 		option, want string
 		rule         error
 	}{
-		"too many":     {Options{Envoys: MaxEnvoys + 1}, OptionEnvoys, "envoys 11: outside 1-10", nil},
-		"negative":     {Options{Envoys: -1}, OptionEnvoys, "envoys -1: outside 1-10", nil},
-		"with clients": {Options{Envoys: 3, Clients: 2, Client: ClientSim}, OptionEnvoys, "envoys 3: several Envoys and fan-out clients cannot be combined (clients 2)", ErrFleetWithFanOut},
-		"with sim":     {Options{Envoys: 2, Client: ClientSim}, OptionEnvoys, "envoys 2: more than one Envoy needs the envoy client (got sim)", ErrFleetNeedsEnvoy},
+		"too many":     {benchcore.Options{Envoys: benchcore.MaxEnvoys + 1}, benchcore.OptionEnvoys, "envoys 11: outside 1-10", nil},
+		"negative":     {benchcore.Options{Envoys: -1}, benchcore.OptionEnvoys, "envoys -1: outside 1-10", nil},
+		"with clients": {benchcore.Options{Envoys: 3, Clients: 2, Client: benchcore.ClientSim}, benchcore.OptionEnvoys, "envoys 3: several Envoys and fan-out clients cannot be combined (clients 2)", benchcore.ErrFleetWithFanOut},
+		"with sim":     {benchcore.Options{Envoys: 2, Client: benchcore.ClientSim}, benchcore.OptionEnvoys, "envoys 2: more than one Envoy needs the envoy client (got sim)", benchcore.ErrFleetNeedsEnvoy},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tc.o
 			o.Clusters, o.Modes, o.Repeat = []int{10}, []protocol.Mode{"delta"}, 1
 			err := o.Validate()
-			var oe *OptionError
+			var oe *benchcore.OptionError
 			require.ErrorAs(t, err, &oe)
 			assert.Equal(t, tc.option, oe.Option)
 			assert.Equal(t, tc.want, err.Error())
@@ -409,10 +315,47 @@ func TestValidateEnvoys(t *testing.T) {
 			}
 		})
 	}
-	o := Options{Clusters: []int{10}, Modes: []protocol.Mode{"delta"}, Repeat: 1, Client: ClientEnvoy}
+	o := benchcore.Options{Clusters: []int{10}, Modes: []protocol.Mode{"delta"}, Repeat: 1, Client: benchcore.ClientEnvoy}
 	require.NoError(t, o.Validate())
 	assert.Equal(t, 1, o.Envoys, "one Envoy by default")
-	o.Envoys = MaxEnvoys
+	o.Envoys = benchcore.MaxEnvoys
 	require.NoError(t, o.Validate())
 	assert.True(t, strings.HasPrefix(FleetNodeID(9), "bench-envoy-"))
+}
+
+func TestPercentiles(t *testing.T) {
+	// Nearest rank: p50 of 1..10 is 5 (half the values do not exceed it), p99 of ten
+	// values the max.
+	p, ok := benchcore.PercentilesOf([]float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1})
+	require.True(t, ok)
+	assert.Equal(t, benchcore.Percentiles{P50: 5, P99: 10, Max: 10, Count: 10}, p)
+	// 200 values 1..200: p50 = 100, p99 = 198.
+	var v []float64
+	for i := 200; i >= 1; i-- {
+		v = append(v, float64(i))
+	}
+	p, _ = benchcore.PercentilesOf(v)
+	assert.Equal(t, benchcore.Percentiles{P50: 100, P99: 198, Max: 200, Count: 200}, p)
+	// Odd count and repeated values: always one of the values, never an interpolation.
+	p, _ = benchcore.PercentilesOf([]float64{3.5, 1.25, 3.5})
+	assert.Equal(t, benchcore.Percentiles{P50: 3.5, P99: 3.5, Max: 3.5, Count: 3}, p)
+	p, _ = benchcore.PercentilesOf([]float64{7})
+	assert.Equal(t, benchcore.Percentiles{P50: 7, P99: 7, Max: 7, Count: 1}, p)
+	_, ok = benchcore.PercentilesOf(nil)
+	assert.False(t, ok, "no values, no percentiles")
+
+	// Over the Envoys x the repeats: 3 Envoys, 2 updates.
+	dp := func(v float64) *float64 { return &v }
+	updates := []Sample{
+		{Proxies: []ProxySample{{AckMS: 1, DataPlaneMS: dp(4)}, {AckMS: 2, DataPlaneMS: dp(5), PublishedMS: 1}, {AckMS: 9, DataPlaneMS: dp(12), PublishedMS: 2}}},
+		{Proxies: []ProxySample{{AckMS: 3}, {AckMS: 4, DataPlaneMS: dp(6), PublishedMS: 1}, {AckMS: 5, DataPlaneMS: dp(7), PublishedMS: 2}}},
+	}
+	sum := perProxySummary(updates)
+	assert.Equal(t, benchcore.Percentiles{P50: 3, P99: 9, Max: 9, Count: 6}, sum["ack_ms"])
+	assert.Equal(t, benchcore.Percentiles{P50: 6, P99: 12, Max: 12, Count: 5}, sum["data_plane_ms"], "a missing time is left out, not counted as 0")
+	// From each one's own publish: 1, 1, 7, 3, 3, 3 and 4, 4, 10, 5, 5.
+	assert.Equal(t, benchcore.Percentiles{P50: 3, P99: 7, Max: 7, Count: 6}, sum["ack_own_ms"])
+	assert.Equal(t, benchcore.Percentiles{P50: 5, P99: 10, Max: 10, Count: 5}, sum["data_plane_own_ms"])
+	_, ok = sum["envoy_rss"]
+	assert.False(t, ok)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/grpcclient/grpcclienttest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -27,7 +28,7 @@ func TestSweepGRPCFleet(t *testing.T) {
 	for _, tc := range []struct {
 		unprobed string
 		versions []publish.VersionStrategy
-	}{{UnprobedDeadPort, DefaultVersions}, {UnprobedNoEndpoints, []publish.VersionStrategy{publish.PerType}}} {
+	}{{benchcore.UnprobedDeadPort, benchcore.DefaultVersions}, {benchcore.UnprobedNoEndpoints, []publish.VersionStrategy{publish.PerType}}} {
 		t.Run(tc.unprobed, func(t *testing.T) { sweepGRPCFleet(t, tc.unprobed, tc.versions) })
 	}
 }
@@ -35,17 +36,17 @@ func TestSweepGRPCFleet(t *testing.T) {
 func sweepGRPCFleet(t *testing.T, unprobed string, versions []publish.VersionStrategy) {
 	const k = 3
 	out := &syncbuf.Buffer{}
-	o := Options{
-		Clusters: []int{10}, Client: ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
+	o := benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientGRPC, Envoys: k, GRPCCommand: grpcclienttest.Command(t),
 		Modes: []protocol.Mode{protocol.SotW}, SotWVersions: versions, Caches: []publish.Cache{publish.SnapshotCache},
-		Workloads: []string{WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
+		Workloads: []string{benchcore.WorkloadEndpoint}, Repeat: 2, Out: t.TempDir(), Progress: out, Timeout: 2 * time.Minute,
 		Unprobed: unprobed,
 	}
 	rep, err := Run(context.Background(), o)
 	require.NoError(t, err, "progress:\n%s", out.String())
 	assert.Empty(t, processesUnder(t, o.Out), "every grpc client is reaped when Run returns")
 	assert.Contains(t, out.String(), "client: 3 grpc-go clients (lab grpc-client), each its own node, state and front door", "the header names the clients")
-	if unprobed == UnprobedDeadPort {
+	if unprobed == benchcore.UnprobedDeadPort {
 		assert.Empty(t, rep.Options.Unprobed, "the default is not written")
 	} else {
 		assert.Equal(t, unprobed, rep.Options.Unprobed)
@@ -55,7 +56,7 @@ func sweepGRPCFleet(t *testing.T, unprobed string, versions []publish.VersionStr
 	for _, c := range rep.Configs {
 		name := c.Series + " N=" + itoa(c.N)
 		require.Empty(t, c.Error, name)
-		assert.Equal(t, ClientGRPC, c.Client, name)
+		assert.Equal(t, benchcore.ClientGRPC, c.Client, name)
 		assert.Equal(t, k, c.Envoys, name)
 		assert.Equal(t, k, c.StreamsOpened, "%s: one stream per client, none reconnected", name)
 		require.Len(t, c.Proxies, k, name)
@@ -70,7 +71,7 @@ func sweepGRPCFleet(t *testing.T, unprobed string, versions []publish.VersionStr
 				// The data plane: the new backend answered the RPC through its front door.
 				require.NotNil(t, p.DataPlaneMS, "%s: the change never showed through its front door", who)
 				require.NotNil(t, p.Answer, who)
-				assert.Equal(t, Answer{Status: 200, Backend: backend}, *p.Answer, who)
+				assert.Equal(t, benchcore.Answer{Status: 200, Backend: backend}, *p.Answer, who)
 				require.NotNil(t, p.EnvoyRSS, who)
 				assert.Positive(t, *p.EnvoyRSS, "%s: the client process's RSS", who)
 				assert.Nil(t, p.EnvoyRxBytes, "%s: grpc-go exposes no wire byte counters", who)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/childproc"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -20,8 +21,8 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	state, pf := ws.state, ws.proof
 	s := Sample{Step: step, Version: state.Version, Clusters: state.Clusters, Path: pf.path, Expect: r.describeProof(pf), ServerName: pf.server}
 	if pf.backend != noBackend {
-		b := r.e.backends[pf.backend]
-		s.EndpointPort, s.Backend = b.port, b.name
+		b := r.e.Backends[pf.backend]
+		s.EndpointPort, s.Backend = b.Port, b.Name
 	}
 	before, err := r.readBefore(ctx)
 	if err != nil {
@@ -53,15 +54,15 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 	if err := r.readAfter(ctx, &s, before); err != nil {
 		return s, err
 	}
-	if r.cl.sim != nil {
+	if r.cl.Sim != nil {
 		// The simulated data plane: what a request on the path would get with what the
 		// client runs.
 		if err := r.checkSimulated(&s, pf, state.Version); err != nil {
 			return s, err
 		}
 	}
-	s.HeapInuse, s.HeapAlloc = heap()
-	err = s.setSent(r.m.step(step), t0)
+	s.HeapInuse, s.HeapAlloc = benchcore.Heap()
+	err = s.setSent(r.m.Step(step), t0)
 	return s, err
 }
 
@@ -75,8 +76,8 @@ type readings struct {
 // readBefore reads this process's CPU, the tap's and each member's CPU and wire bytes,
 // after collecting the previous step's garbage so it is not in this step's window.
 func (r *configRun) readBefore(ctx context.Context) (readings, error) {
-	proxies := r.cl.members
-	heap()
+	proxies := r.cl.Members
+	benchcore.Heap()
 	var (
 		rd  = readings{envoy: make([]cpuReading, len(proxies)), rx: make([]int64, len(proxies)), tx: make([]int64, len(proxies))}
 		err error
@@ -91,16 +92,16 @@ func (r *configRun) readBefore(ctx context.Context) (readings, error) {
 	}
 	// Read the slow byte counters first: the CPU readings bracket only the update.
 	for k, p := range proxies {
-		if p.isGRPC() {
+		if p.IsGRPC() {
 			continue // no byte counters: grpc-go keeps none it exposes
 		}
-		if rd.rx[k], rd.tx[k], err = p.wire(ctx); err != nil {
-			return rd, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+		if rd.rx[k], rd.tx[k], err = p.Wire(ctx); err != nil {
+			return rd, fmt.Errorf("envoy %s: %w", p.NodeID(), err)
 		}
 	}
 	for k, p := range proxies {
 		if rd.envoy[k], err = readEnvoyCPU(p); err != nil {
-			return rd, fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			return rd, fmt.Errorf("envoy %s: %w", p.NodeID(), err)
 		}
 	}
 	return rd, nil
@@ -108,7 +109,7 @@ func (r *configRun) readBefore(ctx context.Context) (readings, error) {
 
 // dpResult is one member's data-plane proof of a step.
 type dpResult struct {
-	answer Answer
+	answer benchcore.Answer
 	at     time.Time
 	polls  int
 	err    error
@@ -126,10 +127,10 @@ type probes struct {
 }
 
 func (r *configRun) newProbes(pf proof) *probes {
-	pr := &probes{r: r, pf: pf, slow: pollEvery(len(r.cl.members)), done: make([]chan dpResult, len(r.cl.members)),
-		acked: make(map[string]chan struct{}, len(r.cl.members)), publishedAt: make([]time.Time, len(r.targets))}
-	for _, p := range r.cl.members {
-		pr.acked[p.nodeID()] = make(chan struct{})
+	pr := &probes{r: r, pf: pf, slow: benchcore.PollEvery(len(r.cl.Members)), done: make([]chan dpResult, len(r.cl.Members)),
+		acked: make(map[string]chan struct{}, len(r.cl.Members)), publishedAt: make([]time.Time, len(r.targets))}
+	for _, p := range r.cl.Members {
+		pr.acked[p.NodeID()] = make(chan struct{})
 	}
 	return pr
 }
@@ -143,7 +144,7 @@ func (pr *probes) start(ctx context.Context, k int) {
 	}
 	pr.done[k] = make(chan dpResult, 1)
 	go func() {
-		a, at, polls, err := p.awaitProof(ctx, pr.pf.path, pr.r.backendName(pr.pf), pr.pf.server, pr.slow, pr.acked[p.nodeID()])
+		a, at, polls, err := p.AwaitProof(ctx, pr.pf.path, pr.r.backendName(pr.pf), pr.pf.server, pr.slow, pr.acked[p.NodeID()])
 		pr.done[k] <- dpResult{a, at, polls, err}
 	}()
 }
@@ -152,12 +153,12 @@ func (pr *probes) start(ctx context.Context, k int) {
 // port, so every node owes the same types, each at its own publisher's version (the
 // label with the snapshot cache, the type's own cache version with the LinearCache).
 // Each target's published set becomes the one the next step is compared with.
-func (r *configRun) owed(sets []*resources.Set) []want {
-	wants := make([]want, len(r.targets))
+func (r *configRun) owed(sets []*resources.Set) []benchcore.Want {
+	wants := make([]benchcore.Want, len(r.targets))
 	for k, tg := range r.targets {
-		w := want{types: expectedTypes(r.s, sets[k], tg.prev), dropped: droppedNames(sets[k], tg.prev), versions: map[string]string{}}
+		w := benchcore.Want{Types: expectedTypes(r.s, sets[k], tg.prev), Dropped: droppedNames(sets[k], tg.prev), Versions: map[string]string{}}
 		for t, v := range tg.pub.Versions() {
-			w.versions[string(t)] = v
+			w.Versions[string(t)] = v
 		}
 		tg.prev = sets[k]
 		wants[k] = w
@@ -166,9 +167,9 @@ func (r *configRun) owed(sets []*resources.Set) []want {
 }
 
 // setOwed records what the step expects: the types sent and the names let go of.
-func (s *Sample) setOwed(w want) {
-	s.Expected = w.types
-	for t, names := range w.dropped {
+func (s *Sample) setOwed(w benchcore.Want) {
+	s.Expected = w.Types
+	for t, names := range w.Dropped {
 		for _, n := range names {
 			s.AwaitedUnsubscribes = append(s.AwaitedUnsubscribes, t+"/"+n)
 		}
@@ -178,27 +179,27 @@ func (s *Sample) setOwed(w want) {
 
 // awaitStep waits for every client's ACK and, with members, every member's data-plane
 // proof, filling the sample's times from t0.
-func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants []want, pr *probes, t0 time.Time) error {
-	proxies := r.cl.members
+func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants []benchcore.Want, pr *probes, t0 time.Time) error {
+	proxies := r.cl.Members
 	if len(proxies) == 0 {
-		lastAck, err := r.m.waitConverged(ctx, step, r.e.o.Clients, wants[0])
+		lastAck, err := r.m.WaitConverged(ctx, step, r.e.Options.Clients, wants[0])
 		if err != nil {
 			return err
 		}
-		s.AckMS = ms(lastAck.Sub(t0))
+		s.AckMS = benchcore.Millis(lastAck.Sub(t0))
 		return nil
 	}
-	byNode := make(map[string]want, len(proxies))
+	byNode := make(map[string]benchcore.Want, len(proxies))
 	for k, p := range proxies {
-		byNode[p.nodeID()] = wants[k]
+		byNode[p.NodeID()] = wants[k]
 	}
-	conv, err := r.m.waitNodes(ctx, step, byNode, func(node string) { close(pr.acked[node]) })
+	conv, err := r.m.WaitNodes(ctx, step, byNode, func(node string) { close(pr.acked[node]) })
 	if err != nil {
 		return err
 	}
 	for k, p := range proxies {
-		c := conv[p.nodeID()]
-		ps := ProxySample{Node: p.nodeID(), Stream: c.stream, Versions: wants[k].versions, PublishedMS: ms(pr.publishedAt[k].Sub(t0)), AckMS: ms(c.at.Sub(t0))}
+		c := conv[p.NodeID()]
+		ps := ProxySample{Node: p.NodeID(), Stream: c.Stream, Versions: wants[k].Versions, PublishedMS: benchcore.Millis(pr.publishedAt[k].Sub(t0)), AckMS: benchcore.Millis(c.At.Sub(t0))}
 		s.Proxies = append(s.Proxies, ps)
 		s.AckMS = max(s.AckMS, ps.AckMS)
 	}
@@ -208,13 +209,13 @@ func (r *configRun) awaitStep(ctx context.Context, step string, s *Sample, wants
 // collect is the data plane of the fleet: every member showed the change; the sample's
 // figure is the last one's.
 func (pr *probes) collect(s *Sample, t0 time.Time) error {
-	for k := range pr.r.cl.members {
+	for k := range pr.r.cl.Members {
 		res := <-pr.done[k]
 		if res.err != nil {
 			return res.err
 		}
 		ps := &s.Proxies[k]
-		v := ms(res.at.Sub(t0))
+		v := benchcore.Millis(res.at.Sub(t0))
 		ps.DataPlaneMS, ps.Polls, ps.Answer = &v, res.polls, &res.answer
 		s.Polls += res.polls
 		if s.DataPlaneMS == nil || v > *s.DataPlaneMS {
@@ -232,16 +233,16 @@ func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) e
 	if err != nil {
 		return err
 	}
-	s.CPUMS = ms(cpu1 - before.self)
+	s.CPUMS = benchcore.Millis(cpu1 - before.self)
 	if r.tap != nil && r.tap.pid() != 0 {
 		c, err := r.tap.cpu()
 		if err != nil {
 			return err
 		}
-		v := ms(c - before.tap)
+		v := benchcore.Millis(c - before.tap)
 		s.TapCPUMS = &v
 	}
-	if len(r.cl.members) == 0 {
+	if len(r.cl.Members) == 0 {
 		return nil
 	}
 	if err := r.readProxiesCPU(s, before); err != nil {
@@ -250,7 +251,7 @@ func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) e
 	if err := r.readProxiesWire(ctx, s, before); err != nil {
 		return err
 	}
-	if len(r.cl.members) > 1 {
+	if len(r.cl.Members) > 1 {
 		s.Distribution = distributionOf(s.Proxies, r.prevVersion, s.Version)
 	}
 	r.prevVersion = s.Version
@@ -262,16 +263,16 @@ func (r *configRun) readAfter(ctx context.Context, s *Sample, before readings) e
 func (r *configRun) readProxiesCPU(s *Sample, before readings) error {
 	var cpuSum, ticksSum float64
 	var rssSum int64
-	for k, p := range r.cl.members {
+	for k, p := range r.cl.Members {
 		e1, err := readEnvoyCPU(p)
 		if err != nil {
-			return fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			return fmt.Errorf("envoy %s: %w", p.NodeID(), err)
 		}
-		cpu, ticks := ms(e1.cpu-before.envoy[k].cpu), ms(e1.ticks-before.envoy[k].ticks)
+		cpu, ticks := benchcore.Millis(e1.cpu-before.envoy[k].cpu), benchcore.Millis(e1.ticks-before.envoy[k].ticks)
 		s.EnvoyCPUSource = e1.source
-		rss, err := p.rss()
+		rss, err := p.Rss()
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", p.kindName(), p.nodeID(), err)
+			return fmt.Errorf("%s %s: %w", p.KindName(), p.NodeID(), err)
 		}
 		ps := &s.Proxies[k]
 		ps.EnvoyCPUMS, ps.EnvoyRSS = &cpu, &rss
@@ -285,19 +286,19 @@ func (r *configRun) readProxiesCPU(s *Sample, before readings) error {
 // exposes no byte counters).
 func (r *configRun) readProxiesWire(ctx context.Context, s *Sample, before readings) error {
 	var rxSum, txSum int64
-	for k, p := range r.cl.members {
-		if p.isGRPC() {
+	for k, p := range r.cl.Members {
+		if p.IsGRPC() {
 			continue
 		}
-		rx1, tx1, err := p.wire(ctx)
+		rx1, tx1, err := p.Wire(ctx)
 		if err != nil {
-			return fmt.Errorf("envoy %s: %w", p.nodeID(), err)
+			return fmt.Errorf("envoy %s: %w", p.NodeID(), err)
 		}
 		rx, tx := rx1-before.rx[k], tx1-before.tx[k]
 		s.Proxies[k].EnvoyRxBytes, s.Proxies[k].EnvoyTxBytes = &rx, &tx
 		rxSum, txSum = rxSum+rx, txSum+tx
 	}
-	if r.e.o.Client == ClientEnvoy {
+	if r.e.Options.Client == benchcore.ClientEnvoy {
 		s.EnvoyRxBytes, s.EnvoyTxBytes = &rxSum, &txSum
 	}
 	return nil
@@ -305,7 +306,7 @@ func (r *configRun) readProxiesWire(ctx context.Context, s *Sample, before readi
 
 // setSent fills what the step sent, from the recorder's events, and refuses a NACK of
 // the valid state.
-func (s *Sample) setSent(v stepView, t0 time.Time) error {
+func (s *Sample) setSent(v benchcore.StepView, t0 time.Time) error {
 	s.ByType = v.ByType
 	for _, tt := range v.ByType {
 		s.Responses += tt.Responses
@@ -316,7 +317,7 @@ func (s *Sample) setSent(v stepView, t0 time.Time) error {
 	}
 	s.Acks, s.Nacks, s.Unmatched = v.Acks, v.Nacks, v.Unmatched
 	if !v.LastSend.IsZero() {
-		s.LastSendMS = ms(v.LastSend.Sub(t0))
+		s.LastSendMS = benchcore.Millis(v.LastSend.Sub(t0))
 	}
 	if v.Nacks > 0 {
 		return fmt.Errorf("the client NACKed %d response(s) of a valid state: %s", v.Nacks, v.NackError)
@@ -329,7 +330,7 @@ func (r *configRun) backendName(pf proof) string {
 	if pf.backend == noBackend {
 		return ""
 	}
-	return r.e.backends[pf.backend].name
+	return r.e.Backends[pf.backend].Name
 }
 
 // describeProof says what a step waits for in the data plane, for bench.json.
@@ -337,7 +338,7 @@ func (r *configRun) describeProof(pf proof) string {
 	if pf.backend == noBackend {
 		return "HTTP 404 from Envoy (no route)"
 	}
-	d := r.e.backends[pf.backend].name + " answers"
+	d := r.e.Backends[pf.backend].Name + " answers"
 	if pf.server != "" {
 		d += ", server: " + pf.server
 	}
@@ -347,7 +348,7 @@ func (r *configRun) describeProof(pf proof) string {
 // checkSimulated asks the simulated client what a request on the proof's path would get
 // and refuses a step it ACKed but does not run.
 func (r *configRun) checkSimulated(s *Sample, pf proof, version string) error {
-	got := r.cl.sim.Simulated().Route(pf.path)
+	got := r.cl.Sim.Simulated().Route(pf.path)
 	s.SimulatedEndpoint, s.SimulatedStatus, s.SimulatedServer = got.Endpoint, got.Status, got.Server
 	if pf.backend == noBackend {
 		if got.Status != 404 {
@@ -355,7 +356,7 @@ func (r *configRun) checkSimulated(s *Sample, pf proof, version string) error {
 		}
 		return nil
 	}
-	if want := loopback.Addr(r.e.backends[pf.backend].port); got.Endpoint != want {
+	if want := loopback.Addr(r.e.Backends[pf.backend].Port); got.Endpoint != want {
 		return fmt.Errorf("simulated client ACKed version %s but routes %s to %q, want %s", version, pf.path, got.Endpoint, want)
 	}
 	if pf.server != "" && got.Server != pf.server {
@@ -369,14 +370,14 @@ type cpuReading struct {
 	source     string
 }
 
-// readEnvoyCPU reads the member process's CPU: Envoy's (envoyCPU), or a grpc-go
+// readEnvoyCPU reads the member process's CPU: Envoy's (benchcore.EnvoyCPU), or a grpc-go
 // client's process clock.
-func readEnvoyCPU(p *member) (cpuReading, error) {
-	if p.isGRPC() {
-		c, err := childproc.CPUClock(p.grpc().Pid())
+func readEnvoyCPU(p *benchcore.Member) (cpuReading, error) {
+	if p.IsGRPC() {
+		c, err := childproc.CPUClock(p.Grpc().Pid())
 		return cpuReading{c, c, "clock_gettime"}, err
 	}
-	cpu, ticks, src, err := envoyCPU(p.envoy())
+	cpu, ticks, src, err := benchcore.EnvoyCPU(p.Envoy())
 	return cpuReading{cpu, ticks, src}, err
 }
 
@@ -384,13 +385,13 @@ func readEnvoyCPU(p *member) (cpuReading, error) {
 // first Envoy (every Envoy runs the same routes). Any HTTP answer counts: the last
 // route's cluster points at a port nothing listens on (503).
 func (r *configRun) calibrate(ctx context.Context, path string, requests int) (float64, error) {
-	p := r.cl.members[0]
+	p := r.cl.Members[0]
 	e0, err := readEnvoyCPU(p)
 	if err != nil {
 		return 0, err
 	}
 	for i := 0; i < requests; i++ {
-		if _, err := p.ask(ctx, path); err != nil {
+		if _, err := p.Ask(ctx, path); err != nil {
 			return 0, err
 		}
 	}
@@ -401,13 +402,11 @@ func (r *configRun) calibrate(ctx context.Context, path string, requests int) (f
 	return float64((e1.cpu - e0.cpu).Microseconds()) / float64(requests), nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 // info is what bench.json says of the member: for a grpc-go client, its CSDS address in
 // place of Envoy's admin and its output log in place of Envoy's.
-func (p *member) info() ProxyInfo {
-	if p.isGRPC() {
-		return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.grpc().CSDSAddr(), EnvoyLog: p.bootstrap}
+func proxyInfo(p *benchcore.Member) ProxyInfo {
+	if p.IsGRPC() {
+		return ProxyInfo{Node: p.NodeID(), ListenerPort: p.ListenerPort, AdminAddr: p.Grpc().CSDSAddr(), EnvoyLog: p.Bootstrap}
 	}
-	return ProxyInfo{Node: p.nodeID(), ListenerPort: p.listenerPort, AdminAddr: p.envoy().AdminAddr(), Bootstrap: p.bootstrap, EnvoyLog: filepath.Base(p.envoy().LogPath())}
+	return ProxyInfo{Node: p.NodeID(), ListenerPort: p.ListenerPort, AdminAddr: p.Envoy().AdminAddr(), Bootstrap: p.Bootstrap, EnvoyLog: filepath.Base(p.Envoy().LogPath())}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -25,8 +26,8 @@ func TestOnDemandSweepEnvoy(t *testing.T) {
 	const n = 20
 	wildcard, vhds, both := resources.OnDemand{}, resources.OnDemand{VirtualHosts: true}, resources.OnDemand{VirtualHosts: true, Clusters: true}
 	dir := t.TempDir()
-	rep, err := Run(context.Background(), Options{
-		Clusters: []int{n}, Client: ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 2, ColdHosts: 12,
+	rep, err := Run(context.Background(), benchcore.Options{
+		Clusters: []int{n}, Client: benchcore.ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 2, ColdHosts: 12,
 		OnDemand: []resources.OnDemand{wildcard, vhds, both}, Out: dir,
 	})
 	require.NoError(t, err)
@@ -71,22 +72,25 @@ func TestOnDemandSweepEnvoy(t *testing.T) {
 
 // TestOnDemandValidate: the axis' option refusals, each an *OptionError naming its option.
 func TestOnDemandValidate(t *testing.T) {
-	good := func() Options {
-		return Options{Clusters: []int{10}, Client: ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 1,
+	good := func() benchcore.Options {
+		return benchcore.Options{Clusters: []int{10}, Client: benchcore.ClientEnvoy, Modes: []protocol.Mode{protocol.Delta}, Repeat: 1,
 			OnDemand: []resources.OnDemand{{}, {VirtualHosts: true, Clusters: true}}}
 	}
 	for name, tc := range map[string]struct {
-		edit         func(*Options)
+		edit         func(*benchcore.Options)
 		option, want string
 	}{
-		"sotw":         {func(o *Options) { o.Modes = []protocol.Mode{"sotw", "delta"}; o.SotWVersions = DefaultVersions }, OptionModes, "vhds+cds runs delta only"},
-		"twice":        {func(o *Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, OptionOnDemand, "none is listed twice"},
-		"sim":          {func(o *Options) { o.Client = ClientSim }, OptionClient, "real Envoy only"},
-		"envoys":       {func(o *Options) { o.Envoys = 2 }, OptionEnvoys, "one Envoy"},
-		"tap":          {func(o *Options) { o.Through = []string{ThroughTap} }, OptionThrough, "direct only"},
-		"workload":     {func(o *Options) { o.Workloads = []string{WorkloadRoute} }, OptionWorkloads, "route is not measured on demand"},
-		"cold hosts":   {func(o *Options) { o.ColdHosts = MaxColdHosts + 1 }, OptionColdHosts, "outside"},
-		"negative hot": {func(o *Options) { o.ColdHosts = -1 }, OptionColdHosts, "outside 1-10000"},
+		"sotw": {func(o *benchcore.Options) {
+			o.Modes = []protocol.Mode{"sotw", "delta"}
+			o.SotWVersions = benchcore.DefaultVersions
+		}, benchcore.OptionModes, "vhds+cds runs delta only"},
+		"twice":        {func(o *benchcore.Options) { o.OnDemand = append(o.OnDemand, resources.OnDemand{}) }, benchcore.OptionOnDemand, "none is listed twice"},
+		"sim":          {func(o *benchcore.Options) { o.Client = benchcore.ClientSim }, benchcore.OptionClient, "real Envoy only"},
+		"envoys":       {func(o *benchcore.Options) { o.Envoys = 2 }, benchcore.OptionEnvoys, "one Envoy"},
+		"tap":          {func(o *benchcore.Options) { o.Through = []string{benchcore.ThroughTap} }, benchcore.OptionThrough, "direct only"},
+		"workload":     {func(o *benchcore.Options) { o.Workloads = []string{benchcore.WorkloadRoute} }, benchcore.OptionWorkloads, "route is not measured on demand"},
+		"cold hosts":   {func(o *benchcore.Options) { o.ColdHosts = benchcore.MaxColdHosts + 1 }, benchcore.OptionColdHosts, "outside"},
+		"negative hot": {func(o *benchcore.Options) { o.ColdHosts = -1 }, benchcore.OptionColdHosts, "outside 1-10000"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()
@@ -96,33 +100,16 @@ func TestOnDemandValidate(t *testing.T) {
 	}
 	o := good()
 	o.Modes = []protocol.Mode{"sotw"}
-	o.SotWVersions = DefaultVersions
+	o.SotWVersions = benchcore.DefaultVersions
 	err := o.Validate()
 	require.ErrorIs(t, err, resources.ErrOnDemandNeedsDelta)
-	var oe *OptionError
+	var oe *benchcore.OptionError
 	require.True(t, errors.As(err, &oe))
 	o = good()
 	require.NoError(t, o.Validate())
-	assert.Equal(t, DefaultColdHosts, o.ColdHosts)
+	assert.Equal(t, benchcore.DefaultColdHosts, o.ColdHosts)
 	// SotW with nothing on demand is today's bench.
 	o = good()
-	o.Modes, o.SotWVersions, o.OnDemand = []protocol.Mode{"sotw"}, DefaultVersions, []resources.OnDemand{{}}
+	o.Modes, o.SotWVersions, o.OnDemand = []protocol.Mode{"sotw"}, benchcore.DefaultVersions, []resources.OnDemand{{}}
 	require.NoError(t, o.Validate())
-}
-
-func TestParseShape(t *testing.T) {
-	for in, want := range map[string]resources.OnDemand{
-		"none": {}, "vhds": {VirtualHosts: true}, "cds": {Clusters: true}, "vhds+cds": {VirtualHosts: true, Clusters: true}, "cds+vhds": {VirtualHosts: true, Clusters: true},
-	} {
-		got, err := ParseShape(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	assert.Equal(t, "vhds+cds", ShapeName(resources.OnDemand{VirtualHosts: true, Clusters: true}))
-	for _, bad := range []string{"", "vhds,cds", "rds", "vhds+"} {
-		_, err := ParseShape(bad)
-		assert.Error(t, err, bad)
-	}
-	assert.Equal(t, []int{0, 5, 10, 15}, coldHosts(20, 4))
-	assert.Equal(t, []int{0, 1, 2}, coldHosts(3, 200))
 }

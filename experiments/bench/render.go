@@ -6,94 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
+	"github.com/xds-workbench/lab/experiments/bench/churn"
+	"github.com/xds-workbench/lab/experiments/bench/ondemand"
 	"github.com/xds-workbench/lab/experiments/table"
 )
-
-// block is one titled table of the report, written as text (the terminal) or Markdown
-// (bench.md) from the same cells, so that the two never disagree. Its cells are figures
-// (add): in text every cell and heading aligns right; in Markdown the columns of names
-// (leftColumns) align left.
-type block struct {
-	title, note string
-	table.Table
-}
-
-// add appends a row of figures.
-func (b *block) add(row []string) { b.Rows = append(b.Rows, table.RightCells(row...)) }
-
-func (b block) text(w io.Writer) {
-	fmt.Fprintf(w, "\n%s\n", b.title)
-	if b.note != "" {
-		fmt.Fprintf(w, "%s\n", b.note)
-	}
-	t := b.Table
-	t.RightHead = true
-	_, _ = io.WriteString(w, t.Text(0))
-}
-
-func (b block) markdown(sb *strings.Builder) {
-	fmt.Fprintf(sb, "\n### %s\n\n", b.title)
-	if b.note != "" {
-		fmt.Fprintf(sb, "%s\n\n", b.note)
-	}
-	t := b.Table
-	t.MarkdownRules = make([]string, len(t.Head))
-	for i, h := range t.Head {
-		t.MarkdownRules[i] = "---:"
-		if leftColumns[h] {
-			t.MarkdownRules[i] = "---"
-		}
-	}
-	sb.WriteString(t.Markdown(nil))
-}
-
-// leftColumns are the columns of names, left-aligned in Markdown; figures align right.
-var leftColumns = map[string]bool{"workload": true, "cache": true, "series": true}
-
-// fmtBytes uses decimal units (kB = 1000 B), as network figures usually are.
-func fmtBytes(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2f GB", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2f MB", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1f kB", v/1e3)
-	}
-	return fmt.Sprintf("%.0f B", v)
-}
-
-func fmtMS(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-func fmtCount(v float64) string { return fmt.Sprintf("%.0f", v) }
-
-func fmtRatio(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0fx", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1fx", v)
-	}
-	return fmt.Sprintf("%.2fx", v)
-}
-
-func format(unit string, v float64) string {
-	switch unit {
-	case "B":
-		return fmtBytes(v)
-	case "ms":
-		return fmtMS(v)
-	}
-	return fmtCount(v)
-}
 
 // cell is a metric's median, with [min-max] when the repeats differ.
 func cell(c *Config, key string, spread bool) string {
@@ -102,9 +19,9 @@ func cell(c *Config, key string, spread bool) string {
 		return "-"
 	}
 	m, _ := MetricByKey(key)
-	s := format(m.Unit, st.Median)
+	s := benchcore.Format(m.Unit, st.Median)
 	if spread && st.Min != st.Max {
-		s += " [" + format(m.Unit, st.Min) + "–" + format(m.Unit, st.Max) + "]"
+		s += " [" + benchcore.Format(m.Unit, st.Min) + "–" + benchcore.Format(m.Unit, st.Max) + "]"
 	}
 	return s
 }
@@ -115,26 +32,26 @@ func sampleCell(s Sample, key string) string {
 		return "-"
 	}
 	m, _ := MetricByKey(key)
-	return format(m.Unit, v)
+	return benchcore.Format(m.Unit, v)
 }
 
 // tables builds the report's blocks.
-func (r *Report) tables() []block {
+func (r *Report) tables() []benchcore.Block {
 	if len(r.Configs) == 0 && len(r.Churn) > 0 {
-		return r.churnTables()
+		return churn.Tables(r.Churn)
 	}
 	if len(r.Configs) == 0 && len(r.OnDemand) > 0 {
-		return r.onDemandTables()
+		return ondemand.Tables(r.OnDemand)
 	}
 	var ok []*Config
 	hasEnvoy := false
 	for _, c := range r.Configs {
 		if c.Error == "" {
 			ok = append(ok, c)
-			hasEnvoy = hasEnvoy || c.Client == ClientEnvoy
+			hasEnvoy = hasEnvoy || c.Client == benchcore.ClientEnvoy
 		}
 	}
-	out := []block{r.sentTable(ok, hasEnvoy), r.timesTable(ok, hasEnvoy)}
+	out := []benchcore.Block{r.sentTable(ok, hasEnvoy), r.timesTable(ok, hasEnvoy)}
 	if len(r.Ratios) > 0 {
 		out = append(out, r.ratioTable(hasEnvoy))
 	}
@@ -154,7 +71,7 @@ var identHead = []string{"workload", "cache", "N", "series"}
 func identOf(c *Config) []string { return []string{c.Workload, c.Cache, fmt.Sprint(c.N), c.Series} }
 
 // sentTable is what one change sends, per configuration.
-func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
+func (r *Report) sentTable(ok []*Config, hasEnvoy bool) benchcore.Block {
 	clients := "one client"
 	if r.Options.Clients > 1 {
 		clients = fmt.Sprintf("%d clients, totals over all of them", r.Options.Clients)
@@ -175,7 +92,7 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
 		}
 		note += " Workloads: " + strings.Join(docs, "; ") + "."
 	}
-	sent := block{title: "What one change sends", note: note, Table: table.Table{Head: append(head, "CDS", "EDS", "LDS", "RDS")}}
+	sent := benchcore.Block{Title: "What one change sends", Note: note, Table: table.Table{Head: append(head, "CDS", "EDS", "LDS", "RDS")}}
 	for _, c := range ok {
 		row := append(identOf(c), cell(c, "responses", false), cell(c, "resources", false), cell(c, "redundant", false), cell(c, "removed", false), cell(c, "bytes", false))
 		if hasEnvoy {
@@ -184,7 +101,7 @@ func (r *Report) sentTable(ok []*Config, hasEnvoy bool) block {
 		for _, t := range []string{"CDS", "EDS", "LDS", "RDS"} {
 			row = append(row, typeCell(c, t))
 		}
-		sent.add(row)
+		sent.Add(row)
 	}
 	return sent
 }
@@ -199,7 +116,7 @@ func (o RunOptions) repeats() string {
 }
 
 // timesTable is how long one change takes and what it costs, per configuration.
-func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
+func (r *Report) timesTable(ok []*Config, hasEnvoy bool) benchcore.Block {
 	timeHead := append(slices.Clone(identHead), "build ms", "build+publish ms", "to last send ms", "to last ACK ms")
 	if hasEnvoy {
 		timeHead = append(timeHead, "to data plane ms")
@@ -219,9 +136,9 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 	if r.Options.Envoys > 1 {
 		cp += " With several Envoys: to last ACK and to data plane are the last Envoy's (the per-proxy table has the others), Envoy CPU and RSS the sums over the Envoys."
 	}
-	times := block{
-		title: "How long one change takes, and what it costs",
-		note:  "Median [min–max] over the repeats, from the moment before the control plane builds the new state. " + cp,
+	times := benchcore.Block{
+		Title: "How long one change takes, and what it costs",
+		Note:  "Median [min–max] over the repeats, from the moment before the control plane builds the new state. " + cp,
 		Table: table.Table{Head: timeHead},
 	}
 	for _, c := range ok {
@@ -236,13 +153,13 @@ func (r *Report) timesTable(ok []*Config, hasEnvoy bool) block {
 		if honest {
 			row = append(row, stabilityCell(c), loadCell(c))
 		}
-		times.add(row)
+		times.Add(row)
 	}
 	return times
 }
 
 // ratioTable is SotW ÷ delta at each N.
-func (r *Report) ratioTable(hasEnvoy bool) block {
+func (r *Report) ratioTable(hasEnvoy bool) benchcore.Block {
 	keys := []string{"resources", "bytes"}
 	if hasEnvoy {
 		keys = append(keys, "envoy_rx_bytes")
@@ -255,25 +172,25 @@ func (r *Report) ratioTable(hasEnvoy bool) block {
 	if hasEnvoy {
 		keys = append(keys, "envoy_cpu_ms")
 	}
-	rt := block{
-		title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
+	rt := benchcore.Block{
+		Title: "SotW ÷ delta at each N (ratio of medians, same run, same cache)",
 		Table: table.Table{Head: append(slices.Clone(identHead), metricLabels(keys)...)},
 	}
 	for _, x := range r.Ratios {
-		rt.add(append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, x.Spread, keys)...))
+		rt.Add(append([]string{x.Workload, x.Cache, fmt.Sprint(x.N), x.Series}, ratioCells(x.Ratios, x.Spread, keys)...))
 	}
 	return rt
 }
 
 // growthTable is the largest N ÷ the smallest, per workload and series.
-func (r *Report) growthTable(hasEnvoy bool) block {
+func (r *Report) growthTable(hasEnvoy bool) benchcore.Block {
 	keys := []string{"resources", "bytes", "build_ms", "publish_ms", "ack_ms", "cp_cpu_ms"}
 	if hasEnvoy {
 		keys = append(keys, "data_plane_ms", "envoy_cpu_ms")
 	}
-	gt := block{title: "Growth: largest N ÷ smallest N (ratio of medians)", Table: table.Table{Head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}}
+	gt := benchcore.Block{Title: "Growth: largest N ÷ smallest N (ratio of medians)", Table: table.Table{Head: append([]string{"workload", "series", "N"}, metricLabels(keys)...)}}
 	for _, g := range r.Growth {
-		gt.add(append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, g.Spread, keys)...))
+		gt.Add(append([]string{g.Workload, g.Series, fmt.Sprintf("%d → %d", g.FromN, g.ToN)}, ratioCells(g.Ratios, g.Spread, keys)...))
 	}
 	return gt
 }
@@ -298,10 +215,10 @@ func ratioCells(ratios map[string]float64, spreads map[string][2]float64, keys [
 		if !ok {
 			continue
 		}
-		out[i] = fmtRatio(v)
+		out[i] = benchcore.FmtRatio(v)
 		m, _ := MetricByKey(k)
 		if sp, ok := spreads[k]; ok && m.Unit == "ms" {
-			out[i] += " [" + strings.TrimSuffix(fmtRatio(sp[0]), "x") + "–" + fmtRatio(sp[1]) + "]"
+			out[i] += " [" + strings.TrimSuffix(benchcore.FmtRatio(sp[0]), "x") + "–" + benchcore.FmtRatio(sp[1]) + "]"
 		}
 	}
 	return out
@@ -355,13 +272,13 @@ func loadCell(c *Config) string {
 }
 
 // initialTable is the full push to a connected, empty client, per configuration.
-func initialTable(ok []*Config, hasEnvoy bool) block {
+func initialTable(ok []*Config, hasEnvoy bool) benchcore.Block {
 	initHead := append(slices.Clone(identHead), "responses", "resources", "bytes", "build+publish ms", "to full ACK ms")
 	if hasEnvoy {
 		initHead = append(initHead, "to endpoint ms", "Envoy rx", "Envoy CPU ms", "Envoy RSS")
 	}
 	initHead = append(initHead, "CP CPU ms", "CP heap")
-	it := block{title: "Initial state: full push to a connected, empty client", Table: table.Table{Head: initHead}}
+	it := benchcore.Block{Title: "Initial state: full push to a connected, empty client", Table: table.Table{Head: initHead}}
 	for _, c := range ok {
 		s := c.Initial
 		row := append(identOf(c), sampleCell(s, "responses"), sampleCell(s, "resources"), sampleCell(s, "bytes"), sampleCell(s, "publish_ms"), sampleCell(s, "ack_ms"))
@@ -369,7 +286,7 @@ func initialTable(ok []*Config, hasEnvoy bool) block {
 			row = append(row, sampleCell(s, "data_plane_ms"), sampleCell(s, "envoy_rx_bytes"), sampleCell(s, "envoy_cpu_ms"), sampleCell(s, "envoy_rss"))
 		}
 		row = append(row, sampleCell(s, "cp_cpu_ms"), sampleCell(s, "heap_inuse"))
-		it.add(row)
+		it.Add(row)
 	}
 	return it
 }
@@ -396,7 +313,7 @@ func typeCell(c *Config, t string) string {
 		resp = append(resp, float64(tt.Responses))
 		res = append(res, float64(tt.Resources))
 	}
-	a, b := statOf(resp).Median, statOf(res).Median
+	a, b := benchcore.StatOf(resp).Median, benchcore.StatOf(res).Median
 	if a == 0 {
 		return "-"
 	}
@@ -421,20 +338,6 @@ func (r *Report) failures() []string {
 		}
 	}
 	return out
-}
-
-// String says how an Envoy exited: "12.3 s", or that it was killed in its teardown.
-func (x EnvoyExit) String() string {
-	if x.GRPC {
-		if x.KilledInTeardown {
-			return fmt.Sprintf("killed after %.1f s: still running after SIGTERM and its grace", x.MS/1000)
-		}
-		return fmt.Sprintf("gone %.1f s after SIGTERM", x.MS/1000)
-	}
-	if x.KilledInTeardown {
-		return fmt.Sprintf("killed after %.1f s, still in its SotW teardown", x.MS/1000)
-	}
-	return fmt.Sprintf("gone %.1f s after /quitquitquit", x.MS/1000)
 }
 
 // exits lists each configuration's Envoy exits.
@@ -462,7 +365,7 @@ func (r *Report) stuck() []string {
 		}
 		out = append(out, fmt.Sprintf("%s %s %s N=%d: %d stuck client(s); %d response(s), %s after they stopped reading (%d, %s before)",
 			c.Workload, c.Cache, c.Series, c.N, c.StuckClients, c.StuckSends-c.StuckInitialSends,
-			fmtBytes(float64(c.StuckBytes-c.StuckInitialBytes)), c.StuckInitialSends, fmtBytes(float64(c.StuckInitialBytes))))
+			benchcore.FmtBytes(float64(c.StuckBytes-c.StuckInitialBytes)), c.StuckInitialSends, benchcore.FmtBytes(float64(c.StuckInitialBytes))))
 	}
 	return out
 }
@@ -471,7 +374,7 @@ func (r *Report) header() []string {
 	client := r.Options.Client
 	if r.Options.Clients > 1 {
 		client = fmt.Sprintf("%d fan-out clients (ack-only)", r.Options.Clients)
-	} else if r.Options.Envoys > 1 && client == ClientGRPC {
+	} else if r.Options.Envoys > 1 && client == benchcore.ClientGRPC {
 		client = fmt.Sprintf("%d grpc-go clients (lab grpc-client), each its own node, state and front door", r.Options.Envoys)
 	} else if r.Options.Envoys > 1 {
 		client = fmt.Sprintf("%d Envoys %s (--concurrency 1 each), each its own node, state and listener", r.Options.Envoys, r.EnvoyVersion)
@@ -480,7 +383,7 @@ func (r *Report) header() []string {
 	}
 	if r.Options.EnvoyStats != "" {
 		client += ", --envoy-stats " + r.Options.EnvoyStats
-	} else if client == ClientSim {
+	} else if client == benchcore.ClientSim {
 		client = "simulated Envoy (in-process)"
 	}
 	if r.Options.Unprobed != "" {
@@ -492,7 +395,7 @@ func (r *Report) header() []string {
 	}
 	return []string{
 		fmt.Sprintf("started %s, wall time %.1f s", r.Started, r.WallSeconds),
-		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, orDash(r.Host.LoadStart), orDash(r.Host.LoadEnd)),
+		fmt.Sprintf("machine: %d CPU(s), %s, %s; load average %s at start, %s at end", r.Host.CPUs, r.Host.OS, r.Host.Go, benchcore.OrDash(r.Host.LoadStart), benchcore.OrDash(r.Host.LoadEnd)),
 		fmt.Sprintf("client: %s; %s per configuration", client, perConfig),
 		fmt.Sprintf("workloads: %s; caches: %s%s", workloadsLine(r.Options), strings.Join(r.Options.Caches, ", "), throughLine(r.Options.Through)),
 	}
@@ -502,7 +405,7 @@ func (r *Report) header() []string {
 func workloadsLine(o RunOptions) string {
 	if len(o.Churn) > 0 {
 		return fmt.Sprintf("churn axis, %s; each: %d requests at %d/s through Envoy over %d HTTP/1.1 connections, an update of cluster 0's endpoints every %.0f ms (one endpoint stays, one alternates), each backend %.0f ms slower on a connection's first request",
-			strings.Join(o.Churn, ", "), o.ChurnRequests, o.ChurnRate, churnConnections, o.ChurnEveryMS, o.ConnCostMS)
+			strings.Join(o.Churn, ", "), o.ChurnRequests, o.ChurnRate, churn.ChurnConnections, o.ChurnEveryMS, o.ConnCostMS)
 	}
 	if len(o.OnDemand) == 0 {
 		return strings.Join(o.Workloads, ", ")
@@ -511,20 +414,13 @@ func workloadsLine(o RunOptions) string {
 		strings.Join(o.OnDemand, ", "), o.ColdHosts, o.Repeat)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // WriteTable prints the report's tables.
 func (r *Report) WriteTable(w io.Writer) {
 	for _, l := range r.header() {
 		fmt.Fprintln(w, l)
 	}
 	for _, t := range r.tables() {
-		t.text(w)
+		t.Text(w)
 	}
 	if f := r.failures(); len(f) > 0 {
 		fmt.Fprintf(w, "\nFAILED configurations:\n  %s\n", strings.Join(f, "\n  "))
@@ -545,7 +441,7 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n![how many Envoys ran the new version against the time since the publish, by ACK and by the data plane](" + versionsSVG + ")\n")
 	}
 	for _, t := range r.tables() {
-		t.markdown(&b)
+		t.Markdown(&b)
 	}
 	if x := r.exits(); len(x) > 0 {
 		b.WriteString("\n### Envoy exit (from /quitquitquit to the process gone)\n\n")
@@ -578,13 +474,13 @@ func (s Sample) brief() string {
 	if s.Removed > 0 {
 		fmt.Fprintf(&b, ", %d removed", s.Removed)
 	}
-	fmt.Fprintf(&b, ", %s; last ACK %s ms", fmtBytes(float64(s.Bytes)), fmtMS(s.AckMS))
+	fmt.Fprintf(&b, ", %s; last ACK %s ms", benchcore.FmtBytes(float64(s.Bytes)), benchcore.FmtMS(s.AckMS))
 	if s.DataPlaneMS != nil {
-		fmt.Fprintf(&b, ", %s on %s after %s ms", s.Expect, s.Path, fmtMS(*s.DataPlaneMS))
+		fmt.Fprintf(&b, ", %s on %s after %s ms", s.Expect, s.Path, benchcore.FmtMS(*s.DataPlaneMS))
 	}
-	fmt.Fprintf(&b, "; CP CPU %s ms", fmtMS(s.CPUMS))
+	fmt.Fprintf(&b, "; CP CPU %s ms", benchcore.FmtMS(s.CPUMS))
 	if s.EnvoyCPUMS != nil {
-		fmt.Fprintf(&b, ", Envoy CPU %s ms", fmtMS(*s.EnvoyCPUMS))
+		fmt.Fprintf(&b, ", Envoy CPU %s ms", benchcore.FmtMS(*s.EnvoyCPUMS))
 	}
 	return b.String()
 }
@@ -592,27 +488,27 @@ func (s Sample) brief() string {
 // tapTable sets each "+tap" series beside the same series run directly: the medians of
 // publish to last ACK (and to the data plane, with Envoy), their ratio, this process's
 // CPU in both, and the tap's own CPU when it ran as a subprocess.
-func (r *Report) tapTable(ok []*Config, hasEnvoy bool) block {
+func (r *Report) tapTable(ok []*Config, hasEnvoy bool) benchcore.Block {
 	head := []string{"workload", "cache", "N", "series", "to last ACK ms direct", "to last ACK ms +tap", "ACK tap ÷ direct"}
 	if hasEnvoy {
 		head = append(head, "to data plane ms direct", "to data plane ms +tap", "data plane tap ÷ direct")
 	}
 	head = append(head, "CP CPU ms direct", "CP CPU ms +tap", "tap CPU ms")
-	t := block{
-		title: "Through the tap ÷ direct at each N (ratio of medians, same run)",
-		note: "Each series ran directly and then through an ADS tap (experiments/tap) at the same N, one after the other. " +
+	t := benchcore.Block{
+		Title: "Through the tap ÷ direct at each N (ratio of medians, same run)",
+		Note: "Each series ran directly and then through an ADS tap (experiments/tap) at the same N, one after the other. " +
 			"tap CPU: the tap subprocess's CPU over the change, from its process clock; \"in CP\" when the tap ran in this process, so its CPU is inside CP CPU.",
 		Table: table.Table{Head: head},
 	}
 	for _, x := range r.TapRatios {
 		c := find(ok, x.Workload, x.Series, x.N)
-		d := find(ok, x.Workload, strings.TrimSuffix(x.Series, tapSuffix), x.N)
+		d := find(ok, x.Workload, strings.TrimSuffix(x.Series, benchcore.TapSuffix), x.N)
 		if c == nil || d == nil {
 			continue
 		}
 		ratio := func(k string) string {
 			if v, ok := x.Ratios[k]; ok {
-				return fmtRatio(v)
+				return benchcore.FmtRatio(v)
 			}
 			return "-"
 		}
@@ -625,7 +521,7 @@ func (r *Report) tapTable(ok []*Config, hasEnvoy bool) block {
 			tapCPU = "in CP"
 		}
 		row = append(row, cell(d, "cp_cpu_ms", true), cell(c, "cp_cpu_ms", true), tapCPU)
-		t.add(row)
+		t.Add(row)
 	}
 	return t
 }

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/bootstrap"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
+	"github.com/xds-workbench/lab/experiments/bench/churn"
+	"github.com/xds-workbench/lab/experiments/bench/ondemand"
 	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
-	"github.com/xds-workbench/lab/shared/stats"
 )
 
 // Sample is one publish (the initial state or one change of the workload) in one
@@ -44,15 +46,15 @@ type Sample struct {
 	// What the control plane sent in this step, from the recorder's send events, totalled
 	// over every client. Bytes is the protobuf size of each response (gRPC and HTTP/2
 	// framing, about 14 bytes a message, not included).
-	Responses int                  `json:"responses"`
-	Resources int                  `json:"resources"`
-	Redundant int                  `json:"redundant"`
-	Removed   int                  `json:"removed,omitempty"`
-	Bytes     int64                `json:"bytes"`
-	ByType    map[string]TypeTally `json:"by_type"`
-	Acks      int                  `json:"acks"`
-	Nacks     int                  `json:"nacks"`
-	Unmatched int                  `json:"unmatched,omitempty"`
+	Responses int                            `json:"responses"`
+	Resources int                            `json:"resources"`
+	Redundant int                            `json:"redundant"`
+	Removed   int                            `json:"removed,omitempty"`
+	Bytes     int64                          `json:"bytes"`
+	ByType    map[string]benchcore.TypeTally `json:"by_type"`
+	Acks      int                            `json:"acks"`
+	Nacks     int                            `json:"nacks"`
+	Unmatched int                            `json:"unmatched,omitempty"`
 
 	// BuildMS: build and validate the resources and hash each one.
 	BuildMS float64 `json:"build_ms"`
@@ -68,7 +70,7 @@ type Sample struct {
 	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
 	Polls       int      `json:"polls,omitempty"`
 	// Answer (Envoy) is that first answer that showed the change.
-	Answer *Answer `json:"answer,omitempty"`
+	Answer *benchcore.Answer `json:"answer,omitempty"`
 	// SimulatedEndpoint, SimulatedStatus and SimulatedServer (simulated client): where
 	// its accepted state routes Path, the status it would answer, and the server header.
 	SimulatedEndpoint string `json:"simulated_endpoint,omitempty"`
@@ -132,7 +134,7 @@ type Config struct {
 	PollIntervalAckedMS float64     `json:"poll_interval_after_ack_ms,omitempty"`
 	// PerProxy (K > 1) is p50, p99 and max of each per-proxy figure over the Envoys x
 	// the repeats (PerProxyMetrics).
-	PerProxy map[string]Percentiles `json:"per_proxy,omitempty"`
+	PerProxy map[string]benchcore.Percentiles `json:"per_proxy,omitempty"`
 	// ChangedCluster and Path: the cluster the first change touches and its path (the
 	// endpoint, route and listener workloads change cluster 0 every time; cluster-add
 	// and cluster-remove a new one each repeat, named in each sample's path).
@@ -169,36 +171,13 @@ type Config struct {
 	Updates             []Sample `json:"updates"`
 	// EnvoyExits is, per Envoy, how it exited after /quitquitquit: in SotW the time
 	// grows with N² (docs/performance.md, "Why SotW Envoys take long to exit").
-	EnvoyExits []EnvoyExit `json:"envoy_exits,omitempty"`
+	EnvoyExits []benchcore.EnvoyExit `json:"envoy_exits,omitempty"`
 	// Stability says whether the medians held (Options.UntilStable).
 	Stability *Stability `json:"stability,omitempty"`
 	// Summary is median, min and max over Updates, per metric key.
-	Summary   map[string]Stat `json:"summary"`
-	DurationS float64         `json:"duration_s"`
-	Error     string          `json:"error,omitempty"`
-}
-
-// EnvoyExit is how one Envoy exited when the bench stopped it.
-type EnvoyExit struct {
-	// MS is from /quitquitquit to the process gone.
-	MS float64 `json:"ms"`
-	// KilledInTeardown: a SotW Envoy had begun to shut down, was still tearing down at
-	// the end of its grace and SIGTERM, and was killed (MS is then when it was killed).
-	KilledInTeardown bool `json:"killed_in_teardown,omitempty"`
-	// GRPC: a grpc-go client process (--client grpc), stopped by SIGTERM; killed when
-	// still running after its grace (KilledInTeardown).
-	GRPC bool `json:"grpc,omitempty"`
-}
-
-// Stat is the median, min and max of one metric over the repeats, and its quartiles
-// (stats.Percentile: nearest rank), from which a ratio's spread is read.
-type Stat struct {
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	P25    float64 `json:"p25,omitempty"`
-	P75    float64 `json:"p75,omitempty"`
-	Count  int     `json:"count"`
+	Summary   map[string]benchcore.Stat `json:"summary"`
+	DurationS float64                   `json:"duration_s"`
+	Error     string                    `json:"error,omitempty"`
 }
 
 // Ratio is, for one workload at one N, a SotW series' median divided by the median of
@@ -284,18 +263,18 @@ type Report struct {
 	TapRatios []Ratio  `json:"tap_over_direct,omitempty"`
 	Growth    []Growth `json:"growth"`
 	// OnDemand are the on-demand axis' configurations (--on-demand), in run order.
-	OnDemand []*OnDemandConfig `json:"on_demand,omitempty"`
+	OnDemand []*ondemand.OnDemandConfig `json:"on_demand,omitempty"`
 	// Churn are the churn axis' configurations (--churn), in run order.
-	Churn []*ChurnConfig `json:"churn,omitempty"`
+	Churn []*churn.ChurnConfig `json:"churn,omitempty"`
 }
 
-func newReport(o *Options, bin envoy.Binary) *Report {
+func newReport(o *benchcore.Options, bin envoy.Binary) *Report {
 	r := &Report{
 		Started: time.Now().UTC().Format(time.RFC3339),
 		Host:    host(),
 		Options: RunOptions{Clusters: o.Clusters, Clients: o.Clients, Client: o.Client, Modes: o.Modes, Workloads: o.Workloads, Repeat: o.Repeat, UntilStable: o.UntilStable},
 	}
-	if !slices.Equal(o.Through, DefaultThrough) {
+	if !slices.Equal(o.Through, benchcore.DefaultThrough) {
 		r.Options.Through = o.Through
 	}
 	if o.Envoys > 1 {
@@ -304,18 +283,18 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 	if o.EnvoyStats != bootstrap.StatsAll {
 		r.Options.EnvoyStats = o.EnvoyStats
 	}
-	if o.Unprobed != UnprobedDeadPort {
+	if o.Unprobed != benchcore.UnprobedDeadPort {
 		r.Options.Unprobed = o.Unprobed
 	}
 	for _, od := range o.OnDemand {
-		r.Options.OnDemand = append(r.Options.OnDemand, ShapeName(od))
+		r.Options.OnDemand = append(r.Options.OnDemand, benchcore.ShapeName(od))
 	}
 	if len(o.OnDemand) > 0 {
 		r.Options.ColdHosts = o.ColdHosts
 	}
 	if len(o.Churn) > 0 {
 		r.Options.Churn, r.Options.ChurnRequests, r.Options.ChurnRate = o.Churn, o.ChurnRequests, o.ChurnRate
-		r.Options.ChurnEveryMS, r.Options.ConnCostMS = ms(o.ChurnEvery), ms(o.ConnCost)
+		r.Options.ChurnEveryMS, r.Options.ConnCostMS = benchcore.Millis(o.ChurnEvery), benchcore.Millis(o.ConnCost)
 	}
 	for _, c := range o.Caches {
 		r.Options.Caches = append(r.Options.Caches, string(c))
@@ -334,7 +313,7 @@ func newReport(o *Options, bin envoy.Binary) *Report {
 func (r *Report) finish(start time.Time) {
 	r.Finished = time.Now().UTC().Format(time.RFC3339)
 	r.WallSeconds = time.Since(start).Seconds()
-	r.Host.LoadEnd = loadAvg()
+	r.Host.LoadEnd = benchcore.LoadAvg()
 	r.Ratios = ratios(r.Configs)
 	r.Growth = growth(r.Configs)
 	r.TapRatios = tapRatios(r.Configs)
@@ -410,8 +389,8 @@ func (s Sample) Value(key string) (float64, bool) {
 	return m.get(s)
 }
 
-func summarize(samples []Sample) map[string]Stat {
-	out := map[string]Stat{}
+func summarize(samples []Sample) map[string]benchcore.Stat {
+	out := map[string]benchcore.Stat{}
 	for _, m := range Metrics {
 		var v []float64
 		for _, s := range samples {
@@ -420,16 +399,10 @@ func summarize(samples []Sample) map[string]Stat {
 			}
 		}
 		if len(v) > 0 {
-			out[m.Key] = statOf(v)
+			out[m.Key] = benchcore.StatOf(v)
 		}
 	}
 	return out
-}
-
-func statOf(v []float64) Stat {
-	sorted := slices.Sorted(slices.Values(v))
-	return Stat{Median: stats.Median(v), Min: sorted[0], Max: sorted[len(sorted)-1],
-		P25: stats.Percentile(sorted, 25), P75: stats.Percentile(sorted, 75), Count: len(v)}
 }
 
 // ratioMetrics are the figures compared between protocols and sizes: all of them (a
@@ -459,9 +432,9 @@ func ratios(cfgs []*Config) []Ratio {
 		if c.Mode != protocol.SotW || c.Error != "" {
 			continue
 		}
-		name := seriesName(publish.Cache(c.Cache), protocol.Delta, "")
-		if c.Through == ThroughTap {
-			name += tapSuffix
+		name := benchcore.SeriesName(publish.Cache(c.Cache), protocol.Delta, "")
+		if c.Through == benchcore.ThroughTap {
+			name += benchcore.TapSuffix
 		}
 		d := find(cfgs, c.Workload, name, c.N)
 		if d == nil {
@@ -481,7 +454,7 @@ func medianRatio(c, d *Config) Ratio {
 
 // divide is num's medians over den's, metric by metric (ratioMetrics), each with its
 // spread when both samples have quartiles.
-func divide(num, den map[string]Stat) (map[string]float64, map[string][2]float64) {
+func divide(num, den map[string]benchcore.Stat) (map[string]float64, map[string][2]float64) {
 	ratios, spreads := map[string]float64{}, map[string][2]float64{}
 	for _, k := range ratioMetrics {
 		a, ok1 := num[k]
@@ -505,10 +478,10 @@ func divide(num, den map[string]Stat) (map[string]float64, map[string][2]float64
 func tapRatios(cfgs []*Config) []Ratio {
 	var out []Ratio
 	for _, c := range cfgs {
-		if c.Through != ThroughTap || c.Error != "" {
+		if c.Through != benchcore.ThroughTap || c.Error != "" {
 			continue
 		}
-		d := find(cfgs, c.Workload, strings.TrimSuffix(c.Series, tapSuffix), c.N)
+		d := find(cfgs, c.Workload, strings.TrimSuffix(c.Series, benchcore.TapSuffix), c.N)
 		if d == nil {
 			continue
 		}
@@ -592,7 +565,7 @@ func ReadReport(path string) (*Report, error) {
 			c.Cache = string(publish.SnapshotCache)
 		}
 		if c.Workload == "" {
-			c.Workload = WorkloadEndpoint
+			c.Workload = benchcore.WorkloadEndpoint
 		}
 	}
 	for i := range r.Ratios {
@@ -600,19 +573,19 @@ func ReadReport(path string) (*Report, error) {
 			r.Ratios[i].Cache = string(publish.SnapshotCache)
 		}
 		if r.Ratios[i].Workload == "" {
-			r.Ratios[i].Workload = WorkloadEndpoint
+			r.Ratios[i].Workload = benchcore.WorkloadEndpoint
 		}
 	}
 	for i := range r.Growth {
 		if r.Growth[i].Workload == "" {
-			r.Growth[i].Workload = WorkloadEndpoint
+			r.Growth[i].Workload = benchcore.WorkloadEndpoint
 		}
 	}
 	if len(r.Options.Caches) == 0 {
 		r.Options.Caches = []string{string(publish.SnapshotCache)}
 	}
 	if len(r.Options.Workloads) == 0 {
-		r.Options.Workloads = []string{WorkloadEndpoint}
+		r.Options.Workloads = []string{benchcore.WorkloadEndpoint}
 	}
 	return &r, nil
 }

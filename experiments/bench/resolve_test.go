@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
@@ -14,20 +15,20 @@ import (
 // endpoint workload, the on-demand axis to delta; chosen modes or workloads stay.
 func TestResolveDefaultsThatDependOnOtherOptions(t *testing.T) {
 	t.Parallel()
-	n := Names{Modes: []string{"sotw", "delta"}, SotWVersions: []string{"per-type"}, Caches: []string{"linear"}}
-	o := Options{Client: ClientEnvoy, Workloads: DefaultWorkloads}.Resolve(n, false, false)
+	n := benchcore.Names{Modes: []string{"sotw", "delta"}, SotWVersions: []string{"per-type"}, Caches: []string{"linear"}}
+	o := benchcore.Options{Client: benchcore.ClientEnvoy, Workloads: benchcore.DefaultWorkloads}.Resolve(n, false, false)
 	assert.Equal(t, []protocol.Mode{protocol.SotW, protocol.Delta}, o.Modes)
 	assert.Equal(t, []publish.VersionStrategy{publish.PerType}, o.SotWVersions)
 	assert.Equal(t, []publish.Cache{publish.LinearCache}, o.Caches)
 
-	g := Options{Client: ClientGRPC, Workloads: []string{WorkloadRoute}}
+	g := benchcore.Options{Client: benchcore.ClientGRPC, Workloads: []string{benchcore.WorkloadRoute}}
 	assert.Equal(t, []protocol.Mode{protocol.SotW}, g.Resolve(n, false, false).Modes)
-	assert.Equal(t, []string{WorkloadEndpoint}, g.Resolve(n, false, false).Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint}, g.Resolve(n, false, false).Workloads)
 	assert.Equal(t, []protocol.Mode{protocol.SotW, protocol.Delta}, g.Resolve(n, true, true).Modes, "chosen: Validate refuses them")
-	assert.Equal(t, []string{WorkloadRoute}, g.Resolve(n, true, true).Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadRoute}, g.Resolve(n, true, true).Workloads)
 
 	n.OnDemand = []string{"vhds"}
-	od := Options{Client: ClientEnvoy}.Resolve(n, false, false)
+	od := benchcore.Options{Client: benchcore.ClientEnvoy}.Resolve(n, false, false)
 	assert.Equal(t, []protocol.Mode{protocol.Delta}, od.Modes)
 	assert.Equal(t, []resources.OnDemand{{VirtualHosts: true}}, od.OnDemand)
 }
@@ -35,11 +36,11 @@ func TestResolveDefaultsThatDependOnOtherOptions(t *testing.T) {
 // TestCheckNames: each list item's reader says what is wrong without the item.
 func TestCheckNames(t *testing.T) {
 	t.Parallel()
-	assert.NoError(t, CheckThrough(ThroughTap))
-	assert.EqualError(t, CheckThrough("proxy"), "unknown way (want direct or tap)")
-	assert.NoError(t, CheckWorkload(WorkloadRoute))
-	assert.ErrorContains(t, CheckWorkload("routes"), "unknown workload (want ")
-	assert.NoError(t, CheckSotWVersion("per-type"))
-	assert.EqualError(t, CheckSotWVersion(""), "empty (want uniform or per-type)")
-	assert.EqualError(t, CheckSotWVersion("typed"), "unknown version strategy (want uniform or per-type)")
+	assert.NoError(t, benchcore.CheckThrough(benchcore.ThroughTap))
+	assert.EqualError(t, benchcore.CheckThrough("proxy"), "unknown way (want direct or tap)")
+	assert.NoError(t, benchcore.CheckWorkload(benchcore.WorkloadRoute))
+	assert.ErrorContains(t, benchcore.CheckWorkload("routes"), "unknown workload (want ")
+	assert.NoError(t, benchcore.CheckSotWVersion("per-type"))
+	assert.EqualError(t, benchcore.CheckSotWVersion(""), "empty (want uniform or per-type)")
+	assert.EqualError(t, benchcore.CheckSotWVersion("typed"), "unknown version strategy (want uniform or per-type)")
 }

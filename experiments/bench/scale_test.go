@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/publish"
 )
@@ -18,15 +19,15 @@ import (
 // package wrote.
 func TestScaleReadsBenchJSON(t *testing.T) {
 	out := t.TempDir()
-	rep, err := Run(context.Background(), Options{
-		Clusters: []int{1, 10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
-		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{WorkloadEndpoint, WorkloadClusterAdd},
+	rep, err := Run(context.Background(), benchcore.Options{
+		Clusters: []int{1, 10}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd},
 		Repeat: 2, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)
 	s, err := compare.LoadScale(filepath.Join(out, "bench.json"))
 	require.NoError(t, err)
-	assert.Equal(t, ClientSim, s.Client)
+	assert.Equal(t, benchcore.ClientSim, s.Client)
 	assert.True(t, s.Simulated)
 	require.Len(t, s.Points, len(rep.Configs))
 	for i, c := range rep.Configs {
@@ -37,7 +38,7 @@ func TestScaleReadsBenchJSON(t *testing.T) {
 		assert.Equal(t, c.Summary["bytes"].Max, p.BytesMax)
 		assert.Equal(t, c.Summary["resources"].Median, p.Resources)
 		assert.Equal(t, c.Updates[0].ByType["CDS"].Resources, p.CDS)
-		if c.Workload == WorkloadClusterAdd && c.Mode == "sotw" {
+		if c.Workload == benchcore.WorkloadClusterAdd && c.Mode == "sotw" {
 			assert.Equal(t, c.N+1, p.CDS, "a SotW cluster add sends every cluster")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/stats"
 )
 
@@ -40,16 +41,16 @@ const stableCap = 4
 // measureRepeats measures the configuration's changes (repeat 1..Repeat, then batches
 // while UntilStable and the medians move), each sample with the load average it ran in.
 func (r *configRun) measureRepeats(ctx context.Context) error {
-	want := r.e.o.Repeat
+	want := r.e.Options.Repeat
 	limit := want
-	extend := r.e.o.UntilStable && repeatable(r.w)
+	extend := r.e.Options.UntilStable && repeatable(r.w)
 	if extend {
-		limit = min(stableCap*want, MaxRepeat)
+		limit = min(stableCap*want, benchcore.MaxRepeat)
 	}
 	batch := max(3, want/2)
 	var before map[string]float64
 	for i := 1; i <= limit; i++ {
-		load := loadAvg()
+		load := benchcore.LoadAvg()
 		s, err := r.measure(ctx, "update-"+strconv.Itoa(i), i)
 		if err != nil {
 			return fmt.Errorf("repeat %d: %w", i, err)
@@ -73,14 +74,16 @@ func (r *configRun) measureRepeats(ctx context.Context) error {
 	if extend && (r.cfg.Stability == nil || !r.cfg.Stability.Stable) {
 		r.say("medians not stable after %d changes (cap %d x --repeat): say so with the figures", len(r.cfg.Updates), stableCap)
 	}
-	if !extend && r.e.o.UntilStable {
+	if !extend && r.e.Options.UntilStable {
 		r.cfg.Stability = &Stability{Reason: "the " + r.w + " workload changes N with every change: measured --repeat times only", Changes: len(r.cfg.Updates)}
 	}
 	return nil
 }
 
 // repeatable: the workload can change more times than --repeat at the same N.
-func repeatable(w string) bool { return w != WorkloadClusterAdd && w != WorkloadClusterRemove }
+func repeatable(w string) bool {
+	return w != benchcore.WorkloadClusterAdd && w != benchcore.WorkloadClusterRemove
+}
 
 func medians(samples []Sample) map[string]float64 {
 	out := map[string]float64{}
@@ -118,7 +121,7 @@ func stabilityOf(before, now map[string]float64, changes int) Stability {
 // ratioSpread is the range a ratio of medians a/b can take within the middle halves of the
 // two samples: [a's p25 ÷ b's p75, a's p75 ÷ b's p25]. A ratio whose spread straddles 1
 // is not a difference.
-func ratioSpread(a, b Stat) [2]float64 {
+func ratioSpread(a, b benchcore.Stat) [2]float64 {
 	if b.P75 <= 0 || b.P25 <= 0 {
 		return [2]float64{}
 	}

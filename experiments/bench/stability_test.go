@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/publish"
 )
 
@@ -22,13 +23,13 @@ func TestStabilityOf(t *testing.T) {
 }
 
 func TestRatioSpread(t *testing.T) {
-	a := Stat{Median: 2, P25: 1.8, P75: 2.4}
-	b := Stat{Median: 1, P25: 0.9, P75: 1.2}
+	a := benchcore.Stat{Median: 2, P25: 1.8, P75: 2.4}
+	b := benchcore.Stat{Median: 1, P25: 0.9, P75: 1.2}
 	sp := ratioSpread(a, b)
 	assert.InDelta(t, 1.5, sp[0], 1e-9, "a's p25 ÷ b's p75")
 	assert.InDelta(t, 2.4/0.9, sp[1], 1e-9, "a's p75 ÷ b's p25")
-	ratios, spreads := divide(map[string]Stat{"ack_ms": a, "resources": {Median: 3, P25: 3, P75: 3}},
-		map[string]Stat{"ack_ms": b, "resources": {Median: 1, P25: 1, P75: 1}})
+	ratios, spreads := divide(map[string]benchcore.Stat{"ack_ms": a, "resources": {Median: 3, P25: 3, P75: 3}},
+		map[string]benchcore.Stat{"ack_ms": b, "resources": {Median: 1, P25: 1, P75: 1}})
 	assert.Equal(t, 2.0, ratios["ack_ms"])
 	cells := ratioCells(ratios, spreads, []string{"resources", "ack_ms"})
 	assert.Equal(t, []string{"3.00x", "2.00x [1.50–2.67x]"}, cells, "a time shows its spread, a count does not")
@@ -45,16 +46,16 @@ func TestLoadCell(t *testing.T) {
 // four times Repeat changes; a workload that changes N is measured Repeat times and
 // says why.
 func TestUntilStable(t *testing.T) {
-	rep, _, progress := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
-		Workloads: []string{WorkloadEndpoint, WorkloadClusterAdd}, Repeat: 3, UntilStable: true,
+	rep, _, progress := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Workloads: []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd}, Repeat: 3, UntilStable: true,
 	})
 	for _, c := range rep.Configs {
 		require.NotNil(t, c.Stability, c.Series)
 		for _, s := range c.Updates {
 			assert.Len(t, strings.Fields(s.LoadAvg), 3, "%s: the load average with each change", c.Series)
 		}
-		if c.Workload == WorkloadClusterAdd {
+		if c.Workload == benchcore.WorkloadClusterAdd {
 			assert.False(t, c.Stability.Checked)
 			assert.Contains(t, c.Stability.Reason, "changes N with every change")
 			assert.Len(t, c.Updates, 3)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -36,8 +37,8 @@ import (
 // nothing sends no request.
 func TestSweepStuckClient(t *testing.T) {
 	const k, repeat = 3, 4
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{1000}, Clients: k, StuckClients: 1, Client: ClientSim, Modes: DefaultModes,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{1000}, Clients: k, StuckClients: 1, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes,
 		SotWVersions: []publish.VersionStrategy{publish.PerType},
 		Caches:       []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Repeat: repeat,
 	})
@@ -64,7 +65,7 @@ func TestSweepStuckClient(t *testing.T) {
 // process). Publishes still return: the cache hands the stream's responses to a
 // buffered channel, and answers no watch the stuck client did not reopen.
 func TestStuckSendParksInFlowControl(t *testing.T) {
-	for _, mode := range DefaultModes {
+	for _, mode := range benchcore.DefaultModes {
 		for _, cache := range []publish.Cache{publish.SnapshotCache, publish.LinearCache} {
 			t.Run(mode.String()+"-"+string(cache), func(t *testing.T) {
 				o := controlplane.Options{Mode: mode, Cache: cache, Recorder: xdslog.NewRecorder(io.Discard, mode)}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/chart"
 )
 
@@ -26,11 +27,11 @@ type Panel struct {
 
 // proofTitle is what the data-plane time of each workload waits for.
 var proofTitle = map[string]string{
-	WorkloadEndpoint:      "new endpoint answers",
-	WorkloadClusterAdd:    "new cluster's path answers",
-	WorkloadClusterRemove: "removed path gets 404",
-	WorkloadRoute:         "other backend answers",
-	WorkloadListener:      "new server header",
+	benchcore.WorkloadEndpoint:      "new endpoint answers",
+	benchcore.WorkloadClusterAdd:    "new cluster's path answers",
+	benchcore.WorkloadClusterRemove: "removed path gets 404",
+	benchcore.WorkloadRoute:         "other backend answers",
+	benchcore.WorkloadListener:      "new server header",
 }
 
 // Panels returns the two panels of one workload: bytes per change, and time to converge
@@ -98,7 +99,7 @@ func (r *Report) chartPanel(p Panel, names []string) chart.Panel {
 				continue
 			}
 			if st, ok := c.Summary[p.Metric]; ok && st.Median > 0 {
-				tip := fmt.Sprintf("%s %s N=%d: median %s (min %s, max %s)", p.Workload, s, c.N, format(p.Unit, st.Median), format(p.Unit, st.Min), format(p.Unit, st.Max))
+				tip := fmt.Sprintf("%s %s N=%d: median %s (min %s, max %s)", p.Workload, s, c.N, benchcore.Format(p.Unit, st.Median), benchcore.Format(p.Unit, st.Min), benchcore.Format(p.Unit, st.Max))
 				pts = append(pts, chart.Point{N: c.N, Med: st.Median, Min: st.Min, Max: st.Max, Tip: tip})
 			}
 		}
@@ -142,5 +143,5 @@ func (r *Report) workloadsOrEndpoint() []string {
 	if w := r.workloads(); len(w) > 0 {
 		return w
 	}
-	return []string{WorkloadEndpoint}
+	return []string{benchcore.WorkloadEndpoint}
 }

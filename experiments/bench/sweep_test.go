@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/chart"
 
 	"github.com/stretchr/testify/assert"
@@ -29,14 +30,14 @@ import (
 // contains want, in one line.
 func assertOptionError(t *testing.T, err error, option, want string) {
 	t.Helper()
-	var oe *OptionError
+	var oe *benchcore.OptionError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, option, oe.Option)
 	assert.Contains(t, oe.Err.Error(), want)
 	assert.NotContains(t, err.Error(), "\n")
 }
 
-func sweep(t *testing.T, o Options) (*Report, string, string) {
+func sweep(t *testing.T, o benchcore.Options) (*Report, string, string) {
 	t.Helper()
 	out := &syncbuf.Buffer{} // progress output written while the sweep runs
 	o.Out = t.TempDir()
@@ -77,7 +78,7 @@ func checkStructure(t *testing.T, rep *Report, clients int) {
 func checkSent(t *testing.T, what string, want map[string]sent, s Sample, clients int) {
 	t.Helper()
 	var types []string
-	total := TypeTally{}
+	total := benchcore.TypeTally{}
 	for typ, w := range want {
 		got, ok := s.ByType[typ]
 		if w.maybe && !ok {
@@ -92,7 +93,7 @@ func checkSent(t *testing.T, what string, want map[string]sent, s Sample, client
 			n = got.Responses / w.responses
 			assert.True(t, n >= 1 && n <= clients && got.Responses%w.responses == 0, "%s %s: %d responses for %d clients", what, typ, got.Responses, clients)
 		}
-		exp := TypeTally{Responses: n * w.responses, Resources: n * w.resources, Redundant: n * w.redundant, Removed: n * w.removed, Bytes: got.Bytes}
+		exp := benchcore.TypeTally{Responses: n * w.responses, Resources: n * w.resources, Redundant: n * w.redundant, Removed: n * w.removed, Bytes: got.Bytes}
 		assert.Equal(t, exp, got, "%s %s", what, typ)
 		total.Responses += exp.Responses
 		total.Resources += exp.Resources
@@ -110,7 +111,7 @@ func checkSent(t *testing.T, what string, want map[string]sent, s Sample, client
 	assert.Equal(t, total.Removed, s.Removed, what)
 }
 
-func itoa(n int) string { return strings.TrimSpace(fmtCount(float64(n))) }
+func itoa(n int) string { return strings.TrimSpace(benchcore.FmtCount(float64(n))) }
 
 // checkFiles asserts the outputs parse: bench.json, bench.svg (XML with one group per
 // series and panel), bench.md, and every xds log, whose send events agree with the
@@ -199,8 +200,8 @@ func svgSeries(t *testing.T, svg []byte) []string {
 }
 
 func TestSweepSimulated(t *testing.T) {
-	rep, dir, progress := sweep(t, Options{
-		Clusters: []int{100, 10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1,
+	rep, dir, progress := sweep(t, benchcore.Options{
+		Clusters: []int{100, 10}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 6)
 	assert.Equal(t, []int{10, 100}, rep.Options.Clusters, "cluster counts are swept in ascending order")
@@ -208,7 +209,7 @@ func TestSweepSimulated(t *testing.T) {
 	checkFiles(t, rep, dir)
 	for _, c := range rep.Configs {
 		assert.Equal(t, publish.SnapshotCache, publish.Cache(c.Cache), "the default cache")
-		assert.Equal(t, WorkloadEndpoint, c.Workload, "the default workload")
+		assert.Equal(t, benchcore.WorkloadEndpoint, c.Workload, "the default workload")
 		for i, s := range c.Updates {
 			assert.Equal(t, []string{"endpoint-b", "endpoint-a"}[i%2], s.Backend)
 			assert.Contains(t, s.SimulatedEndpoint, ":", "the simulated client routes the changed path")
@@ -243,12 +244,12 @@ func TestSweepSimulated(t *testing.T) {
 
 func TestSweepFanOut(t *testing.T) {
 	const k = 3
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.Uniform}, Repeat: 1,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Clients: k, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.Uniform}, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 2)
 	for _, c := range rep.Configs {
-		assert.Equal(t, clientAckOnly, c.Client)
+		assert.Equal(t, benchcore.ClientAckOnly, c.Client)
 		assert.Equal(t, k, c.StreamsOpened, c.Series)
 	}
 	checkStructure(t, rep, k)
@@ -257,8 +258,8 @@ func TestSweepFanOut(t *testing.T) {
 
 func TestSweepEnvoy(t *testing.T) {
 	envoytest.Require(t)
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{100}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{100}, Client: benchcore.ClientEnvoy, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 3)
 	assert.NotEmpty(t, rep.EnvoyVersion)
@@ -268,7 +269,7 @@ func TestSweepEnvoy(t *testing.T) {
 		assert.Equal(t, "/quote/0", c.Path)
 		for i, s := range c.Updates {
 			require.NotNil(t, s.Answer, "%s %s", c.Series, s.Step)
-			assert.Equal(t, Answer{Status: 200, Backend: []string{"endpoint-b", "endpoint-a"}[i%2], Server: "envoy"}, *s.Answer, "%s %s", c.Series, s.Step)
+			assert.Equal(t, benchcore.Answer{Status: 200, Backend: []string{"endpoint-b", "endpoint-a"}[i%2], Server: "envoy"}, *s.Answer, "%s %s", c.Series, s.Step)
 		}
 		// The new endpoint answered a real request through Envoy, every time.
 		for _, s := range append([]Sample{c.Initial}, c.Updates...) {
@@ -287,44 +288,46 @@ func TestSweepEnvoy(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := func() Options {
-		return Options{Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions, Repeat: 1}
+	good := func() benchcore.Options {
+		return benchcore.Options{Clusters: []int{10}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions, Repeat: 1}
 	}
 	for name, tc := range map[string]struct {
-		edit         func(*Options)
+		edit         func(*benchcore.Options)
 		option, want string
 	}{
-		"no clusters":       {func(o *Options) { o.Clusters = nil }, OptionClusters, "give at least one cluster count"},
-		"zero clusters":     {func(o *Options) { o.Clusters = []int{0} }, OptionClusters, "0 is outside"},
-		"negative clusters": {func(o *Options) { o.Clusters = []int{-5} }, OptionClusters, "-5 is outside 1-100000"},
-		"huge clusters":     {func(o *Options) { o.Clusters = []int{MaxClusters + 1} }, OptionClusters, "100001 is outside"},
-		"duplicate N":       {func(o *Options) { o.Clusters = []int{10, 10} }, OptionClusters, "listed twice"},
-		"zero repeat":       {func(o *Options) { o.Repeat = 0 }, OptionRepeat, "outside 1-1000"},
-		"clients 1001":      {func(o *Options) { o.Clients = 1001 }, OptionClients, "outside 1-1000"},
-		"negative clients":  {func(o *Options) { o.Clients = -1 }, OptionClients, "outside 1-1000"},
-		"fan-out envoy":     {func(o *Options) { o.Clients, o.Client = 2, ClientEnvoy }, OptionClients, "needs the simulated client"},
-		"unknown client":    {func(o *Options) { o.Client = "curl" }, OptionClient, "unknown client"},
-		"unknown mode":      {func(o *Options) { o.Modes = []protocol.Mode{"incremental"} }, OptionModes, "unknown mode"},
-		"no modes":          {func(o *Options) { o.Modes = nil }, OptionModes, "give sotw, delta or both"},
-		"duplicate mode":    {func(o *Options) { o.Modes = []protocol.Mode{"delta", "delta"} }, OptionModes, "listed twice"},
-		"unknown strategy":  {func(o *Options) { o.SotWVersions = []publish.VersionStrategy{"lazy"} }, OptionSotWVersions, "unknown"},
-		"no strategy":       {func(o *Options) { o.SotWVersions = nil }, OptionSotWVersions, "give uniform, per-type or both"},
-		"negative timeout":  {func(o *Options) { o.Timeout = -time.Second }, OptionTimeout, "negative"},
-		"unknown cache":     {func(o *Options) { o.Caches = []publish.Cache{"lru"} }, OptionCaches, `unknown cache "lru"`},
-		"empty cache":       {func(o *Options) { o.Caches = []publish.Cache{""} }, OptionCaches, "empty"},
-		"duplicate cache":   {func(o *Options) { o.Caches = []publish.Cache{"linear", "linear"} }, OptionCaches, "linear is listed twice"},
-		"linear uniform": {func(o *Options) {
+		"no clusters":       {func(o *benchcore.Options) { o.Clusters = nil }, benchcore.OptionClusters, "give at least one cluster count"},
+		"zero clusters":     {func(o *benchcore.Options) { o.Clusters = []int{0} }, benchcore.OptionClusters, "0 is outside"},
+		"negative clusters": {func(o *benchcore.Options) { o.Clusters = []int{-5} }, benchcore.OptionClusters, "-5 is outside 1-100000"},
+		"huge clusters":     {func(o *benchcore.Options) { o.Clusters = []int{benchcore.MaxClusters + 1} }, benchcore.OptionClusters, "100001 is outside"},
+		"duplicate N":       {func(o *benchcore.Options) { o.Clusters = []int{10, 10} }, benchcore.OptionClusters, "listed twice"},
+		"zero repeat":       {func(o *benchcore.Options) { o.Repeat = 0 }, benchcore.OptionRepeat, "outside 1-1000"},
+		"clients 1001":      {func(o *benchcore.Options) { o.Clients = 1001 }, benchcore.OptionClients, "outside 1-1000"},
+		"negative clients":  {func(o *benchcore.Options) { o.Clients = -1 }, benchcore.OptionClients, "outside 1-1000"},
+		"fan-out envoy":     {func(o *benchcore.Options) { o.Clients, o.Client = 2, benchcore.ClientEnvoy }, benchcore.OptionClients, "needs the simulated client"},
+		"unknown client":    {func(o *benchcore.Options) { o.Client = "curl" }, benchcore.OptionClient, "unknown client"},
+		"unknown mode":      {func(o *benchcore.Options) { o.Modes = []protocol.Mode{"incremental"} }, benchcore.OptionModes, "unknown mode"},
+		"no modes":          {func(o *benchcore.Options) { o.Modes = nil }, benchcore.OptionModes, "give sotw, delta or both"},
+		"duplicate mode":    {func(o *benchcore.Options) { o.Modes = []protocol.Mode{"delta", "delta"} }, benchcore.OptionModes, "listed twice"},
+		"unknown strategy":  {func(o *benchcore.Options) { o.SotWVersions = []publish.VersionStrategy{"lazy"} }, benchcore.OptionSotWVersions, "unknown"},
+		"no strategy":       {func(o *benchcore.Options) { o.SotWVersions = nil }, benchcore.OptionSotWVersions, "give uniform, per-type or both"},
+		"negative timeout":  {func(o *benchcore.Options) { o.Timeout = -time.Second }, benchcore.OptionTimeout, "negative"},
+		"unknown cache":     {func(o *benchcore.Options) { o.Caches = []publish.Cache{"lru"} }, benchcore.OptionCaches, `unknown cache "lru"`},
+		"empty cache":       {func(o *benchcore.Options) { o.Caches = []publish.Cache{""} }, benchcore.OptionCaches, "empty"},
+		"duplicate cache":   {func(o *benchcore.Options) { o.Caches = []publish.Cache{"linear", "linear"} }, benchcore.OptionCaches, "linear is listed twice"},
+		"linear uniform": {func(o *benchcore.Options) {
 			o.Caches, o.Modes, o.SotWVersions = []publish.Cache{publish.LinearCache}, []protocol.Mode{"sotw"}, []publish.VersionStrategy{publish.Uniform}
-		}, OptionSotWVersions, "uniform needs the snapshot cache"},
-		"unknown workload": {func(o *Options) { o.Workloads = []string{"cluster-move"} }, OptionWorkloads, `unknown workload "cluster-move"`},
-		"unknown unprobed": {func(o *Options) { o.Unprobed = "live" }, OptionUnprobed, "unknown setting (want dead-port or no-endpoints)"},
-		"unprobed on demand": {func(o *Options) {
-			o.Unprobed, o.Client, o.Modes, o.OnDemand = UnprobedNoEndpoints, ClientEnvoy, []protocol.Mode{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
-		}, OptionUnprobed, "the on-demand sequence has its own states"},
-		"duplicate workload": {func(o *Options) { o.Workloads = []string{"route", "endpoint", "route"} }, OptionWorkloads, "route is listed twice"},
-		"route needs two":    {func(o *Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, OptionClusters, "the route workload"},
-		"remove too many": {func(o *Options) { o.Clusters, o.Repeat, o.Workloads = []int{3, 10}, 3, []string{"cluster-remove"} },
-			OptionRepeat, "the cluster-remove workload removes one cluster per repeat"},
+		}, benchcore.OptionSotWVersions, "uniform needs the snapshot cache"},
+		"unknown workload": {func(o *benchcore.Options) { o.Workloads = []string{"cluster-move"} }, benchcore.OptionWorkloads, `unknown workload "cluster-move"`},
+		"unknown unprobed": {func(o *benchcore.Options) { o.Unprobed = "live" }, benchcore.OptionUnprobed, "unknown setting (want dead-port or no-endpoints)"},
+		"unprobed on demand": {func(o *benchcore.Options) {
+			o.Unprobed, o.Client, o.Modes, o.OnDemand = benchcore.UnprobedNoEndpoints, benchcore.ClientEnvoy, []protocol.Mode{"delta"}, []resources.OnDemand{{VirtualHosts: true}}
+		}, benchcore.OptionUnprobed, "the on-demand sequence has its own states"},
+		"duplicate workload": {func(o *benchcore.Options) { o.Workloads = []string{"route", "endpoint", "route"} }, benchcore.OptionWorkloads, "route is listed twice"},
+		"route needs two":    {func(o *benchcore.Options) { o.Clusters, o.Workloads = []int{1, 10}, []string{"route"} }, benchcore.OptionClusters, "the route workload"},
+		"remove too many": {func(o *benchcore.Options) {
+			o.Clusters, o.Repeat, o.Workloads = []int{3, 10}, 3, []string{"cluster-remove"}
+		},
+			benchcore.OptionRepeat, "the cluster-remove workload removes one cluster per repeat"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good()
@@ -337,26 +340,26 @@ func TestValidate(t *testing.T) {
 	// The rules between options are typed, so a caller can word them.
 	o := good()
 	o.Clusters, o.Workloads = []int{1, 10}, []string{"route"}
-	require.ErrorIs(t, o.Validate(), ErrRouteNeedsTwo)
+	require.ErrorIs(t, o.Validate(), benchcore.ErrRouteNeedsTwo)
 	o = good()
 	o.Caches, o.Modes, o.SotWVersions = []publish.Cache{publish.LinearCache}, []protocol.Mode{"sotw"}, []publish.VersionStrategy{publish.Uniform}
-	require.ErrorIs(t, o.Validate(), ErrUniformNeedsSnapshot)
+	require.ErrorIs(t, o.Validate(), benchcore.ErrUniformNeedsSnapshot)
 	o = good()
 	o.Modes = []protocol.Mode{"delta"}
 	o.SotWVersions = nil // ignored without sotw
 	require.NoError(t, o.Validate())
 	assert.Equal(t, 1, o.Clients)
-	assert.Equal(t, DefaultTimeout, o.Timeout)
+	assert.Equal(t, benchcore.DefaultTimeout, o.Timeout)
 	assert.Contains(t, o.Out, filepath.Join("experiments", "evidence", "bench"))
 	assert.Equal(t, []publish.Cache{publish.SnapshotCache}, o.Caches, "the default cache")
-	assert.Equal(t, []string{WorkloadEndpoint}, o.Workloads, "the default workload")
-	assert.Equal(t, UnprobedDeadPort, o.Unprobed, "the default: what every figure before --unprobed used")
-	ser, notes := o.series()
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint}, o.Workloads, "the default workload")
+	assert.Equal(t, benchcore.UnprobedDeadPort, o.Unprobed, "the default: what every figure before --unprobed used")
+	ser, notes := o.Series()
 	assert.Equal(t, []string{"delta"}, namesOf(ser))
 	assert.Empty(t, notes)
 	o = good()
 	require.NoError(t, o.Validate())
-	ser, notes = o.series()
+	ser, notes = o.Series()
 	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta"}, namesOf(ser))
 	assert.Empty(t, notes)
 
@@ -365,35 +368,28 @@ func TestValidate(t *testing.T) {
 	o = good()
 	o.Caches = []publish.Cache{publish.SnapshotCache, publish.LinearCache}
 	require.NoError(t, o.Validate())
-	ser, notes = o.series()
+	ser, notes = o.Series()
 	assert.Equal(t, []string{"sotw-uniform", "sotw-per-type", "delta", "sotw-per-type/linear", "delta/linear"}, namesOf(ser))
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "sotw-uniform is not run with --cache linear")
 	for _, s := range ser {
-		assert.NotContains(t, s.file(), "/", "a series names files")
+		assert.NotContains(t, s.File(), "/", "a series names files")
 	}
 	// Linear alone with both strategies: per-type runs, uniform is a note, not an error.
 	o = good()
 	o.Caches = []publish.Cache{publish.LinearCache}
 	require.NoError(t, o.Validate())
-	ser, notes = o.series()
+	ser, notes = o.Series()
 	assert.Equal(t, []string{"sotw-per-type/linear", "delta/linear"}, namesOf(ser))
 	assert.Len(t, notes, 1)
 }
 
-func namesOf(s []series) []string {
+func namesOf(s []benchcore.Series) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
-		out[i] = x.name
+		out[i] = x.Name
 	}
 	return out
-}
-
-func TestStatOf(t *testing.T) {
-	// Quartiles by nearest rank: p25 of 4 values is the 1st, p75 the 3rd.
-	assert.Equal(t, Stat{Median: 2, Min: 1, Max: 9, P25: 1, P75: 9, Count: 3}, statOf([]float64{9, 1, 2}))
-	assert.Equal(t, Stat{Median: 2.5, Min: 1, Max: 4, P25: 1, P75: 3, Count: 4}, statOf([]float64{4, 1, 3, 2}))
-	assert.Equal(t, Stat{Median: 7, Min: 7, Max: 7, P25: 7, P75: 7, Count: 1}, statOf([]float64{7}))
 }
 
 func TestLogRange(t *testing.T) {
@@ -407,73 +403,6 @@ func TestLogRange(t *testing.T) {
 	assert.Less(t, lo, hi, "no positive value still gives a usable range")
 }
 
-func TestField1(t *testing.T) {
-	// Cluster{name: "inventory-0001", connect_timeout: 1s} encoded by hand: field 2
-	// (connect_timeout) first, to check the scan skips fields before the name.
-	b := []byte{0x12, 0x02, 0x08, 0x01, 0x0a, 0x0e}
-	b = append(b, "inventory-0001"...)
-	got, ok := field1(b)
-	require.True(t, ok)
-	assert.Equal(t, "inventory-0001", got)
-	_, ok = field1([]byte{0x0a, 0x10, 'x'}) // truncated
-	assert.False(t, ok)
-}
-
-func TestMeter(t *testing.T) {
-	m := newMeter()
-	red, fresh := true, false
-	ev := func(e xdslog.Event) { m.observe(e) }
-	ev(xdslog.Event{Event: xdslog.EventStreamOpen, Stream: 1})
-	ev(xdslog.Event{Event: xdslog.EventRequest, Stream: 1, Type: "CDS"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, m.waitSubscribed(ctx, 1))
-
-	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-1", Stream: 1, Type: "EDS", Version: "2", Bytes: 100,
-		Resources: []xdslog.Resource{{Name: "a", Redundant: &red}, {Name: "b", Redundant: &fresh}}})
-	ev(xdslog.Event{Event: xdslog.EventAck, Step: "update-1", Stream: 1, Type: "EDS", SentVersion: "2"})
-	eds2 := map[string]string{"EDS": "2"}
-	_, err := m.waitConverged(ctx, "update-1", 1, want{versions: eds2, types: []string{"EDS"}})
-	require.NoError(t, err)
-	// An ACK at another version is not convergence (a cancelled context: the condition
-	// is checked once).
-	done, cancelDone := context.WithCancel(context.Background())
-	cancelDone()
-	_, err = m.waitConverged(done, "update-1", 1, want{versions: map[string]string{"EDS": "mh3.2"}, types: []string{"EDS"}})
-	require.ErrorIs(t, err, context.Canceled)
-
-	// Names that went away: converged once the client unsubscribed in this step, by a
-	// request or a stale one (the library ignores it; the client let go all the same).
-	gone := map[string][]string{"EDS": {"a", "c"}}
-	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
-	require.ErrorIs(t, err, context.Canceled, "nothing unsubscribed yet")
-	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "initial", Stream: 1, Type: "EDS", Removed: []string{"c"}})
-	ev(xdslog.Event{Event: xdslog.EventRequest, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"a"}})
-	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
-	require.ErrorIs(t, err, context.Canceled, "c went in another step")
-	ev(xdslog.Event{Event: xdslog.EventStale, Step: "update-1", Stream: 1, Type: "EDS", Removed: []string{"c"}})
-	_, err = m.waitConverged(done, "update-1", 1, want{versions: eds2, types: []string{"EDS"}, dropped: gone})
-	require.NoError(t, err)
-	v := m.step("update-1")
-	assert.Equal(t, TypeTally{Responses: 1, Resources: 2, Redundant: 1, Bytes: 100}, v.ByType["EDS"])
-	assert.Equal(t, 1, v.Acks)
-
-	// A NACK ends the wait with its message instead of running into the deadline.
-	ev(xdslog.Event{Event: xdslog.EventSend, Step: "update-2", Stream: 1, Type: "EDS", Version: "3"})
-	ev(xdslog.Event{Event: xdslog.EventNack, Step: "update-2", Stream: 1, Type: "EDS", SentVersion: "3", Error: "bad endpoint"})
-	_, err = m.waitConverged(ctx, "update-2", 1, want{versions: map[string]string{"EDS": "3"}, types: []string{"EDS"}})
-	require.ErrorContains(t, err, "bad endpoint")
-	require.NoError(t, ctx.Err(), "the NACK ended the wait, not the deadline")
-
-	// A closed stream no longer counts towards convergence.
-	ev(xdslog.Event{Event: xdslog.EventStreamClose, Stream: 1})
-	short, cancelShort := context.WithCancel(context.Background())
-	cancelShort()
-	_, err = m.waitConverged(short, "update-1", 1, want{versions: eds2, types: []string{"EDS"}})
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 1, m.streamsOpened())
-}
-
 // TestReadOldReport: a bench.json from before the cache and workload axes (the committed
 // docs/bench run) reads as the snapshot cache and the endpoint workload, and renders.
 func TestReadOldReport(t *testing.T) {
@@ -482,10 +411,10 @@ func TestReadOldReport(t *testing.T) {
 	require.NotEmpty(t, rep.Configs)
 	for _, c := range rep.Configs {
 		assert.Equal(t, string(publish.SnapshotCache), c.Cache)
-		assert.Equal(t, WorkloadEndpoint, c.Workload)
+		assert.Equal(t, benchcore.WorkloadEndpoint, c.Workload)
 	}
 	assert.Equal(t, []string{"snapshot"}, rep.Options.Caches)
-	assert.Equal(t, []string{WorkloadEndpoint}, rep.Options.Workloads)
+	assert.Equal(t, []string{benchcore.WorkloadEndpoint}, rep.Options.Workloads)
 	assert.Contains(t, rep.Markdown(), "| endpoint | snapshot | 10000 | delta |")
 	assert.Contains(t, svgSeries(t, rep.SVG()), "endpoint-time-sotw-per-type")
 }

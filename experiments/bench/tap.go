@@ -19,22 +19,6 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
-// How a series reaches its control plane (--through).
-const (
-	// ThroughDirect: the client connects to the control plane (the bench as it always ran).
-	ThroughDirect = "direct"
-	// ThroughTap: the client connects to an ADS tap (experiments/tap) forwarding to the
-	// control plane; the series is named "<series>+tap" and the tap records its own log,
-	// xds-<stem>.tap.log, beside the control plane's.
-	ThroughTap = "tap"
-)
-
-// tapSuffix is what a series through the tap adds to its name.
-const tapSuffix = "+tap"
-
-// DefaultThrough measures the control plane directly only.
-var DefaultThrough = []string{ThroughDirect}
-
 // tapStartTimeout bounds how long a tap subprocess may take to say where it listens;
 // tapStopGrace how long it may take to stop on SIGTERM before it is killed.
 const (
@@ -65,15 +49,15 @@ type benchTap struct {
 
 // startTap starts the configuration's tap in front of upstream, recording into logPath.
 func (r *configRun) startTap(upstream, logPath string) (*benchTap, error) {
-	if len(r.e.o.TapCommand) > 0 {
-		return startTapProcess(r.e.o.TapCommand, upstream, logPath, strings.TrimSuffix(logPath, ".tap.log")+".tap.out")
+	if len(r.e.Options.TapCommand) > 0 {
+		return startTapProcess(r.e.Options.TapCommand, upstream, logPath, strings.TrimSuffix(logPath, ".tap.log")+".tap.out")
 	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create tap log: %w", err)
 	}
 	bt := &benchTap{file: f}
-	mode := r.s.mode
+	mode := r.s.Mode
 	t, err := tap.New(tap.Config{Upstream: upstream, Recorder: func(m protocol.Mode) *xdslog.Recorder {
 		if m != mode || bt.rec != nil {
 			return nil // one log, one protocol: the bench's client speaks only mode

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -50,7 +51,7 @@ func checkThroughTap(t *testing.T, rep *Report, dir string, series int) {
 		assert.Equal(t, d.N, c.N)
 		assert.Empty(t, d.Through)
 		assert.Empty(t, d.TapLog)
-		assert.Equal(t, ThroughTap, c.Through)
+		assert.Equal(t, benchcore.ThroughTap, c.Through)
 		require.NotEmpty(t, c.TapLog)
 		assert.Equal(t, "xds-"+strings.ReplaceAll(c.Series, "/", "-")+"-N"+itoa(c.N)+".tap.log", c.TapLog)
 		require.Len(t, c.Updates, rep.Options.Repeat, c.Series)
@@ -81,18 +82,18 @@ func checkThroughTap(t *testing.T, rep *Report, dir string, series int) {
 	got, err := ReadReport(filepath.Join(dir, "bench.json"))
 	require.NoError(t, err)
 	assert.Len(t, got.TapRatios, series)
-	assert.Equal(t, []string{ThroughDirect, ThroughTap}, got.Options.Through)
+	assert.Equal(t, []string{benchcore.ThroughDirect, benchcore.ThroughTap}, got.Options.Through)
 }
 
 func TestThroughTapSim(t *testing.T) {
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
-		Through: []string{ThroughDirect, ThroughTap}, Repeat: 2,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Through: []string{benchcore.ThroughDirect, benchcore.ThroughTap}, Repeat: 2,
 	})
 	checkThroughTap(t, rep, dir, 2)
 	checkStructure(t, rep, 1)
 	for _, c := range rep.Configs {
-		if c.Through == ThroughTap {
+		if c.Through == benchcore.ThroughTap {
 			assert.Equal(t, "in-process: inside cp_cpu_ms", c.TapCPU)
 			assert.Nil(t, c.Updates[0].TapCPUMS)
 		}
@@ -101,9 +102,9 @@ func TestThroughTapSim(t *testing.T) {
 
 func TestThroughTapEnvoy(t *testing.T) {
 	envoytest.Require(t)
-	rep, dir, progress := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
-		Through: []string{ThroughDirect, ThroughTap}, Repeat: 2,
+	rep, dir, progress := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientEnvoy, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Through: []string{benchcore.ThroughDirect, benchcore.ThroughTap}, Repeat: 2,
 	})
 	t.Log(progress)
 	checkThroughTap(t, rep, dir, 2)
@@ -122,9 +123,9 @@ func TestThroughTapSubprocess(t *testing.T) {
 	build := exec.Command("go", "build", "-o", bin, "github.com/xds-workbench/lab/cmd/lab")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientSim, Modes: []protocol.Mode{protocol.Delta},
-		Through: []string{ThroughDirect, ThroughTap}, TapCommand: []string{bin}, Repeat: 2,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientSim, Modes: []protocol.Mode{protocol.Delta},
+		Through: []string{benchcore.ThroughDirect, benchcore.ThroughTap}, TapCommand: []string{bin}, Repeat: 2,
 	})
 	checkThroughTap(t, rep, dir, 1)
 	c := rep.Configs[1]

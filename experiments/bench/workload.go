@@ -3,37 +3,11 @@ package bench
 import (
 	"fmt"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 )
-
-// Workloads (--workload): what one measured change does to the scaled state.
-const (
-	// WorkloadEndpoint moves cluster 0's endpoint between backends A and B.
-	WorkloadEndpoint = "endpoint"
-	// WorkloadClusterAdd adds one cluster with its endpoint and its route per change
-	// (N, N+1, ...); the new cluster's endpoint alternates between B and A.
-	WorkloadClusterAdd = "cluster-add"
-	// WorkloadClusterRemove removes the last cluster with its endpoint and its route per
-	// change (N, N-1, ...); its path must then get Envoy's own 404 (no route).
-	WorkloadClusterRemove = "cluster-remove"
-	// WorkloadRoute points route 0 (/quote/0) at cluster 1 (backend B) and back at
-	// cluster 0 (backend A), alternately.
-	WorkloadRoute = "route"
-	// WorkloadListener changes the HTTP connection manager's server_name, alternately;
-	// the "server" header of an answer shows which listener served it.
-	WorkloadListener = "listener"
-)
-
-// Workloads lists every workload, in the order the sweep runs them.
-var Workloads = []string{WorkloadEndpoint, WorkloadClusterAdd, WorkloadClusterRemove, WorkloadRoute, WorkloadListener}
-
-// DefaultWorkloads is today's bench: one endpoint change.
-var DefaultWorkloads = []string{WorkloadEndpoint}
-
-// DefaultCaches is today's bench: the snapshot cache.
-var DefaultCaches = []publish.Cache{publish.SnapshotCache}
 
 // serverNames are the listener workload's two server_names: the initial listener has
 // the first, odd changes the second.
@@ -42,48 +16,21 @@ var serverNames = [2]string{"bench-server-a", "bench-server-b"}
 // workloadDoc says in a few words what each workload changes and what proves it, for the
 // report.
 var workloadDoc = map[string]string{
-	WorkloadEndpoint:      "cluster 0's endpoint moves between backends A and B; proof: /quote/0 answered by the new backend",
-	WorkloadClusterAdd:    "one cluster is added with its endpoint and route; proof: its path answered by its backend",
-	WorkloadClusterRemove: "the last cluster is removed with its endpoint and route; proof: its path gets Envoy's 404 (no route)",
-	WorkloadRoute:         "route /quote/0 alternates between cluster 1 (backend B) and cluster 0 (backend A); proof: the other backend answers",
-	WorkloadListener:      "the HTTP connection manager's server_name alternates; proof: the server header of an answer on /quote/0",
+	benchcore.WorkloadEndpoint:      "cluster 0's endpoint moves between backends A and B; proof: /quote/0 answered by the new backend",
+	benchcore.WorkloadClusterAdd:    "one cluster is added with its endpoint and route; proof: its path answered by its backend",
+	benchcore.WorkloadClusterRemove: "the last cluster is removed with its endpoint and route; proof: its path gets Envoy's 404 (no route)",
+	benchcore.WorkloadRoute:         "route /quote/0 alternates between cluster 1 (backend B) and cluster 0 (backend A); proof: the other backend answers",
+	benchcore.WorkloadListener:      "the HTTP connection manager's server_name alternates; proof: the server header of an answer on /quote/0",
 }
 
 // workloadChange names one change of a workload in the report's titles.
 var workloadChange = map[string]string{
-	WorkloadEndpoint:      "single-endpoint change",
-	WorkloadClusterAdd:    "cluster added",
-	WorkloadClusterRemove: "cluster removed",
-	WorkloadRoute:         "route retargeted",
-	WorkloadListener:      "listener change",
+	benchcore.WorkloadEndpoint:      "single-endpoint change",
+	benchcore.WorkloadClusterAdd:    "cluster added",
+	benchcore.WorkloadClusterRemove: "cluster removed",
+	benchcore.WorkloadRoute:         "route retargeted",
+	benchcore.WorkloadListener:      "listener change",
 }
-
-// parseWorkload checks one --workload name.
-func parseWorkload(s string) error {
-	for _, w := range Workloads {
-		if s == w {
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown workload %q (want endpoint, cluster-add, cluster-remove, route or listener)", s)
-}
-
-// Where the clusters no request uses point (--unprobed).
-const (
-	// UnprobedDeadPort gives each an endpoint at a loopback port nothing listens on: the
-	// default, and what every committed figure before --unprobed used. Envoy never
-	// connects to a cluster no request uses; grpc-go does (see UnprobedNoEndpoints).
-	UnprobedDeadPort = "dead-port"
-	// UnprobedNoEndpoints gives each no endpoint (resources.State.UnlistedEmpty). For
-	// grpc-go the difference is large: its round_robin connects at once to every
-	// endpoint of every cluster the route names and keeps reconnecting to a dead one,
-	// and each of those connectivity changes makes its cluster manager format every
-	// child's state (docs/performance.md, "Many grpc-go clients").
-	UnprobedNoEndpoints = "no-endpoints"
-)
-
-// UnprobedSettings are the values of Options.Unprobed, in the order the CLI lists them.
-var UnprobedSettings = []string{UnprobedDeadPort, UnprobedNoEndpoints}
 
 // ports are where a workload's states point: Envoy's listener, the port nothing listens
 // on (every cluster that is not probed, unless unlistedEmpty gives those no endpoint),
@@ -126,12 +73,12 @@ func workloadStep(w string, n, i int, p ports) wstep {
 	ps := proof{path: resources.ScaledPath(0), backend: 0}
 	alt := i % 2 // 1, 0, 1, ...: every change is a real one
 	switch w {
-	case WorkloadEndpoint:
+	case benchcore.WorkloadEndpoint:
 		if i > 0 {
 			st.EndpointPorts[0] = p.backends[alt]
 			ps.backend = alt
 		}
-	case WorkloadClusterAdd:
+	case benchcore.WorkloadClusterAdd:
 		// Cluster n+k-1 came with change k and keeps its endpoint: only the new one is new.
 		st.Clusters = n + i
 		for k := 1; k <= i; k++ {
@@ -140,19 +87,19 @@ func workloadStep(w string, n, i int, p ports) wstep {
 		if i > 0 {
 			ps = proof{path: resources.ScaledPath(n + i - 1), backend: alt}
 		}
-	case WorkloadClusterRemove:
+	case benchcore.WorkloadClusterRemove:
 		// The last cluster goes with its route; Validate keeps at least cluster 0.
 		st.Clusters = n - i
 		if i > 0 {
 			ps = proof{path: resources.ScaledPath(n - i), backend: noBackend}
 		}
-	case WorkloadRoute:
+	case benchcore.WorkloadRoute:
 		st.EndpointPorts[1] = p.backends[1]
 		if alt == 1 {
 			st.RouteTargets = map[int]int{0: 1}
 		}
 		ps.backend = alt
-	case WorkloadListener:
+	case benchcore.WorkloadListener:
 		st.ServerName = serverNames[alt]
 		ps.server = serverNames[alt]
 	}
@@ -163,9 +110,9 @@ func workloadStep(w string, n, i int, p ports) wstep {
 // change touches (bench.json's changed_cluster).
 func changedCluster(w string, n int) int {
 	switch w {
-	case WorkloadClusterAdd:
+	case benchcore.WorkloadClusterAdd:
 		return n
-	case WorkloadClusterRemove:
+	case benchcore.WorkloadClusterRemove:
 		return n - 1
 	}
 	return 0
@@ -186,13 +133,13 @@ func wildcardType(t resources.Type) bool { return t == resources.LDS || t == res
 //     endpoints is owed nothing either (the SnapshotCache sets every type at once and
 //     always answers). Those removals are awaited as the client's unsubscribe instead
 //     (droppedNames).
-func expectedTypes(s series, set, prev *resources.Set) []string {
+func expectedTypes(s benchcore.Series, set, prev *resources.Set) []string {
 	ts := resources.CoreTypes
-	if prev != nil && !(s.mode == protocol.SotW && s.versions == publish.Uniform) {
+	if prev != nil && !(s.Mode == protocol.SotW && s.Versions == publish.Uniform) {
 		ts = nil
 		change := resources.Diff(prev, set)
 		for _, t := range change.Types() {
-			if s.cache.VersionsPerType() && !wildcardType(t) && onlyRemovals(change, t) {
+			if s.Cache.VersionsPerType() && !wildcardType(t) && onlyRemovals(change, t) {
 				continue
 			}
 			ts = append(ts, t)

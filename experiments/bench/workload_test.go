@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/envoy/envoytest"
 	"github.com/xds-workbench/lab/experiments/testenv"
 	"github.com/xds-workbench/lab/shared/protocol"
@@ -51,7 +52,7 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 	delta := mode == protocol.Delta
 	one := sent{responses: 1, resources: 1}
 	switch w {
-	case WorkloadEndpoint:
+	case benchcore.WorkloadEndpoint:
 		// One assignment changes.
 		switch {
 		case delta, linear:
@@ -64,7 +65,7 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 		default:
 			return map[string]sent{"EDS": {1, n, n - 1, 0, false}}
 		}
-	case WorkloadClusterAdd:
+	case benchcore.WorkloadClusterAdd:
 		m := n + i - 1 // clusters before the change
 		switch {
 		case delta:
@@ -79,7 +80,7 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 		default:
 			return map[string]sent{"CDS": {1, m + 1, m, 0, false}, "EDS": {1, m + 1, m, 0, false}, "RDS": one}
 		}
-	case WorkloadClusterRemove:
+	case benchcore.WorkloadClusterRemove:
 		m := n - i + 1 // clusters before the change
 		gone := sent{responses: 1, removed: 1}
 		switch {
@@ -97,7 +98,7 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 		default:
 			return map[string]sent{"CDS": {1, m - 1, m - 1, 0, false}, "EDS": {1, m - 1, m - 1, 0, false}, "RDS": one}
 		}
-	case WorkloadRoute:
+	case benchcore.WorkloadRoute:
 		// The one route configuration changes.
 		if uniform {
 			return map[string]sent{
@@ -106,7 +107,7 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 			}
 		}
 		return map[string]sent{"RDS": one}
-	case WorkloadListener:
+	case benchcore.WorkloadListener:
 		// The one listener changes.
 		if uniform {
 			return map[string]sent{
@@ -125,11 +126,11 @@ func wantSent(w, cache string, mode protocol.Mode, versions string, n, i int) ma
 func wantProof(w string, n, i int) (path, backend string, status int, server string) {
 	alt := []string{"endpoint-a", "endpoint-b"}[i%2]
 	switch w {
-	case WorkloadClusterAdd:
+	case benchcore.WorkloadClusterAdd:
 		return fmt.Sprintf("/quote/%d", n+i-1), alt, 200, "envoy"
-	case WorkloadClusterRemove:
+	case benchcore.WorkloadClusterRemove:
 		return fmt.Sprintf("/quote/%d", n-i), "", 404, "envoy"
-	case WorkloadListener:
+	case benchcore.WorkloadListener:
 		return "/quote/0", "endpoint-a", 200, []string{"bench-server-a", "bench-server-b"}[i%2]
 	}
 	return "/quote/0", alt, 200, "envoy"
@@ -141,10 +142,10 @@ func wantProof(w string, n, i int) (path, backend string, status int, server str
 // server name), the versions it ACKed, and the files.
 func TestWorkloadStructure(t *testing.T) {
 	testenv.SkipIfShort(t, testenv.NeedsLongRun)
-	for _, w := range Workloads {
+	for _, w := range benchcore.Workloads {
 		t.Run(w, func(t *testing.T) {
-			rep, dir, progress := sweep(t, Options{
-				Clusters: []int{10, 1000}, Client: ClientSim, Modes: DefaultModes, SotWVersions: DefaultVersions,
+			rep, dir, progress := sweep(t, benchcore.Options{
+				Clusters: []int{10, 1000}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions,
 				Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{w}, Repeat: 2,
 			})
 			require.Len(t, rep.Configs, 2*5, "2 N x (3 snapshot series + 2 linear)")
@@ -154,7 +155,7 @@ func TestWorkloadStructure(t *testing.T) {
 			for _, c := range rep.Configs {
 				assert.Equal(t, w, c.Workload)
 				assert.Equal(t, strings.HasSuffix(c.Series, "/linear"), c.Cache == string(publish.LinearCache), c.Series)
-				if w != WorkloadEndpoint {
+				if w != benchcore.WorkloadEndpoint {
 					assert.Equal(t, "xds-"+w+"-"+SeriesID(c.Series)+"-N"+itoa(c.N)+".log", c.Log)
 				}
 				assert.FileExists(t, filepath.Join(dir, c.Log))
@@ -162,8 +163,8 @@ func TestWorkloadStructure(t *testing.T) {
 					what := fmt.Sprintf("%s %s N=%d %s", w, c.Series, c.N, s.Step)
 					path, backend, status, server := wantProof(w, c.N, i)
 					if i == 0 {
-						path, backend, status, server = wantProof(WorkloadEndpoint, c.N, 0)
-						if w == WorkloadListener {
+						path, backend, status, server = wantProof(benchcore.WorkloadEndpoint, c.N, 0)
+						if w == benchcore.WorkloadListener {
 							server = "bench-server-a"
 						}
 					}
@@ -171,7 +172,7 @@ func TestWorkloadStructure(t *testing.T) {
 					assert.Equal(t, backend, s.Backend, what)
 					assert.Equal(t, status, s.SimulatedStatus, what)
 					assert.Equal(t, server, s.SimulatedServer, what)
-					wantClusters := map[string]int{WorkloadClusterAdd: c.N + i, WorkloadClusterRemove: c.N - i}[w]
+					wantClusters := map[string]int{benchcore.WorkloadClusterAdd: c.N + i, benchcore.WorkloadClusterRemove: c.N - i}[w]
 					if wantClusters == 0 {
 						wantClusters = c.N
 					}
@@ -187,7 +188,7 @@ func TestWorkloadStructure(t *testing.T) {
 			}
 			// SotW per-type sends more than delta under the snapshot cache wherever the
 			// change touches a type of N resources.
-			if w == WorkloadEndpoint || w == WorkloadClusterAdd || w == WorkloadClusterRemove {
+			if w == benchcore.WorkloadEndpoint || w == benchcore.WorkloadClusterAdd || w == benchcore.WorkloadClusterRemove {
 				for _, r := range rep.Ratios {
 					if r.Cache == string(publish.SnapshotCache) && r.N == 1000 {
 						assert.Greater(t, r.Ratios["resources"], 10.0, "%s %s", r.Series, w)
@@ -217,9 +218,9 @@ func lastAckedVersion(t *testing.T, dir string, c *Config, step string) string {
 // cluster removal under both caches sends k times what it sends one client.
 func TestWorkloadFanOut(t *testing.T) {
 	const k = 3
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Clients: k, Client: ClientSim, Modes: DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
-		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{WorkloadClusterAdd, WorkloadClusterRemove}, Repeat: 1,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Clients: k, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes, SotWVersions: []publish.VersionStrategy{publish.PerType},
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: []string{benchcore.WorkloadClusterAdd, benchcore.WorkloadClusterRemove}, Repeat: 1,
 	})
 	require.Len(t, rep.Configs, 2*4)
 	checkStructure(t, rep, k)
@@ -231,11 +232,11 @@ func TestWorkloadFanOut(t *testing.T) {
 // own 404, the new server header), with no NACK. Required under CI=true.
 func TestWorkloadEnvoy(t *testing.T) {
 	envoytest.Require(t)
-	rep, dir, _ := sweep(t, Options{
-		Clusters: []int{10}, Client: ClientEnvoy, Modes: DefaultModes, SotWVersions: DefaultVersions,
-		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: Workloads, Repeat: 2,
+	rep, dir, _ := sweep(t, benchcore.Options{
+		Clusters: []int{10}, Client: benchcore.ClientEnvoy, Modes: benchcore.DefaultModes, SotWVersions: benchcore.DefaultVersions,
+		Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache}, Workloads: benchcore.Workloads, Repeat: 2,
 	})
-	require.Len(t, rep.Configs, len(Workloads)*5)
+	require.Len(t, rep.Configs, len(benchcore.Workloads)*5)
 	checkFiles(t, rep, dir)
 	for _, c := range rep.Configs {
 		require.Empty(t, c.Error)
@@ -243,8 +244,8 @@ func TestWorkloadEnvoy(t *testing.T) {
 			what := fmt.Sprintf("%s %s %s", c.Workload, c.Series, s.Step)
 			path, backend, status, server := wantProof(c.Workload, c.N, i)
 			if i == 0 {
-				path, backend, status, server = wantProof(WorkloadEndpoint, c.N, 0)
-				if c.Workload == WorkloadListener {
+				path, backend, status, server = wantProof(benchcore.WorkloadEndpoint, c.N, 0)
+				if c.Workload == benchcore.WorkloadListener {
 					server = "bench-server-a"
 				}
 			}
@@ -252,7 +253,7 @@ func TestWorkloadEnvoy(t *testing.T) {
 			assert.Equal(t, path, s.Path, what)
 			require.NotNil(t, s.DataPlaneMS, "%s: the change never showed", what)
 			require.NotNil(t, s.Answer, what)
-			assert.Equal(t, Answer{Status: status, Backend: backend, Server: server}, *s.Answer, what)
+			assert.Equal(t, benchcore.Answer{Status: status, Backend: backend, Server: server}, *s.Answer, what)
 			// What was sent is the workload's change (wantSent's types), and the
 			// initial push is the whole state.
 			if i > 0 {

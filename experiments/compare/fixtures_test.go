@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/publish"
 )
 
@@ -88,10 +89,10 @@ const (
 func scaleFixture(t *testing.T) *Scale {
 	t.Helper()
 	out := t.TempDir()
-	_, err := bench.Run(context.Background(), bench.Options{
-		Clusters: []int{1, 10, 100}, Client: bench.ClientSim, Modes: bench.DefaultModes,
+	_, err := bench.Run(context.Background(), benchcore.Options{
+		Clusters: []int{1, 10, 100}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes,
 		SotWVersions: []publish.VersionStrategy{publish.PerType}, Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache},
-		Workloads: []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
+		Workloads: []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)
 	s, err := LoadScale(filepath.Join(out, "bench.json"))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/experiments/compare/render"
 	"github.com/xds-workbench/lab/shared/publish"
@@ -20,11 +21,11 @@ import (
 func (j *job) scale(ctx context.Context) string {
 	dir := filepath.Join(j.o.Out, "scale")
 	start := time.Now()
-	_, err := bench.Run(ctx, bench.Options{
-		Clusters: ScaleClusters, Client: bench.ClientSim, Modes: bench.DefaultModes,
+	_, err := bench.Run(ctx, benchcore.Options{
+		Clusters: ScaleClusters, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes,
 		SotWVersions: []publish.VersionStrategy{publish.PerType},
 		Caches:       []publish.Cache{publish.SnapshotCache, publish.LinearCache},
-		Workloads:    []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd},
+		Workloads:    []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd},
 		Repeat:       3, Out: dir, Progress: j.log, Timeout: 5 * time.Minute,
 	})
 	if err == nil {

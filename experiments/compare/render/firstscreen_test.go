@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xds-workbench/lab/experiments/bench"
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/compare"
 	"github.com/xds-workbench/lab/shared/publish"
 )
@@ -22,10 +23,10 @@ import (
 func scaleFixture(t *testing.T) *compare.Scale {
 	t.Helper()
 	out := t.TempDir()
-	_, err := bench.Run(context.Background(), bench.Options{
-		Clusters: []int{1, 10, 100}, Client: bench.ClientSim, Modes: bench.DefaultModes,
+	_, err := bench.Run(context.Background(), benchcore.Options{
+		Clusters: []int{1, 10, 100}, Client: benchcore.ClientSim, Modes: benchcore.DefaultModes,
 		SotWVersions: []publish.VersionStrategy{publish.PerType}, Caches: []publish.Cache{publish.SnapshotCache, publish.LinearCache},
-		Workloads: []string{bench.WorkloadEndpoint, bench.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
+		Workloads: []string{benchcore.WorkloadEndpoint, benchcore.WorkloadClusterAdd}, Repeat: 1, Out: out, Timeout: time.Minute,
 	})
 	require.NoError(t, err)
 	s, err := compare.LoadScale(filepath.Join(out, "bench.json"))

@@ -1,4 +1,4 @@
-package bench
+package benchcore
 
 import (
 	"fmt"
@@ -11,20 +11,20 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 )
 
-// heap collects garbage first, so the figure is what the control plane keeps, not what
+// Heap collects garbage first, so the figure is what the control plane keeps, not what
 // it has not yet freed.
-func heap() (inuse, alloc uint64) {
+func Heap() (inuse, alloc uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse, ms.HeapAlloc
 }
 
-// envoyCPU reads Envoy's CPU time. /proc/PID/stat (Process.CPUTime) counts in 10 ms
+// EnvoyCPU reads Envoy's CPU time. /proc/PID/stat (Process.CPUTime) counts in 10 ms
 // ticks, which rounds a small delta update to 0 or 10 ms; the process CPU clock
 // (clock_gettime on the pid's CPUCLOCK_SCHED clock) has nanosecond resolution. The tick
 // figure is always read too, as a cross-check; source says which one cpu is.
-func envoyCPU(p *envoy.Process) (cpu, ticks time.Duration, source string, err error) {
+func EnvoyCPU(p *envoy.Process) (cpu, ticks time.Duration, source string, err error) {
 	ticks, err = p.CPUTime()
 	if err != nil {
 		return 0, 0, "", err
@@ -35,11 +35,11 @@ func envoyCPU(p *envoy.Process) (cpu, ticks time.Duration, source string, err er
 	return ticks, ticks, "proc_stat", nil
 }
 
-// startCPUProfile writes a CPU profile of this process to path until stop is called
+// StartCPUProfile writes a CPU profile of this process to path until stop is called
 // (lab bench --cpuprofile). The forced collections the bench makes between changes
 // (heap figures) are in it too, as runtime.GC; the changes' own collections are not
 // told apart from them.
-func startCPUProfile(path string) (stop func(), err error) {
+func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpu profile: %w", err)

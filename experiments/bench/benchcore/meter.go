@@ -1,4 +1,4 @@
-package bench
+package benchcore
 
 import (
 	"context"
@@ -34,12 +34,12 @@ type ackKey struct {
 	version string
 }
 
-// meter is the recorder's observer: it feeds the one analysis.Accumulator (the step
+// Meter is the recorder's observer: it feeds the one analysis.Accumulator (the step
 // figures come from there) and keeps what the bench waits on, so it can wait on
 // convergence without re-reading a log that reaches hundreds of megabytes at N = 10,000.
 // It runs under the recorder's lock, so it only counts; anything slow happens in the
 // waiters.
-type meter struct {
+type Meter struct {
 	acc     *analysis.Accumulator
 	mu      sync.Mutex
 	changed chan struct{}
@@ -47,7 +47,7 @@ type meter struct {
 	open   map[int64]bool
 	opened int
 	// stuck are the streams of the stuck clients: the next stuckToCome streams to open
-	// after expectStuck (they connect once the initial state is in place, when no other
+	// after ExpectStuck (they connect once the initial state is in place, when no other
 	// client opens a stream). Their events reach no total and no wait of the others;
 	// stuckSends counts the responses the server began to send them and stuckBytes
 	// their protobuf bytes.
@@ -77,8 +77,8 @@ type dropSeen struct {
 	at   time.Time
 }
 
-func newMeter() *meter {
-	return &meter{
+func NewMeter() *Meter {
+	return &Meter{
 		acc:       newBenchAccumulator(),
 		changed:   make(chan struct{}),
 		open:      map[int64]bool{},
@@ -92,10 +92,10 @@ func newMeter() *meter {
 	}
 }
 
-// observe is the xdslog.WithObserver hook. Times are taken here (monotonic clock), after
+// Observe is the xdslog.WithObserver hook. Times are taken here (monotonic clock), after
 // the recorder has written the line: for a send that is the moment the response is
 // handed to gRPC, since the library records immediately before sending.
-func (m *meter) observe(e xdslog.Event) {
+func (m *Meter) Observe(e xdslog.Event) {
 	if m.observeStuck(e) {
 		return
 	}
@@ -155,7 +155,7 @@ func (m *meter) observe(e xdslog.Event) {
 }
 
 // drop records the names a request removed from the client's subscription.
-func (m *meter) drop(e xdslog.Event, now time.Time) {
+func (m *Meter) drop(e xdslog.Event, now time.Time) {
 	if len(e.Removed) == 0 {
 		return
 	}
@@ -169,8 +169,8 @@ func (m *meter) drop(e xdslog.Event, now time.Time) {
 }
 
 // wait blocks until cond (called with the meter locked) holds or ctx ends.
-func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
-	_, err := waitChange(ctx, what, 0, func() (bool, <-chan struct{}) {
+func (m *Meter) wait(ctx context.Context, what string, cond func() bool) error {
+	_, err := WaitChange(ctx, what, 0, func() (bool, <-chan struct{}) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return cond(), m.changed
@@ -178,9 +178,9 @@ func (m *meter) wait(ctx context.Context, what string, cond func() bool) error {
 	return err
 }
 
-// waitSubscribed waits until k streams are open and each has asked for clusters, the
+// WaitSubscribed waits until k streams are open and each has asked for clusters, the
 // first thing Envoy (and the simulated clients) request.
-func (m *meter) waitSubscribed(ctx context.Context, k int) error {
+func (m *Meter) WaitSubscribed(ctx context.Context, k int) error {
 	return m.wait(ctx, fmt.Sprintf("%d client stream(s) to request CDS", k), func() bool {
 		if len(m.open) < k {
 			return false
@@ -195,17 +195,17 @@ func (m *meter) waitSubscribed(ctx context.Context, k int) error {
 	})
 }
 
-// expectStuck says the next k streams to open are stuck clients'
+// ExpectStuck says the next k streams to open are stuck clients'
 // (configRun.startStuck connects them after the initial state, when no other client
 // opens a stream).
-func (m *meter) expectStuck(k int) {
+func (m *Meter) ExpectStuck(k int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stuckToCome = k
 }
 
 // observeStuck counts e if it is a stuck client's and reports whether it was.
-func (m *meter) observeStuck(e xdslog.Event) bool {
+func (m *Meter) observeStuck(e xdslog.Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e.Event == xdslog.EventStreamOpen && m.stuckToCome > 0 {
@@ -223,17 +223,17 @@ func (m *meter) observeStuck(e xdslog.Event) bool {
 	return true
 }
 
-// sendsToStuck is how many responses the server began to send to stuck clients, and
+// SendsToStuck is how many responses the server began to send to stuck clients, and
 // their bytes.
-func (m *meter) sendsToStuck() (sends, bytes int) {
+func (m *Meter) SendsToStuck() (sends, bytes int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.stuckSends, m.stuckBytes
 }
 
-// waitNodesSubscribed waits until every node has an open stream that asked for typ
+// WaitNodesSubscribed waits until every node has an open stream that asked for typ
 // (Envoy: CDS; grpc-go: LDS, its first subscription).
-func (m *meter) waitNodesSubscribed(ctx context.Context, nodes []string, typ string) error {
+func (m *Meter) WaitNodesSubscribed(ctx context.Context, nodes []string, typ string) error {
 	return m.wait(ctx, fmt.Sprintf("%d proxies (%s) to request %s", len(nodes), strings.Join(nodes, ", "), typ), func() bool {
 		for _, n := range nodes {
 			s, ok := m.streamOfLocked(n)
@@ -245,22 +245,22 @@ func (m *meter) waitNodesSubscribed(ctx context.Context, nodes []string, typ str
 	})
 }
 
-// want is what one client owes a step: an ACK of each of types at its version in
+// Want is what one client owes a step: an ACK of each of types at its version in
 // versions, and an unsubscribe in the step from every name in dropped (type -> names).
-type want struct {
-	versions map[string]string
-	types    []string
-	dropped  map[string][]string
+type Want struct {
+	Versions map[string]string
+	Types    []string
+	Dropped  map[string][]string
 }
 
-func (w want) String() string {
-	what := make([]string, len(w.types))
-	for i, t := range w.types {
-		what[i] = t + "@" + w.versions[t]
+func (w Want) String() string {
+	what := make([]string, len(w.Types))
+	for i, t := range w.Types {
+		what[i] = t + "@" + w.Versions[t]
 	}
 	s := fmt.Sprintf("ACK %v", what)
-	if len(w.dropped) > 0 {
-		s += fmt.Sprintf(" and unsubscribe from %v", w.dropped)
+	if len(w.Dropped) > 0 {
+		s += fmt.Sprintf(" and unsubscribe from %v", w.Dropped)
 	}
 	return s
 }
@@ -268,10 +268,10 @@ func (w want) String() string {
 // convergedLocked reports whether stream s has done what w asks in step, and when the
 // last of it was observed: the first ACK of each type's awaited version or, with
 // nothing to ACK, the last awaited unsubscribe (zero when w asks for nothing).
-func (m *meter) convergedLocked(s int64, step string, w want) (time.Time, bool) {
+func (m *Meter) convergedLocked(s int64, step string, w Want) (time.Time, bool) {
 	var last, lastDrop time.Time
-	for _, t := range w.types {
-		v := w.versions[t]
+	for _, t := range w.Types {
+		v := w.Versions[t]
 		if m.acked[streamType{s, t}] != v {
 			return time.Time{}, false
 		}
@@ -279,7 +279,7 @@ func (m *meter) convergedLocked(s int64, step string, w want) (time.Time, bool) 
 			last = at
 		}
 	}
-	for t, names := range w.dropped {
+	for t, names := range w.Dropped {
 		for _, n := range names {
 			d, ok := m.dropped[streamType{s, t}][n]
 			if !ok || d.step != step {
@@ -290,7 +290,7 @@ func (m *meter) convergedLocked(s int64, step string, w want) (time.Time, bool) 
 			}
 		}
 	}
-	if len(w.types) == 0 {
+	if len(w.Types) == 0 {
 		last = lastDrop
 	}
 	return last, true
@@ -299,17 +299,17 @@ func (m *meter) convergedLocked(s int64, step string, w want) (time.Time, bool) 
 // nackedLocked is the first NACK message of step, if the step has a NACK. The bench
 // publishes only valid states, so a NACK is a failure, and waiting for the deadline
 // would only hide it.
-func (m *meter) nackedLocked(step string) (string, bool) {
+func (m *Meter) nackedLocked(step string) (string, bool) {
 	if st := m.acc.Step(step); st != nil && st.Total.Nacks > 0 {
 		return st.NackErrors[0], true
 	}
 	return "", false
 }
 
-// waitConverged waits until k streams are open and every one has done what w asks in
+// WaitConverged waits until k streams are open and every one has done what w asks in
 // step; it returns when the last of it was observed. A NACK in step ends the wait at
 // once.
-func (m *meter) waitConverged(ctx context.Context, step string, k int, w want) (time.Time, error) {
+func (m *Meter) WaitConverged(ctx context.Context, step string, k int, w Want) (time.Time, error) {
 	var (
 		last    time.Time
 		nackErr string
@@ -346,16 +346,16 @@ func (m *meter) waitConverged(ctx context.Context, step string, k int, w want) (
 // nodeConverged is when one proxy ran a step (its stream ACKed every awaited type at
 // its version and let go of what went away), and on which stream.
 type nodeConverged struct {
-	stream int64
-	at     time.Time
+	Stream int64
+	At     time.Time
 }
 
-// waitNodes waits until every node in wants has an open stream (its newest, should it
+// WaitNodes waits until every node in wants has an open stream (its newest, should it
 // have reconnected) that did what its want asks in step, and returns for each node when
 // that was observed. Each node's versions are its own publisher's. onConverged (when not
 // nil) is called once per node as soon as the wait sees it converge, with the meter
 // locked: it must only signal. A NACK in step ends the wait at once.
-func (m *meter) waitNodes(ctx context.Context, step string, wants map[string]want, onConverged func(node string)) (map[string]nodeConverged, error) {
+func (m *Meter) WaitNodes(ctx context.Context, step string, wants map[string]Want, onConverged func(node string)) (map[string]nodeConverged, error) {
 	told := map[string]bool{}
 	nodes := slices.Sorted(maps.Keys(wants))
 	var (
@@ -388,7 +388,7 @@ func (m *meter) waitNodes(ctx context.Context, step string, wants map[string]wan
 				missing = append(missing, n)
 				continue
 			}
-			out[n] = nodeConverged{stream: s, at: at}
+			out[n] = nodeConverged{Stream: s, At: at}
 			if onConverged != nil && !told[n] {
 				told[n] = true
 				onConverged(n)
@@ -404,8 +404,8 @@ func (m *meter) waitNodes(ctx context.Context, step string, wants map[string]wan
 	}
 	now := time.Now()
 	for n, c := range out {
-		if c.at.IsZero() {
-			c.at = now // nothing awaited: converged as soon as asked
+		if c.At.IsZero() {
+			c.At = now // nothing awaited: converged as soon as asked
 			out[n] = c
 		}
 	}
@@ -413,7 +413,7 @@ func (m *meter) waitNodes(ctx context.Context, step string, wants map[string]wan
 }
 
 // streamOfLocked is node's newest open stream.
-func (m *meter) streamOfLocked(node string) (int64, bool) {
+func (m *Meter) streamOfLocked(node string) (int64, bool) {
 	var (
 		best  int64
 		found bool
@@ -426,8 +426,8 @@ func (m *meter) streamOfLocked(node string) (int64, bool) {
 	return best, found
 }
 
-// stepView is a copy of one step's tallies.
-type stepView struct {
+// StepView is a copy of one step's tallies.
+type StepView struct {
 	ByType    map[string]TypeTally
 	LastSend  time.Time
 	Acks      int
@@ -436,9 +436,9 @@ type stepView struct {
 	Unmatched int
 }
 
-// step returns a copy of one step's tallies.
-func (m *meter) step(name string) stepView {
-	v := stepView{ByType: map[string]TypeTally{}}
+// Step returns a copy of one step's tallies.
+func (m *Meter) Step(name string) StepView {
+	v := StepView{ByType: map[string]TypeTally{}}
 	m.mu.Lock()
 	v.LastSend = m.lastSend[name]
 	m.mu.Unlock()
@@ -456,8 +456,8 @@ func (m *meter) step(name string) stepView {
 	return v
 }
 
-// streamsOpened is how many streams opened since the meter started.
-func (m *meter) streamsOpened() int {
+// StreamsOpened is how many streams opened since the meter started.
+func (m *Meter) StreamsOpened() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.opened

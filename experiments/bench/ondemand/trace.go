@@ -1,4 +1,4 @@
-package bench
+package ondemand
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
@@ -72,7 +73,7 @@ func (t *odTrace) since(mark int) []odEvent {
 // wait blocks until cond holds for the events since mark, ctx ends, or (when quiet > 0)
 // no event arrived for quiet; it returns whether cond held.
 func (t *odTrace) wait(ctx context.Context, mark int, quiet time.Duration, what string, cond func([]odEvent) bool) (bool, error) {
-	return waitChange(ctx, what, quiet, func() (bool, <-chan struct{}) {
+	return benchcore.WaitChange(ctx, what, quiet, func() (bool, <-chan struct{}) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return cond(t.events[mark:]), t.changed

@@ -1,4 +1,4 @@
-package bench
+package churn
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/inventory"
 	"github.com/xds-workbench/lab/experiments/load"
@@ -30,7 +31,7 @@ import (
 // cluster 0's path (runChurn):
 //
 //  1. initial: publish; Envoy /ready LIVE and the first alternating backend answering;
-//  2. the load starts (ChurnRate requests per second over churnConnections HTTP/1.1
+//  2. the load starts (ChurnRate requests per second over ChurnConnections HTTP/1.1
 //     connections) and warms up for churnWarmup; Envoy's counters are read;
 //  3. an update every ChurnEvery, each awaited in the data plane (the new backend answers
 //     a probe) before the next, until ChurnRequests requests have been sent since the
@@ -94,15 +95,9 @@ type ChurnLatency struct {
 	Share  float64 `json:"share_slower_than_cost"`
 }
 
-// Bounds the churn options share with the load generator and the backends.
 const (
-	maxChurnRate = load.MaxRate
-	maxConnCost  = inventory.MaxDelay
-)
-
-const (
-	// churnConnections are the load's connections to Envoy.
-	churnConnections = 4
+	// ChurnConnections are the load's connections to Envoy.
+	ChurnConnections = 4
 	// churnWarmup is the load before the first update: Envoy's upstream connections
 	// are open when the counters are first read.
 	churnWarmup = time.Second
@@ -122,15 +117,15 @@ var (
 
 // churnRun is one churn configuration in progress.
 type churnRun struct {
-	e       *env
-	s       series
+	e       *benchcore.Env
+	s       benchcore.Series
 	churn   string
 	n       int
 	cfg     *ChurnConfig
 	logFile *os.File
 	ses     *session.Session
 	cp      *controlplane.ControlPlane
-	p       *member
+	p       *benchcore.Member
 	port    int
 	// backends: 0 stays in cluster 0, 1 and 2 alternate.
 	backends [3]*inventory.Backend
@@ -138,48 +133,47 @@ type churnRun struct {
 	base []resources.Resource
 }
 
-// churnSweep runs every (N, churn mode, series) of the churn axis into rep and returns
-// the failed ones.
-func (e *env) churnSweep(ctx context.Context, rep *Report, ser []series, start time.Time) []string {
-	var failed []string
-	total, k := len(e.o.Clusters)*len(e.o.Churn)*len(ser), 0
-	for _, n := range e.o.Clusters {
+// Sweep runs every (N, churn mode, series) of the churn axis and returns the
+// configurations, in run order, and the failed ones.
+func Sweep(ctx context.Context, e *benchcore.Env, ser []benchcore.Series, start time.Time) (cfgs []*ChurnConfig, failed []string) {
+	total, k := len(e.Options.Clusters)*len(e.Options.Churn)*len(ser), 0
+	for _, n := range e.Options.Clusters {
 		for _, s := range ser {
-			for _, c := range e.o.Churn {
+			for _, c := range e.Options.Churn {
 				if ctx.Err() != nil {
-					return failed
+					return cfgs, failed
 				}
 				k++
-				e.say("%s churn %s N=%d %s%s", progress.Mark(k, total), c, n, s.name, progress.Left(time.Since(start), k-1, total))
-				cfg := e.runChurn(ctx, s, c, n)
-				rep.Churn = append(rep.Churn, cfg)
+				e.Say("%s churn %s N=%d %s%s", progress.Mark(k, total), c, n, s.Name, progress.Left(time.Since(start), k-1, total))
+				cfg := runChurn(ctx, e, s, c, n)
+				cfgs = append(cfgs, cfg)
 				if cfg.Error != "" {
-					failed = append(failed, fmt.Sprintf("churn %s %s N=%d: %s", c, s.name, n, cfg.Error))
-					e.say("[churn %s N=%d %s] FAILED: %s", c, n, s.name, cfg.Error)
+					failed = append(failed, fmt.Sprintf("churn %s %s N=%d: %s", c, s.Name, n, cfg.Error))
+					e.Say("[churn %s N=%d %s] FAILED: %s", c, n, s.Name, cfg.Error)
 				}
 			}
 		}
 	}
-	return failed
+	return cfgs, failed
 }
 
 // runChurn measures one (churn mode, series, N); failures are kept in Error.
-func (e *env) runChurn(ctx context.Context, s series, churn string, n int) *ChurnConfig {
+func runChurn(ctx context.Context, e *benchcore.Env, s benchcore.Series, churn string, n int) *ChurnConfig {
 	started := time.Now()
-	cfg := &ChurnConfig{Churn: churn, Series: s.name, Cache: string(s.cache), N: n, Rate: e.o.ChurnRate,
-		EveryMS: ms(e.o.ChurnEvery), ConnCostMS: ms(e.o.ConnCost), LoadAvg: loadAvg()}
+	cfg := &ChurnConfig{Churn: churn, Series: s.Name, Cache: string(s.Cache), N: n, Rate: e.Options.ChurnRate,
+		EveryMS: benchcore.Millis(e.Options.ChurnEvery), ConnCostMS: benchcore.Millis(e.Options.ConnCost), LoadAvg: benchcore.LoadAvg()}
 	r := &churnRun{e: e, s: s, churn: churn, n: n, cfg: cfg}
-	if err := e.runBounded(ctx, r.run, r.close); err != nil {
+	if err := e.RunBounded(ctx, r.run, r.close); err != nil {
 		cfg.Error = err.Error()
 	}
 	cfg.DurationS = time.Since(started).Seconds()
 	return cfg
 }
 
-func (r *churnRun) stem() string { return fmt.Sprintf("churn-%s-%s-N%d", r.churn, r.s.file(), r.n) }
+func (r *churnRun) stem() string { return fmt.Sprintf("churn-%s-%s-N%d", r.churn, r.s.File(), r.n) }
 
 func (r *churnRun) say(format string, args ...any) {
-	r.e.say("[churn %s N=%d %s] "+format, append([]any{r.churn, r.n, r.s.name}, args...)...)
+	r.e.Say("[churn %s N=%d %s] "+format, append([]any{r.churn, r.n, r.s.Name}, args...)...)
 }
 
 func (r *churnRun) run(ctx context.Context) error {
@@ -189,7 +183,7 @@ func (r *churnRun) run(ctx context.Context) error {
 	if err := r.publish(ctx, 0); err != nil {
 		return fmt.Errorf("initial state: %w", err)
 	}
-	if err := r.p.awaitReady(ctx); err != nil {
+	if err := r.p.AwaitReady(ctx); err != nil {
 		return err
 	}
 	if err := r.awaitBackend(ctx, 0); err != nil {
@@ -208,7 +202,7 @@ func (r *churnRun) run(ctx context.Context) error {
 // throttled or lost update cannot pass as a better figure.
 func checkChurn(c *ChurnConfig) error {
 	want := int64(0)
-	if c.Churn == ChurnCDS {
+	if c.Churn == benchcore.ChurnCDS {
 		want = int64(c.Updates)
 	}
 	var errs []error
@@ -231,20 +225,20 @@ func checkChurn(c *ChurnConfig) error {
 // resources.
 func (r *churnRun) start(ctx context.Context) error {
 	e := r.e
-	logPath := filepath.Join(e.o.Out, "xds-"+r.stem()+".log")
+	logPath := filepath.Join(e.Options.Out, "xds-"+r.stem()+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("create xds.log: %w", err)
 	}
 	r.logFile, r.cfg.Log = f, filepath.Base(logPath)
 	for i, name := range []string{"churn-stay", "churn-a", "churn-b"} {
-		if r.backends[i], err = inventory.StartWith(name, 0, "", inventory.Behaviour{ConnDelay: e.o.ConnCost}); err != nil {
+		if r.backends[i], err = inventory.StartWith(name, 0, "", inventory.Behaviour{ConnDelay: e.Options.ConnCost}); err != nil {
 			return err
 		}
 	}
-	opts := controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Cache: r.s.cache}
-	if r.s.mode == protocol.SotW {
-		opts.Versions = r.s.versions
+	opts := controlplane.Options{Mode: r.s.Mode, Addr: loopback.Addr(0), Cache: r.s.Cache}
+	if r.s.Mode == protocol.SotW {
+		opts.Versions = r.s.Versions
 	}
 	ses, err := session.New(session.Options{ControlPlane: opts, Log: f})
 	if err != nil {
@@ -260,18 +254,18 @@ func (r *churnRun) start(ctx context.Context) error {
 	if err := r.buildBase(); err != nil {
 		return err
 	}
-	spec := clientSpec{kind: ClientEnvoy, mode: r.s.mode, xdsAddr: r.cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), stopGrace: stopGrace(r.s.mode, r.n), envoyStats: e.o.EnvoyStats}
-	if r.p, err = startEnvoy(ctx, spec, memberSpec{listenerPort: r.port}); err != nil {
+	spec := benchcore.ClientSpec{Kind: benchcore.ClientEnvoy, Mode: r.s.Mode, XdsAddr: r.cp.Addr(), Bin: e.Bin, Dir: e.Options.Out, Name: r.stem(), StopGrace: benchcore.StopGrace(r.s.Mode, r.n), EnvoyStats: e.Options.EnvoyStats}
+	if r.p, err = benchcore.StartEnvoy(ctx, spec, benchcore.MemberSpec{ListenerPort: r.port}); err != nil {
 		return err
 	}
-	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.bootstrap, filepath.Base(r.p.envoy().LogPath())
+	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.Bootstrap, filepath.Base(r.p.Envoy().LogPath())
 	return nil
 }
 
 // buildBase builds the scaled state (every cluster but 0 on the dead port) and keeps
 // every resource but cluster 0's cluster and assignment, which each update builds.
 func (r *churnRun) buildBase() error {
-	set, err := resources.Build(resources.State{Version: "base", ListenerPort: r.port, InventoryPort: r.e.deadPort, Clusters: r.n})
+	set, err := resources.Build(resources.State{Version: "base", ListenerPort: r.port, InventoryPort: r.e.DeadPort, Clusters: r.n})
 	if err != nil {
 		return err
 	}
@@ -293,7 +287,7 @@ func (r *churnRun) buildBase() error {
 func (r *churnRun) publish(ctx context.Context, k int) error {
 	c0 := resources.ScaledClusterName(0)
 	spec := resources.ClusterSpec{Name: c0, ConnectTimeout: time.Second}
-	if r.churn == ChurnCDS {
+	if r.churn == benchcore.ChurnCDS {
 		spec.ConnectTimeout += time.Duration(k) * time.Millisecond
 	}
 	cl, err := resources.BuildCluster(spec)
@@ -331,9 +325,9 @@ func (r *churnRun) awaitBackend(ctx context.Context, k int) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("update %d: waiting for %s to answer: %w (last: %s)", k, want, ctx.Err(), last)
-		case <-r.p.exited():
+		case <-r.p.Exited():
 			//lint:ignore ST1005 Envoy is a proper noun
-			return fmt.Errorf("Envoy exited while waiting for update %d: %v", k, r.p.exitErr())
+			return fmt.Errorf("Envoy exited while waiting for update %d: %v", k, r.p.ExitErr())
 		case <-time.After(churnProbeEvery):
 		}
 	}
@@ -346,7 +340,7 @@ func (r *churnRun) askBackend(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := r.p.http.Do(req)
+	resp, err := r.p.Http.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -363,14 +357,14 @@ func (r *churnRun) askBackend(ctx context.Context) (string, error) {
 // ChurnEvery (each awaited in the data plane) until ChurnRequests requests were sent
 // since the first, and fills the figures.
 func (r *churnRun) churnUnderLoad(ctx context.Context) error {
-	o := r.e.o
-	g, err := load.Start(ctx, load.Options{Rate: o.ChurnRate, Connections: min(churnConnections, o.ChurnRate), Protocol: load.HTTP1,
+	o := r.e.Options
+	g, err := load.Start(ctx, load.Options{Rate: o.ChurnRate, Connections: min(ChurnConnections, o.ChurnRate), Protocol: load.HTTP1,
 		Target: "http://" + loopback.Addr(r.port) + resources.ScaledPath(0), IDPrefix: "churn"})
 	if err != nil {
 		return err
 	}
 	defer g.Stop()
-	if err := wait(ctx, churnWarmup); err != nil {
+	if err := benchcore.Wait(ctx, churnWarmup); err != nil {
 		return err
 	}
 	before, err := r.counters(ctx)
@@ -388,7 +382,7 @@ func (r *churnRun) churnUnderLoad(ctx context.Context) error {
 			return err
 		}
 		r.cfg.Applied = k
-		if err := wait(ctx, time.Until(from.Add(time.Duration(k)*o.ChurnEvery))); err != nil {
+		if err := benchcore.Wait(ctx, time.Until(from.Add(time.Duration(k)*o.ChurnEvery))); err != nil {
 			return err
 		}
 		if time.Since(from) >= least && sentSince(g.Responses(), from) >= o.ChurnRequests {
@@ -403,21 +397,6 @@ func (r *churnRun) churnUnderLoad(ctx context.Context) error {
 	}
 	r.fill(before, after, churnLatency(rs, from, to, o.ConnCost))
 	return nil
-}
-
-// wait returns after d, or ctx's error when it ends first.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // sentSince counts the responses to requests sent at or after from.
@@ -436,7 +415,7 @@ type churnCounters struct{ modified, warming, destroyed, opened, stay int64 }
 
 // counters reads them in one /stats query.
 func (r *churnRun) counters(ctx context.Context) (churnCounters, error) {
-	all, err := r.p.envoy().Stats(ctx)
+	all, err := r.p.Envoy().Stats(ctx)
 	if err != nil {
 		return churnCounters{}, err
 	}
@@ -490,18 +469,18 @@ func churnLatency(rs []load.Response, from, to time.Time, cost time.Duration) Ch
 		return out
 	}
 	slices.Sort(lat)
-	out.P50MS, out.P99MS = ms(stats.Percentile(lat, 50)), ms(stats.Percentile(lat, 99))
-	out.P999MS, out.MaxMS = ms(stats.Percentile(lat, 99.9)), ms(lat[len(lat)-1])
+	out.P50MS, out.P99MS = benchcore.Millis(stats.Percentile(lat, 50)), benchcore.Millis(stats.Percentile(lat, 99))
+	out.P999MS, out.MaxMS = benchcore.Millis(stats.Percentile(lat, 99.9)), benchcore.Millis(lat[len(lat)-1])
 	out.Share = float64(out.Slower) / float64(out.Requests)
 	return out
 }
 
 func (r *churnRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.s.mode, r.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+benchcore.StopGrace(r.s.Mode, r.n))
 	defer cancel()
 	var errs []error
 	if r.p != nil {
-		errs = append(errs, r.p.stop(ctx))
+		errs = append(errs, r.p.Stop(ctx))
 	}
 	if r.ses != nil {
 		errs = append(errs, r.ses.Close(ctx))

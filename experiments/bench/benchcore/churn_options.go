@@ -1,4 +1,4 @@
-package bench
+package benchcore
 
 import (
 	"errors"
@@ -6,12 +6,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/xds-workbench/lab/experiments/inventory"
+	"github.com/xds-workbench/lab/experiments/load"
 )
 
 // The churn axis (--churn): high-frequency endpoint churn under steady load through one
 // real Envoy, the endpoint set of cluster 0 changing through EDS alone (ChurnEDS) or
 // through a CDS update of the cluster with its EDS (ChurnCDS), measured as request
-// latency (churn.go).
+// latency (experiments/bench/churn).
 const (
 	// ChurnEDS changes cluster 0's ClusterLoadAssignment only: the cluster is untouched.
 	ChurnEDS = "eds"
@@ -116,3 +119,9 @@ func CheckChurn(s string) error {
 	}
 	return fmt.Errorf("unknown churn %q (want eds or cds)", s)
 }
+
+// Bounds the churn options share with the load generator and the backends.
+const (
+	maxChurnRate = load.MaxRate
+	maxConnCost  = inventory.MaxDelay
+)

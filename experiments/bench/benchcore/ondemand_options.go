@@ -1,14 +1,11 @@
-package bench
+package benchcore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/shared/protocol"
 	"github.com/xds-workbench/lab/shared/resources"
 )
@@ -42,8 +39,8 @@ func ShapeName(od resources.OnDemand) string { return strings.ReplaceAll(od.Stri
 // once, in order), then warm (the same again).
 const DefaultColdHosts = 200
 
-// usedForRSS is how many services are in use when the "10 used" RSS is read.
-const usedForRSS = 10
+// UsedForRSS is how many services are in use when the "10 used" RSS is read.
+const UsedForRSS = 10
 
 // onDemandWorkloads are what the on-demand sequence measures: a one-service change
 // (endpoint) and a service add (cluster-add).
@@ -82,7 +79,7 @@ func (o *Options) checkShapes() error {
 	seen := map[resources.OnDemand]bool{}
 	for _, od := range o.OnDemand {
 		if seen[od] {
-			return &OptionError{Option: OptionOnDemand, Value: shapeNames(o.OnDemand), Item: ShapeName(od), Err: fmt.Errorf("%s is listed twice", ShapeName(od))}
+			return &OptionError{Option: OptionOnDemand, Value: ShapeNames(o.OnDemand), Item: ShapeName(od), Err: fmt.Errorf("%s is listed twice", ShapeName(od))}
 		}
 		seen[od] = true
 		if !slices.Contains(o.Modes, protocol.SotW) {
@@ -98,35 +95,10 @@ func (o *Options) checkShapes() error {
 // MaxColdHosts bounds --cold-hosts.
 const MaxColdHosts = 10_000
 
-func shapeNames(v []resources.OnDemand) string {
+func ShapeNames(v []resources.OnDemand) string {
 	s := make([]string, len(v))
 	for i, od := range v {
 		s[i] = ShapeName(od)
 	}
 	return strings.Join(s, ",")
-}
-
-// onDemandSweep runs every (N, shape, series) of the on-demand axis into rep and
-// returns the failed ones.
-func (e *env) onDemandSweep(ctx context.Context, rep *Report, ser []series, start time.Time) []string {
-	var failed []string
-	total, k := len(e.o.Clusters)*len(e.o.OnDemand)*len(ser), 0
-	for _, n := range e.o.Clusters {
-		for _, od := range e.o.OnDemand {
-			for _, s := range ser {
-				if ctx.Err() != nil {
-					return failed
-				}
-				k++
-				e.say("%s on-demand %s N=%d %s%s", progress.Mark(k, total), ShapeName(od), n, s.name, progress.Left(time.Since(start), k-1, total))
-				cfg := e.runOnDemand(ctx, s, od, n)
-				rep.OnDemand = append(rep.OnDemand, cfg)
-				if cfg.Error != "" {
-					failed = append(failed, fmt.Sprintf("on-demand %s %s N=%d: %s", cfg.Shape, s.name, n, cfg.Error))
-					e.say("[on-demand %s N=%d %s] FAILED: %s", cfg.Shape, n, s.name, cfg.Error)
-				}
-			}
-		}
-	}
-	return failed
 }

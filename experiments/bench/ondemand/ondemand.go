@@ -1,4 +1,4 @@
-package bench
+package ondemand
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xds-workbench/lab/experiments/bench/benchcore"
 	"github.com/xds-workbench/lab/experiments/controlplane"
 	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
@@ -81,8 +82,8 @@ type ODStep struct {
 	// ReadyMS (initial): t0 -> Envoy's /ready answered 200 (polled every 2 ms).
 	ReadyMS *float64 `json:"ready_ms,omitempty"`
 	// DataPlaneMS (changes): t0 -> the first request answered by the new backend.
-	DataPlaneMS *float64 `json:"data_plane_ms,omitempty"`
-	Answer      *Answer  `json:"answer,omitempty"`
+	DataPlaneMS *float64          `json:"data_plane_ms,omitempty"`
+	Answer      *benchcore.Answer `json:"answer,omitempty"`
 }
 
 // ODAdd is the service add: Pushed is what reached this Envoy without it asking (until
@@ -99,9 +100,9 @@ type ODAdd struct {
 
 // Fetch is one cold request: its latency, answer and what was sent meanwhile.
 type Fetch struct {
-	MS     float64 `json:"ms"`
-	Answer Answer  `json:"answer"`
-	Sent   Sent    `json:"sent"`
+	MS     float64          `json:"ms"`
+	Answer benchcore.Answer `json:"answer"`
+	Sent   Sent             `json:"sent"`
 }
 
 // Latency summarises request times.
@@ -114,7 +115,7 @@ type Latency struct {
 }
 
 func latencyOf(v []float64) Latency {
-	p, ok := percentilesOf(v)
+	p, ok := benchcore.PercentilesOf(v)
 	if !ok {
 		return Latency{}
 	}
@@ -132,8 +133,8 @@ const coldRequestTimeout = 3 * resources.DefaultODCDSTimeout
 
 // odRun is one on-demand configuration in progress.
 type odRun struct {
-	e       *env
-	s       series
+	e       *benchcore.Env
+	s       benchcore.Series
 	od      resources.OnDemand
 	n       int
 	cfg     *OnDemandConfig
@@ -142,7 +143,7 @@ type odRun struct {
 	logFile *os.File
 	ses     *session.Session
 	cp      *controlplane.ControlPlane
-	p       *member
+	p       *benchcore.Member
 	port    int
 	state   resources.State
 	version int
@@ -151,15 +152,15 @@ type odRun struct {
 }
 
 func (r *odRun) say(format string, args ...any) {
-	r.e.say("[on-demand %s N=%d %s] "+format, append([]any{r.cfg.Shape, r.n, r.s.name}, args...)...)
+	r.e.Say("[on-demand %s N=%d %s] "+format, append([]any{r.cfg.Shape, r.n, r.s.Name}, args...)...)
 }
 
 // runOnDemand measures one (shape, series, N); failures are kept in Error.
-func (e *env) runOnDemand(ctx context.Context, s series, od resources.OnDemand, n int) *OnDemandConfig {
+func runOnDemand(ctx context.Context, e *benchcore.Env, s benchcore.Series, od resources.OnDemand, n int) *OnDemandConfig {
 	started := time.Now()
-	cfg := &OnDemandConfig{Shape: ShapeName(od), Series: s.name, Cache: string(s.cache), N: n}
-	r := &odRun{e: e, s: s, od: od, n: n, cfg: cfg, hosts: coldHosts(n, e.o.ColdHosts)}
-	err := e.runBounded(ctx, r.run, r.close)
+	cfg := &OnDemandConfig{Shape: benchcore.ShapeName(od), Series: s.Name, Cache: string(s.Cache), N: n}
+	r := &odRun{e: e, s: s, od: od, n: n, cfg: cfg, hosts: coldHosts(n, e.Options.ColdHosts)}
+	err := e.RunBounded(ctx, r.run, r.close)
 	if err != nil {
 		cfg.Error = err.Error()
 	}
@@ -178,7 +179,7 @@ func coldHosts(n, k int) []int {
 }
 
 func (r *odRun) stem() string {
-	return fmt.Sprintf("ondemand-%s-%s-N%d", r.cfg.Shape, r.s.file(), r.n)
+	return fmt.Sprintf("ondemand-%s-%s-N%d", r.cfg.Shape, r.s.File(), r.n)
 }
 
 func (r *odRun) run(ctx context.Context) error {
@@ -188,12 +189,12 @@ func (r *odRun) run(ctx context.Context) error {
 	if err := r.initial(ctx); err != nil {
 		return fmt.Errorf("initial state: %w", err)
 	}
-	used := min(usedForRSS, len(r.hosts))
+	used := min(benchcore.UsedForRSS, len(r.hosts))
 	stopProfile := func() {}
-	if r.e.o.CPUProfile {
+	if r.e.Options.CPUProfile {
 		// The cold phase (the cold requests and the service add): where a held request's
 		// time goes on the control plane's side.
-		stop, err := startCPUProfile(filepath.Join(r.e.o.Out, "cpu-"+r.stem()+".pprof"))
+		stop, err := benchcore.StartCPUProfile(filepath.Join(r.e.Options.Out, "cpu-"+r.stem()+".pprof"))
 		if err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func (r *odRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.cfg.RSSUsed, err = r.p.envoy().RSS(); err != nil {
+	if r.cfg.RSSUsed, err = r.p.Envoy().RSS(); err != nil {
 		return err
 	}
 	r.cfg.UsedAtRSS = used
@@ -223,19 +224,19 @@ func (r *odRun) run(ctx context.Context) error {
 		return err
 	}
 	r.cfg.Warm, r.cfg.WarmSent = latencyOf(warm.ms), warm.sent
-	if r.cfg.RSSAfter, err = r.p.envoy().RSS(); err != nil {
+	if r.cfg.RSSAfter, err = r.p.Envoy().RSS(); err != nil {
 		return err
 	}
 	r.say("cold p50 %.2f ms p99 %.2f ms (%d B fetched); warm p50 %.2f ms; RSS %d MB initial, %d MB with %d used",
 		r.cfg.Cold.P50MS, r.cfg.Cold.P99MS, r.cfg.ColdSent.Bytes, r.cfg.Warm.P50MS, r.cfg.RSSInitial>>20, r.cfg.RSSUsed>>20, used)
-	for i := 1; i <= r.e.o.Repeat; i++ {
+	for i := 1; i <= r.e.Options.Repeat; i++ {
 		st, err := r.change(ctx, i)
 		if err != nil {
 			return fmt.Errorf("change %d: %w", i, err)
 		}
 		r.cfg.Changes = append(r.cfg.Changes, st)
 	}
-	if r.cfg.ActiveClusters, err = r.p.envoy().StatInt(ctx, "cluster_manager.active_clusters"); err != nil {
+	if r.cfg.ActiveClusters, err = r.p.Envoy().StatInt(ctx, "cluster_manager.active_clusters"); err != nil {
 		return err
 	}
 	return nil
@@ -245,14 +246,14 @@ func (r *odRun) run(ctx context.Context) error {
 // (without cds_config when clusters are on demand), and waits for Envoy's first request.
 func (r *odRun) start(ctx context.Context) error {
 	e := r.e
-	logPath := filepath.Join(e.o.Out, "xds-"+r.stem()+".log")
+	logPath := filepath.Join(e.Options.Out, "xds-"+r.stem()+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("create xds.log: %w", err)
 	}
 	r.logFile, r.cfg.Log = f, filepath.Base(logPath)
 	r.trace = newODTrace()
-	ses, err := session.New(session.Options{ControlPlane: controlplane.Options{Mode: r.s.mode, Addr: loopback.Addr(0), Cache: r.s.cache, OnDemand: r.od},
+	ses, err := session.New(session.Options{ControlPlane: controlplane.Options{Mode: r.s.Mode, Addr: loopback.Addr(0), Cache: r.s.Cache, OnDemand: r.od},
 		Log: f, Record: []xdslog.Option{xdslog.WithObserver(r.trace.observe)}})
 	if err != nil {
 		return err
@@ -265,14 +266,14 @@ func (r *odRun) start(ctx context.Context) error {
 	if r.port, err = loopback.FreePort(); err != nil {
 		return fmt.Errorf("listener port: %w", err)
 	}
-	spec := clientSpec{kind: ClientEnvoy, mode: r.s.mode, xdsAddr: cp.Addr(), bin: e.bin, dir: e.o.Out, name: r.stem(), stopGrace: stopGrace(r.s.mode, r.n), onDemandClusters: r.od.Clusters, envoyStats: e.o.EnvoyStats}
-	if r.p, err = startEnvoy(ctx, spec, memberSpec{listenerPort: r.port}); err != nil {
+	spec := benchcore.ClientSpec{Kind: benchcore.ClientEnvoy, Mode: r.s.Mode, XdsAddr: cp.Addr(), Bin: e.Bin, Dir: e.Options.Out, Name: r.stem(), StopGrace: benchcore.StopGrace(r.s.Mode, r.n), OnDemandClusters: r.od.Clusters, EnvoyStats: e.Options.EnvoyStats}
+	if r.p, err = benchcore.StartEnvoy(ctx, spec, benchcore.MemberSpec{ListenerPort: r.port}); err != nil {
 		return err
 	}
 	// A cold request is held while Envoy fetches; at N = 100,000 under the SnapshotCache
 	// one took 1.3 s, and the on_demand filter's own cluster timeout is 5 s.
-	r.p.http.Timeout = coldRequestTimeout
-	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.bootstrap, filepath.Base(r.p.envoy().LogPath())
+	r.p.Http.Timeout = coldRequestTimeout
+	r.cfg.Bootstrap, r.cfg.EnvoyLog = r.p.Bootstrap, filepath.Base(r.p.Envoy().LogPath())
 	_, err = r.trace.wait(ctx, 0, 0, "Envoy's first request", func(evs []odEvent) bool {
 		return slices.ContainsFunc(evs, func(e odEvent) bool { return e.event == xdslog.EventRequest })
 	})
@@ -280,11 +281,11 @@ func (r *odRun) start(ctx context.Context) error {
 }
 
 func (r *odRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+stopGrace(r.s.mode, r.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+benchcore.StopGrace(r.s.Mode, r.n))
 	defer cancel()
 	var errs []error
 	if r.p != nil {
-		errs = append(errs, r.p.stop(ctx))
+		errs = append(errs, r.p.Stop(ctx))
 	}
 	if r.ses != nil {
 		errs = append(errs, r.ses.Close(ctx))
@@ -312,9 +313,9 @@ func (r *odRun) backendOf(i int) int {
 // initialState is the scaled state of N services in the run's shape, each cold host on
 // its backend.
 func (r *odRun) initialState() resources.State {
-	st := resources.State{ListenerPort: r.port, InventoryPort: r.e.deadPort, Clusters: r.n, EndpointPorts: map[int]int{}, OnDemand: r.od}
+	st := resources.State{ListenerPort: r.port, InventoryPort: r.e.DeadPort, Clusters: r.n, EndpointPorts: map[int]int{}, OnDemand: r.od}
 	for _, i := range r.hosts {
-		st.EndpointPorts[i] = r.e.backends[r.backendOf(i)].port
+		st.EndpointPorts[i] = r.e.Backends[r.backendOf(i)].Port
 	}
 	return st
 }
@@ -331,11 +332,11 @@ func (r *odRun) publish(ctx context.Context, step string) (int, time.Time, ODSte
 	if err != nil {
 		return mark, t0, ODStep{}, err
 	}
-	built := ms(time.Since(t0))
+	built := benchcore.Millis(time.Since(t0))
 	if err := pub.Publish(ctx, set); err != nil {
 		return mark, t0, ODStep{}, err
 	}
-	return mark, t0, ODStep{BuildMS: built, PublishMS: ms(time.Since(t0))}, nil
+	return mark, t0, ODStep{BuildMS: built, PublishMS: benchcore.Millis(time.Since(t0))}, nil
 }
 
 func (r *odRun) initial(ctx context.Context) error {
@@ -344,16 +345,16 @@ func (r *odRun) initial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.p.awaitReady(ctx); err != nil {
+	if err := r.p.AwaitReady(ctx); err != nil {
 		return err
 	}
-	ready := ms(time.Since(t0))
+	ready := benchcore.Millis(time.Since(t0))
 	st.ReadyMS = &ready
 	if err := r.settle(ctx, mark, t0, &st); err != nil {
 		return err
 	}
 	r.cfg.Initial = st
-	if r.cfg.RSSInitial, err = r.p.envoy().RSS(); err != nil {
+	if r.cfg.RSSInitial, err = r.p.Envoy().RSS(); err != nil {
 		return err
 	}
 	r.say("initial: %d resource(s), %d B; build %.0f ms, publish %.0f ms, ready %.0f ms; RSS %d MB", st.Sent.Resources, st.Sent.Bytes, st.BuildMS, st.PublishMS, ready, r.cfg.RSSInitial>>20)
@@ -386,7 +387,7 @@ func (r *odRun) settle(ctx context.Context, mark int, t0 time.Time, st *ODStep) 
 		}
 		st.Sent = sentIn(evs)
 		if last, ok := converged(evs); ok {
-			v := ms(last.Sub(t0))
+			v := benchcore.Millis(last.Sub(t0))
 			st.AckMS = &v
 		}
 		return nil
@@ -428,13 +429,15 @@ func (r *odRun) fetch(ctx context.Context, i int) (Fetch, error) {
 	mark := r.trace.mark()
 	host, path := resources.ServiceHost(i), resources.ScaledPath(i)
 	t := time.Now()
-	a, err := r.p.askHost(ctx, host, path)
-	d := ms(time.Since(t))
+	a, err := r.p.AskHost(ctx, host, path)
+	d := benchcore.Millis(time.Since(t))
 	if err != nil {
+		//lint:ignore ST1005 "Host" is the HTTP header the request names the service by
 		return Fetch{}, fmt.Errorf("Host %s %s: %w", host, path, err)
 	}
-	want := r.e.backends[r.backendOf(i)].name
+	want := r.e.Backends[r.backendOf(i)].Name
 	if a.Status != http.StatusOK || a.Backend != want {
+		//lint:ignore ST1005 "Host" is the HTTP header the request names the service by
 		return Fetch{}, fmt.Errorf("Host %s %s: answered %s, want HTTP 200 from %s", host, path, a, want)
 	}
 	return Fetch{MS: d, Answer: a, Sent: sentIn(r.trace.since(mark))}, nil
@@ -445,7 +448,7 @@ func (r *odRun) fetch(ctx context.Context, i int) (Fetch, error) {
 func (r *odRun) add(ctx context.Context, held int) error {
 	i := r.n
 	r.state.Clusters = r.n + 1
-	r.state.EndpointPorts[i] = r.e.backends[r.backendOf(i)].port
+	r.state.EndpointPorts[i] = r.e.Backends[r.backendOf(i)].Port
 	mark, t0, st, err := r.publish(ctx, "add")
 	if err != nil {
 		return err
@@ -458,7 +461,7 @@ func (r *odRun) add(ctx context.Context, held int) error {
 	if err != nil {
 		return err
 	}
-	r.cfg.Add = ODAdd{Service: i, Pushed: st, QuietMS: ms(settleQuiet), Fetch: f, Held: held}
+	r.cfg.Add = ODAdd{Service: i, Pushed: st, QuietMS: benchcore.Millis(settleQuiet), Fetch: f, Held: held}
 	r.say("service add: pushed %d resource(s), %d B; fetch %.2f ms, %d resource(s), %d B", st.Sent.Resources, st.Sent.Bytes, f.MS, f.Sent.Resources, f.Sent.Bytes)
 	return nil
 }
@@ -466,16 +469,16 @@ func (r *odRun) add(ctx context.Context, held int) error {
 // change k moves service 0's endpoint (B, A, B, ...) and waits for the answer to show it.
 func (r *odRun) change(ctx context.Context, k int) (ODStep, error) {
 	b := k % 2
-	r.state.EndpointPorts[0] = r.e.backends[b].port
+	r.state.EndpointPorts[0] = r.e.Backends[b].Port
 	mark, t0, st, err := r.publish(ctx, fmt.Sprintf("change-%d", k))
 	if err != nil {
 		return st, err
 	}
-	a, at, _, err := r.p.awaitHost(ctx, resources.ServiceHost(0), resources.ScaledPath(0), r.e.backends[b].name)
+	a, at, _, err := r.p.AwaitHost(ctx, resources.ServiceHost(0), resources.ScaledPath(0), r.e.Backends[b].Name)
 	if err != nil {
 		return st, err
 	}
-	v := ms(at.Sub(t0))
+	v := benchcore.Millis(at.Sub(t0))
 	st.DataPlaneMS, st.Answer = &v, &a
 	if err := r.settle(ctx, mark, t0, &st); err != nil {
 		return st, err
