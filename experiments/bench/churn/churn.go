@@ -476,27 +476,11 @@ func churnLatency(rs []load.Response, from, to time.Time, cost time.Duration) Ch
 }
 
 func (r *churnRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+benchcore.StopGrace(r.s.Mode, r.n))
-	defer cancel()
-	var errs []error
-	if r.p != nil {
-		errs = append(errs, r.p.Stop(ctx))
-	}
-	if r.ses != nil {
-		errs = append(errs, r.ses.Close(ctx))
-	}
+	t := benchcore.Teardown{Member: r.p, Session: r.ses, Log: r.logFile, LogName: r.cfg.Log, Port: r.port}
 	for _, b := range r.backends {
 		if b != nil {
-			errs = append(errs, b.Stop(ctx))
+			t.Also = append(t.Also, b.Stop)
 		}
 	}
-	if r.logFile != nil {
-		if err := r.logFile.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", r.cfg.Log, err))
-		}
-	}
-	if r.port != 0 {
-		loopback.Release(r.port)
-	}
-	return errors.Join(errs...)
+	return t.Close(r.s.Mode, r.n)
 }

@@ -2,7 +2,6 @@ package ondemand
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -281,24 +280,8 @@ func (r *odRun) start(ctx context.Context) error {
 }
 
 func (r *odRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+benchcore.StopGrace(r.s.Mode, r.n))
-	defer cancel()
-	var errs []error
-	if r.p != nil {
-		errs = append(errs, r.p.Stop(ctx))
-	}
-	if r.ses != nil {
-		errs = append(errs, r.ses.Close(ctx))
-	}
-	if r.logFile != nil {
-		if err := r.logFile.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", r.cfg.Log, err))
-		}
-	}
-	if r.port != 0 {
-		loopback.Release(r.port)
-	}
-	return errors.Join(errs...)
+	t := benchcore.Teardown{Member: r.p, Session: r.ses, Log: r.logFile, LogName: r.cfg.Log, Port: r.port}
+	return t.Close(r.s.Mode, r.n)
 }
 
 // backendOf is the backend index service i answers from: the j-th cold host from
