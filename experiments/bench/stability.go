@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/xds-workbench/lab/experiments/bench/benchcore"
-	"github.com/xds-workbench/lab/shared/stats"
 )
 
 // Stability says whether a configuration's medians held: with Options.UntilStable the
@@ -86,16 +85,11 @@ func repeatable(w string) bool {
 }
 
 func medians(samples []Sample) map[string]float64 {
+	all := summarize(samples)
 	out := map[string]float64{}
 	for _, k := range stableMetrics {
-		var v []float64
-		for _, s := range samples {
-			if x, ok := s.Value(k); ok {
-				v = append(v, x)
-			}
-		}
-		if len(v) > 0 {
-			out[k] = stats.Median(v)
+		if st, ok := all[k]; ok {
+			out[k] = st.Median
 		}
 	}
 	return out
