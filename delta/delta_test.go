@@ -154,7 +154,7 @@ func wire(resp *discovery.DeltaDiscoveryResponse) [][2]string {
 // response of it carries as (name, version).
 func published(set *resources.Set, typ resources.Type) [][2]string {
 	var out [][2]string
-	for _, r := range set.ByType[typ] {
+	for _, r := range set.ByType[typ].All() {
 		out = append(out, [2]string{r.Name, r.Hash})
 	}
 	return out

@@ -69,7 +69,7 @@ func TestSendsWhatChangedAndRecordsTheNack(t *testing.T) {
 	s := r.open()
 	s.send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
 	s.ack(s.recv(resources.CDS))
-	eds := v1.ByType[resources.EDS][0].Name
+	eds := v1.ByType[resources.EDS].At(0).Name
 	s.send(&discovery.DeltaDiscoveryRequest{TypeUrl: resources.EDS.URL(), ResourceNamesSubscribe: []string{eds}})
 	first := s.recv(resources.EDS)
 	assert.Equal(t, published(v1, resources.EDS), wire(first))
@@ -107,7 +107,7 @@ func TestSendsWhatChangedAndRecordsTheNack(t *testing.T) {
 func TestCorrelatesByStreamTypeAndNonce(t *testing.T) {
 	r := newRig(t)
 	set := r.publish("initial", resources.State{Version: "1", InventoryPort: 18080})
-	eds := set.ByType[resources.EDS][0].Name
+	eds := set.ByType[resources.EDS].At(0).Name
 	a := r.open()
 	a.send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: resources.CDS.URL()})
 	aCDS := a.recv(resources.CDS)

@@ -226,10 +226,10 @@ func (s *firstRecv) RecvMsg(m any) error {
 func acceptedAll(set *resources.Set) func(simclient.State) bool {
 	return func(s simclient.State) bool {
 		for _, t := range resources.Types {
-			if len(s.Accepted[t]) != len(set.ByType[t]) {
+			if len(s.Accepted[t]) != set.ByType[t].Len() {
 				return false
 			}
-			for _, r := range set.ByType[t] {
+			for _, r := range set.ByType[t].All() {
 				if s.Accepted[t][r.Name].Hash != r.Hash {
 					return false
 				}

@@ -84,8 +84,8 @@ func Published(set *resources.Set) map[string]map[string]string {
 	}
 	out := map[string]map[string]string{}
 	for t, list := range set.ByType {
-		m := make(map[string]string, len(list))
-		for _, x := range list {
+		m := make(map[string]string, list.Len())
+		for _, x := range list.All() {
 			m[x.Name] = x.Hash
 		}
 		out[string(t)] = m

@@ -124,7 +124,7 @@ func vhdsSetWithFetchTimeout(t *testing.T, listenerPort int) *resources.Set {
 	require.NoError(t, err)
 	var rs []resources.Resource
 	for _, typ := range resources.Types {
-		for _, r := range built.ByType[typ] {
+		for _, r := range built.ByType[typ].All() {
 			if typ == resources.RDS {
 				rc := &route.RouteConfiguration{Name: r.Name, Vhds: &route.Vhds{ConfigSource: &core.ConfigSource{
 					ResourceApiVersion:    core.ApiVersion_V3,

@@ -64,7 +64,7 @@ func (p *revertingPublisher) publishLocked(ctx context.Context, set *resources.S
 // set kept that has it.
 func (p *revertingPublisher) findLocked(t resources.Type, name, hash string) (resources.Resource, bool) {
 	for i := len(p.history) - 1; i >= 0; i-- {
-		for _, r := range p.history[i].ByType[t] {
+		for _, r := range p.history[i].ByType[t].All() {
 			if r.Name == name && r.Hash == hash {
 				return r, true
 			}
@@ -79,7 +79,7 @@ func (p *revertingPublisher) revertedLocked(cur *resources.Set, t resources.Type
 	var rs []resources.Resource
 	for _, typ := range resources.Types {
 		if typ != t {
-			rs = append(rs, cur.ByType[typ]...)
+			rs = append(rs, cur.ByType[typ].Resources()...)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(accepted)) {

@@ -74,7 +74,7 @@ func runs(cp *ControlPlane, s simclient.State, typ resources.Type) bool {
 	if s.VersionInfo[typ] != cp.Publisher().Versions()[typ] {
 		return false
 	}
-	for _, r := range cp.Publisher().Current().ByType[typ] {
+	for _, r := range cp.Publisher().Current().ByType[typ].All() {
 		if s.Accepted[typ][r.Name].Hash != r.Hash {
 			return false
 		}
@@ -213,7 +213,7 @@ func TestRevertDecisions(t *testing.T) {
 	}
 	first, err := cp.Publish(ctx, state(1, false))
 	require.NoError(t, err)
-	accepted := first.ByType[resources.RDS][0]
+	accepted := first.ByType[resources.RDS].At(0)
 	// Stream 1 accepts version 1's route.
 	rec.StreamOpen(1, "")
 	rec.SotW(1, "RDS", xdslog.SotWRequest{Node: resources.NodeID, Names: []string{resources.RouteName}})

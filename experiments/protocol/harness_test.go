@@ -168,7 +168,7 @@ func ofType(step, event, typ string) func(xdslog.Event) bool {
 // matching want (name -> version).
 func acceptedHashes(s simclient.State, set *resources.Set) bool {
 	for _, t := range resources.CoreTypes {
-		for _, r := range set.ByType[t] {
+		for _, r := range set.ByType[t].All() {
 			if s.Accepted[t][r.Name].Hash != r.Hash {
 				return false
 			}

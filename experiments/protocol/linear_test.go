@@ -94,7 +94,7 @@ func TestOneOfNAssignments(t *testing.T) {
 				assert.Len(t, sends[0].Resources, 3, "the snapshot cache sends the type's whole subscription")
 			}
 			require.Len(t, st.Accepted[resources.EDS], 3, "the client still holds all three assignments")
-			for _, r := range set1.ByType[resources.EDS] {
+			for _, r := range set1.ByType[resources.EDS].All() {
 				if r.Name != changed {
 					assert.Equal(t, r.Hash, st.Accepted[resources.EDS][r.Name].Hash, "%s untouched", r.Name)
 				}

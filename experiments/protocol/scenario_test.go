@@ -59,7 +59,7 @@ func runScenario(t *testing.T, v variant) {
 		assert.Equal(t, label(v, "1", vers1, typ), sends[0].Version, "%s: version_info / system_version_info", typ)
 		assert.Equal(t, label(v, "1", vers1, typ), acks[0].SentVersion)
 		assert.Equal(t, label(v, "1", vers1, typ), acks[0].Accepted())
-		for _, r := range set1.ByType[typ] {
+		for _, r := range set1.ByType[typ].All() {
 			want := label(v, "1", vers1, typ)
 			if !sotwMode {
 				want = r.Hash // delta: per-resource version is the content hash
@@ -102,7 +102,7 @@ func runScenario(t *testing.T, v variant) {
 			assert.Equal(t, s.Type != "EDS", s.Resources[0].IsRedundant(), "%s redundant flag", s.Type)
 		}
 		for _, typ := range resources.CoreTypes {
-			assert.Equal(t, "2", st.Version(typ, set2.ByType[typ][0].Name))
+			assert.Equal(t, "2", st.Version(typ, set2.ByType[typ].At(0).Name))
 		}
 	case sotwMode: // per-type, and the LinearCache (only EDS's cache was updated)
 		require.Len(t, sends, 1, "per-type versions send only the changed type")
@@ -121,7 +121,7 @@ func runScenario(t *testing.T, v variant) {
 		assert.Equal(t, set2.Hashes(resources.EDS)[resources.ClusterName], sends[0].Resources[0].Version)
 		assert.NotEqual(t, set1.Hashes(resources.EDS)[resources.ClusterName], sends[0].Resources[0].Version)
 		for _, typ := range []resources.Type{resources.LDS, resources.RDS, resources.CDS} {
-			name := set1.ByType[typ][0].Name
+			name := set1.ByType[typ].At(0).Name
 			assert.Equal(t, set1.Hashes(typ)[name], st.Version(typ, name), "%s keeps its version in delta", typ)
 		}
 	}

@@ -80,10 +80,10 @@ func TestOnePublisherFeedsBothTransports(t *testing.T) {
 			for _, e := range sends {
 				assert.Equal(t, step.state.Version, e.Version, "%s %s: version_info / system_version_info is the label", h.v.mode, e.Type)
 				want := set.ByType[resources.Type(e.Type)]
-				require.Len(t, e.Resources, len(want))
+				require.Len(t, e.Resources, want.Len())
 				for i, r := range e.Resources {
-					assert.Equal(t, want[i].Name, r.Name, "%s %s: named as published", h.v.mode, e.Type)
-					assert.Equal(t, want[i].Hash, r.Hash, "%s %s: the published content", h.v.mode, e.Type)
+					assert.Equal(t, want.At(i).Name, r.Name, "%s %s: named as published", h.v.mode, e.Type)
+					assert.Equal(t, want.At(i).Hash, r.Hash, "%s %s: the published content", h.v.mode, e.Type)
 				}
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // What a stream owes of a published type: everything under a wildcard or before it
 // asked, only what it names otherwise, nothing once it names nothing.
 func TestOwedResources(t *testing.T) {
-	published := []resources.Resource{{Name: "blue"}, {Name: "inventory"}}
+	published := resources.ListOf(resources.Resource{Name: "blue"}, resources.Resource{Name: "inventory"})
 	names := func(rs []resources.Resource) []string {
 		out := []string{}
 		for _, r := range rs {

@@ -272,7 +272,7 @@ func (restartControlPlaneAction) checkNewestOnly(r *Run, s *stepRun) {
 		if ran != nil {
 			old = ran.Hashes(t)
 		}
-		for _, res := range newest.ByType[t] {
+		for _, res := range newest.ByType[t].All() {
 			if r.o.Mode == protocol.SotW || old[res.Name] != res.Hash {
 				want = append(want, string(t)+"/"+res.Name)
 			}

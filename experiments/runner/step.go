@@ -219,12 +219,12 @@ func onDemandTypes(o resources.OnDemand) map[resources.Type]bool {
 // subscription as its needs change (grpc-go drops a cluster the route no longer names)
 // and owes nothing it stopped asking for: the xDS protocol, "How the client specifies
 // what resources to return": an empty list means no interest in the type.
-func owedResources(published []resources.Resource, st xdslog.TypeStatus) []resources.Resource {
+func owedResources(published resources.List, st xdslog.TypeStatus) []resources.Resource {
 	if st.Wildcard || st.State == "" {
-		return published
+		return published.Resources()
 	}
 	var out []resources.Resource
-	for _, r := range published {
+	for _, r := range published.All() {
 		if slices.Contains(st.Names, r.Name) {
 			out = append(out, r)
 		}
@@ -326,7 +326,7 @@ func (r *Run) checkResubscribed(ctx context.Context, s *stepRun) {
 		}
 		var out []string
 		for _, t := range resources.Types {
-			if len(set.ByType[t]) > 0 && !(acks && acked[string(t)]) && !(!acks && requested[string(t)]) {
+			if set.ByType[t].Len() > 0 && !(acks && acked[string(t)]) && !(!acks && requested[string(t)]) {
 				out = append(out, string(t))
 			}
 		}

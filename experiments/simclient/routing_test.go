@@ -487,7 +487,7 @@ func TestTeachingResources(t *testing.T) {
 			c := newClient(t, protocol.SotW)
 			for _, typ := range resources.Types {
 				var rs []types.Resource
-				for _, r := range set.ByType[typ] {
+				for _, r := range set.ByType[typ].All() {
 					rs = append(rs, r.Resource)
 				}
 				sotw(t, c, typ, "1", rs...)

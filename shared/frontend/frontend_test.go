@@ -28,7 +28,7 @@ func cdsAny(t *testing.T) (*anypb.Any, resources.Resource) {
 	t.Helper()
 	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080})
 	require.NoError(t, err)
-	r := set.ByType[resources.CDS][0]
+	r := set.ByType[resources.CDS].At(0)
 	b, err := cachev3.MarshalResource(r.Resource)
 	require.NoError(t, err)
 	return &anypb.Any{TypeUrl: resources.CDS.URL(), Value: b}, r

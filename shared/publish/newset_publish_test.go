@@ -31,9 +31,9 @@ func TestPublishExplicitSet(t *testing.T) {
 
 			var rs []resources.Resource
 			for _, typ := range []resources.Type{resources.LDS, resources.CDS, resources.EDS} {
-				rs = append(rs, v2.ByType[typ]...)
+				rs = append(rs, v2.ByType[typ].Resources()...)
 			}
-			reverted, err := resources.NewSet("2-reverted", append(rs, v1.ByType[resources.RDS]...), nil)
+			reverted, err := resources.NewSet("2-reverted", append(rs, v1.ByType[resources.RDS].Resources()...), nil)
 			require.NoError(t, err)
 			require.NoError(t, p.Publish(ctx, reverted))
 			assert.Equal(t, "2-reverted", p.Current().Version)

@@ -85,7 +85,7 @@ func vhdsRoutes(set *resources.Set) []string {
 		return nil
 	}
 	var out []string
-	for _, r := range set.ByType[resources.RDS] {
+	for _, r := range set.ByType[resources.RDS].All() {
 		if rc, ok := r.Resource.(*route.RouteConfiguration); ok && rc.GetVhds() != nil {
 			out = append(out, r.Name)
 		}

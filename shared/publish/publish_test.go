@@ -57,7 +57,7 @@ func TestDescribeHashesTheWireBytes(t *testing.T) {
 	t.Parallel()
 	p := newPublisher(t, PublisherConfig{Cache: NewSnapshotCache(nil), NodeID: resources.NodeID})
 	set := publishtest.Publish(t, p, resources.State{Version: "1", InventoryPort: 18080})
-	r := set.ByType[resources.CDS][0]
+	r := set.ByType[resources.CDS].At(0)
 	b, err := cachev3.MarshalResource(r.Resource)
 	require.NoError(t, err)
 	name, hash := p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
@@ -67,7 +67,7 @@ func TestDescribeHashesTheWireBytes(t *testing.T) {
 	// Content never published is named by decoding it.
 	other, err := resources.Build(resources.State{Version: "9", InventoryPort: 18080, Clusters: 1})
 	require.NoError(t, err)
-	b, err = cachev3.MarshalResource(other.ByType[resources.CDS][0].Resource)
+	b, err = cachev3.MarshalResource(other.ByType[resources.CDS].At(0).Resource)
 	require.NoError(t, err)
 	name, _ = p.Describe(&anypb.Any{TypeUrl: resources.CDS.URL(), Value: b})
 	assert.Equal(t, "inventory-0000", name)
@@ -272,7 +272,7 @@ func TestNameTableStaysBounded(t *testing.T) {
 		// Each publish moves two endpoints: the new override and the one it drops.
 		assert.LessOrEqual(t, len(names.byHash), 12+2, "%s: 12 resources published and the two the last publish replaced", cache)
 		// What was sent of the state before the last publish is still named.
-		for _, r := range set.ByType[resources.EDS] {
+		for _, r := range set.ByType[resources.EDS].All() {
 			any, err := anypb.New(r.Resource)
 			require.NoError(t, err)
 			name, hash := p.Describe(any)

@@ -161,7 +161,7 @@ func recordPublish(rec *xdslog.Recorder, node string, set *resources.Set, first 
 	if first {
 		var all []xdslog.Resource
 		for _, t := range resources.Types {
-			for _, r := range set.ByType[t] {
+			for _, r := range set.ByType[t].All() {
 				all = append(all, xdslog.Resource{Type: string(t), Name: r.Name, Hash: r.Hash})
 			}
 		}

@@ -52,14 +52,16 @@ func Diff(prev, next *Set) Change {
 	for _, t := range Types {
 		var old map[string]*Resource
 		if prev != nil {
-			old = make(map[string]*Resource, len(prev.ByType[t]))
-			for i := range prev.ByType[t] {
-				old[prev.ByType[t][i].Name] = &prev.ByType[t][i]
+			pl := prev.ByType[t]
+			old = make(map[string]*Resource, pl.Len())
+			for i := range pl.Len() {
+				old[pl.ref(i).Name] = pl.ref(i)
 			}
 		}
 		var edits []Edit
-		for i := range next.ByType[t] {
-			r := &next.ByType[t][i]
+		nl := next.ByType[t]
+		for i := range nl.Len() {
+			r := nl.ref(i)
 			o, ok := old[r.Name]
 			if ok {
 				delete(old, r.Name)
@@ -85,8 +87,8 @@ func (s *Set) RebuiltFrom(prev *Set) bool {
 }
 
 // Rebuild makes the set of next from prev, building, validating and hashing only the
-// resources next changes: the cost is O(what changed) plus one copy of each changed
-// type's resource list (a slice of N small headers), not O(N) builds. Shape changes that
+// resources next changes: the cost is O(what changed) plus, per changed type, one copy
+// of the chunks it touches and of the list's chunk pointers (List), not O(N). Shape changes that
 // touch every resource anyway (the teaching state to the scaled one, removing the
 // inventory, moving the default endpoint port) build the whole state. The result equals
 // Build(next) resource for resource, and Diff(prev, result) is the change at no cost.
@@ -182,29 +184,29 @@ func (s *Set) editInventory(c *Change, was, next State) error {
 		for _, t := range []Type{CDS, EDS} {
 			rs := s.ByType[t]
 			for i := next.Clusters; i < was.Clusters; i++ {
-				c.Edits = append(c.Edits, Edit{Type: t, Name: ScaledClusterName(i), Old: ptr(rs[i])})
+				c.Edits = append(c.Edits, Edit{Type: t, Name: ScaledClusterName(i), Old: ptr(rs.At(i))})
 			}
-			s.ByType[t] = slices.Clip(rs[:next.Clusters])
+			s.ByType[t] = rs.truncated(next.Clusters)
 		}
 	}
 	var cds, eds []Edit
-	if len(moved) > 0 {
-		s.ByType[EDS] = slices.Clone(s.ByType[EDS])
-		for _, i := range moved {
-			r, err := s.built(EDS, ScaledClusterName(i), buildEndpoints(ScaledClusterName(i), endpointPort(next, i)), true)
-			if err != nil {
-				return err
-			}
-			old := s.ByType[EDS][i]
-			if old.Hash == r.Hash {
-				continue
-			}
-			s.ByType[EDS][i] = r
-			eds = append(eds, Edit{Type: EDS, Name: r.Name, Old: ptr(old), New: ptr(r)})
+	var repl []indexed
+	for _, i := range moved {
+		r, err := s.built(EDS, ScaledClusterName(i), buildEndpoints(ScaledClusterName(i), endpointPort(next, i)), true)
+		if err != nil {
+			return err
 		}
+		old := s.ByType[EDS].At(i)
+		if old.Hash == r.Hash {
+			continue
+		}
+		repl = append(repl, indexed{i, r})
+		eds = append(eds, Edit{Type: EDS, Name: r.Name, Old: ptr(old), New: ptr(r)})
 	}
+	s.ByType[EDS] = s.ByType[EDS].with(repl...)
 	// Added clusters go on the end, in order.
 	if next.Clusters > was.Clusters {
+		var addCDS, addEDS []Resource
 		for i := was.Clusters; i < next.Clusters; i++ {
 			name := ScaledClusterName(i)
 			cl, err := s.built(CDS, name, buildCluster(name), true)
@@ -215,12 +217,12 @@ func (s *Set) editInventory(c *Change, was, next State) error {
 			if err != nil {
 				return err
 			}
-			// append on a shared backing array would write into prev's spare capacity.
-			s.ByType[CDS] = append(slices.Clip(s.ByType[CDS]), cl)
-			s.ByType[EDS] = append(slices.Clip(s.ByType[EDS]), ep)
+			addCDS, addEDS = append(addCDS, cl), append(addEDS, ep)
 			cds = append(cds, Edit{Type: CDS, Name: name, New: ptr(cl)})
 			eds = append(eds, Edit{Type: EDS, Name: name, New: ptr(ep)})
 		}
+		s.ByType[CDS] = s.ByType[CDS].appended(addCDS...)
+		s.ByType[EDS] = s.ByType[EDS].appended(addEDS...)
 	}
 	c.Edits = append(c.Edits, cds...)
 	c.Edits = append(c.Edits, eds...)
@@ -238,9 +240,9 @@ func (s *Set) editVirtualHosts(c *Change, was, next State) error {
 	rs := s.ByType[VHDS]
 	if next.Clusters < was.Clusters {
 		for i := next.Clusters; i < was.Clusters; i++ {
-			c.Edits = append(c.Edits, Edit{Type: VHDS, Name: rs[i].Name, Old: ptr(rs[i])})
+			c.Edits = append(c.Edits, Edit{Type: VHDS, Name: rs.At(i).Name, Old: ptr(rs.At(i))})
 		}
-		rs = slices.Clip(rs[:next.Clusters])
+		rs = rs.truncated(next.Clusters)
 	}
 	var changed []int
 	for i := range min(was.Clusters, next.Clusters) {
@@ -248,28 +250,28 @@ func (s *Set) editVirtualHosts(c *Change, was, next State) error {
 			changed = append(changed, i)
 		}
 	}
-	if len(changed) > 0 {
-		rs = slices.Clone(rs)
-	}
+	repl := make([]indexed, 0, len(changed))
 	for _, i := range changed {
 		vh := buildVirtualHost(next, i)
 		r, err := s.built(VHDS, vh.GetName(), vh, true)
 		if err != nil {
 			return err
 		}
-		c.Edits = append(c.Edits, Edit{Type: VHDS, Name: r.Name, Old: ptr(rs[i]), New: ptr(r)})
-		rs[i] = r
+		c.Edits = append(c.Edits, Edit{Type: VHDS, Name: r.Name, Old: ptr(rs.At(i)), New: ptr(r)})
+		repl = append(repl, indexed{i, r})
 	}
+	rs = rs.with(repl...)
+	var added []Resource
 	for i := was.Clusters; i < next.Clusters; i++ {
 		vh := buildVirtualHost(next, i)
 		r, err := s.built(VHDS, vh.GetName(), vh, true)
 		if err != nil {
 			return err
 		}
-		rs = append(slices.Clip(rs), r)
+		added = append(added, r)
 		c.Edits = append(c.Edits, Edit{Type: VHDS, Name: r.Name, New: ptr(r)})
 	}
-	s.ByType[VHDS] = rs
+	s.ByType[VHDS] = rs.appended(added...)
 	sortEdits(c)
 	return nil
 }
@@ -290,14 +292,14 @@ func (s *Set) replaceOne(c *Change, t Type, name string, r types.Resource, mustV
 		return err
 	}
 	old := s.ByType[t]
-	if len(old) == 1 && old[0].Hash == res.Hash {
+	if old.Len() == 1 && old.At(0).Hash == res.Hash {
 		return nil
 	}
 	var o *Resource
-	if len(old) == 1 {
-		o = ptr(old[0])
+	if old.Len() == 1 {
+		o = ptr(old.At(0))
 	}
-	s.ByType[t] = []Resource{res}
+	s.ByType[t] = ListOf(res)
 	c.Edits = append(c.Edits, Edit{Type: t, Name: name, Old: o, New: ptr(res)})
 	sortEdits(c)
 	return nil

@@ -13,7 +13,7 @@ import (
 func contents(s *Set) map[Type][]string {
 	out := map[Type][]string{}
 	for _, t := range Types {
-		for _, r := range s.ByType[t] {
+		for _, r := range s.ByType[t].All() {
 			out[t] = append(out[t], r.Name+"="+r.Hash)
 		}
 	}
@@ -155,8 +155,8 @@ func TestRebuildRecordsOnlyWhatChanged(t *testing.T) {
 			assert.Equal(t, Change{}.Types(), Diff(got, got).Types(), "a set does not differ from itself")
 			// Untouched types share prev's resources: nothing was rebuilt for them.
 			for _, typ := range Types {
-				if len(prev.ByType[typ]) > 0 && !contains(Diff(prev, got).Types(), typ) {
-					assert.Same(t, &prev.ByType[typ][0], &got.ByType[typ][0], "%s is shared", typ)
+				if prev.ByType[typ].Len() > 0 && !contains(Diff(prev, got).Types(), typ) {
+					assert.Same(t, prev.ByType[typ].ref(0), got.ByType[typ].ref(0), "%s is shared", typ)
 				}
 			}
 			// prev is untouched by the rebuild.

@@ -18,12 +18,13 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 	if version == "" {
 		return nil, fmt.Errorf("new set: empty version label")
 	}
-	set := &Set{Version: version, ByType: map[Type][]Resource{}, id: setIDs.Add(1), lenient: true, names: &nameIndex{}}
+	set := &Set{Version: version, ByType: map[Type]List{}, id: setIDs.Add(1), lenient: true, names: &nameIndex{}}
 	bad := map[string]bool{}
 	for _, n := range invalid {
 		bad[n] = true
 	}
 	seen := map[Type]map[string]bool{}
+	byType := map[Type][]Resource{}
 	for _, r := range rs {
 		if _, ok := TypeOf(r.Type.URL()); !ok {
 			return nil, fmt.Errorf("version %s: resource %q: unknown type %q", version, r.Name, r.Type)
@@ -53,15 +54,16 @@ func NewSet(version string, rs []Resource, invalid []string) (*Set, error) {
 			}
 			r.Hash = h
 		}
-		set.ByType[r.Type] = append(set.ByType[r.Type], r)
+		byType[r.Type] = append(byType[r.Type], r)
 	}
 	for k := range bad {
 		_, name, _ := strings.Cut(k, "/")
 		set.Invalid = append(set.Invalid, name)
 	}
 	slices.Sort(set.Invalid)
-	for t := range set.ByType {
-		slices.SortFunc(set.ByType[t], func(a, b Resource) int { return cmp.Compare(a.Name, b.Name) })
+	for t, rs := range byType {
+		slices.SortFunc(rs, func(a, b Resource) int { return cmp.Compare(a.Name, b.Name) })
+		set.ByType[t] = ListOf(rs...)
 	}
 	if err := checkVirtualHosts(version, set); err != nil {
 		return nil, err

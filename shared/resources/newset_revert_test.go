@@ -17,8 +17,8 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 	var rs []Resource
 	for _, typ := range Types {
 		list := v1.ByType[typ]
-		for i := len(list) - 1; i >= 0; i-- { // reversed: NewSet sorts
-			rs = append(rs, list[i])
+		for i := list.Len() - 1; i >= 0; i-- { // reversed: NewSet sorts
+			rs = append(rs, list.At(i))
 		}
 	}
 	set, err := NewSet("1-again", rs, nil)
@@ -26,33 +26,33 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 	assert.Equal(t, "1-again", set.Version)
 	for _, typ := range Types {
 		assert.Equal(t, v1.Hashes(typ), set.Hashes(typ), "%s", typ)
-		for i, r := range set.ByType[typ] {
-			assert.Equal(t, v1.ByType[typ][i].Name, r.Name, "%s sorted by name", typ)
+		for i, r := range set.ByType[typ].All() {
+			assert.Equal(t, v1.ByType[typ].At(i).Name, r.Name, "%s sorted by name", typ)
 		}
 	}
 	assert.True(t, Diff(v1, set).Empty(), "same content")
 
 	// Lenient: a route pointing at clusters the set lacks still makes a snapshot.
-	partial, err := NewSet("partial", []Resource{v1.ByType[LDS][0], v1.ByType[RDS][0]}, nil)
+	partial, err := NewSet("partial", []Resource{v1.ByType[LDS].At(0), v1.ByType[RDS].At(0)}, nil)
 	require.NoError(t, err)
 	_, err = partial.Snapshot(UniformVersions("partial"))
 	require.NoError(t, err)
 
 	// The invalid route passes only when named invalid.
-	_, err = NewSet("3", bad.ByType[RDS], nil)
+	_, err = NewSet("3", bad.ByType[RDS].Resources(), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `version 3: RDS "quote-route"`)
-	invalid, err := NewSet("3", bad.ByType[RDS], []string{"RDS/" + RouteName})
+	invalid, err := NewSet("3", bad.ByType[RDS].Resources(), []string{"RDS/" + RouteName})
 	require.NoError(t, err)
 	assert.Equal(t, []string{RouteName}, invalid.Invalid)
 
 	// A hash left empty is computed.
-	r := v1.ByType[CDS][0]
+	r := v1.ByType[CDS].At(0)
 	want := r.Hash
 	r.Hash = ""
 	hashed, err := NewSet("4", []Resource{r}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, want, hashed.ByType[CDS][0].Hash)
+	assert.Equal(t, want, hashed.ByType[CDS].At(0).Hash)
 
 	for name, c := range map[string]struct {
 		version string
@@ -62,7 +62,7 @@ func TestNewSetFromExplicitResources(t *testing.T) {
 		"empty version": {"", nil, "empty version"},
 		"unknown type":  {"5", []Resource{{Type: "RTDS", Name: "x", Resource: r.Resource}}, `unknown type "RTDS"`},
 		"no content":    {"5", []Resource{{Type: CDS, Name: "x"}}, "without a name or content"},
-		"twice":         {"5", []Resource{v1.ByType[CDS][0], v1.ByType[CDS][0]}, "given twice"},
+		"twice":         {"5", []Resource{v1.ByType[CDS].At(0), v1.ByType[CDS].At(0)}, "given twice"},
 	} {
 		_, err := NewSet(c.version, c.rs, nil)
 		require.Error(t, err, name)
@@ -78,9 +78,9 @@ func TestRebuildFromNewSetBuildsInFull(t *testing.T) {
 	bad := build(t, State{Version: "2", InventoryPort: 18080, InvalidRoute: true})
 	var rs []Resource
 	for _, typ := range []Type{LDS, CDS, EDS} {
-		rs = append(rs, bad.ByType[typ]...)
+		rs = append(rs, bad.ByType[typ].Resources()...)
 	}
-	reverted, err := NewSet("2-reverted", append(rs, v1.ByType[RDS]...), nil)
+	reverted, err := NewSet("2-reverted", append(rs, v1.ByType[RDS].Resources()...), nil)
 	require.NoError(t, err)
 
 	next, err := Rebuild(reverted, State{Version: "3", InventoryPort: 18081})

@@ -185,13 +185,13 @@ func BuildVirtualHost(v VirtualHostSpec) (*route.VirtualHost, error) {
 // twice within one route configuration.
 func checkVirtualHosts(version string, set *Set) error {
 	vhds := map[string]bool{} // route configuration -> takes VHDS
-	for _, r := range set.ByType[RDS] {
+	for _, r := range set.ByType[RDS].All() {
 		if rc, ok := r.Resource.(*route.RouteConfiguration); ok {
 			vhds[r.Name] = rc.GetVhds() != nil
 		}
 	}
 	claimed := map[string]string{} // route + "\x00" + domain -> virtual host
-	for _, r := range set.ByType[VHDS] {
+	for _, r := range set.ByType[VHDS].All() {
 		vh, ok := r.Resource.(*route.VirtualHost)
 		if !ok {
 			return fmt.Errorf("version %s: VHDS %q is a %T, not a VirtualHost", version, r.Name, r.Resource)

@@ -33,7 +33,7 @@ func TestParseOnDemand(t *testing.T) {
 // hcmOf unpacks the listener's HTTP connection manager.
 func hcmOf(t *testing.T, set *Set) *hcm.HttpConnectionManager {
 	t.Helper()
-	l := set.ByType[LDS][0].Resource.(*listener.Listener)
+	l := set.ByType[LDS].At(0).Resource.(*listener.Listener)
 	m := &hcm.HttpConnectionManager{}
 	require.NoError(t, l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(m))
 	return m
@@ -42,11 +42,11 @@ func hcmOf(t *testing.T, set *Set) *hcm.HttpConnectionManager {
 func TestOnDemandShape(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, OnDemand: OnDemand{VirtualHosts: true, Clusters: true}})
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	assert.NotNil(t, rc.GetVhds().GetConfigSource().GetAds(), "vhds over ADS")
 	assert.Empty(t, rc.GetVirtualHosts(), "no inline virtual hosts")
-	require.Len(t, set.ByType[VHDS], 3)
-	for i, r := range set.ByType[VHDS] {
+	require.Equal(t, 3, set.ByType[VHDS].Len())
+	for i, r := range set.ByType[VHDS].All() {
 		vh := r.Resource.(*route.VirtualHost)
 		assert.Equal(t, "quote-route/"+ServiceHost(i), r.Name)
 		assert.Equal(t, []string{ServiceHost(i)}, vh.GetDomains())
@@ -62,8 +62,8 @@ func TestOnDemandShape(t *testing.T) {
 	assert.Equal(t, int64(5), od.GetOdcds().GetTimeout().GetSeconds())
 
 	vhOnly := build(t, State{Version: "1", InventoryPort: 18080, OnDemand: OnDemand{VirtualHosts: true}})
-	require.Len(t, vhOnly.ByType[VHDS], 1)
-	assert.Equal(t, "quote-route/quote", vhOnly.ByType[VHDS][0].Name)
+	require.Equal(t, 1, vhOnly.ByType[VHDS].Len())
+	assert.Equal(t, "quote-route/quote", vhOnly.ByType[VHDS].At(0).Name)
 	od = &ondemand.OnDemand{}
 	require.NoError(t, hcmOf(t, vhOnly).GetHttpFilters()[0].GetTypedConfig().UnmarshalTo(od))
 	assert.Nil(t, od.GetOdcds(), "no odcds when only routes are on demand")
@@ -100,7 +100,7 @@ func TestOnDemandRebuildIsPerService(t *testing.T) {
 
 	fewer, err := Rebuild(moved, State{Version: "4", InventoryPort: 18080, Clusters: 99, OnDemand: od, RouteTargets: map[int]int{7: 8}})
 	require.NoError(t, err)
-	assert.Len(t, fewer.ByType[VHDS], 99)
+	assert.Equal(t, 99, fewer.ByType[VHDS].Len())
 	assertSameAsBuild(t, fewer, State{Version: "4", InventoryPort: 18080, Clusters: 99, OnDemand: od, RouteTargets: map[int]int{7: 8}})
 }
 
@@ -135,7 +135,7 @@ func TestVirtualHostNamesAreChecked(t *testing.T) {
 	}
 	set, err := NewSet("1", []Resource{vhdsRoute, vhost("quote-route/a", "a"), vhost("quote-route/b", "b")}, nil)
 	require.NoError(t, err)
-	assert.Len(t, set.ByType[VHDS], 2)
+	assert.Equal(t, 2, set.ByType[VHDS].Len())
 	// Before its route configuration is published, a virtual host is fine on its own.
 	_, err = NewSet("1", []Resource{vhost("quote-route/a", "a")}, nil)
 	assert.NoError(t, err)
@@ -176,6 +176,6 @@ func TestHas(t *testing.T) {
 	assert.True(t, next.Has(VHDS, "quote-route/svc-0003"), "a rebuilt set has its own index")
 	assert.False(t, set.Has(VHDS, "quote-route/svc-0003"))
 	var literal Set
-	literal.ByType = map[Type][]Resource{EDS: {{Type: EDS, Name: "a"}}}
+	literal.ByType = map[Type]List{EDS: ListOf(Resource{Type: EDS, Name: "a"})}
 	assert.True(t, literal.Has(EDS, "a"), "a set made by hand is searched")
 }

@@ -30,10 +30,10 @@ func TestProxylessShapeIsWhatGRPCAccepts(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true, ServerName: "lab"})
 	for _, typ := range CoreTypes {
-		require.Len(t, set.ByType[typ], 1, typ)
-		assert.NoError(t, Validate(set.ByType[typ][0].Resource), "%s passes Envoy's own validation too", typ)
+		require.Equal(t, 1, set.ByType[typ].Len(), typ)
+		assert.NoError(t, Validate(set.ByType[typ].At(0).Resource), "%s passes Envoy's own validation too", typ)
 	}
-	l := set.ByType[LDS][0].Resource.(*listener.Listener)
+	l := set.ByType[LDS].At(0).Resource.(*listener.Listener)
 	assert.Equal(t, ListenerName, l.GetName(), "named as the target the client dials")
 	assert.Equal(t, "xds:///"+l.GetName(), ProxylessTarget)
 	assert.Nil(t, l.GetAddress(), "no socket: processListener takes the client side only for an api_listener")
@@ -55,7 +55,7 @@ func TestProxylessShapeIsWhatGRPCAccepts(t *testing.T) {
 
 	// unmarshal_rds.go, routesProtoToSlice: every route has a match with a path specifier
 	// and a cluster.
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	for _, r := range rc.GetVirtualHosts()[0].GetRoutes() {
 		assert.NotNil(t, r.GetMatch().GetPathSpecifier())
 		assert.NotEmpty(t, r.GetRoute().GetCluster())
@@ -64,13 +64,13 @@ func TestProxylessShapeIsWhatGRPCAccepts(t *testing.T) {
 
 	// unmarshal_cds.go, validateClusterAndConstructClusterUpdate: an EDS cluster over
 	// ADS, round robin.
-	c := set.ByType[CDS][0].Resource.(*cluster.Cluster)
+	c := set.ByType[CDS].At(0).Resource.(*cluster.Cluster)
 	assert.Equal(t, cluster.Cluster_EDS, c.GetType())
 	assert.NotNil(t, c.GetEdsClusterConfig().GetEdsConfig().GetAds())
 	assert.Equal(t, cluster.Cluster_ROUND_ROBIN, c.GetLbPolicy())
 
 	// unmarshal_eds.go, parseEDSRespProto: every locality has an ID and a weight.
-	cla := set.ByType[EDS][0].Resource.(*endpoint.ClusterLoadAssignment)
+	cla := set.ByType[EDS].At(0).Resource.(*endpoint.ClusterLoadAssignment)
 	for _, loc := range cla.GetEndpoints() {
 		assert.NotNil(t, loc.GetLocality(), "a locality without ID is NACKed")
 		assert.EqualValues(t, 1, loc.GetLoadBalancingWeight().GetValue(), "weight 0 (unset) is ignored")
@@ -99,7 +99,7 @@ func TestProxylessInvalidRoute(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "3", InventoryPort: 18080, Proxyless: true, InvalidRoute: true})
 	assert.Equal(t, []string{RouteName}, set.Invalid)
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	assert.Nil(t, rc.GetVirtualHosts()[0].GetRoutes()[0].GetMatch().GetPathSpecifier())
 	_, err := set.Snapshot(UniformVersions("3"))
 	assert.NoError(t, err)
@@ -140,14 +140,14 @@ func TestValidateLooksInsideTheAPIListener(t *testing.T) {
 func TestProxylessConsistency(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true})
-	stray := proto.Clone(set.ByType[RDS][0].Resource).(*route.RouteConfiguration)
+	stray := proto.Clone(set.ByType[RDS].At(0).Resource).(*route.RouteConfiguration)
 	stray.Name = "stray"
-	set.ByType[RDS] = append(set.ByType[RDS], Resource{Type: RDS, Name: "stray", Resource: stray})
+	set.ByType[RDS] = set.ByType[RDS].appended(Resource{Type: RDS, Name: "stray", Resource: stray})
 	_, err := set.Snapshot(UniformVersions("1"))
 	assert.ErrorContains(t, err, "RDS")
 
 	set = build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true})
-	set.ByType[EDS] = append(set.ByType[EDS], Resource{Type: EDS, Name: "lost", Resource: BuildEndpoints("lost", 1)})
+	set.ByType[EDS] = set.ByType[EDS].appended(Resource{Type: EDS, Name: "lost", Resource: BuildEndpoints("lost", 1)})
 	_, err = set.Snapshot(UniformVersions("1"))
 	assert.ErrorContains(t, err, `EDS`)
 }
@@ -157,10 +157,10 @@ func TestProxylessConsistency(t *testing.T) {
 // source.
 func TestCheckProxyless(t *testing.T) {
 	t.Parallel()
-	ok := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true}).ByType[LDS][0].Resource.(*listener.Listener)
+	ok := build(t, State{Version: "1", InventoryPort: 18080, Proxyless: true}).ByType[LDS].At(0).Resource.(*listener.Listener)
 	require.NoError(t, CheckProxyless(ok))
 
-	socket := build(t, State{Version: "1", InventoryPort: 18080, ListenerPort: 19000}).ByType[LDS][0].Resource.(*listener.Listener)
+	socket := build(t, State{Version: "1", InventoryPort: 18080, ListenerPort: 19000}).ByType[LDS].At(0).Resource.(*listener.Listener)
 	other, err := deterministicAny(&route.RouteConfiguration{Name: "r"})
 	require.NoError(t, err)
 	for name, c := range map[string]struct {

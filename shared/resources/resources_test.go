@@ -23,13 +23,13 @@ func build(t *testing.T, s State) *Set {
 func TestTeachingResources(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080})
-	assert.Empty(t, set.ByType[VHDS], "routes are inline unless on demand")
+	assert.Zero(t, set.ByType[VHDS].Len(), "routes are inline unless on demand")
 	for _, typ := range []Type{LDS, RDS, CDS, EDS} {
-		require.Len(t, set.ByType[typ], 1, typ)
-		assert.NoError(t, Validate(set.ByType[typ][0].Resource), "%s validates", typ)
-		assert.Len(t, set.ByType[typ][0].Hash, 64)
+		require.Equal(t, 1, set.ByType[typ].Len(), typ)
+		assert.NoError(t, Validate(set.ByType[typ].At(0).Resource), "%s validates", typ)
+		assert.Len(t, set.ByType[typ].At(0).Hash, 64)
 	}
-	l := set.ByType[LDS][0].Resource.(*listener.Listener)
+	l := set.ByType[LDS].At(0).Resource.(*listener.Listener)
 	assert.Equal(t, ListenerName, l.GetName())
 	sa := l.GetAddress().GetSocketAddress()
 	assert.Equal(t, "127.0.0.1", sa.GetAddress())
@@ -40,15 +40,15 @@ func TestTeachingResources(t *testing.T) {
 	assert.NotNil(t, m.GetRds().GetConfigSource().GetAds(), "routes come from RDS over ADS")
 	assert.Empty(t, m.GetAccessLog(), "no access log unless asked")
 
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	r := rc.GetVirtualHosts()[0].GetRoutes()[0]
 	assert.Equal(t, "/quote", r.GetMatch().GetPath(), "an exact path match: the query string is not part of it")
 	assert.Equal(t, ClusterName, r.GetRoute().GetCluster())
 
-	c := set.ByType[CDS][0].Resource.(*cluster.Cluster)
+	c := set.ByType[CDS].At(0).Resource.(*cluster.Cluster)
 	assert.Equal(t, cluster.Cluster_EDS, c.GetType())
 	assert.NotNil(t, c.GetEdsClusterConfig().GetEdsConfig().GetAds())
-	cla := set.ByType[EDS][0].Resource.(*endpoint.ClusterLoadAssignment)
+	cla := set.ByType[EDS].At(0).Resource.(*endpoint.ClusterLoadAssignment)
 	ep := cla.GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
 	assert.Equal(t, "127.0.0.1", ep.GetAddress())
 	assert.EqualValues(t, 18080, ep.GetPortValue())
@@ -63,22 +63,22 @@ func TestInvalidRouteIsPublishableButInvalid(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "3", InventoryPort: 18081, InvalidRoute: true})
 	assert.Equal(t, []string{RouteName}, set.Invalid)
-	err := Validate(set.ByType[RDS][0].Resource)
+	err := Validate(set.ByType[RDS].At(0).Resource)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "PathSpecifier")
 	_, err = set.Snapshot(UniformVersions("3"))
 	assert.NoError(t, err, "Consistent does not look at route matches")
 	for _, typ := range []Type{LDS, CDS, EDS} {
-		assert.NoError(t, Validate(set.ByType[typ][0].Resource))
+		assert.NoError(t, Validate(set.ByType[typ].At(0).Resource))
 	}
 }
 
 func TestRemovedInventoryStaysConsistent(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "5", InventoryPort: 18080, InventoryRemoved: true})
-	assert.Empty(t, set.ByType[CDS])
-	assert.Empty(t, set.ByType[EDS])
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	assert.Zero(t, set.ByType[CDS].Len())
+	assert.Zero(t, set.ByType[EDS].Len())
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	assert.Equal(t, ClusterName, rc.GetVirtualHosts()[0].GetRoutes()[0].GetRoute().GetCluster(), "the route still names the cluster")
 	_, err := set.Snapshot(UniformVersions("5"))
 	assert.NoError(t, err)
@@ -143,10 +143,10 @@ func TestHashesAreDeterministicAndContentBased(t *testing.T) {
 func TestScaledState(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3})
-	assert.Len(t, set.ByType[CDS], 3)
-	assert.Len(t, set.ByType[EDS], 3)
+	assert.Equal(t, 3, set.ByType[CDS].Len())
+	assert.Equal(t, 3, set.ByType[EDS].Len())
 	assert.Equal(t, []string{"inventory-0000", "inventory-0001", "inventory-0002"}, ClusterNames(State{Clusters: 3}))
-	rc := set.ByType[RDS][0].Resource.(*route.RouteConfiguration)
+	rc := set.ByType[RDS].At(0).Resource.(*route.RouteConfiguration)
 	routes := rc.GetVirtualHosts()[0].GetRoutes()
 	require.Len(t, routes, 3)
 	assert.Equal(t, "/quote/2", routes[2].GetMatch().GetPath())
@@ -165,9 +165,9 @@ func TestScaledState(t *testing.T) {
 func TestUnlistedEmpty(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, Clusters: 3, EndpointPorts: map[int]int{0: 18081}, UnlistedEmpty: true})
-	require.Len(t, set.ByType[EDS], 3)
+	require.Equal(t, 3, set.ByType[EDS].Len())
 	ports := map[string][]uint32{}
-	for _, r := range set.ByType[EDS] {
+	for _, r := range set.ByType[EDS].All() {
 		cla := r.Resource.(*endpoint.ClusterLoadAssignment)
 		ports[r.Name] = nil
 		for _, l := range cla.GetEndpoints() {
@@ -225,7 +225,7 @@ func TestRouteTargetsAndServerName(t *testing.T) {
 	moved.Version, moved.RouteTargets = "2", map[int]int{1: 2}
 	a, b := build(t, base), build(t, moved)
 	assert.Equal(t, []Type{RDS}, b.ChangedTypes(a))
-	rs := b.ByType[RDS][0].Resource.(*route.RouteConfiguration).GetVirtualHosts()[0].GetRoutes()
+	rs := b.ByType[RDS].At(0).Resource.(*route.RouteConfiguration).GetVirtualHosts()[0].GetRoutes()
 	assert.Equal(t, ScaledClusterName(2), rs[1].GetRoute().GetCluster(), "route 1 goes to cluster 2")
 	assert.Equal(t, ScaledClusterName(1), rs[1].GetName(), "the route keeps its own name")
 	assert.Equal(t, ScaledClusterName(2), rs[2].GetRoute().GetCluster())
@@ -235,7 +235,7 @@ func TestRouteTargetsAndServerName(t *testing.T) {
 	c := build(t, named)
 	assert.Equal(t, []Type{LDS}, c.ChangedTypes(a))
 	m := &hcm.HttpConnectionManager{}
-	require.NoError(t, c.ByType[LDS][0].Resource.(*listener.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(m))
+	require.NoError(t, c.ByType[LDS].At(0).Resource.(*listener.Listener).GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(m))
 	assert.Equal(t, "lab-2", m.GetServerName())
 
 	for _, bad := range []map[int]int{{3: 0}, {0: 3}, {-1: 0}} {

@@ -38,8 +38,8 @@ func TestTLSListenerTakesItsCertificateFromSDSOverADS(t *testing.T) {
 	t.Parallel()
 	set := build(t, State{Version: "1", InventoryPort: 18080, TLS: ListenerTLS{Secret: "quote-cert", InitialFetchTimeout: 1500 * time.Millisecond},
 		Secrets: []SecretSpec{testSecret(t, "quote-cert", 101, false)}})
-	require.Len(t, set.ByType[SDS], 1)
-	assert.Equal(t, "quote-cert", set.ByType[SDS][0].Name)
+	require.Equal(t, 1, set.ByType[SDS].Len())
+	assert.Equal(t, "quote-cert", set.ByType[SDS].At(0).Name)
 	l, err := BuildListener(ListenerSpec{Name: "l", Port: 10443, RouteName: "r", TLS: ListenerTLS{Secret: "quote-cert", InitialFetchTimeout: 1500 * time.Millisecond}})
 	require.NoError(t, err)
 	names, err := ListenerSecrets(l)

@@ -271,7 +271,7 @@ func (r *churnRun) buildBase() error {
 	}
 	c0 := resources.ScaledClusterName(0)
 	for _, t := range resources.Types {
-		for _, res := range set.ByType[t] {
+		for _, res := range set.ByType[t].All() {
 			if (t == resources.CDS || t == resources.EDS) && res.Name == c0 {
 				continue
 			}

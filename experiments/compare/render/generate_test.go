@@ -240,10 +240,10 @@ type compareMeta struct {
 // removed cluster until they are superseded, which no response says.
 func runs(s simclient.State, set *resources.Set) bool {
 	for _, typ := range resources.Types {
-		if (typ == resources.LDS || typ == resources.CDS) && len(s.Accepted[typ]) != len(set.ByType[typ]) {
+		if (typ == resources.LDS || typ == resources.CDS) && len(s.Accepted[typ]) != set.ByType[typ].Len() {
 			return false
 		}
-		for _, r := range set.ByType[typ] {
+		for _, r := range set.ByType[typ].All() {
 			if s.Accepted[typ][r.Name].Hash != r.Hash {
 				return false
 			}

@@ -43,14 +43,14 @@ func Assignments(t testing.TB, n int) (all map[string]types.Resource, names []st
 	set, err := resources.Build(resources.State{Version: "1", InventoryPort: 18080, Clusters: n})
 	require.NoError(t, err)
 	all = map[string]types.Resource{}
-	for _, r := range set.ByType[resources.EDS] {
+	for _, r := range set.ByType[resources.EDS].All() {
 		all[r.Name] = r.Resource
 		names = append(names, r.Name)
 	}
 	for i, port := range []int{18081, 18082} {
 		s, err := resources.Build(resources.State{Version: "x", InventoryPort: 18080, Clusters: 1, EndpointPorts: map[int]int{0: port}})
 		require.NoError(t, err)
-		moved[i] = s.ByType[resources.EDS][0].Resource
+		moved[i] = s.ByType[resources.EDS].At(0).Resource
 	}
 	return all, names, moved
 }

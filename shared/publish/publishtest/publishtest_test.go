@@ -29,7 +29,7 @@ func TestPublishBuildsAndPublishes(t *testing.T) {
 	require.Len(t, p.sets, 1)
 	assert.Same(t, set, p.sets[0])
 	assert.Equal(t, "7", set.Version)
-	assert.Len(t, set.ByType[resources.EDS], 2)
+	assert.Equal(t, 2, set.ByType[resources.EDS].Len())
 }
 
 // The watcher gets every name first, then, after each update, what changed, with
