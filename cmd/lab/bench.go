@@ -217,7 +217,7 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.Var(choiceValue{&o.bench.Client, "data plane", []string{benchcore.ClientEnvoy, benchcore.ClientGRPC, benchcore.ClientSim}}, "client", "data plane: envoy, grpc (grpc-go's proxyless xDS client, one `lab grpc-client` process per node; SotW, endpoint workload) or sim")
 	f.Var(choiceListValue{&o.modes, func(s string) error { _, err := parseMode(s); return err }}, "modes", "protocols: sotw, delta")
 	f.Var(choiceListValue{&o.versions, benchcore.CheckSotWVersion}, "sotw-versions", "SotW version strategies: uniform, per-type (uniform only with the snapshot cache)")
-	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, linear, indexed")
+	f.Var(choiceListValue{&o.caches, func(s string) error { _, err := parseCache(s); return err }}, "cache", "caches, a comma list: snapshot, snapshot-noads, linear, indexed")
 	f.Var(choiceListValue{&o.bench.Workloads, benchcore.CheckWorkload}, "workload", "changes to measure: endpoint, cluster-add, cluster-remove, route, listener")
 	f.Var(intValue{&o.bench.Repeat, benchRepeatRange}, "repeat", "changes per configuration, "+benchRepeatRange.String()+" (cluster-remove: below every cluster count)")
 	f.StringVar(&o.bench.Out, "out", "", "output directory, new or empty (default experiments/evidence/bench/<UTC time>-<PID>)")

@@ -75,10 +75,10 @@ func TestBenchFlagsRefused(t *testing.T) {
 		"timeout negative":     {[]string{"--timeout", "-1m"}, "--timeout -1m: outside 1s-1h"},
 		"timeout word":         {[]string{"--timeout", "later"}, "--timeout later: not a duration (want 1s-1h, e.g. 45s or 2m)"},
 		"positional argument":  {[]string{"extra"}, "extra: unexpected argument (usage: lab bench [flags])"},
-		"unknown cache":        {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, linear or indexed)"},
-		"one unknown cache":    {[]string{"--cache", "snapshot,lru"}, "--cache snapshot,lru: lru: unknown cache (want snapshot, linear or indexed)"},
+		"unknown cache":        {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, snapshot-noads, linear or indexed)"},
+		"one unknown cache":    {[]string{"--cache", "snapshot,lru"}, "--cache snapshot,lru: lru: unknown cache (want snapshot, snapshot-noads, linear or indexed)"},
 		"cache twice":          {[]string{"--cache", "linear,linear"}, "--cache linear,linear: linear is listed twice"},
-		"cache empty":          {[]string{"--cache", ""}, `--cache "": empty (want snapshot, linear or indexed)`},
+		"cache empty":          {[]string{"--cache", ""}, `--cache "": empty (want snapshot, snapshot-noads, linear or indexed)`},
 		"unknown workload":     {[]string{"--workload", "cluster-move"}, "--workload cluster-move: unknown workload (want endpoint, cluster-add, cluster-remove, route or listener)"},
 		"one unknown workload": {[]string{"--workload", "route,cluster-move"}, "--workload route,cluster-move: cluster-move: unknown workload (want endpoint, cluster-add, cluster-remove, route or listener)"},
 		"workload twice":       {[]string{"--workload", "route,endpoint,route"}, "--workload route,endpoint,route: route is listed twice"},
@@ -172,6 +172,10 @@ func TestBenchCacheAndWorkloadFlags(t *testing.T) {
 	o = parseBench(t, "--cache", "linear,snapshot", "--workload", "listener,cluster-add")
 	assert.Equal(t, []publish.Cache{publish.LinearCache, publish.SnapshotCache}, o.Caches)
 	assert.Equal(t, []string{benchcore.WorkloadListener, benchcore.WorkloadClusterAdd}, o.Workloads)
+
+	// The SnapshotCache without the ADS rule is a cache of its own on the axis.
+	o = parseBench(t, "--cache", "snapshot,snapshot-noads")
+	assert.Equal(t, []publish.Cache{publish.SnapshotCache, publish.SnapshotCacheNoADS}, o.Caches)
 
 	// Linear alone with the default strategies (both): accepted, uniform is skipped.
 	o = parseBench(t, "--cache", "linear")

@@ -26,7 +26,7 @@ import (
 // version-strategy names.
 var (
 	completionModes    = modeNames(protocol.Modes)
-	completionCaches   = []string{string(publish.SnapshotCache), string(publish.LinearCache), string(publish.IndexedCache)}
+	completionCaches   = []string{string(publish.SnapshotCache), string(publish.SnapshotCacheNoADS), string(publish.LinearCache), string(publish.IndexedCache)}
 	completionVersions = []string{string(publish.Uniform), string(publish.PerType)}
 )
 

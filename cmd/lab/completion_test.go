@@ -35,7 +35,7 @@ func complete(t *testing.T, args ...string) ([]string, cobra.ShellCompDirective)
 // Every flag with a fixed set of values completes them, on every command that has it.
 func TestCompleteFlagValues(t *testing.T) {
 	modes := []string{"sotw", "delta"}
-	caches := []string{"snapshot", "linear", "indexed"}
+	caches := []string{"snapshot", "snapshot-noads", "linear", "indexed"}
 	for _, c := range []struct {
 		args []string
 		want []string

@@ -187,11 +187,11 @@ func (v modeValue) Set(s string) error {
 // and serve. Its error is the problem alone; callers add the flag.
 func parseCache(s string) (publish.Cache, error) {
 	if s == "" {
-		return "", errors.New("empty (want snapshot, linear or indexed)")
+		return "", errors.New("empty (" + publish.CacheWant + ")")
 	}
 	c, err := publish.ParseCache(s)
 	if err != nil {
-		return "", errors.New("unknown cache (want snapshot, linear or indexed)")
+		return "", errors.New("unknown cache (" + publish.CacheWant + ")")
 	}
 	return c, nil
 }
@@ -200,7 +200,7 @@ func parseCache(s string) (publish.Cache, error) {
 type cacheValue struct{ p *publish.Cache }
 
 func (v cacheValue) String() string { return string(*v.p) }
-func (cacheValue) Type() string     { return "snapshot|linear|indexed" }
+func (cacheValue) Type() string     { return "snapshot|snapshot-noads|linear|indexed" }
 func (v cacheValue) Set(s string) error {
 	c, err := parseCache(s)
 	if err != nil {
@@ -214,14 +214,14 @@ func (v cacheValue) Set(s string) error {
 const metricsAddrHelp = "serve Prometheus metrics of the xDS exchange at http://ADDR/metrics, 127.0.0.1:PORT (port 0 picks a free one; default off; docs/metrics.md)"
 
 // cacheHelp is --cache's usage line.
-const cacheHelp = "library cache: snapshot (one SnapshotCache), linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
+const cacheHelp = "library cache: snapshot (one SnapshotCache, ads=true: a SotW request naming a subset of a type is never answered), snapshot-noads (the same without that ADS rule: a subset is answered, responses no longer ordered by type; the same SotW options), linear (a LinearCache per type behind a MuxCache; SotW versions per type, NACK holds) or indexed (the workbench's O(change) cache with the LinearCache's semantics, shared/indexcache; the same SotW options)"
 
 // checkCache words as flags, in one line, the refusal of the SotW options the cache
 // cannot honour (flag values as given; "" is the default). The rule is
 // controlplane.CheckCacheOptions'; only the wording is here.
 func checkCache(cache publish.Cache, mode protocol.Mode, versions, nackPolicy string) error {
 	if _, err := publish.ParseCache(string(cache)); err != nil {
-		return badFlag("cache", string(cache), "unknown cache (want snapshot, linear or indexed)")
+		return badFlag("cache", string(cache), "unknown cache ("+publish.CacheWant+")")
 	}
 	// The flags accept only known names; "" (unset) is the cache's default and passes.
 	err := controlplane.CheckCacheOptions(cache, mode, publish.VersionStrategy(versions), sotw.NackPolicy(nackPolicy))

@@ -90,7 +90,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		"outage long":         {[]string{"--outage", "11m"}, "--outage 11m: outside 0-10m"},
 		"sotw-versions bad":   {[]string{"--sotw-versions", "lazy"}, "--sotw-versions lazy: unknown version strategy (want uniform or per-type)"},
 		"nack-policy bad":     {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend, hold, backoff or revert)"},
-		"cache bad":           {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, linear or indexed)"},
+		"cache bad":           {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, snapshot-noads, linear or indexed)"},
 		"linear uniform":      {[]string{"--cache", "linear", "--sotw-versions", "uniform"}, "--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)"},
 		"linear resend":       {[]string{"--cache", "linear", "--nack-policy", "resend"}, "--nack-policy resend: needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache linear)"},
 		"linear backoff":      {[]string{"--cache", "linear", "--nack-policy", "backoff"}, "--nack-policy backoff: needs --cache snapshot: a LinearCache never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache linear)"},
@@ -177,6 +177,8 @@ func TestRunCacheOptions(t *testing.T) {
 		"linear per-type":  {[]string{"--cache", "linear", "--sotw-versions", "per-type", "--nack-policy", "hold"}, publish.LinearCache, "per-type", "hold"},
 		"linear revert":    {[]string{"--cache", "linear", "--nack-policy", "revert"}, publish.LinearCache, "per-type", "revert"},
 		"snapshot backoff": {[]string{"--nack-policy", "backoff"}, publish.SnapshotCache, "uniform", "backoff"},
+		"snapshot-noads":   {[]string{"--cache", "snapshot-noads"}, publish.SnapshotCacheNoADS, "uniform", "resend"},
+		"noads per-type":   {[]string{"--cache", "snapshot-noads", "--sotw-versions", "per-type", "--nack-policy", "backoff"}, publish.SnapshotCacheNoADS, "per-type", "backoff"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got runner.Options

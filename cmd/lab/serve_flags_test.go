@@ -34,7 +34,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		"versions unknown":    {[]string{"--sotw-versions", "sometimes"}, "--sotw-versions sometimes: unknown version strategy (want uniform or per-type)"},
 		"policy unknown":      {[]string{"--nack-policy", "ignore"}, "--nack-policy ignore: unknown NACK policy (want resend, hold, backoff or revert)"},
 		"delta with versions": {[]string{"--mode", "delta", "--sotw-versions", "per-type"}, "--sotw-versions per-type: SotW only (want --mode sotw, or no --sotw-versions)"},
-		"cache unknown":       {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, linear or indexed)"},
+		"cache unknown":       {[]string{"--cache", "lru"}, "--cache lru: unknown cache (want snapshot, snapshot-noads, linear or indexed)"},
 		"linear uniform":      {[]string{"--cache", "linear", "--sotw-versions", "uniform"}, "--sotw-versions uniform: needs --cache snapshot: each LinearCache versions its own type (want per-type, or no --sotw-versions, with --cache linear)"},
 		"linear resend":       {[]string{"--cache", "linear", "--nack-policy", "resend"}, "--nack-policy resend: needs --cache snapshot: a LinearCache tracks what it sent, not what was ACKed, so it never re-sends a rejected response (want hold or revert, or no --nack-policy, with --cache linear)"},
 		"linear backoff":      {[]string{"--cache", "linear", "--nack-policy", "backoff"}, "--nack-policy backoff: needs --cache snapshot: a LinearCache never re-sends a rejected response, so there is no re-send to delay (want hold or revert, or no --nack-policy, with --cache linear)"},
@@ -115,6 +115,16 @@ func TestServeFlagsReachOptions(t *testing.T) {
 	assert.True(t, o.Quiet && o.WithEnvoy && o.WithInventory)
 	assert.Equal(t, "127.0.0.1:0", o.MetricsAddr)
 	assert.Equal(t, serve.ClientEnvoy, o.Client)
+}
+
+// TestServeCacheSnapshotNoADS: --cache snapshot-noads is the SnapshotCache without the
+// ADS rule, and takes every SotW option the snapshot cache takes.
+func TestServeCacheSnapshotNoADS(t *testing.T) {
+	o := serveParsed(t, "--mode", "sotw", "--cache", "snapshot-noads", "--sotw-versions", "uniform", "--nack-policy", "backoff")
+	assert.Equal(t, publish.SnapshotCacheNoADS, o.Cache)
+	assert.Equal(t, "uniform", o.SotWVersions)
+	assert.Equal(t, "backoff", o.NackPolicy)
+	assert.Contains(t, newServeCmd().Flags().Lookup("cache").Usage, "snapshot-noads (the same without that ADS rule")
 }
 
 // TestServeRefusalNamesTheFlag: a refusal of experiments/serve reads as the flag's, with

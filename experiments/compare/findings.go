@@ -160,6 +160,7 @@ func findings(runs [2]*Run, rep *Report, steps []string, summary [2]map[string]*
 			}
 		}
 		out = append(out, stepFindings(runs, s, rep.Rows[i].Runs, rep.Versions[i], st, d)...)
+		out = append(out, unansweredFindings(runs, s)...)
 	}
 	settleFindings(runs, out)
 	if x, ok := totalFinding(runs, rep, len(steps), out); ok {

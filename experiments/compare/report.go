@@ -163,7 +163,7 @@ type ResourceVersion struct {
 type Finding struct {
 	Step string `json:"step"` // "" for the whole comparison
 	// Kind groups findings: redundant, nack, removal, reconnect, stale, versions,
-	// dataplane, anomaly, total.
+	// unanswered, dataplane, anomaly, total.
 	Kind string `json:"kind"`
 	// Text may mark resource names as code spans with backticks.
 	Text string `json:"text"`

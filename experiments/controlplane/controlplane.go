@@ -1,7 +1,7 @@
 // Package controlplane runs one ADS control plane on a real gRPC server bound to
 // 127.0.0.1, with explicit resource limits. It owns the state and picks the transport:
-// one cache (Options.Cache: a SnapshotCache, or a LinearCache per type behind a
-// MuxCache), the one publish.StatePublisher that feeds it, and one transport (SotW or
+// one cache (Options.Cache: a SnapshotCache with go-control-plane's ADS rule or without
+// it, a LinearCache per type behind a MuxCache, or the indexed cache), the one publish.StatePublisher that feeds it, and one transport (SotW or
 // delta, chosen by Options.Mode) serving that cache.
 //
 // New builds one and Serve serves it on a listener the caller brings (a test's
@@ -141,7 +141,8 @@ type Options struct {
 	// Cache is the library cache served (publish.SnapshotCache when empty). With
 	// publish.LinearCache, SotW versions are per type and a NACK holds by construction:
 	// Versions uniform and NackPolicy resend and backoff are refused (see
-	// CheckCacheOptions); revert is served.
+	// CheckCacheOptions); revert is served. publish.SnapshotCacheNoADS is the
+	// SnapshotCache without the ADS rule, with every SotW option of the SnapshotCache.
 	Cache publish.Cache
 	// OnDemand is the on-demand shape of what will be published (delta only:
 	// resources.OnDemand.CheckMode). With VirtualHosts the cache is served through
@@ -418,7 +419,7 @@ func newState(o Options, kind publish.Cache) (*state, error) {
 	st.pubs = make(map[string]publish.StatePublisher, len(st.nodes))
 	if kind.VersionsPerType() {
 		st.perTypeCaches(o, kind)
-	} else if err := st.snapshotCache(o); err != nil {
+	} else if err := st.snapshotCache(o, kind); err != nil {
 		return nil, err
 	}
 	if st.revert(o.Mode) {
@@ -465,9 +466,13 @@ func (st *state) perTypeCaches(o Options, kind publish.Cache) {
 	}
 }
 
-// snapshotCache serves one SnapshotCache keyed on node ID, with a publisher per node.
-func (st *state) snapshotCache(o Options) error {
+// snapshotCache serves one SnapshotCache keyed on node ID, with a publisher per node:
+// with go-control-plane's ADS rule, or without it for publish.SnapshotCacheNoADS.
+func (st *state) snapshotCache(o Options, kind publish.Cache) error {
 	sc := publish.NewSnapshotCache(nil)
+	if kind == publish.SnapshotCacheNoADS {
+		sc = publish.NewSnapshotCacheNoADS(nil)
+	}
 	for _, n := range st.nodes {
 		sp, err := publish.NewPublisher(publish.PublisherConfig{Cache: sc, NodeID: n, Recorder: o.Recorder, Strategy: o.Versions, PerNode: st.perNode})
 		if err != nil {
@@ -573,7 +578,10 @@ var (
 // ErrBackoffNeedsSnapshot. Empty values are the defaults and always pass (with the
 // LinearCache and the indexed cache they mean per-type versions and hold; hold and revert
 // are served with every cache). The indexed cache mirrors the LinearCache, so it honours
-// what the LinearCache honours and refuses the rest for the same reasons.
+// what the LinearCache honours and refuses the rest for the same reasons. Both
+// SnapshotCaches (publish.SnapshotCache, publish.SnapshotCacheNoADS) honour every option:
+// the ADS rule changes which requests are answered, not how versions move or what a NACK
+// re-sends.
 func CheckCacheOptions(cache publish.Cache, mode protocol.Mode, versions publish.VersionStrategy, policy sotw.NackPolicy) error {
 	if !cache.VersionsPerType() || mode != protocol.SotW {
 		return nil

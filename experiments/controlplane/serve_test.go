@@ -97,6 +97,7 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 				}
 			}
 			assert.NoError(t, CheckCacheOptions(publish.SnapshotCache, protocol.SotW, tc.versions, tc.policy))
+			assert.NoError(t, CheckCacheOptions(publish.SnapshotCacheNoADS, protocol.SotW, tc.versions, tc.policy))
 			assert.NoError(t, CheckCacheOptions(cache, protocol.Delta, tc.versions, tc.policy))
 		}
 		for _, p := range []sotw.NackPolicy{"", sotw.Hold, sotw.Revert} {
@@ -108,7 +109,7 @@ func TestCheckCacheOptionsTyped(t *testing.T) {
 // TestSotWDefaults: what each cache does when the SotW options are unset passes its own
 // check.
 func TestSotWDefaults(t *testing.T) {
-	for _, cache := range []publish.Cache{publish.SnapshotCache, publish.LinearCache, publish.IndexedCache} {
+	for _, cache := range publish.Caches {
 		v, p := SotWDefaults(cache)
 		assert.NoError(t, CheckCacheOptions(cache, protocol.SotW, v, p), "%s", cache)
 	}
@@ -116,6 +117,9 @@ func TestSotWDefaults(t *testing.T) {
 	assert.Equal(t, publish.PerType, v)
 	assert.Equal(t, sotw.Hold, p)
 	v, p = SotWDefaults(publish.SnapshotCache)
+	assert.Equal(t, publish.Uniform, v)
+	assert.Equal(t, sotw.Resend, p)
+	v, p = SotWDefaults(publish.SnapshotCacheNoADS)
 	assert.Equal(t, publish.Uniform, v)
 	assert.Equal(t, sotw.Resend, p)
 }

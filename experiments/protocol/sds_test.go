@@ -13,6 +13,7 @@ import (
 	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/xdslog"
+	"github.com/xds-workbench/lab/sotw"
 )
 
 // tlsState is the teaching state with a TLS listener taking secret "quote-cert" from
@@ -106,6 +107,41 @@ func TestSotWSnapshotCacheStallsOnASubsetOfSecrets(t *testing.T) {
 			require.True(t, ok, "a Secret response")
 			require.NoError(t, err)
 			assert.Equal(t, 1, n, "only the secret asked for")
+		})
+	}
+}
+
+// The same SnapshotCache built without the ADS rule (--cache snapshot-noads,
+// NewSnapshotCache(false, ...)) answers the SotW request for a subset of the snapshot's
+// secrets with the one secret asked for, under every SotW option; with the rule
+// (--cache snapshot) the same request on the same state is never answered. Delta is
+// answered on both.
+func TestSnapshotNoADSAnswersASubsetOfSecrets(t *testing.T) {
+	for _, v := range []variant{
+		{"sotw-snapshot", protocol.SotW, publish.Uniform, sotw.Resend, publish.SnapshotCache},
+		{"sotw-noads-uniform-resend", protocol.SotW, publish.Uniform, sotw.Resend, publish.SnapshotCacheNoADS},
+		{"sotw-noads-pertype-hold", protocol.SotW, publish.PerType, sotw.Hold, publish.SnapshotCacheNoADS},
+		{"delta-noads", protocol.Delta, "", "", publish.SnapshotCacheNoADS},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			h := newHarness(t, v)
+			h.publish("tls", tlsState(t, "1", true))
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			g := h.rawStream(ctx)
+			require.NoError(t, g.send(resources.SDS.URL(), []string{"quote-cert"}, "", ""))
+			if v.cache == publish.SnapshotCache {
+				_, ok, _ := recvWithin(g, time.Second)
+				assert.False(t, ok, "the SotW SnapshotCache with the ADS rule answered a subset request")
+				return
+			}
+			n, ok, err := recvWithin(g, wait)
+			require.True(t, ok, "a Secret response")
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "only the secret asked for, not other-cert")
+			h.waitLog("the SDS send", func(ev []xdslog.Event) bool {
+				return len(filter(ev, ofType("tls", xdslog.EventSend, "SDS"))) >= 1
+			})
 		})
 	}
 }

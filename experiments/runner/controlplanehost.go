@@ -10,7 +10,6 @@ import (
 	"github.com/xds-workbench/lab/experiments/session"
 	"github.com/xds-workbench/lab/shared/loopback"
 	"github.com/xds-workbench/lab/shared/protocol"
-	"github.com/xds-workbench/lab/shared/publish"
 	"github.com/xds-workbench/lab/shared/resources"
 	"github.com/xds-workbench/lab/shared/scenario"
 	"github.com/xds-workbench/lab/shared/xdslog"
@@ -183,7 +182,7 @@ func (h *controlPlaneHost) accepted(set, prev *resources.Set, rejected map[resou
 			// The LinearCache moves a type's label on any change of the type but sends only
 			// to clients subscribed to a changed resource (pkg/cache/v3/linear.go), so a
 			// label no response carried cannot be ACKed; the hashes above are the test.
-			if h.base.Mode == protocol.SotW && h.base.Cache == publish.SnapshotCache && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
+			if h.base.Mode == protocol.SotW && h.base.Cache.IsSnapshot() && !rejected[t] && len(owed) > 0 && s.Versions[string(t)] != versions[t] {
 				ok = false
 			}
 		}

@@ -204,6 +204,10 @@ func assertPackEvidence(t *testing.T, name string, mode protocol.Mode, cache pub
 		if real {
 			assertSDS(t, name, mode, cache, ev, cps)
 		}
+	case "sds-superset":
+		if real {
+			assertSDSSuperset(t, mode, cache, ev, cps)
+		}
 	case "removal-while-disconnected":
 		sends := eventsOf(ev, "remove-while-down", xdslog.EventSend, "CDS")
 		var second []xdslog.Event

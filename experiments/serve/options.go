@@ -122,7 +122,7 @@ var (
 	ErrGRPCWithEnvoy = errors.New("WithEnvoy runs Envoy; the grpc client runs grpc-go's client instead: give one")
 	// ErrUnknownCache, ErrUnknownClient, ErrUnknownVersions, ErrUnknownNackPolicy: a
 	// value that is none of the known ones.
-	ErrUnknownCache      = errors.New("unknown cache (want snapshot, linear or indexed)")
+	ErrUnknownCache      = errors.New("unknown cache (" + publish.CacheWant + ")")
 	ErrUnknownClient     = errors.New("unknown client (want envoy or grpc)")
 	ErrUnknownVersions   = errors.New("unknown version strategy (want uniform or per-type)")
 	ErrUnknownNackPolicy = errors.New("unknown NACK policy")

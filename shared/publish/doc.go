@@ -8,7 +8,9 @@
 //
 //   - Publisher (SnapshotCache): one library snapshot per publish, set through
 //     SnapshotSetter on the cache NewSnapshotCache builds; VersionStrategy says how the
-//     SotW type versions move.
+//     SotW type versions move. SnapshotCacheNoADS is the same cache built without
+//     go-control-plane's ADS rule (NewSnapshotCacheNoADS): a SotW request for a subset
+//     of a type is answered, at the price of whole-type responses and ordered ADS.
 //   - LinearPublisher (LinearCache): a library LinearCache per type behind a MuxCache,
 //     each type handed only what changed.
 //   - IndexedPublisher (IndexedCache): the workbench's own shared/indexcache.

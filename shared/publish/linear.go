@@ -24,6 +24,22 @@ const (
 	// SnapshotCache is go-control-plane's SnapshotCache: one snapshot per publish, the
 	// whole state versioned by the workbench's labels.
 	SnapshotCache Cache = "snapshot"
+	// SnapshotCacheNoADS is the same SnapshotCache built without the ADS rule
+	// (NewSnapshotCacheNoADS: cachev3.NewSnapshotCache(false, ...)). With the rule
+	// (pkg/cache/v3/simple.go, respond: "for ADS, the request names must match the
+	// snapshot names / if they do not, then the watch is never responded") a SotW
+	// request that names resources is answered only when its names cover every resource
+	// of the type in the snapshot (superset): a request for a subset, such as Envoy's SDS
+	// request for the one secret a listener references while the snapshot holds more,
+	// is never answered. Without it such a request is answered with the resources it
+	// names. The price is what the rule buys: a SotW response of a type then always
+	// carries the snapshot's whole set of that type under the snapshot's version, so a
+	// client that ACKs version V of a type was sent every resource of V of that type;
+	// and without ads the cache answers open watches in map order
+	// (respondSOTWWatches, respondDeltaWatches: "If ADS is enabled we need to order
+	// response watches"), so one SetSnapshot may answer EDS before CDS or RDS before
+	// LDS on the one ADS stream. The SotW options are the snapshot cache's.
+	SnapshotCacheNoADS Cache = "snapshot-noads"
 	// LinearCache is one go-control-plane LinearCache per type, combined for ADS with a
 	// MuxCache: a publish hands each type only what changed, and each type's version is
 	// the cache's own counter behind a per-instance prefix.
@@ -33,16 +49,26 @@ const (
 	IndexedCache Cache = "indexed"
 )
 
+// Caches are the cache kinds, in the order they are listed to a user.
+var Caches = []Cache{SnapshotCache, SnapshotCacheNoADS, LinearCache, IndexedCache}
+
+// CacheWant is what an unknown cache name is refused with: the known names.
+const CacheWant = "want snapshot, snapshot-noads, linear or indexed"
+
 // ParseCache validates a --cache value; empty is SnapshotCache.
 func ParseCache(s string) (Cache, error) {
 	switch Cache(s) {
-	case SnapshotCache, LinearCache, IndexedCache:
+	case SnapshotCache, SnapshotCacheNoADS, LinearCache, IndexedCache:
 		return Cache(s), nil
 	case "":
 		return SnapshotCache, nil
 	}
-	return "", fmt.Errorf("unknown cache %q (want snapshot, linear or indexed)", s)
+	return "", fmt.Errorf("unknown cache %q (%s)", s, CacheWant)
 }
+
+// IsSnapshot says the cache is go-control-plane's SnapshotCache, with the ADS rule or
+// without: one snapshot per publish, the workbench's labels its versions.
+func (c Cache) IsSnapshot() bool { return c == SnapshotCache || c == SnapshotCacheNoADS }
 
 // VersionsPerType says the cache versions each type itself and records what it sent,
 // not what was ACKed (LinearCache, IndexedCache): SotW versions are per type and a NACK

@@ -118,13 +118,20 @@ func TestNewPublisher(t *testing.T) {
 
 func TestParseCache(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "linear": LinearCache, "indexed": IndexedCache} {
+	for in, want := range map[string]Cache{"": SnapshotCache, "snapshot": SnapshotCache, "snapshot-noads": SnapshotCacheNoADS, "linear": LinearCache, "indexed": IndexedCache} {
 		c, err := ParseCache(in)
 		require.NoError(t, err)
 		assert.Equal(t, want, c)
 	}
 	_, err := ParseCache("lru")
-	assert.EqualError(t, err, `unknown cache "lru" (want snapshot, linear or indexed)`)
+	assert.EqualError(t, err, `unknown cache "lru" (want snapshot, snapshot-noads, linear or indexed)`)
+	for _, c := range Caches {
+		got, err := ParseCache(string(c))
+		require.NoError(t, err)
+		assert.Equal(t, c, got)
+		assert.Equal(t, c == SnapshotCache || c == SnapshotCacheNoADS, c.IsSnapshot(), "%s", c)
+		assert.Equal(t, !c.IsSnapshot(), c.VersionsPerType(), "%s", c)
+	}
 }
 
 // TestLinearPublisher: each type's cache gets only what changed; an unchanged type's

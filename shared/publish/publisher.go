@@ -42,15 +42,26 @@ type SnapshotSetter interface {
 	SetSnapshot(ctx context.Context, node string, snapshot cachev3.ResourceSnapshot) error
 }
 
-// NewSnapshotCache returns the library's snapshot cache as every front end uses it, for
-// either protocol: ads=true (a SotW response is sent only when the request's names cover
+// NewSnapshotCache returns the library's snapshot cache as --cache snapshot serves it,
+// for either protocol: ads=true (a SotW response is sent only when the request's names cover
 // the snapshot's) and IDHash (the node ID is the cache key). logger nil discards the
 // library's logs.
 func NewSnapshotCache(logger log.Logger) cachev3.SnapshotCache {
+	return newSnapshotCache(true, logger)
+}
+
+// NewSnapshotCacheNoADS is NewSnapshotCache without the ADS rule (ads=false,
+// SnapshotCacheNoADS): a SotW request naming a subset of a type's resources is answered
+// with that subset, and open watches are answered in no particular type order.
+func NewSnapshotCacheNoADS(logger log.Logger) cachev3.SnapshotCache {
+	return newSnapshotCache(false, logger)
+}
+
+func newSnapshotCache(ads bool, logger log.Logger) cachev3.SnapshotCache {
 	if logger == nil {
 		logger = log.LoggerFuncs{}
 	}
-	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, logger)
+	return cachev3.NewSnapshotCache(ads, cachev3.IDHash{}, logger)
 }
 
 // PublisherConfig configures NewPublisher.

@@ -14,7 +14,7 @@ import (
 	"github.com/xds-workbench/lab/shared/resources"
 )
 
-var validCaches = []string{"snapshot", "linear", "indexed"}
+var validCaches = []string{"snapshot", "snapshot-noads", "linear", "indexed"}
 
 // validClients are the data planes a filter or not_for may name.
 var validClients = []string{"envoy", "grpc", "simulated"}
@@ -34,7 +34,7 @@ func (p *parser) filter(f *fields) (Filter, error) {
 		return flt, err
 	}
 	if flt.Cache != "" && !slices.Contains(validCaches, flt.Cache) {
-		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot, linear or indexed)", f.what, flt.Cache)
+		return flt, p.errf(f.keys["cache"], "%s: cache %q (want snapshot, snapshot-noads, linear or indexed)", f.what, flt.Cache)
 	}
 	if flt.Client, err = f.str("client", false); err != nil {
 		return flt, err

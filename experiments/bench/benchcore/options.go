@@ -236,10 +236,10 @@ func (o *Options) checkCaches() error {
 	}
 	return checkList(OptionCaches, o.Caches, "", func(c publish.Cache) error {
 		if c == "" {
-			return errors.New("empty cache name (want snapshot, linear or indexed)")
+			return errors.New("empty cache name (" + publish.CacheWant + ")")
 		}
 		if _, err := publish.ParseCache(string(c)); err != nil {
-			return fmt.Errorf("unknown cache %q (want snapshot, linear or indexed)", c)
+			return fmt.Errorf("unknown cache %q (%s)", c, publish.CacheWant)
 		}
 		return nil
 	})
