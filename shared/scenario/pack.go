@@ -21,6 +21,7 @@ var packOrder = []string{
 	"teaching", "warming-order", "cds-without-eds", "removal-while-disconnected", "resource-does-not-exist",
 	"many-per-type", "rapid-publishes", "delta-non-wildcard-removal", "nack-policies", "under-load", "slow-endpoint",
 	"on-demand-vhost", "on-demand-cluster", "on-demand-restart", "sds-rotation", "sds-not-ready", "sds-invalid", "secret-removed",
+	"listener-drain", "health-check-warming", "cds-ack-held",
 }
 
 // Pack parses every built-in scenario, in pack order.
