@@ -42,6 +42,7 @@ func TestErrorsNameTheCommand(t *testing.T) {
 		{[]string{"run", "--mode", "grpc"}, "lab run: --mode grpc: unknown protocol (want sotw or delta)"},
 		{[]string{"serve", "--mode", "grpc"}, "lab serve: --mode grpc: unknown protocol (want sotw or delta)"},
 		{[]string{"run", "--mode", "delta", "--step-timeout", "-1s"}, "lab run: --step-timeout -1s: outside 1s-1h"},
+		{[]string{"run", "--mode", "delta", "--client", "sim", "--drain-time", "-1s"}, "lab run: --drain-time -1s: must not be negative"},
 		{[]string{"run", "--mode", "delta", "--xds-addr", "0.0.0.0:18000"}, "lab run: --xds-addr 0.0.0.0:18000: not loopback (only 127.0.0.1 or localhost is allowed)"},
 		{[]string{"serve", "--mode", "sotw", "--max-streams", "0"}, "lab serve: --max-streams 0: outside 1-1000000"},
 		{[]string{"serve", "--mode", "sotw", "--xds-addr", "10.0.0.1:0"}, "lab serve: --xds-addr 10.0.0.1:0: not loopback (only 127.0.0.1 or localhost is allowed)"},

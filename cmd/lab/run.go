@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xds-workbench/lab/experiments/controlplane"
+	"github.com/xds-workbench/lab/experiments/envoy"
 	"github.com/xds-workbench/lab/experiments/load"
 	"github.com/xds-workbench/lab/experiments/progress"
 	"github.com/xds-workbench/lab/experiments/runner"
@@ -189,6 +190,7 @@ func newRunCmdWith(run func(ctx context.Context, o runner.Options, progress io.W
 	f.IntVar(&o.run.Load.Connections, "connections", 1, fmt.Sprintf("connections the load uses (1-%d)", load.MaxConnections))
 	f.Var(choiceValue{&o.loadProtocol, "load protocol", []string{string(load.HTTP1), string(load.HTTP2)}}, "protocol",
 		"the load's protocol: http1 (HTTP/1.1 keep-alive, default) or http2 (HTTP/2 prior knowledge)")
+	f.DurationVar(&o.run.DrainTime, "drain-time", 0, "Envoy's drain time (--drain-time-s, whole seconds): how long a replaced listener or filter chain drains before its connections close (0: the scenario's drain_time, else Envoy's 600s)")
 	f.StringVar(&o.run.ConfigYAML, "config-yaml", "", "YAML merged over Envoy's bootstrap, after the scenario's own (e.g. '{dynamic_resources: {ads_config: {rate_limit_settings: {max_tokens: 2, fill_rate: 1}}}}')")
 	f.StringVar(&o.scenario, "scenario", o.scenario, "the scenario: a built-in name (lab scenarios lists them), a scenario file, or all (the whole pack)")
 	f.Var(addrValue{p: &o.metricsAddr, allowZero: true}, "metrics-addr", metricsAddrHelp)
@@ -262,6 +264,7 @@ func runRun(ctx context.Context, o runner.Options, progress io.Writer) error {
 // runFlagOf is the flag of each option a runner refusal names (runner.Option*).
 var runFlagOf = map[string]string{
 	runner.OptionConfigYAML:             "config-yaml",
+	envoy.OptionDrainTime:               "drain-time",
 	runner.OptionClient:                 "client",
 	runner.OptionPublishDuringReconnect: "publish-during-reconnect",
 	runner.OptionLoad:                   "load",

@@ -37,6 +37,7 @@ type Envoy struct {
 	listenerPort int
 	http         *http.Client
 	tls          *tlsProber
+	held         heldProber
 
 	mu   sync.Mutex
 	proc *envoy.Process
@@ -200,6 +201,11 @@ func (e *Envoy) CPU() (time.Duration, int, error) {
 func (e *Envoy) Probe(ctx context.Context, q scenario.Request, requestID string) Observation {
 	if q.TLS {
 		o := e.tls.probe(ctx, loopback.Addr(e.listenerPort), q, requestID)
+		o.Client = string(KindEnvoy)
+		return o
+	}
+	if q.Held {
+		o := e.held.probe(ctx, loopback.Addr(e.listenerPort), q, requestID)
 		o.Client = string(KindEnvoy)
 		return o
 	}

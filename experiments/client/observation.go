@@ -63,12 +63,15 @@ type Observation struct {
 	CertSerial string `json:"cert_serial,omitempty"`
 	CertCN     string `json:"cert_cn,omitempty"`
 	Handshake  string `json:"handshake,omitempty"`
-	// Held is the n-th request (from 1) sent on the run's one kept-alive TLS connection
+	// Held is the n-th request (from 1) sent on the run's one kept-alive connection
 	// (scenario.Request.Held); Reused says the request went on a connection opened
 	// before it, and Conn names that connection by its client-side address.
 	Held   int    `json:"held,omitempty"`
 	Reused bool   `json:"reused,omitempty"`
 	Conn   string `json:"conn,omitempty"`
+	// ConnClose says a plain HTTP answer carried Connection: close (on the held
+	// connection: a draining listener or filter chain, heldProber).
+	ConnClose bool `json:"conn_close,omitempty"`
 	// Class says what kind of answer this was (Classify): served, upstream failure,
 	// config failure, other failure or no response. Envoy's is read from its response
 	// flags, the grpc client's from grpc-go's status message (grpcClass).
@@ -164,6 +167,8 @@ func sendHTTP(ctx context.Context, client *http.Client, addr string, q scenario.
 	o.Status = resp.StatusCode
 	o.BodyBackend = bodyBackend(body, requestID)
 	o.Class = Classify(o.Status, "")
+	// Go's transport takes Connection: close out of the header and says it in Close.
+	o.ConnClose = resp.Close
 	return o, resp.Header, true
 }
 

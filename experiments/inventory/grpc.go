@@ -113,11 +113,14 @@ func (b *Backend) logRPC(l LogLine, err error) error {
 
 // hold waits the backend's Delay, or until the caller gives up (the call is answered and
 // logged all the same, as on the HTTP path).
-func (b *Backend) hold(ctx context.Context) {
-	if b.bh.Delay <= 0 {
+func (b *Backend) hold(ctx context.Context) { b.holdFor(ctx, b.bh.Delay) }
+
+// holdFor waits d (nothing when d <= 0) or until ctx ends.
+func (b *Backend) holdFor(ctx context.Context, d time.Duration) {
+	if d <= 0 {
 		return
 	}
-	t := time.NewTimer(b.bh.Delay)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -93,7 +93,15 @@ type Behaviour struct {
 	// a stand-in for a handshake, so that a client that opens new connections (Envoy
 	// after its connection pools are drained) pays for each in latency.
 	ConnDelay time.Duration
+	// HealthDelay holds every answer to HealthPath this long, on top of Delay: an active
+	// health check's first round then takes this long, and a cluster that checks its
+	// hosts warms until it completes (upstream_impl.cc, ClusterImplBase::onInitDone).
+	HealthDelay time.Duration
 }
+
+// HealthPath is the path a scenario's health check asks (under QuotePath, so any
+// backend answers it 200; HealthDelay holds it).
+const HealthPath = QuotePath + "/health"
 
 // MaxDelay bounds Behaviour.Delay: a backend for teaching, not a tarpit (a scenario's
 // backend has the same bound).
@@ -106,6 +114,9 @@ func (b Behaviour) Check() error {
 	}
 	if b.ConnDelay < 0 || b.ConnDelay > MaxDelay {
 		return fmt.Errorf("connection delay %s: want 0..%s", b.ConnDelay, MaxDelay)
+	}
+	if b.HealthDelay < 0 || b.HealthDelay > MaxDelay {
+		return fmt.Errorf("health delay %s: want 0..%s", b.HealthDelay, MaxDelay)
 	}
 	if b.IdleTimeout < 0 {
 		return fmt.Errorf("idle timeout %s: must not be negative", b.IdleTimeout)
@@ -191,6 +202,9 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 	b.hold(r.Context())
+	if r.URL.Path == HealthPath {
+		b.holdFor(r.Context(), b.bh.HealthDelay)
+	}
 	switch {
 	case r.URL.Path != QuotePath && !strings.HasPrefix(r.URL.Path, QuotePath+"/"):
 		status = http.StatusNotFound

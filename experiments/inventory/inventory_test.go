@@ -327,3 +327,21 @@ func TestConnDelay(t *testing.T) {
 	assert.Equal(t, int64(2), b.Connections())
 	assert.Error(t, Behaviour{ConnDelay: -time.Second}.Check())
 }
+
+// TestHealthDelay: an answer to HealthPath is held HealthDelay (and answered 200), one to
+// QuotePath is not; a bad health delay is refused.
+func TestHealthDelay(t *testing.T) {
+	const d = 150 * time.Millisecond
+	b, err := StartWith("v1", 0, "", Behaviour{HealthDelay: d})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	c, _ := dialCounter(false)
+	began := time.Now()
+	get(t, c, "http://"+b.Addr()+QuotePath)
+	assert.Less(t, time.Since(began), d, "the quote path is not held")
+	began = time.Now()
+	get(t, c, "http://"+b.Addr()+HealthPath)
+	assert.GreaterOrEqual(t, time.Since(began), d)
+	_, err = StartWith("bad", 0, "", Behaviour{HealthDelay: -time.Second})
+	assert.ErrorContains(t, err, "health delay -1s")
+}

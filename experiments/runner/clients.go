@@ -37,9 +37,10 @@ func Classify(status int, flags string) string { return client.Classify(status, 
 
 // newEnvoyClient renders the mode's bootstrap from params (the run's one rendering: the
 // xDS address, the admin port, and the scenario's on-demand clusters) into dir. Envoy
-// takes configYAML, the scenario's bootstrap override (--config-yaml), over it.
-func newEnvoyClient(bin envoy.Binary, mode protocol.Mode, dir string, params bootstrap.Params, listenerPort int, configYAML string, ca *certs.CA) (*client.Envoy, error) {
-	args := []string{"--concurrency", "1"}
+// takes configYAML, the scenario's bootstrap override (--config-yaml), over it, and
+// drainArgs (envoy.DrainTimeArgs).
+func newEnvoyClient(bin envoy.Binary, mode protocol.Mode, dir string, params bootstrap.Params, listenerPort int, configYAML string, drainArgs []string, ca *certs.CA) (*client.Envoy, error) {
+	args := append([]string{"--concurrency", "1"}, drainArgs...)
 	if configYAML != "" {
 		args = append(args, "--config-yaml", configYAML)
 	}

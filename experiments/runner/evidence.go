@@ -34,7 +34,9 @@ type RunInfo struct {
 	GRPCTarget string `json:"grpc_target,omitempty"`
 	// Outage and PublishDuringReconnect are the failure windows asked for (Options).
 	// ConfigYAML is what was merged over Envoy's bootstrap (--config-yaml).
-	ConfigYAML             string `json:"config_yaml,omitempty"`
+	ConfigYAML string `json:"config_yaml,omitempty"`
+	// DrainTime is Envoy's --drain-time-s when one was given (Options.DrainTime).
+	DrainTime              string `json:"drain_time,omitempty"`
 	Outage                 string `json:"outage,omitempty"`
 	PublishDuringReconnect bool   `json:"publish_during_reconnect,omitempty"`
 }

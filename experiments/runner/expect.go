@@ -181,6 +181,8 @@ func tlsHolds(o Observation, e scenario.RequestExpect) bool {
 		return false
 	case e.Held && o.Held > 1 && !o.Reused:
 		return false
+	case e.ConnClose != nil && o.ConnClose != *e.ConnClose:
+		return false
 	}
 	return true
 }
@@ -206,6 +208,12 @@ func describeExpect(e scenario.RequestExpect) string {
 		s += " with flag " + e.Flags
 	}
 	s += describeTLSExpect(e)
+	if !e.TLS && e.Held {
+		s += " on the held connection"
+	}
+	if e.ConnClose != nil {
+		s += fmt.Sprintf(", Connection: close %t", *e.ConnClose)
+	}
 	if e.Path != "" && !strings.HasPrefix(e.Path, "/quote?sku=paper") {
 		s = e.Path + ": " + s
 	}
@@ -245,6 +253,15 @@ func describeObs(o Observation) string {
 		fmt.Fprintf(&b, " grpc %s: %s", o.GRPCStatus, o.GRPCMessage)
 	}
 	b.WriteString(describeTLS(o))
+	if !o.TLS && o.Held > 0 {
+		fmt.Fprintf(&b, " held conn %s request %d", o.Conn, o.Held)
+		if o.Reused {
+			b.WriteString(" (reused)")
+		}
+		if o.ConnClose {
+			b.WriteString(" Connection: close")
+		}
+	}
 	if o.Simulated {
 		b.WriteString(" (SIMULATED)")
 	} else {

@@ -120,7 +120,7 @@ func TestEnvoyAppliesOneOfNAssignments(t *testing.T) {
 	}
 
 	publish("initial", resources.State{Version: "1", InventoryPort: b.Port(), ListenerPort: lp, Clusters: 3})
-	p, err := newEnvoyClient(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, "", nil)
+	p, err := newEnvoyClient(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, "", nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.Start(ctx))
 	defer func() { _ = p.Stop(context.Background()) }()

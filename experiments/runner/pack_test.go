@@ -79,6 +79,10 @@ func TestPackSimulated(t *testing.T) {
 						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, errSimTLS)
 						return
 					}
+					if sc.UsesHeldConn() {
+						assertNotApplicable(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, errSimHeld)
+						return
+					}
 					assertPackRun(t, sc, Options{Mode: mode, Cache: cache, Client: ClientSim}, "NOT_RUN")
 				})
 			}

@@ -80,7 +80,7 @@ func TestRemovingAListenerKeepsItsRoute(t *testing.T) {
 			}
 
 			step("full", "1", false)
-			p, err := newEnvoyClient(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, "", nil)
+			p, err := newEnvoyClient(bin, mode, t.TempDir(), bootstrap.Params{XDSAddr: cp.Addr()}, lp, "", nil, nil)
 			require.NoError(t, err)
 			require.NoError(t, p.Start(ctx))
 			defer func() { _ = p.Stop(context.Background()) }()

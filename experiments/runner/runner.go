@@ -75,7 +75,13 @@ type Options struct {
 	// ConfigYAML is merged over Envoy's bootstrap (after the scenario's own override),
 	// e.g. ads_config.rate_limit_settings.
 	ConfigYAML string
-	Steps      []string
+	// DrainTime is Envoy's drain time (--drain-time-s, whole seconds; lab run
+	// --drain-time): 0 takes the scenario's drain_time, else Envoy's own 600 s
+	// (envoy.DefaultDrainTime). Negative is refused before anything starts.
+	DrainTime time.Duration
+	// drainArgs are DrainTime's Envoy arguments, checked once (envoy.DrainTimeArgs).
+	drainArgs []string
+	Steps     []string
 
 	XDSPort      int
 	ListenerPort int
@@ -330,11 +336,20 @@ func (o *Options) checkDataPlaneOptions(sc *scenario.Scenario, client string) (l
 	if client == ClientSim && sc.UsesTLS() {
 		return "", &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimTLS}
 	}
+	if client == ClientSim && sc.UsesHeldConn() {
+		return "", &scenario.NotApplicableError{Scenario: sc.Name, Where: "the simulated client", Reason: errSimHeld}
+	}
 	if o.Outage < 0 || o.OutageInterval < 0 {
 		return "", fmt.Errorf("outage %s / interval %s: must not be negative", o.Outage, o.OutageInterval)
 	}
 	if o.OutageInterval == 0 {
 		o.OutageInterval = 250 * time.Millisecond
+	}
+	if o.DrainTime == 0 {
+		o.DrainTime = sc.DrainTime
+	}
+	if o.drainArgs, err = envoy.DrainTimeArgs(o.DrainTime); err != nil {
+		return "", err
 	}
 	if o.Load, loadNote, err = scenarioLoad(o.Load, sc, client == ClientEnvoy); err != nil {
 		return "", err
@@ -354,6 +369,9 @@ func newRunInfo(o Options, sc *scenario.Scenario, steps []scenario.Step, notRun 
 		PublishDuringReconnect: o.PublishDuringReconnect}
 	if o.Outage > 0 {
 		info.Outage = o.Outage.String()
+	}
+	if o.DrainTime > 0 {
+		info.DrainTime = o.DrainTime.String()
 	}
 	info.Cache = string(o.Cache)
 	if o.Mode == protocol.SotW {
@@ -460,7 +478,7 @@ func (r *Run) startBackends(ports []int) error {
 	for i, name := range r.sc.Backends {
 		bh := r.sc.Behaviours[name]
 		b, err := inventory.StartWith(name, ports[i], filepath.Join(r.dir, "inventory-"+name+".log"),
-			inventory.Behaviour{Delay: bh.Delay, ConnectionClose: bh.ConnectionClose, IdleTimeout: bh.IdleTimeout})
+			inventory.Behaviour{Delay: bh.Delay, ConnectionClose: bh.ConnectionClose, IdleTimeout: bh.IdleTimeout, HealthDelay: bh.HealthDelay})
 		if err != nil {
 			return fmt.Errorf("start inventory %s: %w", name, err)
 		}
@@ -554,7 +572,7 @@ func (r *Run) newClient(kind string, bin envoy.Binary) (client.Client, error) {
 		r.info.ConfigYAML = overrides
 		params := bootstrap.Params{XDSAddr: r.host.cp().Addr(), AdminPort: r.o.AdminPort, OnDemandClusters: r.sc.OnDemand.Clusters}
 		// Never a typed nil in the interface: teardown stops any client the run has.
-		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides, r.host.env.CA)
+		e, err := newEnvoyClient(bin, r.o.Mode, r.dir, params, r.o.ListenerPort, overrides, r.o.drainArgs, r.host.env.CA)
 		if err != nil {
 			return nil, err
 		}
@@ -608,6 +626,9 @@ var errSimOnDemand = errors.New("the simulated client does not model Envoy's on_
 
 // errSimTLS is why a TLS (SDS) scenario needs real Envoy.
 var errSimTLS = errors.New("the simulated client has no TLS data plane: it presents no certificate and makes no handshake, so SDS scenarios need real Envoy")
+
+// errSimHeld is why a scenario with a held connection needs real Envoy.
+var errSimHeld = errors.New("the simulated client has no connections: a request on the held connection (conn: held) needs real Envoy")
 
 // ErrInterrupted marks a run stopped by its context (SIGINT or SIGTERM).
 var ErrInterrupted = errors.New("interrupted")

@@ -44,6 +44,11 @@ type ListenerSpec struct {
 	// TLS, when TLS.Secret is set, terminates TLS with that SDS secret's certificate
 	// (secret.go); a proxyless listener cannot (ProxylessNoSDS).
 	TLS ListenerTLS
+	// BufferLimit, when not 0, is the listener's per_connection_buffer_limit_bytes: a
+	// listener-level field, so changing it is a full listener update (the old listener
+	// drains) rather than an in-place filter-chain update (Envoy's
+	// ListenerImpl::supportUpdateFilterChain, ListenerMessageUtil::filterChainOnlyChange).
+	BufferLimit uint32
 }
 
 // BuildListener builds the listener l describes.
@@ -51,7 +56,17 @@ func BuildListener(l ListenerSpec) (*listener.Listener, error) {
 	if l.StatPrefix == "" {
 		l.StatPrefix = StatPrefix
 	}
-	return listenerFor(l)
+	ln, err := listenerFor(l)
+	if err != nil {
+		return nil, err
+	}
+	if l.BufferLimit != 0 {
+		if l.Proxyless {
+			return nil, fmt.Errorf("listener %s: a proxyless listener has no connections to buffer (per_connection_buffer_limit_bytes)", l.Name)
+		}
+		ln.PerConnectionBufferLimitBytes = wrapperspb.UInt32(l.BufferLimit)
+	}
+	return ln, nil
 }
 
 // ClusterSpec is an EDS cluster whose endpoints come over ADS.
@@ -67,6 +82,18 @@ type ClusterSpec struct {
 	// HTTP2 makes Envoy talk HTTP/2 to the endpoints (HttpProtocolOptions'
 	// explicit_http_config); HTTP/1.1 otherwise. The inventory backends speak both.
 	HTTP2 bool
+	// HealthCheck, when its Path is set, is an active HTTP health check of every
+	// endpoint: the cluster then warms until each host has had a first check
+	// (upstream_impl.cc, ClusterImplBase::onInitDone).
+	HealthCheck HealthCheckSpec
+}
+
+// HealthCheckSpec is an active HTTP health check: GET Path every Interval, failing after
+// Timeout; one failure marks a host unhealthy and one success healthy.
+type HealthCheckSpec struct {
+	Path string
+	// Interval is 1s when 0; Timeout is 1s when 0.
+	Interval, Timeout time.Duration
 }
 
 // BuildCluster builds the cluster c describes.
@@ -100,7 +127,28 @@ func BuildCluster(c ClusterSpec) (*cluster.Cluster, error) {
 		}
 		cl.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": opts}
 	}
+	if c.HealthCheck.Path != "" {
+		cl.HealthChecks = []*core.HealthCheck{healthCheck(c.HealthCheck)}
+	}
 	return cl, nil
+}
+
+// healthCheck is the core.HealthCheck h describes.
+func healthCheck(h HealthCheckSpec) *core.HealthCheck {
+	interval, timeout := h.Interval, h.Timeout
+	if interval == 0 {
+		interval = time.Second
+	}
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	return &core.HealthCheck{
+		Timeout:            durationpb.New(timeout),
+		Interval:           durationpb.New(interval),
+		UnhealthyThreshold: wrapperspb.UInt32(1),
+		HealthyThreshold:   wrapperspb.UInt32(1),
+		HealthChecker:      &core.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &core.HealthCheck_HttpHealthCheck{Path: h.Path}},
+	}
 }
 
 // BuildEndpoints is the assignment name with one loopback endpoint per port, in order.

@@ -22,6 +22,7 @@ var packOrder = []string{
 	"many-per-type", "rapid-publishes", "delta-non-wildcard-removal", "nack-policies", "under-load", "slow-endpoint",
 	"on-demand-vhost", "on-demand-cluster", "on-demand-restart", "sds-rotation", "sds-not-ready", "sds-invalid", "secret-removed",
 	"sds-superset",
+	"listener-drain", "health-check-warming", "cds-ack-held",
 }
 
 // Pack parses every built-in scenario, in pack order.

@@ -22,6 +22,9 @@ const (
 	MinEvery     = time.Millisecond
 	MaxEvery     = time.Second
 	DefaultEvery = 10 * time.Millisecond
+	// MinDrainTime and MaxDrainTime bound drain_time (Envoy's --drain-time-s).
+	MinDrainTime = time.Second
+	MaxDrainTime = 10 * time.Minute
 	// MaxBurst bounds the changes of one burst.
 	MaxBurst = 1000
 	// MaxFileBytes bounds a scenario file.

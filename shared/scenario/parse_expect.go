@@ -210,6 +210,12 @@ func (p *parser) tlsExpect(rn *yaml.Node, rf *fields, re *RequestExpect) error {
 	case re.Handshake != "" && re.Handshake != HandshakeOK && (re.Status != 0 || re.CertSerial != "" || re.CertCN != ""):
 		return p.errf(rn, "%s: a handshake that did not complete has no status (status: 0) and no certificate", rf.what)
 	}
+	if re.ConnClose, err = rf.boolean("conn_close"); err != nil {
+		return err
+	}
+	if re.ConnClose != nil && !re.Held {
+		return p.errf(rf.keys["conn_close"], "%s: conn_close is what the held connection's answer says (Connection: close); it needs conn: held", rf.what)
+	}
 	return nil
 }
 

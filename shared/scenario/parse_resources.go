@@ -293,6 +293,9 @@ func (p *parser) clusterForm(f *fields, what, name string) ([]Item, error) {
 	default:
 		return nil, p.errf(f.keys["upstream"], "%s: upstream %q (want http1 or http2)", what, up)
 	}
+	if spec.HealthCheck, err = p.healthCheck(f, what); err != nil {
+		return nil, err
+	}
 	bs, err := p.formBackends(f, what, "backends")
 	if err != nil {
 		return nil, err
@@ -352,6 +355,11 @@ func (p *parser) listenerForm(f *fields, what, name string) (Item, error) {
 	if spec.TLS, err = p.listenerTLS(f, what); err != nil {
 		return Item{}, err
 	}
+	limit, _, err := f.integer("buffer_limit", MinBufferLimit, MaxBufferLimit)
+	if err != nil {
+		return Item{}, err
+	}
+	spec.BufferLimit = uint32(limit)
 	return Item{Type: resources.LDS, Name: name, build: func(env Env) (types.Resource, error) {
 		s := spec
 		s.Port, s.AccessLogPath, s.Proxyless = env.ListenerPort, env.AccessLog, env.Proxyless
@@ -532,4 +540,37 @@ func (p *parser) rule(what string, n *yaml.Node) (resources.RouteRule, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// Bounds of a short-form listener's buffer_limit (per_connection_buffer_limit_bytes).
+const (
+	MinBufferLimit = 1024
+	MaxBufferLimit = 1 << 30
+)
+
+// healthCheck reads a short-form cluster's health_check: {path, interval, timeout}, an
+// active HTTP health check of its endpoints (absent: none).
+func (p *parser) healthCheck(f *fields, what string) (resources.HealthCheckSpec, error) {
+	var h resources.HealthCheckSpec
+	n := f.get("health_check")
+	if n == nil {
+		return h, nil
+	}
+	hf, err := p.fields(n, what+" health_check")
+	if err != nil {
+		return h, err
+	}
+	if h.Path, err = hf.str("path", true); err != nil {
+		return h, err
+	}
+	if !strings.HasPrefix(h.Path, "/") {
+		return h, p.errf(hf.key["path"], "%s health_check: path %q must start with /", what, h.Path)
+	}
+	if h.Interval, err = hf.duration("interval", 10*time.Millisecond, time.Minute, 0); err != nil {
+		return h, err
+	}
+	if h.Timeout, err = hf.duration("timeout", 10*time.Millisecond, time.Minute, 0); err != nil {
+		return h, err
+	}
+	return h, hf.done()
 }

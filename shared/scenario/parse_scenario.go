@@ -15,7 +15,7 @@ import (
 
 // scenarioKeys are the keys of a scenario file's top level: every other key is refused
 // before the file is read further (fields.only).
-var scenarioKeys = []string{"name", "description", "sources", "backends", "on_demand", "modes", "bootstrap", "not_for", "load", "resources", "steps"}
+var scenarioKeys = []string{"name", "description", "sources", "backends", "on_demand", "modes", "bootstrap", "not_for", "load", "drain_time", "resources", "steps"}
 
 var safeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
@@ -92,6 +92,20 @@ func (p *parser) settings(sc *Scenario, f *fields) error {
 			return err
 		}
 	}
+	return p.drainTime(sc, f)
+}
+
+// drainTime reads drain_time: Envoy's --drain-time-s for the run, whole seconds within
+// MinDrainTime..MaxDrainTime (absent: Envoy's own 600 s).
+func (p *parser) drainTime(sc *Scenario, f *fields) error {
+	d, err := f.duration("drain_time", MinDrainTime, MaxDrainTime, 0)
+	if err != nil {
+		return err
+	}
+	if d%time.Second != 0 {
+		return p.errf(f.keys["drain_time"], "%s: %q is %s: not whole seconds (Envoy's --drain-time-s takes seconds)", f.what, "drain_time", d)
+	}
+	sc.DrainTime = d
 	return nil
 }
 
@@ -278,7 +292,7 @@ func (p *parser) backends(f *fields) ([]string, map[string]Behaviour, error) {
 	for _, c := range n.Content {
 		if c.Kind != yaml.MappingNode {
 			if c.Kind != yaml.ScalarNode {
-				return nil, nil, p.errf(c, "backends: each is a name or {name: ..., delay: ..., connection_close: ..., idle_timeout: ...}")
+				return nil, nil, p.errf(c, "backends: each is a name or {name: ..., delay: ..., connection_close: ..., idle_timeout: ..., health_delay: ...}")
 			}
 			names = append(names, c.Value)
 			continue
@@ -301,6 +315,9 @@ func (p *parser) backends(f *fields) ([]string, map[string]Behaviour, error) {
 		}
 		b.ConnectionClose = cc != nil && *cc
 		if b.IdleTimeout, err = bf.duration("idle_timeout", time.Millisecond, time.Hour, 0); err != nil {
+			return nil, nil, err
+		}
+		if b.HealthDelay, err = bf.duration("health_delay", 0, MaxBackendDelay, 0); err != nil {
 			return nil, nil, err
 		}
 		if err := bf.done(); err != nil {

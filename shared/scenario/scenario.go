@@ -35,6 +35,10 @@ type Scenario struct {
 	Resources map[string]*Resource
 	// Bootstrap is YAML merged over Envoy's bootstrap with --config-yaml (real Envoy only).
 	Bootstrap string
+	// DrainTime is Envoy's drain time for the run (--drain-time-s; 0: Envoy's 600 s):
+	// how long a listener replaced by a full update, or a filter chain replaced in
+	// place, drains before its connections close. Real Envoy only.
+	DrainTime time.Duration
 	// Load is steady traffic through Envoy for the whole run (nil: none; lab run --load
 	// overrides it).
 	Load *LoadSpec
@@ -103,6 +107,9 @@ type Behaviour struct {
 	Delay           time.Duration
 	ConnectionClose bool
 	IdleTimeout     time.Duration
+	// HealthDelay holds the backend's answers to its health path (/quote/health) this
+	// long: an active health check's first round waits for it.
+	HealthDelay time.Duration
 }
 
 // MaxBackendDelay bounds a backend's Delay (the inventory's own bound).
@@ -258,6 +265,10 @@ type RequestExpect struct {
 	// completed, the listener closed the connection during it (a listener without its
 	// certificate), the port was not listening, or it failed otherwise.
 	Handshake string
+	// ConnClose, when set, is whether the answer on the held connection (conn: held)
+	// must carry Connection: close: what an HTTP/1 connection gets from a draining
+	// listener or filter chain (Envoy's conn_manager_impl.cc, encodeHeaders).
+	ConnClose *bool
 	Line      int
 }
 
@@ -387,6 +398,19 @@ func Names(steps []Step) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// UsesHeldConn reports whether a request goes on the run's one kept-alive connection
+// (conn: held): real Envoy only.
+func (sc *Scenario) UsesHeldConn() bool {
+	for _, st := range sc.Steps {
+		for _, q := range st.Expect.Requests {
+			if q.Held {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // UsesTLS reports whether the scenario has a TLS side: a secret (SDS) resource or a
