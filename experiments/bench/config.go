@@ -18,6 +18,9 @@ import (
 	"github.com/xds-workbench/lab/shared/xdslog"
 )
 
+// initialStep names the initial push's sample; the changes are "update-N".
+const initialStep = "initial"
+
 // calibrationRequests is how many requests measure Envoy's CPU cost per data-plane probe,
 // so a reader can tell how much of an update's Envoy CPU the probes themselves took.
 const calibrationRequests = 50
@@ -146,7 +149,7 @@ func (r *configRun) run(ctx context.Context) error {
 	}
 	// Initial state: N clusters, cluster 0 on endpoint A (workloadStep says what the
 	// route and listener workloads set besides).
-	init, err := r.measure(ctx, "initial", 0)
+	init, err := r.measure(ctx, initialStep, 0)
 	r.cfg.Initial = init
 	if err != nil {
 		return fmt.Errorf("initial state: %w", err)

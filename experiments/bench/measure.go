@@ -61,7 +61,7 @@ func (r *configRun) measure(ctx context.Context, step string, i int) (Sample, er
 			return s, err
 		}
 	}
-	s.HeapInuse, s.HeapAlloc = benchcore.Heap()
+	s.HeapInuse, s.HeapAlloc = benchcore.Heap(step == initialStep)
 	err = s.setSent(r.m.Step(step), t0)
 	return s, err
 }
@@ -73,11 +73,11 @@ type readings struct {
 	rx, tx    []int64
 }
 
-// readBefore reads this process's CPU, the tap's and each member's CPU and wire bytes,
-// after collecting the previous step's garbage so it is not in this step's window.
+// readBefore reads this process's CPU, the tap's and each member's CPU and wire bytes.
+// It does not collect garbage first (benchcore.Heap says why): a change is charged for
+// the collections it causes, when they come.
 func (r *configRun) readBefore(ctx context.Context) (readings, error) {
 	proxies := r.cl.Members
-	benchcore.Heap()
 	var (
 		rd  = readings{envoy: make([]cpuReading, len(proxies)), rx: make([]int64, len(proxies)), tx: make([]int64, len(proxies))}
 		err error

@@ -80,7 +80,8 @@ type Sample struct {
 	// CPUMS is this process's CPU over the step: the control plane, the recorder and, with
 	// simulated clients, the clients too.
 	CPUMS float64 `json:"cp_cpu_ms"`
-	// HeapInuse/HeapAlloc after the step, after a GC.
+	// HeapInuse/HeapAlloc after the step: after a GC for the initial state (what the
+	// control plane keeps), as the heap stands after a change (benchcore.Heap).
 	HeapInuse uint64 `json:"heap_inuse_bytes"`
 	HeapAlloc uint64 `json:"heap_alloc_bytes"`
 	// LoadAvg is the machine's load average (1, 5, 15 minutes) when the change began:

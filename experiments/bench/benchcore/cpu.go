@@ -11,10 +11,15 @@ import (
 	"github.com/xds-workbench/lab/experiments/envoy"
 )
 
-// Heap collects garbage first, so the figure is what the control plane keeps, not what
-// it has not yet freed.
-func Heap() (inuse, alloc uint64) {
-	runtime.GC()
+// Heap is the heap in use and allocated. With collect it collects garbage first, so the
+// figure is what the control plane keeps (the initial state's); without, it is the heap
+// as it stands. The bench does not collect between changes: a forced collection of a
+// 100 MB heap before each change left that change to run in cold caches, a cost of the
+// meter's that grew with N (docs/performance.md, "The floor on a quiet machine").
+func Heap(collect bool) (inuse, alloc uint64) {
+	if collect {
+		runtime.GC()
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse, ms.HeapAlloc
@@ -36,9 +41,7 @@ func EnvoyCPU(p *envoy.Process) (cpu, ticks time.Duration, source string, err er
 }
 
 // StartCPUProfile writes a CPU profile of this process to path until stop is called
-// (lab bench --cpuprofile). The forced collections the bench makes between changes
-// (heap figures) are in it too, as runtime.GC; the changes' own collections are not
-// told apart from them.
+// (lab bench --cpuprofile). The changes' own collections are in it.
 func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
